@@ -257,17 +257,17 @@ def _formal(name: str, seed: int) -> TextDataset:
 
 # ----------------------------------------------------------------------------- user files
 def _read_table(kind: str, path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    if not path.exists():
-        raise DataError(f"data file {path} not found; check the path after '{kind}:'")
+    if not path.is_file():
+        raise DataError(f"data file {path} not found or not a file; check the path after '{kind}:'")
     try:
         if kind == "csv":
-            with path.open(newline="", encoding="utf-8") as fh:
+            with path.open(newline="", encoding="utf-8-sig") as fh:
                 reader = csv.DictReader(fh)
                 rows = list(reader)
                 columns = list(reader.fieldnames or [])
         else:
             rows, columns = [], []
-            with path.open(encoding="utf-8") as fh:
+            with path.open(encoding="utf-8-sig") as fh:
                 for lineno, line in enumerate(fh, 1):
                     if not line.strip():
                         continue

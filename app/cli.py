@@ -1,0 +1,117 @@
+"""The ``stateseer`` command line.
+
+Every command takes a run directory (see :mod:`rnn_models.run`). Errors in the user's
+input are printed as one line (``stateseer: error: ...``) with exit status 2; heavy
+imports happen inside the command that needs them so ``stateseer --help`` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from rnn_models.errors import StateseerError
+
+__all__ = ["build_parser", "main"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from rnn_models.train import TrainConfig, train_run
+
+    cfg = TrainConfig(
+        dataset=args.dataset, arch=args.arch, embed=args.embed, hidden=args.hidden,
+        layers=args.layers, dropout=args.dropout, epochs=args.epochs,
+        batch_size=args.batch_size, lr=args.lr, patience=args.patience,
+        min_freq=args.min_freq, seed=args.seed, state=args.state,
+        prefix_loss=args.prefix_loss, tokenizer=args.tokenizer, text_col=args.text_col,
+        label_col=args.label_col, max_tokens=args.max_tokens,
+    )
+    run = train_run(cfg, args.out, force=args.force, progress=not args.quiet)
+    m = run.metrics()
+    print(json.dumps({"run": str(run.path), **{k: m[k] for k in (
+        "train_accuracy", "val_accuracy", "test_accuracy", "best_epoch", "train_seconds")}}))
+    return 0
+
+
+def _cmd_record(args: argparse.Namespace) -> int:
+    from rnn_models.record import record_run
+
+    traces = record_run(args.run, splits=args.splits, layer=args.layer, dtype=args.dtype,
+                        batch_size=args.batch_size)
+    print(json.dumps({"traces": str(traces.path), "splits": traces.meta["splits"]}))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="stateseer",
+        description="Explain recurrent text classifiers by state abstraction.",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    t = sub.add_parser("train", help="train an LSTM/GRU/Elman classifier into a run directory")
+    t.add_argument("--dataset", required=True,
+                   help="rotten_tomatoes, amazon_food, tomita1..7, parens, csv:PATH, jsonl:PATH")
+    t.add_argument("--arch", choices=("lstm", "gru", "rnn"), default="gru")
+    t.add_argument("--out", required=True, help="run directory to create, e.g. runs/rt")
+    t.add_argument("--layers", type=_positive_int)
+    t.add_argument("--hidden", type=_positive_int)
+    t.add_argument("--embed", type=_positive_int)
+    t.add_argument("--epochs", type=_positive_int)
+    t.add_argument("--batch-size", type=_positive_int)
+    t.add_argument("--lr", type=float)
+    t.add_argument("--dropout", type=float)
+    t.add_argument("--patience", type=_positive_int)
+    t.add_argument("--min-freq", type=_positive_int)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--state", choices=("h", "c", "hc"), default="h",
+                   help="LSTM state to trace: h, c or both (default h)")
+    t.add_argument("--prefix-loss", choices=("auto", "on", "off"), default="auto",
+                   help="train on the label of every prefix (auto: formal languages)")
+    t.add_argument("--text-col", default="text")
+    t.add_argument("--label-col", default="label")
+    t.add_argument("--tokenizer", choices=("word", "char", "space"), default="word")
+    t.add_argument("--max-tokens", type=_positive_int, default=2000,
+                   help="refuse texts longer than this many tokens")
+    t.add_argument("--force", action="store_true", help="overwrite an existing run")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(func=_cmd_train)
+
+    r = sub.add_parser("record", help="record hidden-state traces for every split")
+    r.add_argument("run")
+    r.add_argument("--splits", nargs="+", default=["train", "val", "test"],
+                   choices=("train", "val", "test"))
+    r.add_argument("--layer", type=int, default=-1, help="recurrent layer (default: top)")
+    r.add_argument("--dtype", choices=("float32", "float16"), default="float32")
+    r.add_argument("--batch-size", type=_positive_int, default=512)
+    r.set_defaults(func=_cmd_record)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except StateseerError as exc:
+        print(f"stateseer: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("stateseer: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""Trace-recording throughput: stateseer's batched recorder vs a per-step loop vs the matmul roof.
+
+What is measured, in one run on the CPU:
+
+1. ``stateseer_tok_s`` — tokens per second of :func:`rnn_models.record.record_traces` recording
+   the top layer (``layer=-1``) of a seeded, randomly initialised 2-layer GRU
+   ``RNNClassifier('gru', vocab_size=20000, n_classes=2, embed=128, hidden=256, layers=2)``
+   over synthetic inputs (lengths 5..60, mean ~20, ``--tokens`` in all), writing hidden
+   states and probabilities into ``.npy`` memory maps in a temp dir, as ``record_run`` does.
+   One warm-up call on a small subset comes first. The same run also splits the time into
+   the model's forward pass (``model.trace``) and everything else (padding, masks and the
+   scatter into the memory maps): ``forward_s`` / ``scatter_s``.
+2. ``stepwise_tok_s`` — tokens per second of the way stepping extractors (AALpy-style,
+   DeepStellar-style) record: one input at a time, one token at a time, through two
+   ``torch.nn.GRUCell`` s carrying the GRU layers' weights, with the head's softmax at every
+   step and the hidden state collected per step. It runs on the first ``--stepwise-tokens``
+   tokens (it is a rate). Each input is embedded once up front rather than per token, which
+   favours the baseline. ``max_abs_diff`` checks on a few inputs that its hidden states equal
+   the ones stateseer recorded.
+3. ``matmul_gflops`` — the machine's dense float32 roof: best of a few 2048×2048 ``torch.matmul``.
+4. ``stateseer_gflops`` — GRU-forward FLOPs per token (see :func:`flops_per_token`) times
+   ``stateseer_tok_s``; ``roof_fraction`` is that over ``matmul_gflops``.
+
+The last line of output is one JSON object (see ``/work/shared/DESIGN.md``).
+
+Run: ``python benchmarks/record_throughput.py [--tokens 200000] [--stepwise-tokens 20000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from rnn_models.models import RNNClassifier
+from rnn_models.record import record_traces
+
+VOCAB, CLASSES, EMBED, HIDDEN, LAYERS = 20000, 2, 128, 256, 2
+MIN_LEN, MAX_LEN = 5, 60
+
+
+def flops_per_token(embed: int = EMBED, hidden: int = HIDDEN, layers: int = LAYERS,
+                    n_classes: int = CLASSES) -> int:
+    """FLOPs of one GRU-classifier step (multiply and add each count as one FLOP).
+
+    Per GRU layer with input size I and hidden size H the three gates (r, z, n) need an
+    input matmul (3H×I) and a recurrent matmul (3H×H): ``2·3·H·(I+H)`` FLOPs. Layer 0 has
+    I = embed, the others I = hidden. The head is one (C×H) matmul: ``2·H·C``. Biases,
+    gate nonlinearities, the softmax and the embedding lookup are O(H) and left out.
+    For the default model: 2·3·256·384 + 2·3·256·512 + 2·256·2 = 1,377,280 FLOPs/token.
+    """
+    total = 0
+    for i in range(layers):
+        inp = embed if i == 0 else hidden
+        total += 2 * 3 * hidden * (inp + hidden)
+    return total + 2 * hidden * n_classes
+
+
+def make_inputs(n_tokens: int, seed: int) -> list[np.ndarray]:
+    """Random token ids in inputs of 5..60 tokens (gamma-shaped, mean ~20), ≥ n_tokens total."""
+    rng = np.random.default_rng(seed)
+    seqs: list[np.ndarray] = []
+    total = 0
+    while total < n_tokens:
+        lens = np.clip(np.rint(MIN_LEN + rng.gamma(2.0, 7.5, size=4096)), MIN_LEN, MAX_LEN)
+        for n in lens.astype(np.int64):
+            seqs.append(rng.integers(1, VOCAB, size=int(n), dtype=np.int64))
+            total += int(n)
+            if total >= n_tokens:
+                break
+    return seqs
+
+
+class TimedTrace:
+    """Delegates to a model and adds up the time spent in its ``trace`` (the forward pass)."""
+
+    def __init__(self, model: RNNClassifier) -> None:
+        self.model = model
+        self.n_classes, self.n_layers = model.n_classes, model.n_layers
+        self.forward_s = 0.0
+        self.n_calls = 0
+
+    def initial(self, layer: int = -1):
+        return self.model.initial(layer)
+
+    def trace(self, ids, lengths, layer: int = -1):
+        t0 = time.perf_counter()
+        out = self.model.trace(ids, lengths, layer)
+        self.forward_s += time.perf_counter() - t0
+        self.n_calls += 1
+        return out
+
+
+def record_kwargs(args: argparse.Namespace) -> dict[str, int]:
+    kw = {}
+    if args.batch_size is not None:
+        kw["batch_size"] = args.batch_size
+    if args.batch_tokens is not None:
+        kw["batch_tokens"] = args.batch_tokens
+    return kw
+
+
+def bench_stateseer(model: RNNClassifier, seqs: list[np.ndarray], tmp: Path,
+                    args: argparse.Namespace) -> dict:
+    """Record all of ``seqs`` into memory maps; best of ``--repeats`` runs."""
+    kw = record_kwargs(args)
+    n_steps = int(sum(len(s) for s in seqs))
+    warm = seqs[: min(len(seqs), 256)]
+    n_warm = int(sum(len(s) for s in warm))
+    record_traces(model, warm, np.zeros((n_warm, HIDDEN), np.float32),
+                  np.zeros((n_warm, CLASSES), np.float32),
+                  np.zeros((len(warm), CLASSES), np.float32), layer=-1, **kw)
+    best = None
+    for r in range(args.repeats):
+        d = tmp / f"rec{r}"
+        d.mkdir()
+        hidden = np.lib.format.open_memmap(d / "hidden.npy", "w+", np.float32, (n_steps, HIDDEN))
+        proba = np.lib.format.open_memmap(d / "proba.npy", "w+", np.float32, (n_steps, CLASSES))
+        final = np.zeros((len(seqs), CLASSES), np.float32)
+        timed = TimedTrace(model)
+        t0 = time.perf_counter()
+        record_traces(timed, seqs, hidden, proba, final, layer=-1, **kw)
+        hidden.flush()
+        proba.flush()
+        total = time.perf_counter() - t0
+        res = {"total_s": total, "forward_s": timed.forward_s,
+               "scatter_s": total - timed.forward_s, "n_batches": timed.n_calls,
+               "hidden": hidden}
+        if best is None or total < best["total_s"]:
+            best = res
+    assert best is not None
+    best["tok_s"] = n_steps / best["total_s"]
+    return best
+
+
+def gru_cell(rnn: nn.GRU) -> nn.GRUCell:
+    """A GRUCell with the weights of a single-layer GRU."""
+    cell = nn.GRUCell(rnn.input_size, rnn.hidden_size)
+    with torch.no_grad():
+        cell.weight_ih.copy_(rnn.weight_ih_l0)
+        cell.weight_hh.copy_(rnn.weight_hh_l0)
+        cell.bias_ih.copy_(rnn.bias_ih_l0)
+        cell.bias_hh.copy_(rnn.bias_hh_l0)
+    return cell.eval()
+
+
+@torch.no_grad()
+def stepwise_record(model: RNNClassifier, seqs: list[np.ndarray]) -> list[np.ndarray]:
+    """One input at a time, one token at a time; returns the top layer's states per input."""
+    cells = [gru_cell(rnn) for rnn in model.rnns]
+    head = model.head
+    out = []
+    for s in seqs:
+        x_all = model.embedding(torch.from_numpy(s))  # (T, embed), looked up once per input
+        hs = [torch.zeros(1, HIDDEN) for _ in cells]
+        states, probs = [], []
+        for t in range(len(s)):
+            x = x_all[t : t + 1]
+            for i, cell in enumerate(cells):
+                hs[i] = cell(x, hs[i])
+                x = hs[i]
+            probs.append(torch.softmax(head(x), dim=-1))
+            states.append(x)
+        out.append(torch.cat(states).numpy())
+        torch.cat(probs)
+    return out
+
+
+def bench_stepwise(model: RNNClassifier, seqs: list[np.ndarray], n_tokens: int):
+    subset, total = [], 0
+    for s in seqs:
+        if total >= n_tokens:
+            break
+        subset.append(s)
+        total += len(s)
+    stepwise_record(model, subset[:5])  # warm-up
+    t0 = time.perf_counter()
+    states = stepwise_record(model, subset)
+    dt = time.perf_counter() - t0
+    return total / dt, total, states
+
+
+def matmul_gflops(n: int = 2048, repeats: int = 5) -> tuple[float, float]:
+    """Best and median GFLOP/s of an n×n float32 matmul."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.matmul(a, b)
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        torch.matmul(a, b)
+        ts.append(time.perf_counter() - t0)
+    flops = 2 * n**3
+    return flops / min(ts) / 1e9, flops / statistics.median(ts) / 1e9
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokens", type=int, default=200_000, help="tokens to record (≥)")
+    ap.add_argument("--stepwise-tokens", type=int, default=20_000,
+                    help="tokens for the per-step baseline (a rate; a prefix of the inputs)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=2, help="stateseer runs; the best counts")
+    ap.add_argument("--batch-size", type=int, default=None,
+                    help="record_traces batch_size (default: record_traces's own)")
+    ap.add_argument("--batch-tokens", type=int, default=None,
+                    help="record_traces batch_tokens (default: record_traces's own)")
+    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    ap.add_argument("--matmul-n", type=int, default=2048)
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    torch.manual_seed(args.seed)
+    model = RNNClassifier("gru", vocab_size=VOCAB, n_classes=CLASSES, embed=EMBED,
+                          hidden=HIDDEN, layers=LAYERS).eval()
+    seqs = make_inputs(args.tokens, args.seed)
+    lengths = np.array([len(s) for s in seqs])
+    n_tokens = int(lengths.sum())
+    print(f"{len(seqs):,} inputs, {n_tokens:,} tokens, length mean {lengths.mean():.1f} "
+          f"(min {lengths.min()}, max {lengths.max()}); torch threads "
+          f"{torch.get_num_threads()}")
+
+    mm_best, mm_median = matmul_gflops(args.matmul_n)
+    print(f"matmul {args.matmul_n}² float32: {mm_best:.1f} GFLOP/s (median {mm_median:.1f})")
+
+    with tempfile.TemporaryDirectory(prefix="stateseer-bench-") as tmp:
+        rec = bench_stateseer(model, seqs, Path(tmp), args)
+        print(f"stateseer record_traces: {rec['tok_s']:,.0f} tok/s "
+              f"({rec['total_s']:.2f} s: forward {rec['forward_s']:.2f} s, "
+              f"pad+scatter {rec['scatter_s']:.2f} s, {rec['n_batches']} batches)")
+        step_tok_s, step_tokens, step_states = bench_stepwise(model, seqs, args.stepwise_tokens)
+        print(f"per-step GRUCell loop: {step_tok_s:,.0f} tok/s on {step_tokens:,} tokens")
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        n_check = min(8, len(step_states))
+        max_diff = max(
+            float(np.abs(np.asarray(rec["hidden"][offsets[i]:offsets[i + 1]])
+                         - step_states[i]).max())
+            for i in range(n_check)
+        )
+        del rec["hidden"]
+    print(f"stepwise vs recorded hidden states, {n_check} inputs: max |diff| {max_diff:.2e}")
+
+    fpt = flops_per_token()
+    gflops = fpt * rec["tok_s"] / 1e9
+    result = {
+        "stateseer_tok_s": round(rec["tok_s"], 1),
+        "stepwise_tok_s": round(step_tok_s, 1),
+        "matmul_gflops": round(mm_best, 2),
+        "matmul_gflops_median": round(mm_median, 2),
+        "stateseer_gflops": round(gflops, 2),
+        "speedup_vs_stepwise": round(rec["tok_s"] / step_tok_s, 2),
+        "roof_fraction": round(gflops / mm_best, 4),
+        "flops_per_token": fpt,
+        "n_tokens": n_tokens,
+        "n_inputs": len(seqs),
+        "stepwise_tokens": step_tokens,
+        "max_abs_diff": max_diff,
+        "stateseer_total_s": round(rec["total_s"], 3),
+        "stateseer_forward_s": round(rec["forward_s"], 3),
+        "stateseer_scatter_s": round(rec["scatter_s"], 3),
+        "n_batches": rec["n_batches"],
+        "batch_size": args.batch_size,
+        "batch_tokens": args.batch_tokens,
+        "torch_threads": torch.get_num_threads(),
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""Shared fixtures: small real runs trained once per test session."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REQUIRE_BROWSER = os.environ.get("STATESEER_REQUIRE_BROWSER") == "1"
+
+
+def one_line(exc: BaseException) -> str:
+    """The message of a user-facing error; asserts it is a single line."""
+    msg = str(exc)
+    assert msg and "\n" not in msg, f"error message is not one line: {msg!r}"
+    return msg
+
+
+@pytest.fixture(scope="session")
+def tomita_run(tmp_path_factory) -> Path:
+    """A 1-layer LSTM trained to 100 % on Tomita 3 (about 3 s)."""
+    from rnn_models.train import TrainConfig, train_run
+
+    out = tmp_path_factory.mktemp("runs") / "t3"
+    train_run(TrainConfig(dataset="tomita3", arch="lstm"), out, progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def text_csv(tmp_path_factory) -> Path:
+    """A 1,500-row CSV of real Rotten Tomatoes snippets (labels fresh/rotten)."""
+    from rnn_models.datasets import load_dataset
+
+    ds = load_dataset("rotten_tomatoes")
+    path = tmp_path_factory.mktemp("data") / "rt_small.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["review", "sentiment"])
+        for i in range(1500):
+            w.writerow([ds.texts[i * 8], ds.classes[ds.labels[i * 8]]])
+    return path
+
+
+@pytest.fixture(scope="session")
+def text_run(tmp_path_factory, text_csv) -> Path:
+    """A 2-layer GRU trained for 2 epochs on the small CSV (a few seconds)."""
+    from rnn_models.train import TrainConfig, train_run
+
+    out = tmp_path_factory.mktemp("runs") / "small"
+    cfg = TrainConfig(dataset=f"csv:{text_csv}", arch="gru", text_col="review",
+                      label_col="sentiment", epochs=2, hidden=32, embed=32, layers=2)
+    train_run(cfg, out, progress=False)
+    return out
+
+
+@pytest.fixture
+def copy_run(tmp_path):
+    """Copy a session run so a test may damage it."""
+
+    def _copy(src: Path) -> Path:
+        dst = tmp_path / src.name
+        shutil.copytree(src, dst)
+        return dst
+
+    return _copy

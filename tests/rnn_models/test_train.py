@@ -1,0 +1,131 @@
+"""Training: formal languages learnt exactly, determinism, run directories, checkpoints."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from rnn_models.errors import CheckpointError, DataError, StateseerError
+from rnn_models.formal import GRAMMARS, all_strings, sample_strings
+from rnn_models.run import Run
+from rnn_models.train import TrainConfig, evaluate, train_run
+from tests.conftest import one_line
+
+
+def _check_exact(run: Run, grammar: str) -> tuple[float, float]:
+    """Accuracy on every string of length ≤ 12 and on 1,000 random strings of length 13–20."""
+    model, vocab = run.load_model(), run.vocab()
+    dfa = GRAMMARS[grammar].dfa
+    short = all_strings(dfa.alphabet, 12)
+    long = sample_strings(dfa, 1000, 13, 20, np.random.default_rng(123))
+    accs = []
+    for strings in (short, long):
+        seqs = [vocab.encode(list(s)) for s in strings]
+        acc, _ = evaluate(model, seqs, dfa.accepts(strings).astype(np.int64))
+        accs.append(acc)
+    return accs[0], accs[1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["lstm", "gru"])
+@pytest.mark.parametrize("grammar", [f"tomita{i}" for i in range(1, 8)])
+def test_tomita_learnt_exactly_with_default_settings(tmp_path, grammar, arch):
+    run = train_run(TrainConfig(dataset=grammar, arch=arch), tmp_path / grammar, progress=False)
+    short, long = _check_exact(run, grammar)
+    assert short == 1.0, f"{grammar}/{arch}: {short:.4f} on strings ≤ 12"
+    assert long == 1.0, f"{grammar}/{arch}: {long:.4f} on random strings 13–20"
+    m = run.metrics()
+    assert m["test_accuracy"] == 1.0
+    assert m["train_seconds"] < 30
+
+
+def test_tomita3_lstm_run_directory(tomita_run):
+    run = Run(tomita_run)
+    for p in (run.config_path, run.model_path, run.vocab_path, run.metrics_path):
+        assert p.exists()
+    m = run.metrics()
+    assert {"train_accuracy", "val_accuracy", "test_accuracy"} <= set(m)
+    assert m["model_sha256"] == run.model_sha256()
+    cfg = run.config
+    assert cfg["model"]["arch"] == "lstm" and cfg["data"]["name"] == "tomita3"
+    assert cfg["training"]["prefix_loss"] is True
+    assert _check_exact(run, "tomita3") == (1.0, 1.0)
+    # The empty string is classified by head(h0): Tomita 3 accepts it.
+    model = run.load_model()
+    logits = model(torch.zeros(1, 0, dtype=torch.long), torch.tensor([0]))
+    assert logits.argmax().item() == 1
+
+
+def test_training_is_deterministic_for_a_seed(tmp_path, text_csv):
+    def fit(out, seed):
+        cfg = TrainConfig(dataset=f"csv:{text_csv}", arch="gru", text_col="review",
+                          label_col="sentiment", epochs=1, hidden=8, embed=8, seed=seed)
+        return torch.load(train_run(cfg, out, progress=False).model_path, weights_only=True)
+
+    a, b, c = fit(tmp_path / "a", 0), fit(tmp_path / "b", 0), fit(tmp_path / "c", 1)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not all(torch.equal(a[k], c[k]) for k in a)
+
+
+def test_existing_run_is_not_overwritten_without_force(tomita_run):
+    before = Run(tomita_run).model_sha256()
+    with pytest.raises(DataError, match="--force") as e:
+        train_run(TrainConfig(dataset="tomita1"), tomita_run, progress=False)
+    one_line(e.value)
+    assert Run(tomita_run).model_sha256() == before
+
+
+def test_bad_training_options_are_refused(tmp_path):
+    with pytest.raises(DataError, match="arch"):
+        train_run(TrainConfig(dataset="tomita1", arch="cnn"), tmp_path / "x", progress=False)
+    with pytest.raises(DataError, match="unknown data set"):
+        train_run(TrainConfig(dataset="imdb"), tmp_path / "y", progress=False)
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+@pytest.mark.parametrize(
+    "damage,match",
+    [
+        ("truncate", "corrupt"),
+        ("garbage", "corrupt"),
+        ("missing", "not found"),
+        ("pickle_module", "corrupt"),
+        ("other_arch", "does not match"),
+        ("wrong_shape", "does not match"),
+        ("not_a_state_dict", "state_dict"),
+    ],
+)
+def test_damaged_checkpoints_get_a_clear_error(copy_run, tomita_run, damage, match):
+    run = Run(copy_run(tomita_run))
+    original = run.model_path.read_bytes()
+    if damage == "truncate":
+        run.model_path.write_bytes(original[: len(original) // 2])
+    elif damage == "garbage":
+        run.model_path.write_bytes(b"this is not a checkpoint")
+    elif damage == "missing":
+        run.model_path.unlink()
+    elif damage == "pickle_module":
+        # A whole pickled module: weights_only loading must refuse to unpickle it.
+        torch.save(run.load_model(), run.model_path)
+    elif damage == "other_arch":
+        cfg = run.config
+        cfg["model"]["arch"] = "gru"
+        run.config_path.write_text(json.dumps(cfg))
+    elif damage == "wrong_shape":
+        cfg = run.config
+        cfg["model"]["hidden"] = 64
+        run.config_path.write_text(json.dumps(cfg))
+    elif damage == "not_a_state_dict":
+        torch.save({"weights": [1, 2, 3]}, run.model_path)
+    with pytest.raises(CheckpointError, match=match) as e:
+        run.load_model()
+    one_line(e.value)
+
+
+def test_not_a_run_directory(tmp_path):
+    with pytest.raises(StateseerError, match="not a stateseer run") as e:
+        _ = Run(tmp_path).config
+    one_line(e.value)
