@@ -1,0 +1,142 @@
+"""Trace recording: batched, memory-mapped, equal to the model's own per-input outputs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from rnn_models.errors import DataError, TraceError
+from rnn_models.record import record_run, record_texts
+from rnn_models.run import Run
+from rnn_models.traces import Traces
+from tests.conftest import one_line
+
+
+@pytest.fixture(scope="module")
+def recorded(text_run):
+    return record_run(text_run)
+
+
+def test_recorded_steps_equal_a_forward_pass_per_input(text_run, recorded):
+    run = Run(text_run)
+    model, vocab, ds = run.load_model(), run.vocab(), run.dataset()
+    test = recorded["test"]
+    assert isinstance(test.hidden, np.memmap)
+    assert test.hidden.shape == (test.n_steps, 32)
+    assert test.n_inputs == len(ds.splits["test"])
+    rng = np.random.default_rng(0)
+    for i in rng.choice(test.n_inputs, 12, replace=False):
+        row = test.rows[i]
+        ids = torch.from_numpy(vocab.encode(ds.tokens[row]))[None]
+        with torch.no_grad():
+            h, p = model.trace(ids, torch.tensor([ids.shape[1]]))
+        np.testing.assert_allclose(test.hidden[test.steps(i)], h[0].numpy(), atol=1e-5)
+        np.testing.assert_allclose(test.proba[test.steps(i)], p[0].numpy(), atol=1e-5)
+        np.testing.assert_allclose(test.final_proba[i], p[0, -1].numpy(), atol=1e-5)
+        assert test.tokens(i) == ds.tokens[row]
+        assert test.texts[i] == ds.texts[row]
+        assert test.labels[i] == ds.labels[row]
+
+
+def test_recorded_accuracy_matches_training_metrics(text_run, recorded):
+    m = Run(text_run).metrics()
+    for split, key in (("train", "train_accuracy"), ("test", "test_accuracy")):
+        assert recorded.meta["splits"][split]["accuracy"] == pytest.approx(m[key], abs=1e-9)
+        tr = recorded[split]
+        assert float((tr.predictions == tr.labels).mean()) == pytest.approx(m[key], abs=1e-9)
+
+
+def test_provenance_and_layout(text_run, recorded):
+    run = Run(text_run)
+    assert recorded.provenance["model_sha256"] == run.model_sha256()
+    assert recorded.meta["layer"] == -1 and recorded.meta["state_size"] == 32
+    assert recorded.classes == ["fresh", "rotten"]
+    tr = recorded["train"]
+    assert tr.offsets[0] == 0 and np.all(np.diff(tr.offsets) >= 1)
+    assert tr.step_input.shape == (tr.n_steps,)
+    assert np.array_equal(tr.step_position[tr.offsets[:-1]], np.zeros(tr.n_inputs))
+    assert not (run.path / "traces.tmp").exists()
+
+
+def test_empty_string_gets_head_of_h0(tomita_run):
+    traces = record_run(tomita_run, splits=["test"])
+    test = traces["test"]
+    empty = np.flatnonzero(test.lengths == 0)
+    assert len(empty) == 1 and test.texts[empty[0]] == ""
+    np.testing.assert_allclose(test.final_proba[empty[0]], traces.initial_proba)
+    assert traces.initial_hidden.shape == (32,) and not traces.initial_hidden.any()
+    assert float((test.predictions == test.labels).mean()) == 1.0
+
+
+def test_float16_and_lower_layer(copy_run, text_run):
+    run = copy_run(text_run)
+    t16 = record_run(run, splits=["val"], dtype="float16", layer=0)
+    assert t16["val"].hidden.dtype == np.float16
+    assert t16.meta["layer"] == 0
+    with pytest.raises(DataError, match="--layer") as e:
+        record_run(run, splits=["val"], layer=5)
+    one_line(e.value)
+
+
+def test_missing_or_damaged_traces(tmp_path, copy_run, text_run):
+    with pytest.raises(TraceError, match="stateseer record") as e:
+        Traces(tmp_path / "traces")
+    one_line(e.value)
+    run = Run(copy_run(text_run))
+    record_run(run, splits=["val"])
+    with pytest.raises(TraceError, match="was not recorded"):
+        Traces(run.traces_dir)["train"]
+    (run.traces_dir / "val" / "hidden.npy").write_bytes(b"broken")
+    with pytest.raises(TraceError, match="damaged") as e:
+        Traces(run.traces_dir)["val"]
+    one_line(e.value)
+    meta = json.loads((run.traces_dir / "meta.json").read_text())
+    meta["version"] = 99
+    (run.traces_dir / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(TraceError, match="expected stateseer.traces v1"):
+        Traces(run.traces_dir)
+
+
+def test_new_texts_keep_unknown_words_and_refuse_huge_ones(text_run):
+    run = Run(text_run)
+    model, vocab = run.load_model(), run.vocab()
+    tr = record_texts(model, vocab, ["A zorblaxian triumph!", ""])
+    assert tr.tokens(0) == ["a", "zorblaxian", "triumph", "!"]
+    assert tr.known(0).tolist() == [True, False, True, True]
+    assert tr.lengths.tolist() == [4, 0]
+    with pytest.raises(DataError, match="shorten") as e:
+        record_texts(model, vocab, ["word " * 6000])
+    one_line(e.value)
+
+
+def test_recording_memory_stays_below_the_trace_size(tmp_path):
+    """1M steps x 256 floats (1 GiB) must not need 2x that in RAM: peak RSS is measured."""
+    code = f"""
+import resource, numpy as np, torch
+from rnn_models.models import RNNClassifier
+from rnn_models.record import record_traces
+torch.manual_seed(0)
+model = RNNClassifier('gru', 1000, 2, embed=16, hidden=256).eval()
+rng = np.random.default_rng(0)
+seqs = [rng.integers(2, 1000, 250) for _ in range(4000)]  # 1,000,000 steps
+n = sum(map(len, seqs))
+h = np.lib.format.open_memmap('{tmp_path}/h.npy', 'w+', np.float32, (n, 256))
+p = np.lib.format.open_memmap('{tmp_path}/p.npy', 'w+', np.float32, (n, 2))
+record_traces(model, seqs, h, p, np.zeros((len(seqs), 2), np.float32), batch_size=256)
+h.flush()
+anon = [l for l in open('/proc/self/status') if l.startswith('RssAnon')][0].split()[1]
+print(n * 256 * 4, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, int(anon) * 1024)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=600)
+    raw, peak, anon = map(int, out.stdout.split())
+    assert raw == 1_000_000 * 256 * 4
+    # Peak RSS counts the memory-mapped output pages (file-backed, reclaimable) too.
+    assert peak < 2 * raw, f"peak RSS {peak / 2**20:.0f} MiB for {raw / 2**20:.0f} MiB of states"
+    # What the process itself holds (anonymous memory) is a small fraction of the states.
+    assert anon < 0.5 * raw, f"anonymous RSS {anon / 2**20:.0f} MiB"
