@@ -98,7 +98,7 @@ def test_missing_or_damaged_traces(tmp_path, copy_run, text_run):
     meta = json.loads((run.traces_dir / "meta.json").read_text())
     meta["version"] = 99
     (run.traces_dir / "meta.json").write_text(json.dumps(meta))
-    with pytest.raises(TraceError, match="expected stateseer.traces v1"):
+    with pytest.raises(TraceError, match=r"expected stateseer\.traces v1"):
         Traces(run.traces_dir)
 
 
