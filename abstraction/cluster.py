@@ -1,0 +1,358 @@
+"""Abstractors: map hidden states to a few abstract states, scikit-learn style.
+
+All abstractors project the hidden states with PCA (fitted on a sample), then cluster:
+
+``KMeansAbstractor``   k-means (default; fast, and what most follow-ups of DeepSeer use)
+``GMMAbstractor``      Gaussian mixture with diagonal covariances (DeepSeer's choice)
+``GridAbstractor``     equal-frequency grid over the top PCA components (DeepStellar's)
+
+Fitting uses at most ``max_fit_samples`` rows (drawn with ``random_state``); prediction
+runs in chunks of ``chunk_size`` rows, so memory-mapped traces of millions of steps are
+abstracted without being loaded whole.
+
+If the intermediate predictions are passed to ``fit``/``predict`` (``proba``) and
+``split_by_prediction`` is on, every abstract state holds hidden states of a single
+predicted class: the states are clustered within each class separately, with as many
+states per class as its share of the points warrants (at least one). Since the
+prediction is a function of the hidden state, this is still an abstraction of ``h``
+alone; it guarantees that no state straddles the classifier's decision boundary.
+
+Examples
+--------
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> H = np.concatenate([rng.normal(0, 1, (200, 8)), rng.normal(6, 1, (200, 8))])
+>>> ab = KMeansAbstractor(n_states=2, pca_components=3, random_state=0).fit(H)
+>>> len(np.unique(ab.predict(H)))
+2
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.cluster import KMeans
+from sklearn.decomposition import PCA
+from sklearn.mixture import GaussianMixture
+from sklearn.utils.validation import check_is_fitted
+
+from .errors import AbstractionError
+
+__all__ = ["ABSTRACTORS", "GMMAbstractor", "GridAbstractor", "KMeansAbstractor", "make_abstractor"]
+
+
+def _as_2d(X, name: str = "hidden states") -> np.ndarray:
+    if not hasattr(X, "shape") or len(X.shape) != 2:
+        raise AbstractionError(f"{name} must be a 2-D array (n_steps, state_size)")
+    return X
+
+
+def _sample_rows(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    if n <= k:
+        return np.arange(n)
+    return np.sort(rng.choice(n, size=k, replace=False))
+
+
+def _check_finite(block: np.ndarray, start: int) -> None:
+    finite = np.isfinite(block)
+    if not finite.all():
+        row = start + int(np.flatnonzero(~finite.all(axis=1))[0])
+        raise AbstractionError(
+            f"hidden state {row} contains NaN or infinity; the model or its traces are broken "
+            "— retrain or re-record the run"
+        )
+
+
+class _PCAClusterer(ClusterMixin, BaseEstimator):
+    """Shared PCA + chunked assignment; subclasses implement ``_fit_states`` and ``_assign``."""
+
+    def _validate(self, n: int) -> None:
+        if not isinstance(self.n_states, (int, np.integer)) or self.n_states < 1:
+            raise AbstractionError(f"n_states must be a positive integer, not {self.n_states!r}")
+        if n == 0:
+            raise AbstractionError("no hidden states to abstract: the split is empty")
+        if self.n_states > n:
+            raise AbstractionError(
+                f"{self.n_states} states requested but only {n} hidden states recorded; "
+                f"ask for at most {n} (e.g. --states {max(1, min(n, 40) // 2)})"
+            )
+
+    def _project(self, X: np.ndarray) -> np.ndarray:
+        Z = self.pca_.transform(np.asarray(X, dtype=np.float32))
+        return Z.astype(np.float32, copy=False)
+
+    def fit(self, X, y=None, proba: np.ndarray | None = None):
+        """Fit PCA and the clustering on (a sample of) ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_steps, state_size)
+            Hidden states; memory maps are read in chunks.
+        y : ignored
+        proba : ndarray of shape (n_steps, n_classes), optional
+            Intermediate predictions, used when ``split_by_prediction``.
+
+        Returns
+        -------
+        self
+        """
+        X = _as_2d(X)
+        n, d = X.shape
+        self._validate(n)
+        rng = np.random.default_rng(self.random_state)
+        idx = _sample_rows(n, self.max_fit_samples, rng)
+        S = np.asarray(X[idx], dtype=np.float32)
+        _check_finite(S, 0)
+        self.n_features_in_ = d
+        n_comp = int(min(self.pca_components, d, len(S)))
+        self.pca_ = PCA(n_components=n_comp, random_state=self.random_state).fit(S)
+        Z = self._project(S)
+        use_pred = self.split_by_prediction and proba is not None
+        self.split_by_prediction_ = bool(use_pred)
+        if use_pred:
+            pred = np.asarray(proba[idx]).argmax(axis=1)
+            self._fit_split(Z, pred, np.asarray(proba).shape[1])
+        else:
+            self.state_class_ = None
+            self._fit_states(Z, self.n_states, rng)
+        self.n_states_ = self.n_states
+        return self
+
+    def _fit_split(self, Z: np.ndarray, pred: np.ndarray, n_classes: int) -> None:
+        counts = np.bincount(pred, minlength=n_classes)
+        present = np.flatnonzero(counts)
+        if self.n_states < len(present):
+            raise AbstractionError(
+                f"{self.n_states} states cannot separate {len(present)} predicted classes; "
+                f"ask for at least {len(present)} states"
+            )
+        # States per class proportional to its share, at least one each (largest remainder).
+        share = counts[present] / counts.sum() * (self.n_states - len(present))
+        alloc = 1 + np.floor(share).astype(int)
+        rest = self.n_states - alloc.sum()
+        alloc[np.argsort(-(share - np.floor(share)))[:rest]] += 1
+        alloc = np.minimum(alloc, counts[present])
+        models, classes = [], []
+        for c, k in zip(present, alloc, strict=True):
+            sub = Z[pred == c]
+            models.append(self._fit_states(sub, int(k), np.random.default_rng(
+                (self.random_state or 0) + int(c)), store=False))
+            classes.extend([int(c)] * len(models[-1]))
+        self._merge_split(models, present)
+        self.state_class_ = np.array(classes, dtype=np.int64)
+
+    def predict(self, X, proba: np.ndarray | None = None) -> np.ndarray:
+        """Abstract state of every row, shape (n_steps,), values in ``[0, n_states)``.
+
+        ``proba`` is required when the abstractor was fitted with ``split_by_prediction``.
+        """
+        check_is_fitted(self, "pca_")
+        X = _as_2d(X)
+        if X.shape[1] != self.n_features_in_:
+            raise AbstractionError(
+                f"hidden states have {X.shape[1]} dimensions but the abstraction was fitted on "
+                f"{self.n_features_in_}; re-run `stateseer abstract` for this model"
+            )
+        if self.split_by_prediction_ and proba is None:
+            raise AbstractionError("this abstraction splits states by prediction: pass proba")
+        out = np.empty(X.shape[0], dtype=np.int64)
+        for start in range(0, X.shape[0], self.chunk_size):
+            block = np.asarray(X[start : start + self.chunk_size], dtype=np.float32)
+            _check_finite(block, start)
+            Z = self._project(block)
+            if self.split_by_prediction_:
+                pred = np.asarray(proba[start : start + self.chunk_size]).argmax(axis=1)
+                out[start : start + len(block)] = self._assign_split(Z, pred)
+            else:
+                out[start : start + len(block)] = self._assign(Z)
+        return out
+
+    def transform(self, X) -> np.ndarray:
+        """PCA coordinates, shape (n_steps, n_components)."""
+        check_is_fitted(self, "pca_")
+        return np.concatenate(
+            [self._project(np.asarray(X[s : s + self.chunk_size], dtype=np.float32))
+             for s in range(0, X.shape[0], self.chunk_size)]
+        ) if X.shape[0] else np.zeros((0, self.pca_.n_components_), np.float32)
+
+
+def _nearest(Z: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """Index of the nearest center for every row (squared Euclidean), vectorised."""
+    d = (centers * centers).sum(1)[None, :] - 2.0 * (Z @ centers.T)
+    return d.argmin(axis=1)
+
+
+class KMeansAbstractor(_PCAClusterer):
+    """PCA, then k-means.
+
+    Parameters
+    ----------
+    n_states : int, default 40
+    pca_components : int, default 20
+    max_fit_samples : int, default 200_000
+    chunk_size : int, default 65_536
+    split_by_prediction : bool, default False
+    n_init : int, default 3
+    random_state : int or None, default 0
+
+    Attributes
+    ----------
+    pca_ : sklearn.decomposition.PCA
+    cluster_centers_ : ndarray of shape (n_states, n_components)
+    state_class_ : ndarray of shape (n_states,) or None
+        Predicted class of each state when ``split_by_prediction``.
+    n_features_in_ : int
+    """
+
+    def __init__(self, n_states: int = 40, *, pca_components: int = 20,
+                 max_fit_samples: int = 200_000, chunk_size: int = 65_536,
+                 split_by_prediction: bool = False, n_init: int = 3,
+                 random_state: int | None = 0) -> None:
+        self.n_states = n_states
+        self.pca_components = pca_components
+        self.max_fit_samples = max_fit_samples
+        self.chunk_size = chunk_size
+        self.split_by_prediction = split_by_prediction
+        self.n_init = n_init
+        self.random_state = random_state
+
+    def _fit_states(self, Z, k, rng=None, store=True):
+        km = KMeans(n_clusters=k, n_init=self.n_init, random_state=self.random_state).fit(Z)
+        centers = km.cluster_centers_.astype(np.float32)
+        if store:
+            self.cluster_centers_ = centers
+        return centers
+
+    def _merge_split(self, models, present):
+        self.cluster_centers_ = np.concatenate(models)
+        self._class_slices = np.cumsum([0] + [len(m) for m in models])
+        self._present = present
+
+    def _assign(self, Z):
+        return _nearest(Z, self.cluster_centers_)
+
+    def _assign_split(self, Z, pred):
+        out = np.empty(len(Z), dtype=np.int64)
+        for j, c in enumerate(self._present):
+            lo, hi = self._class_slices[j], self._class_slices[j + 1]
+            m = pred == c
+            out[m] = lo + _nearest(Z[m], self.cluster_centers_[lo:hi])
+        other = ~np.isin(pred, self._present)  # a class never predicted in training
+        if other.any():
+            out[other] = _nearest(Z[other], self.cluster_centers_)
+        return out
+
+
+class GMMAbstractor(_PCAClusterer):
+    """PCA, then a Gaussian mixture (DeepSeer: 20 components, diagonal covariances).
+
+    Parameters are those of :class:`KMeansAbstractor`, plus ``covariance_type`` and
+    ``max_iter``; fitted attributes add ``gmm_`` (or ``gmms_`` with
+    ``split_by_prediction``) and ``cluster_centers_`` (the component means).
+    """
+
+    def __init__(self, n_states: int = 40, *, pca_components: int = 20,
+                 max_fit_samples: int = 200_000, chunk_size: int = 65_536,
+                 split_by_prediction: bool = False, covariance_type: str = "diag",
+                 max_iter: int = 100, random_state: int | None = 0) -> None:
+        self.n_states = n_states
+        self.pca_components = pca_components
+        self.max_fit_samples = max_fit_samples
+        self.chunk_size = chunk_size
+        self.split_by_prediction = split_by_prediction
+        self.covariance_type = covariance_type
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def _fit_states(self, Z, k, rng=None, store=True):
+        gmm = GaussianMixture(n_components=k, covariance_type=self.covariance_type,
+                              max_iter=self.max_iter, random_state=self.random_state).fit(Z)
+        if store:
+            self.gmm_ = gmm
+            self.cluster_centers_ = gmm.means_.astype(np.float32)
+        return gmm
+
+    def _merge_split(self, models, present):
+        self.gmms_ = models
+        self._present = present
+        self._class_slices = np.cumsum([0] + [m.n_components for m in models])
+        self.cluster_centers_ = np.concatenate([m.means_ for m in models]).astype(np.float32)
+
+    def _assign(self, Z):
+        return self.gmm_.predict(Z)
+
+    def _assign_split(self, Z, pred):
+        out = np.empty(len(Z), dtype=np.int64)
+        for j, c in enumerate(self._present):
+            m = pred == c
+            if m.any():
+                out[m] = self._class_slices[j] + self.gmms_[j].predict(Z[m])
+        other = ~np.isin(pred, self._present)
+        if other.any():
+            out[other] = _nearest(Z[other], self.cluster_centers_)
+        return out
+
+
+class GridAbstractor(_PCAClusterer):
+    """Equal-frequency grid over the top ``grid_dims`` PCA components (DeepStellar).
+
+    Each of the ``grid_dims`` leading components is cut into ``b`` intervals at the
+    sample's quantiles, with ``b ** grid_dims <= n_states``; a state is a grid cell.
+    ``split_by_prediction`` is not supported (cells are fixed boxes).
+
+    Attributes
+    ----------
+    edges_ : list of ndarray
+        Inner interval edges per component.
+    bins_ : int
+    """
+
+    def __init__(self, n_states: int = 40, *, grid_dims: int = 2, pca_components: int = 20,
+                 max_fit_samples: int = 200_000, chunk_size: int = 65_536,
+                 split_by_prediction: bool = False, random_state: int | None = 0) -> None:
+        self.n_states = n_states
+        self.grid_dims = grid_dims
+        self.pca_components = pca_components
+        self.max_fit_samples = max_fit_samples
+        self.chunk_size = chunk_size
+        self.split_by_prediction = split_by_prediction
+        self.random_state = random_state
+
+    def fit(self, X, y=None, proba=None):
+        if self.split_by_prediction:
+            raise AbstractionError("the grid abstraction cannot split states by prediction; "
+                                   "use --method kmeans or gmm")
+        return super().fit(X, y, None)
+
+    def _fit_states(self, Z, k, rng=None, store=True):
+        dims = int(min(self.grid_dims, Z.shape[1]))
+        bins = max(1, int(np.floor(k ** (1.0 / dims) + 1e-9)))
+        qs = np.linspace(0, 1, bins + 1)[1:-1]
+        self.edges_ = [np.quantile(Z[:, j], qs) for j in range(dims)]
+        self.bins_ = bins
+        cells = self._assign(Z)
+        centers = np.zeros((k, Z.shape[1]), np.float32)
+        for s in np.unique(cells):
+            centers[s] = Z[cells == s].mean(0)
+        self.cluster_centers_ = centers
+        return centers
+
+    def _assign(self, Z):
+        cell = np.zeros(len(Z), dtype=np.int64)
+        for j, e in enumerate(self.edges_):
+            cell = cell * self.bins_ + np.searchsorted(e, Z[:, j])
+        return cell
+
+
+ABSTRACTORS = {"kmeans": KMeansAbstractor, "gmm": GMMAbstractor, "grid": GridAbstractor}
+
+
+def make_abstractor(method: str, **params) -> _PCAClusterer:
+    """Build the abstractor called ``method`` (``kmeans``, ``gmm`` or ``grid``)."""
+    try:
+        cls = ABSTRACTORS[method]
+    except KeyError:
+        raise AbstractionError(
+            f"unknown --method {method!r}; choose one of: {', '.join(ABSTRACTORS)}"
+        ) from None
+    return cls(**params)

@@ -1,0 +1,423 @@
+"""The finite state machine built from abstract-state paths.
+
+States are the abstract states plus a synthetic initial state (id 0) standing for ``h0``;
+the abstract state ``k`` of a hidden state is FSM state ``k + 1``. Transitions are counted
+per (source, token, target). The machine is a small, honest object in the manner of
+AALpy's automata: :meth:`FSM.reset`, :meth:`FSM.step` and :meth:`FSM.run` simulate it on
+tokens alone, without the RNN.
+
+Simulation
+    From a state on a token, the machine goes to the most frequent target seen for that
+    (state, token) pair (ties: lowest id). For a pair never seen in training the
+    ``fallback`` decides:
+
+    ``nearest`` (default)
+        take the transition on that token of the nearest state (by centroid distance in
+        PCA space) that has seen the token — abstract states that are close in hidden
+        space react alike to a word;
+    ``token``
+        go to the token's most frequent target over all states;
+    ``stay``
+        stay in the current state.
+
+    A token that no state has seen (not even ``<unk>``) always stays.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from .errors import AbstractionError
+
+__all__ = ["FALLBACKS", "FSM", "paths_to_transitions"]
+
+FALLBACKS = ("nearest", "token", "stay")
+FORMAT = "stateseer.fsm"
+VERSION = 1
+
+
+def paths_to_transitions(
+    states: np.ndarray, offsets: np.ndarray, token_ids: np.ndarray, n_fsm_states: int,
+    n_tokens: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Count (source, token, target) triples of all paths, vectorised.
+
+    Parameters
+    ----------
+    states : ndarray of shape (n_steps,)
+        FSM state after every token (≥ 1), inputs one after another.
+    offsets : ndarray of shape (n_inputs + 1,)
+    token_ids : ndarray of shape (n_steps,)
+    n_fsm_states, n_tokens : int
+
+    Returns
+    -------
+    source, token, target, count : ndarrays of shape (n_transitions,)
+        Sorted by source, token, then descending count.
+    """
+    states = np.asarray(states, dtype=np.int64)
+    if len(states) == 0:
+        e = np.zeros(0, np.int64)
+        return e, e, e, e
+    prev = np.empty_like(states)
+    prev[1:] = states[:-1]
+    starts = np.asarray(offsets[:-1])[np.diff(offsets) > 0]
+    prev[starts] = 0
+    tok = np.asarray(token_ids, dtype=np.int64)
+    key = (prev * n_tokens + tok) * n_fsm_states + states
+    uniq, count = np.unique(key, return_counts=True)
+    dst = uniq % n_fsm_states
+    pair = uniq // n_fsm_states
+    src, tk = pair // n_tokens, pair % n_tokens
+    order = np.lexsort((dst, -count, tk, src))
+    return src[order], tk[order], dst[order], count[order]
+
+
+@dataclass
+class FSM:
+    """An abstract-state machine with transition statistics.
+
+    Attributes
+    ----------
+    classes : list of str
+    alphabet : list of str
+        Token strings; transitions refer to them by index.
+    visits : ndarray of shape (n_states,)
+        How many recorded steps sit in each state (initial state: number of inputs).
+    prediction : ndarray of shape (n_states, n_classes)
+        Mean intermediate prediction of the steps in each state.
+    source, token, target, count : ndarray of shape (n_transitions,)
+        One entry per (source, token, target) seen, sorted by source, token, -count.
+    coords : ndarray of shape (n_states, n_dims) or None
+        State centroids in PCA space (used by the ``nearest`` fallback).
+    fallback : {'nearest', 'token', 'stay'}
+    initial : int
+    info : dict
+        Provenance: model hash, layer, method, seed, split the FSM was built from.
+    """
+
+    classes: list[str]
+    alphabet: list[str]
+    visits: np.ndarray
+    prediction: np.ndarray
+    source: np.ndarray
+    token: np.ndarray
+    target: np.ndarray
+    count: np.ndarray
+    coords: np.ndarray | None = None
+    fallback: str = "nearest"
+    initial: int = 0
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.fallback not in FALLBACKS:
+            raise AbstractionError(
+                f"unknown fallback {self.fallback!r}; choose one of: {', '.join(FALLBACKS)}"
+            )
+        self._state = self.initial
+
+    # construction -----------------------------------------------------------------------
+    @classmethod
+    def from_paths(
+        cls,
+        states: np.ndarray,
+        offsets: np.ndarray,
+        token_ids: np.ndarray,
+        proba: np.ndarray,
+        initial_proba: np.ndarray,
+        *,
+        n_states: int,
+        classes: Sequence[str],
+        alphabet: Sequence[str],
+        coords: np.ndarray | None = None,
+        fallback: str = "nearest",
+        info: dict[str, Any] | None = None,
+    ) -> FSM:
+        """Build the machine from abstract-state paths.
+
+        Parameters
+        ----------
+        states : ndarray of shape (n_steps,)
+            Abstract state (0..n_states-1) of every step; FSM ids are these + 1.
+        offsets : ndarray of shape (n_inputs + 1,)
+        token_ids : ndarray of shape (n_steps,)
+            Indices into ``alphabet``.
+        proba : ndarray of shape (n_steps, n_classes)
+            Intermediate predictions.
+        initial_proba : ndarray of shape (n_classes,)
+        n_states : int
+            Number of abstract states (the FSM has one more).
+        coords : ndarray of shape (n_states + 1, n_dims), optional
+            Centroids, row 0 for the initial state.
+        """
+        S = n_states + 1
+        fsm_states = np.asarray(states, dtype=np.int64) + 1
+        n_inputs = len(offsets) - 1
+        visits = np.bincount(fsm_states, minlength=S).astype(np.int64)
+        visits[0] = n_inputs
+        C = len(classes)
+        sums = np.zeros((S, C))
+        for c in range(C):  # a loop over classes, vectorised over steps
+            sums[:, c] = np.bincount(fsm_states, weights=np.asarray(proba[:, c], np.float64),
+                                     minlength=S)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            prediction = sums / np.maximum(visits, 1)[:, None]
+        prediction[0] = np.asarray(initial_proba, np.float64)
+        empty = visits == 0
+        prediction[empty] = 1.0 / C
+        src, tok, dst, cnt = paths_to_transitions(fsm_states, offsets, token_ids, S,
+                                                  len(alphabet))
+        return cls(classes=list(classes), alphabet=list(alphabet), visits=visits,
+                   prediction=prediction, source=src, token=tok, target=dst, count=cnt,
+                   coords=None if coords is None else np.asarray(coords, np.float64),
+                   fallback=fallback, info=dict(info or {}))
+
+    # basic facts --------------------------------------------------------------------------
+    @property
+    def n_states(self) -> int:
+        """Number of FSM states, the initial state included."""
+        return len(self.visits)
+
+    @property
+    def n_transitions(self) -> int:
+        return len(self.source)
+
+    @cached_property
+    def labels(self) -> np.ndarray:
+        """Class index each state mostly predicts, shape (n_states,)."""
+        return self.prediction.argmax(axis=1)
+
+    @cached_property
+    def token_index(self) -> dict[str, int]:
+        return {t: i for i, t in enumerate(self.alphabet)}
+
+    def encode(self, tokens: Sequence[str]) -> np.ndarray:
+        """Token strings to alphabet ids; tokens outside the alphabet get -1."""
+        get = self.token_index.get
+        return np.fromiter((get(t, -1) for t in tokens), dtype=np.int64, count=len(tokens))
+
+    # simulation ---------------------------------------------------------------------------
+    @cached_property
+    def delta(self) -> np.ndarray:
+        """Deterministic transition table, shape (n_states, len(alphabet)), fallbacks filled."""
+        S, V = self.n_states, len(self.alphabet)
+        table = np.tile(np.arange(S, dtype=np.int64)[:, None], (1, V))
+        if self.n_transitions == 0:
+            return table
+        first = np.ones(self.n_transitions, dtype=bool)
+        first[1:] = (self.source[1:] != self.source[:-1]) | (self.token[1:] != self.token[:-1])
+        seen = np.zeros((S, V), dtype=bool)
+        seen[self.source[first], self.token[first]] = True
+        table[self.source[first], self.token[first]] = self.target[first]
+        if self.fallback == "stay":
+            return table
+        if self.fallback == "token":
+            per_tok = np.zeros((V, S), np.int64)
+            np.add.at(per_tok, (self.token, self.target), self.count)
+            has = per_tok.sum(1) > 0
+            best = per_tok.argmax(1)
+            fill = ~seen & has[None, :]
+            table[fill] = np.broadcast_to(best[None, :], (S, V))[fill]
+            return table
+        if self.coords is None:
+            raise AbstractionError("the 'nearest' fallback needs state coordinates (coords)")
+        d = ((self.coords[:, None, :] - self.coords[None, :, :]) ** 2).sum(-1)
+        order = np.argsort(d, axis=1, kind="stable")  # order[s, 0] == s
+        done = seen.copy()
+        for r in range(1, S):  # loop over neighbour ranks, vectorised over states and tokens
+            nb = order[:, r]
+            fill = ~done & seen[nb]
+            table[fill] = table[nb][fill]
+            done |= fill
+            if done.all():
+                break
+        return table
+
+    def reset(self) -> None:
+        """Go back to the initial state."""
+        self._state = self.initial
+
+    def step(self, token: str) -> int:
+        """Consume one token; return the new state."""
+        tid = self.token_index.get(token, -1)
+        if tid >= 0:
+            self._state = int(self.delta[self._state, tid])
+        return self._state
+
+    def run(self, tokens: Sequence[str]) -> list[int]:
+        """States visited on ``tokens`` from the initial state, length len(tokens) + 1."""
+        self.reset()
+        return [self.initial] + [self.step(t) for t in tokens]
+
+    def simulate(self, token_ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Simulate every input at once (token ids, -1 = outside the alphabet).
+
+        Loops over positions, vectorised over inputs.
+
+        Returns
+        -------
+        ndarray of shape (n_steps,)
+            The state after every token, inputs one after another.
+        """
+        offsets = np.asarray(offsets)
+        lengths = np.diff(offsets)
+        out = np.empty(int(offsets[-1]), dtype=np.int64)
+        cur = np.full(len(lengths), self.initial, dtype=np.int64)
+        tok = np.asarray(token_ids, dtype=np.int64)
+        delta = self.delta
+        for t in range(int(lengths.max(initial=0))):
+            alive = np.flatnonzero(lengths > t)
+            pos = offsets[alive] + t
+            k = tok[pos]
+            ok = k >= 0
+            nxt = cur[alive].copy()
+            nxt[ok] = delta[cur[alive][ok], k[ok]]
+            cur[alive] = nxt
+            out[pos] = nxt
+        return out
+
+    def final_states(self, paths: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Last state of each input given all-step paths; initial state for empty inputs."""
+        offsets = np.asarray(offsets)
+        lengths = np.diff(offsets)
+        out = np.full(len(lengths), self.initial, dtype=np.int64)
+        ne = lengths > 0
+        out[ne] = np.asarray(paths)[offsets[1:][ne] - 1]
+        return out
+
+    # views ----------------------------------------------------------------------------------
+    def state_edges(self, top_tokens: int = 5) -> list[dict[str, Any]]:
+        """State-to-state aggregate: count, probability and most frequent tokens per edge."""
+        if self.n_transitions == 0:
+            return []
+        S = self.n_states
+        pair = self.source * S + self.target
+        order = np.lexsort((-self.count, pair))
+        pair_s, cnt_s, tok_s = pair[order], self.count[order], self.token[order]
+        uniq, start = np.unique(pair_s, return_index=True)
+        totals = np.add.reduceat(cnt_s, start)
+        out_tot = np.bincount(self.source, weights=self.count, minlength=S)
+        ends = np.append(start[1:], len(pair_s))
+        edges = []
+        for u, a, b, tot in zip(uniq, start, ends, totals, strict=True):
+            s, d = divmod(int(u), S)
+            stop = min(b, a + top_tokens)
+            toks = [(self.alphabet[int(t)], int(c))
+                    for t, c in zip(tok_s[a:stop], cnt_s[a:stop], strict=True)]
+            edges.append({"source": s, "target": d, "count": int(tot),
+                          "probability": float(tot / out_tot[s]), "top_tokens": toks,
+                          "n_tokens": int(b - a)})
+        return edges
+
+    def pruned_edges(self, top_k: int = 3, min_count: int = 1, self_loops: bool = True,
+                     top_tokens: int = 5) -> list[dict[str, Any]]:
+        """The ``top_k`` heaviest outgoing edges per state, for display."""
+        edges = [e for e in self.state_edges(top_tokens)
+                 if e["count"] >= min_count and (self_loops or e["source"] != e["target"])]
+        edges.sort(key=lambda e: (e["source"], -e["count"], e["target"]))
+        out, per = [], {}
+        for e in edges:
+            n = per.get(e["source"], 0)
+            if n < top_k:
+                out.append(e)
+                per[e["source"]] = n + 1
+        return out
+
+    def to_networkx(self):
+        """A ``networkx.MultiDiGraph``: one edge per (source, token, target), scalar attributes."""
+        import networkx as nx
+
+        g = nx.MultiDiGraph(initial=self.initial, classes=",".join(self.classes))
+        for s in range(self.n_states):
+            attrs = {f"p_{c}": float(self.prediction[s, i]) for i, c in enumerate(self.classes)}
+            g.add_node(s, visits=int(self.visits[s]), label=self.classes[self.labels[s]],
+                       initial=s == self.initial, **attrs)
+        for s, t, d, c in zip(self.source, self.token, self.target, self.count, strict=True):
+            g.add_edge(int(s), int(d), key=self.alphabet[int(t)], token=self.alphabet[int(t)],
+                       count=int(c))
+        return g
+
+    # exchange format ----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The ``stateseer.fsm`` v1 exchange format (DESIGN.md), with extra keys."""
+        states = []
+        for s in range(self.n_states):
+            rec = {"id": s, "visits": int(self.visits[s]),
+                   "label": self.classes[int(self.labels[s])],
+                   "prediction": [round(float(p), 6) for p in self.prediction[s]]}
+            if self.coords is not None:
+                rec["coords"] = [round(float(x), 6) for x in self.coords[s]]
+            states.append(rec)
+        transitions = [
+            {"source": int(s), "target": int(d), "token": self.alphabet[int(t)], "count": int(c)}
+            for s, t, d, c in zip(self.source, self.token, self.target, self.count, strict=True)
+        ]
+        return {"format": FORMAT, "version": VERSION, "classes": self.classes,
+                "initial": self.initial, "states": states, "transitions": transitions,
+                "alphabet": self.alphabet, "fallback": self.fallback, "provenance": self.info}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FSM:
+        if data.get("format") != FORMAT or data.get("version") != VERSION:
+            raise AbstractionError(
+                f"not a {FORMAT} v{VERSION} document (format={data.get('format')!r}, "
+                f"version={data.get('version')!r})"
+            )
+        try:
+            states = sorted(data["states"], key=lambda s: s["id"])
+            if [s["id"] for s in states] != list(range(len(states))):
+                raise AbstractionError("state ids must be 0..n-1")
+            alphabet = list(data.get("alphabet") or sorted({t["token"] for t in
+                                                             data["transitions"]}))
+            index = {t: i for i, t in enumerate(alphabet)}
+            tr = data["transitions"]
+            src = np.array([t["source"] for t in tr], np.int64)
+            tok = np.array([index[t["token"]] for t in tr], np.int64)
+            dst = np.array([t["target"] for t in tr], np.int64)
+            cnt = np.array([t.get("count", 1) for t in tr], np.int64)
+            order = np.lexsort((dst, -cnt, tok, src))
+            coords = (np.array([s["coords"] for s in states], np.float64)
+                      if all("coords" in s for s in states) else None)
+            return cls(
+                classes=list(data["classes"]), alphabet=alphabet,
+                visits=np.array([s.get("visits", 0) for s in states], np.int64),
+                prediction=np.array([s["prediction"] for s in states], np.float64),
+                source=src[order], token=tok[order], target=dst[order], count=cnt[order],
+                coords=coords, fallback=data.get("fallback", "nearest" if coords is not None
+                                                  else "stay"),
+                initial=int(data.get("initial", 0)), info=dict(data.get("provenance", {})),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise AbstractionError(f"FSM document is malformed ({exc})") from None
+
+    def save(self, path: str | Path | IO[str], *, overwrite: bool = False) -> None:
+        """Write the JSON exchange format to a path or an open text file."""
+        text = json.dumps(self.to_dict(), indent=1, ensure_ascii=False)
+        if hasattr(path, "write"):
+            path.write(text)
+            return
+        p = Path(path)
+        if p.exists() and not overwrite:
+            raise AbstractionError(f"{p} exists; pass overwrite=True (or --force) to replace it")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f".{p.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(p)
+
+    @classmethod
+    def load(cls, path: str | Path | IO[str]) -> FSM:
+        try:
+            text = path.read() if hasattr(path, "read") else Path(path).read_text("utf-8")
+            data = json.loads(text)
+        except FileNotFoundError:
+            raise AbstractionError(f"FSM file {path} not found; run `stateseer abstract`") from None
+        except ValueError as exc:
+            raise AbstractionError(f"FSM file {path} is not valid JSON ({exc})") from None
+        return cls.from_dict(data)
