@@ -356,3 +356,81 @@ def make_abstractor(method: str, **params) -> _PCAClusterer:
             f"unknown --method {method!r}; choose one of: {', '.join(ABSTRACTORS)}"
         ) from None
     return cls(**params)
+
+
+# ----------------------------------------------------------------------------- persistence
+def abstractor_to_arrays(ab: _PCAClusterer) -> dict[str, np.ndarray]:
+    """Fitted state of an abstractor as plain arrays (saved with ``np.savez``, no pickle)."""
+    import json
+
+    check_is_fitted(ab, "pca_")
+    name = {v: k for k, v in ABSTRACTORS.items()}[type(ab)]
+    out = {
+        "method": np.array(name),
+        "params": np.array(json.dumps(ab.get_params())),
+        "pca_mean": ab.pca_.mean_, "pca_components": ab.pca_.components_,
+        "pca_explained_variance": ab.pca_.explained_variance_,
+        "n_features_in": np.array(ab.n_features_in_),
+        "cluster_centers": ab.cluster_centers_,
+        "split": np.array(ab.split_by_prediction_),
+    }
+    if ab.split_by_prediction_:
+        out["state_class"] = ab.state_class_
+        out["class_slices"] = np.asarray(ab._class_slices)
+        out["present"] = np.asarray(ab._present)
+    if isinstance(ab, GMMAbstractor):
+        gmms = ab.gmms_ if ab.split_by_prediction_ else [ab.gmm_]
+        for i, g in enumerate(gmms):
+            out[f"gmm{i}_weights"] = g.weights_
+            out[f"gmm{i}_means"] = g.means_
+            out[f"gmm{i}_covariances"] = g.covariances_
+            out[f"gmm{i}_precisions_cholesky"] = g.precisions_cholesky_
+        out["n_gmms"] = np.array(len(gmms))
+    if isinstance(ab, GridAbstractor):
+        out["bins"] = np.array(ab.bins_)
+        for i, e in enumerate(ab.edges_):
+            out[f"edges{i}"] = e
+        out["n_edges"] = np.array(len(ab.edges_))
+    return out
+
+
+def abstractor_from_arrays(d) -> _PCAClusterer:
+    """Rebuild a fitted abstractor from :func:`abstractor_to_arrays` output."""
+    import json
+
+    try:
+        ab = make_abstractor(str(d["method"]), **json.loads(str(d["params"])))
+        pca = PCA(n_components=d["pca_components"].shape[0])
+        pca.mean_, pca.components_ = d["pca_mean"], d["pca_components"]
+        pca.explained_variance_ = d["pca_explained_variance"]
+        pca.n_components_ = d["pca_components"].shape[0]
+        pca.n_features_in_ = d["pca_components"].shape[1]
+        ab.pca_ = pca
+        ab.n_features_in_ = int(d["n_features_in"])
+        ab.cluster_centers_ = d["cluster_centers"]
+        ab.split_by_prediction_ = bool(d["split"])
+        ab.n_states_ = ab.n_states
+        ab.state_class_ = d["state_class"] if ab.split_by_prediction_ else None
+        if ab.split_by_prediction_:
+            ab._class_slices, ab._present = d["class_slices"], d["present"]
+        if isinstance(ab, GMMAbstractor):
+            gmms = []
+            for i in range(int(d["n_gmms"])):
+                g = GaussianMixture(n_components=len(d[f"gmm{i}_weights"]),
+                                    covariance_type=ab.covariance_type)
+                g.weights_, g.means_ = d[f"gmm{i}_weights"], d[f"gmm{i}_means"]
+                g.covariances_ = d[f"gmm{i}_covariances"]
+                g.precisions_cholesky_ = d[f"gmm{i}_precisions_cholesky"]
+                gmms.append(g)
+            if ab.split_by_prediction_:
+                ab.gmms_ = gmms
+            else:
+                ab.gmm_ = gmms[0]
+        if isinstance(ab, GridAbstractor):
+            ab.bins_ = int(d["bins"])
+            ab.edges_ = [d[f"edges{i}"] for i in range(int(d["n_edges"]))]
+        return ab
+    except (KeyError, ValueError, TypeError) as exc:
+        raise AbstractionError(
+            f"saved abstraction is damaged ({exc}); re-run `stateseer abstract`"
+        ) from None

@@ -1,0 +1,217 @@
+"""Exports of an FSM or an extracted DFA, and of traces.
+
+``json``      the ``stateseer.fsm`` v1 exchange format (DESIGN.md)
+``dot``       Graphviz DOT with AALpy's conventions: an invisible ``__start0`` node with an
+              arrow to the initial state; DFAs draw accepting states as double circles.
+              FSM edges are aggregated per state pair (label: top tokens, pen width by
+              count) and carry every (token, count) in a ``tokens`` attribute, so the file
+              loads back without loss (:func:`read_dot`).
+``svg``/``png``/``pdf``  rendered with the ``graphviz`` package (needs the ``dot`` binary)
+``graphml``   via networkx (scalar attributes only)
+``node-link`` networkx's node-link JSON
+``traces-csv`` one row per input: ``id, split, label, prediction, tokens, states,
+              simulated_states`` (JSON lists; states start with the initial state)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from .errors import AbstractionError
+from .fsm import FSM
+
+__all__ = ["FORMATS", "fsm_to_dot", "read_dot", "render", "write_export", "write_traces_csv"]
+
+FORMATS = ("json", "dot", "svg", "png", "pdf", "graphml", "node-link", "traces-csv")
+
+
+def _q(text: str) -> str:
+    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _mix_colour(p: float) -> str:
+    """Diverging red (class 0) → white → blue (class 1) for a probability of class 1."""
+    p = float(np.clip(p, 0.0, 1.0))
+    if p < 0.5:
+        t = p / 0.5
+        rgb = (214 + (247 - 214) * t, 39 + (247 - 39) * t, 40 + (247 - 40) * t)
+    else:
+        t = (p - 0.5) / 0.5
+        rgb = (247 + (31 - 247) * t, 247 + (119 - 247) * t, 247 + (180 - 247) * t)
+    return "#" + "".join(f"{round(c):02x}" for c in rgb)
+
+
+def fsm_to_dot(fsm: FSM, *, top_k: int | None = None, min_count: int = 1,
+               self_loops: bool = True, label_tokens: int = 3, name: str = "fsm") -> str:
+    """DOT text for ``fsm`` (see module docstring).
+
+    Parameters
+    ----------
+    top_k : int, optional
+        Keep only the ``top_k`` heaviest outgoing edges per state (display); ``None``
+        keeps all (lossless).
+    min_count : int
+        Drop state-to-state edges seen fewer times.
+    self_loops : bool
+    label_tokens : int
+        Tokens shown in an edge label.
+    """
+    edges = (fsm.pruned_edges(top_k, min_count, self_loops, top_tokens=10**9)
+             if top_k is not None else
+             [e for e in fsm.state_edges(top_tokens=10**9)
+              if e["count"] >= min_count and (self_loops or e["source"] != e["target"])])
+    max_count = max((e["count"] for e in edges), default=1)
+    max_visits = max(int(fsm.visits.max(initial=1)), 1)
+    lines = [f"digraph {name} {{", "  rankdir=LR;",
+             '  node [shape=circle, style=filled, fontname="Helvetica"];',
+             '  edge [fontname="Helvetica", fontsize=9];',
+             '  __start0 [label="", shape=none, width=0, height=0];']
+    C = len(fsm.classes)
+    for s in range(fsm.n_states):
+        pred = fsm.prediction[s]
+        colour = _mix_colour(pred[1]) if C == 2 else "#dddddd"
+        size = 0.4 + 0.8 * np.sqrt(fsm.visits[s] / max_visits)
+        attrs = {
+            "label": f"{s}\\n{fsm.classes[int(fsm.labels[s])]}",
+            "fillcolor": colour, "width": f"{size:.2f}",
+            "visits": str(int(fsm.visits[s])),
+            "prediction": json.dumps([round(float(p), 6) for p in pred]),
+            "class_label": fsm.classes[int(fsm.labels[s])],
+        }
+        if fsm.coords is not None:
+            attrs["coords"] = json.dumps([round(float(x), 6) for x in fsm.coords[s]])
+        body = ", ".join(f"{k}={_q(v) if k != 'label' else chr(34) + v + chr(34)}"
+                         for k, v in attrs.items())
+        lines.append(f"  s{s} [{body}];")
+    lines.append(f"  __start0 -> s{fsm.initial};")
+    for e in edges:
+        toks = e["top_tokens"]
+        shown = ", ".join(t for t, _ in toks[:label_tokens])
+        if len(toks) > label_tokens:
+            shown += f" (+{len(toks) - label_tokens})"
+        width = 0.5 + 4.5 * e["count"] / max_count
+        lines.append(
+            f"  s{e['source']} -> s{e['target']} [label={_q(shown)}, "
+            f"penwidth={width:.2f}, count={e['count']}, "
+            f"tokens={_q(json.dumps(toks, ensure_ascii=False))}];"
+        )
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+_ATTR = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^,\]\s]+)')
+_NODE = re.compile(r"^\s*s(\d+)\s*\[(.*)\];\s*$")
+_EDGE = re.compile(r"^\s*s(\d+)\s*->\s*s(\d+)\s*\[(.*)\];\s*$")
+_START = re.compile(r"^\s*__start0\s*->\s*s(\d+)\s*;")
+
+
+def _attrs(text: str) -> dict[str, str]:
+    out = {}
+    for k, v in _ATTR.findall(text):
+        if v.startswith('"'):
+            v = re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), v[1:-1])
+        out[k] = v
+    return out
+
+
+def read_dot(text: str, classes: Sequence[str] | None = None) -> FSM:
+    """Load an FSM written by :func:`fsm_to_dot` (with all edges) back.
+
+    Raises
+    ------
+    AbstractionError
+        The text is not a stateseer DOT export.
+    """
+    nodes: dict[int, dict[str, str]] = {}
+    triples: list[tuple[int, str, int, int]] = []
+    initial = 0
+    for line in text.splitlines():
+        if m := _START.match(line):
+            initial = int(m.group(1))
+        elif m := _EDGE.match(line):
+            a = _attrs(m.group(3))
+            if "tokens" not in a:
+                raise AbstractionError("DOT edge without a 'tokens' attribute: not a "
+                                       "stateseer FSM export")
+            for tok, cnt in json.loads(a["tokens"]):
+                triples.append((int(m.group(1)), tok, int(m.group(2)), int(cnt)))
+        elif m := _NODE.match(line):
+            nodes[int(m.group(1))] = _attrs(m.group(2))
+    if not nodes:
+        raise AbstractionError("no states found in the DOT text: not a stateseer FSM export")
+    n = max(nodes) + 1
+    try:
+        pred = np.array([json.loads(nodes[s]["prediction"]) for s in range(n)])
+        visits = np.array([int(nodes[s]["visits"]) for s in range(n)])
+        labels = [nodes[s].get("class_label") for s in range(n)]
+        coords = (np.array([json.loads(nodes[s]["coords"]) for s in range(n)])
+                  if all("coords" in nodes[s] for s in range(n)) else None)
+    except (KeyError, ValueError) as exc:
+        raise AbstractionError(f"DOT node attributes are incomplete ({exc})") from None
+    if classes is None:
+        by_index: dict[int, str] = {}
+        for s in range(n):
+            by_index.setdefault(int(pred[s].argmax()), labels[s])
+        classes = [by_index.get(i, f"class{i}") for i in range(pred.shape[1])]
+    alphabet = sorted({t for _, t, _, _ in triples})
+    index = {t: i for i, t in enumerate(alphabet)}
+    src = np.array([a for a, _, _, _ in triples], np.int64)
+    tok = np.array([index[t] for _, t, _, _ in triples], np.int64)
+    dst = np.array([b for _, _, b, _ in triples], np.int64)
+    cnt = np.array([c for _, _, _, c in triples], np.int64)
+    order = np.lexsort((dst, -cnt, tok, src))
+    return FSM(classes=list(classes), alphabet=alphabet, visits=visits, prediction=pred,
+               source=src[order], token=tok[order], target=dst[order], count=cnt[order],
+               coords=coords, fallback="nearest" if coords is not None else "stay",
+               initial=initial)
+
+
+def render(dot_text: str, fmt: str) -> bytes:
+    """Render DOT to ``svg``, ``png`` or ``pdf`` bytes with Graphviz."""
+    import graphviz
+
+    try:
+        return graphviz.Source(dot_text).pipe(format=fmt)
+    except graphviz.ExecutableNotFound:
+        raise AbstractionError(
+            "the Graphviz `dot` program is not installed; install it (e.g. `apt-get install "
+            "graphviz`) or export --format dot and render elsewhere"
+        ) from None
+    except graphviz.CalledProcessError as exc:
+        msg = (exc.stderr or b"").decode(errors="replace").strip().splitlines()
+        raise AbstractionError(f"Graphviz failed to render ({msg[0] if msg else exc})") from None
+
+
+def write_traces_csv(fh: IO[str], rows: Sequence[dict[str, Any]]) -> None:
+    """Write traces CSV rows (keys as in DESIGN.md) to an open text file."""
+    cols = ["id", "split", "label", "prediction", "tokens", "states", "simulated_states"]
+    w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({**r, "tokens": json.dumps(r["tokens"], ensure_ascii=False),
+                    "states": json.dumps(r["states"]),
+                    "simulated_states": json.dumps(r["simulated_states"])})
+
+
+def write_export(data: bytes | str, out: str | Path | IO, *, overwrite: bool = False) -> None:
+    """Write ``data`` to a path (refusing to overwrite unless asked) or an open file."""
+    if hasattr(out, "write"):
+        out.write(data)
+        return
+    p = Path(out)
+    if p.exists() and not overwrite:
+        raise AbstractionError(f"{p} exists; pass --force to overwrite it")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.tmp")
+    if isinstance(data, bytes):
+        tmp.write_bytes(data)
+    else:
+        tmp.write_text(data, encoding="utf-8")
+    tmp.replace(p)
