@@ -1,0 +1,325 @@
+"""The whole abstraction of a run: fit, assign, build the FSM, mine patterns, measure.
+
+``abstract_run(RUN)`` reads ``RUN/traces``, fits the abstractor on the training split,
+assigns every split's steps to states, builds the FSM from the training paths, mines
+patterns, measures fidelity on the test split, and writes::
+
+    RUN/abstraction/meta.json          parameters and provenance (written last)
+    RUN/abstraction/abstractor.npz     fitted PCA + clustering (plain arrays, no pickle)
+    RUN/abstraction/fsm.json           the FSM (stateseer.fsm v1)
+    RUN/abstraction/SPLIT.states.npy   FSM state after every step (int32)
+    RUN/abstraction/SPLIT.simulated.npy  state of the FSM run on the tokens alone (int32)
+    RUN/abstraction/patterns.json      n-grams and contexts per state, influential and
+                                       buggy patterns
+
+and the figures into ``metrics.json["abstraction"]``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rnn_models.run import Run, atomic_write_text
+from rnn_models.traces import SplitTraces, Traces
+
+from .cluster import abstractor_from_arrays, abstractor_to_arrays, make_abstractor
+from .errors import AbstractionError
+from .fsm import FSM
+from .metrics import fidelity, quality
+from .patterns import buggy_patterns, influential_patterns, state_contexts, state_ngrams
+
+__all__ = ["AUTO_CANDIDATES", "Abstraction", "abstract_run", "fit_abstraction"]
+
+AUTO_CANDIDATES = (10, 20, 30, 40, 60, 80, 100)
+FORMAT = "stateseer.abstraction"
+VERSION = 1
+
+
+@dataclass
+class Abstraction:
+    """A fitted abstraction of one run: abstractor, FSM, per-split paths and figures.
+
+    Attributes
+    ----------
+    abstractor : estimator
+        Fitted :mod:`abstraction.cluster` abstractor.
+    fsm : FSM
+    states, simulated : dict of str to ndarray of shape (n_steps,)
+        FSM state after every step from the RNN's hidden states, and from running the
+        FSM on the tokens alone.
+    metrics : dict
+    patterns : dict
+    info : dict
+        Parameters and provenance.
+    """
+
+    abstractor: Any
+    fsm: FSM
+    states: dict[str, np.ndarray]
+    simulated: dict[str, np.ndarray]
+    metrics: dict[str, Any] = field(default_factory=dict)
+    patterns: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_states(self) -> int:
+        """Abstract states (the FSM has one more: the initial state)."""
+        return self.fsm.n_states - 1
+
+    def assign(self, hidden: np.ndarray, proba: np.ndarray) -> np.ndarray:
+        """FSM state (≥ 1) of new hidden states, shape (n_steps,)."""
+        if len(hidden) == 0:
+            return np.zeros(0, np.int64)
+        return self.abstractor.predict(hidden, proba) + 1
+
+    def paths(self, split: str, i: int, traces: Traces) -> tuple[list[int], list[int]]:
+        """Real and simulated state paths of input ``i`` (initial state first)."""
+        sl = traces[split].steps(i)
+        init = [self.fsm.initial]
+        return (init + self.states[split][sl].tolist(),
+                init + self.simulated[split][sl].tolist())
+
+    def trace_rows(self, traces: Traces, split: str) -> list[dict[str, Any]]:
+        """Rows of the traces CSV (DESIGN.md) for one split."""
+        tr = traces[split]
+        classes = traces.classes
+        rows = []
+        for i in range(tr.n_inputs):
+            real, sim = self.paths(split, i, traces)
+            rows.append({"id": int(tr.rows[i]), "split": split,
+                         "label": classes[int(tr.labels[i])],
+                         "prediction": classes[int(tr.predictions[i])],
+                         "tokens": tr.tokens(i), "states": real, "simulated_states": sim})
+        return rows
+
+    # persistence ----------------------------------------------------------------------------
+    def save(self, path: str | Path) -> None:
+        """Write into ``path`` via a temporary directory (never half-written)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        np.savez(tmp / "abstractor.npz", **abstractor_to_arrays(self.abstractor))
+        self.fsm.save(tmp / "fsm.json")
+        for split, arr in self.states.items():
+            np.save(tmp / f"{split}.states.npy", arr.astype(np.int32))
+            np.save(tmp / f"{split}.simulated.npy", self.simulated[split].astype(np.int32))
+        (tmp / "patterns.json").write_text(json.dumps(self.patterns, ensure_ascii=False),
+                                           encoding="utf-8")
+        meta = {"format": FORMAT, "version": VERSION, "info": self.info,
+                "metrics": self.metrics, "splits": sorted(self.states)}
+        atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=2))
+        if path.exists():
+            shutil.rmtree(path)
+        tmp.rename(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Abstraction:
+        path = Path(path)
+        meta_path = path / "meta.json"
+        if not meta_path.exists():
+            raise AbstractionError(
+                f"no abstraction in {path}; run `stateseer abstract {path.parent}`"
+            )
+        meta = json.loads(meta_path.read_text())
+        if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+            raise AbstractionError(f"{path} holds an abstraction of another format; re-run "
+                                   "`stateseer abstract`")
+        with np.load(path / "abstractor.npz", allow_pickle=False) as d:
+            abstractor = abstractor_from_arrays(d)
+        states = {s: np.load(path / f"{s}.states.npy").astype(np.int64)
+                  for s in meta["splits"]}
+        simulated = {s: np.load(path / f"{s}.simulated.npy").astype(np.int64)
+                     for s in meta["splits"]}
+        patterns = json.loads((path / "patterns.json").read_text(encoding="utf-8"))
+        return cls(abstractor=abstractor, fsm=FSM.load(path / "fsm.json"), states=states,
+                   simulated=simulated, metrics=meta["metrics"], patterns=patterns,
+                   info=meta["info"])
+
+
+def _read_alphabet(run: Run) -> list[str]:
+    try:
+        return list(json.loads(run.vocab_path.read_text(encoding="utf-8"))["tokens"])
+    except (OSError, ValueError, KeyError):
+        raise AbstractionError(
+            f"{run.vocab_path} is missing or damaged; retrain the run"
+        ) from None
+
+
+def _split_figures(fsm: FSM, tr: SplitTraces, states: np.ndarray, sim: np.ndarray):
+    return (fidelity(fsm, fsm.final_states(states, tr.offsets), tr.predictions),
+            fidelity(fsm, fsm.final_states(sim, tr.offsets), tr.predictions))
+
+
+def fit_abstraction(
+    traces: Traces,
+    alphabet: list[str],
+    *,
+    n_states: int = 40,
+    method: str = "kmeans",
+    pca: int = 20,
+    fallback: str = "nearest",
+    split_by_prediction: bool = True,
+    splits: tuple[str, ...] | None = None,
+    random_state: int = 0,
+    max_fit_samples: int = 100_000,
+) -> Abstraction:
+    """Fit an abstraction on the training split of ``traces`` and apply it to every split."""
+    if "train" not in traces:
+        raise AbstractionError("the traces have no training split; record it with "
+                               "`stateseer record RUN --splits train val test`")
+    train = traces["train"]
+    if train.n_steps == 0:
+        raise AbstractionError("the training split has no steps (every input is empty); "
+                               "an abstraction needs recorded hidden states")
+    ab = make_abstractor(method, n_states=n_states, pca_components=pca,
+                         split_by_prediction=split_by_prediction, random_state=random_state,
+                         max_fit_samples=max_fit_samples)
+    ab.fit(train.hidden, proba=train.proba)
+    h0 = np.asarray(traces.initial_hidden, np.float32)[None]
+    coords = np.vstack([ab.transform(h0), ab.cluster_centers_]).astype(np.float64)
+    states = {}
+    for split in splits or tuple(traces.split_names):
+        tr = traces[split]
+        states[split] = (ab.predict(tr.hidden, tr.proba) + 1 if tr.n_steps
+                         else np.zeros(0, np.int64))
+    fsm = FSM.from_paths(states["train"] - 1, train.offsets, train.token_ids, train.proba,
+                         traces.initial_proba, n_states=n_states, classes=traces.classes,
+                         alphabet=alphabet, coords=coords, fallback=fallback)
+    simulated = {split: fsm.simulate(traces[split].token_ids, traces[split].offsets)
+                 for split in states}
+    return Abstraction(abstractor=ab, fsm=fsm, states=states, simulated=simulated)
+
+
+def _patterns(ab: Abstraction, traces: Traces) -> dict[str, Any]:
+    S = ab.fsm.n_states
+    out: dict[str, Any] = {}
+    train = traces["train"]
+    st = ab.states["train"]
+    out["ngrams"] = state_ngrams(st, train.offsets, train.surface_ids, traces.surface, S)
+    out["contexts"] = state_contexts(st, train.offsets, train.surface_ids, traces.surface, S)
+    out["influential"] = influential_patterns(
+        st, train.offsets, train.surface_ids, traces.surface, train.proba,
+        traces.initial_proba, train.labels, train.predictions, S)
+    out["buggy"] = {}
+    for split in ab.states:
+        tr = traces[split]
+        out["buggy"][split] = buggy_patterns(ab.states[split], tr.offsets, tr.surface_ids,
+                                             traces.surface, tr.labels, tr.predictions, S)
+    return out
+
+
+def abstract_run(
+    run: Run | str | Path,
+    *,
+    n_states: int | str = 40,
+    method: str = "kmeans",
+    pca: int = 20,
+    layer: int | None = None,
+    fallback: str = "nearest",
+    split_by_prediction: bool = True,
+    random_state: int = 0,
+    target_fidelity: float = 0.95,
+    tolerance: float = 0.01,
+    save: bool = True,
+) -> Abstraction:
+    """Abstract a run (see module docstring) and return the :class:`Abstraction`.
+
+    Parameters
+    ----------
+    n_states : int or 'auto'
+        Abstract states (the FSM adds the initial state). ``'auto'`` tries
+        :data:`AUTO_CANDIDATES` and keeps the smallest count whose *validation* label
+        fidelity reaches ``target_fidelity`` and whose validation simulation fidelity is
+        within ``tolerance`` of the best on the curve; the curve goes to the metrics.
+    method : {'kmeans', 'gmm', 'grid'}
+    pca : int
+        PCA components before clustering.
+    layer : int, optional
+        Must match the layer the traces were recorded from (re-record otherwise).
+    fallback : {'nearest', 'token', 'stay'}
+        FSM simulation rule for unseen (state, token) pairs.
+    split_by_prediction : bool
+        Keep every state within one predicted class.
+    """
+    run = run if isinstance(run, Run) else Run(run)
+    t0 = time.perf_counter()
+    traces = Traces(run.traces_dir)
+    if run.model_path.exists() and traces.meta.get("model_sha256") not in (
+            None, run.model_sha256()):
+        raise AbstractionError(
+            f"the traces in {run.traces_dir} were recorded from another model.pt; re-record "
+            f"them with `stateseer record {run.path}`"
+        )
+    if layer is not None and layer != traces.meta.get("layer"):
+        raise AbstractionError(
+            f"the traces were recorded from layer {traces.meta.get('layer')}, not {layer}; "
+            f"re-record with `stateseer record {run.path} --layer {layer}`"
+        )
+    alphabet = _read_alphabet(run)
+    n_train = traces["train"].n_steps if "train" in traces else 0
+    curve = None
+    if n_states == "auto":
+        if "val" not in traces or traces["val"].n_inputs == 0:
+            raise AbstractionError("--states auto needs a recorded validation split")
+        curve = []
+        val = traces["val"]
+        for k in [c for c in AUTO_CANDIDATES if c <= max(n_train, 1)]:
+            ab = fit_abstraction(traces, alphabet, n_states=k, method=method, pca=pca,
+                                 fallback=fallback, split_by_prediction=split_by_prediction,
+                                 splits=("train", "val"), random_state=random_state)
+            lf, sf = _split_figures(ab.fsm, val, ab.states["val"], ab.simulated["val"])
+            curve.append({"n_states": k, "val_label_fidelity": lf,
+                          "val_simulation_fidelity": sf})
+        if not curve:
+            raise AbstractionError("too few hidden states for any candidate state count")
+        best_sf = max(c["val_simulation_fidelity"] for c in curve)
+        ok = [c for c in curve if c["val_label_fidelity"] >= target_fidelity
+              and c["val_simulation_fidelity"] >= best_sf - tolerance]
+        n_states = (ok[0] if ok else max(curve, key=lambda c: c["val_label_fidelity"]))[
+            "n_states"]
+    elif not isinstance(n_states, (int, np.integer)) or isinstance(n_states, bool):
+        raise AbstractionError(f"--states must be a positive integer or 'auto', not {n_states!r}")
+    ab = fit_abstraction(traces, alphabet, n_states=int(n_states), method=method, pca=pca,
+                         fallback=fallback, split_by_prediction=split_by_prediction,
+                         random_state=random_state)
+    eval_split = "test" if "test" in traces and traces["test"].n_inputs else "val"
+    if eval_split not in traces or traces[eval_split].n_inputs == 0:
+        raise AbstractionError("no test or validation inputs to measure fidelity on; record "
+                               "a non-empty test split")
+    ev = traces[eval_split]
+    lf, sf = _split_figures(ab.fsm, ev, ab.states[eval_split], ab.simulated[eval_split])
+    figures: dict[str, Any] = {"n_states": int(n_states), "n_fsm_states": ab.fsm.n_states,
+                               "label_fidelity": lf, "simulation_fidelity": sf,
+                               "evaluated_on": eval_split}
+    figures.update(quality(ab.fsm, ab.states[eval_split], ev.offsets, ev.token_ids, ev.proba))
+    for split in ab.states:
+        if split != eval_split and traces[split].n_inputs:
+            a, b = _split_figures(ab.fsm, traces[split], ab.states[split],
+                                  ab.simulated[split])
+            figures[f"{split}_label_fidelity"], figures[f"{split}_simulation_fidelity"] = a, b
+    if curve is not None:
+        figures["auto_curve"] = curve
+    ab.patterns = _patterns(ab, traces)
+    figures["seconds"] = time.perf_counter() - t0
+    ab.metrics = figures
+    ab.info = {"method": method, "n_states": int(n_states), "pca": pca, "fallback": fallback,
+               "split_by_prediction": split_by_prediction, "random_state": random_state,
+               "layer": traces.meta.get("layer"), "state": traces.meta.get("state"),
+               "model_sha256": traces.meta.get("model_sha256"),
+               "dataset": traces.meta.get("dataset"), "fitted_on": "train",
+               "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    ab.fsm.info = dict(ab.info)
+    if save:
+        ab.save(run.abstraction_dir)
+        run.update_metrics(abstraction=figures)
+    return ab
