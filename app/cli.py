@@ -54,6 +54,34 @@ def _cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
+def _states_arg(text: str) -> int | str:
+    if text == "auto":
+        return text
+    return _positive_int(text)
+
+
+def _cmd_abstract(args: argparse.Namespace) -> int:
+    from abstraction.pipeline import abstract_run
+
+    ab = abstract_run(args.run, n_states=args.states, method=args.method, pca=args.pca,
+                      layer=args.layer, fallback=args.fallback,
+                      split_by_prediction=not args.no_split_by_prediction,
+                      random_state=args.seed)
+    keys = ("n_states", "label_fidelity", "simulation_fidelity", "state_purity",
+            "state_coverage", "transition_coverage", "evaluated_on", "seconds")
+    print(json.dumps({k: ab.metrics[k] for k in keys}))
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from abstraction.exporting import export_run
+
+    path = export_run(args.run, args.format, args.out, dfa=args.dfa, top_k=args.top_k,
+                      min_count=args.min_count, overwrite=args.force)
+    print(json.dumps({"written": str(path), "format": args.format}))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="stateseer",
@@ -97,6 +125,32 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--dtype", choices=("float32", "float16"), default="float32")
     r.add_argument("--batch-size", type=_positive_int, default=512)
     r.set_defaults(func=_cmd_record)
+
+    a = sub.add_parser("abstract", help="cluster hidden states into abstract states and an FSM")
+    a.add_argument("run")
+    a.add_argument("--states", type=_states_arg, default=40,
+                   help="abstract states (the FSM adds the initial state), or 'auto'")
+    a.add_argument("--method", choices=("kmeans", "gmm", "grid"), default="kmeans")
+    a.add_argument("--pca", type=_positive_int, default=20, help="PCA components")
+    a.add_argument("--layer", type=int, help="check the traces come from this layer")
+    a.add_argument("--fallback", choices=("nearest", "token", "stay"), default="nearest",
+                   help="FSM simulation rule for unseen (state, token) pairs")
+    a.add_argument("--no-split-by-prediction", action="store_true",
+                   help="let states mix hidden states of different predicted classes")
+    a.add_argument("--seed", type=int, default=0)
+    a.set_defaults(func=_cmd_abstract)
+
+    e = sub.add_parser("export", help="export the FSM/DFA or the traces")
+    e.add_argument("run")
+    e.add_argument("--format", required=True, choices=(
+        "json", "dot", "svg", "png", "pdf", "graphml", "node-link", "traces-csv"))
+    e.add_argument("--out", required=True, help="output file ('-' for stdout, text formats)")
+    e.add_argument("--dfa", action="store_true", help="export the extracted DFA")
+    e.add_argument("--top-k", type=_positive_int,
+                   help="keep the top-k outgoing edges per state (dot/svg/png/pdf)")
+    e.add_argument("--min-count", type=_positive_int, default=1)
+    e.add_argument("--force", action="store_true", help="overwrite an existing file")
+    e.set_defaults(func=_cmd_export)
     return p
 
 
