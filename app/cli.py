@@ -82,6 +82,47 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def prepare_run(run_dir: str, *, dataset: str = "rotten_tomatoes", arch: str = "gru",
+                n_states: int = 40, log=print) -> None:
+    """Train, record and abstract ``run_dir`` unless each step's output is already there
+    and up to date (the demo's "trains or reuses")."""
+    from abstraction.pipeline import abstract_run
+    from rnn_models.record import record_run
+    from rnn_models.run import Run
+    from rnn_models.traces import Traces
+    from rnn_models.train import TrainConfig, train_run
+
+    run = Run(run_dir)
+    if run.exists() and run.model_path.exists():
+        log(f"reusing the model in {run.path}")
+    else:
+        log(f"training a {arch.upper()} on {dataset} into {run.path} (a minute or two)")
+        train_run(TrainConfig(dataset=dataset, arch=arch), run.path, force=True)
+    sha = run.model_sha256()
+    fresh = (run.traces_dir / "meta.json").exists() and \
+        Traces(run.traces_dir).meta.get("model_sha256") == sha
+    if not fresh:
+        log("recording traces")
+        record_run(run)
+    meta = run.abstraction_dir / "meta.json"
+    if not fresh or not meta.exists() or \
+            json.loads(meta.read_text())["info"].get("model_sha256") != sha:
+        log(f"abstracting into {n_states} states")
+        abstract_run(run, n_states=n_states)
+    m = run.metrics()
+    a = m.get("abstraction", {})
+    log(f"test accuracy {m.get('test_accuracy', float('nan')):.3f}; label fidelity "
+        f"{a.get('label_fidelity', float('nan')):.3f}; simulation fidelity "
+        f"{a.get('simulation_fidelity', float('nan')):.3f}")
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    prepare_run(args.run, n_states=args.states,
+                log=lambda msg: print(f"stateseer demo: {msg}", file=sys.stderr))
+    print(json.dumps({"run": args.run, "fsm": f"{args.run}/abstraction/fsm.json"}))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="stateseer",
@@ -151,6 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--min-count", type=_positive_int, default=1)
     e.add_argument("--force", action="store_true", help="overwrite an existing file")
     e.set_defaults(func=_cmd_export)
+
+    d = sub.add_parser("demo", help="train or reuse the default GRU on rotten_tomatoes, "
+                       "record and abstract it")
+    d.add_argument("--run", default="runs/rt", help="run directory (default runs/rt)")
+    d.add_argument("--states", type=_positive_int, default=40)
+    d.set_defaults(func=_cmd_demo)
     return p
 
 

@@ -1,0 +1,164 @@
+"""Abstraction speed and memory on >= 1M recorded hidden states (dimension 256).
+
+Builds (or reuses) a real run: a GRU (embed 128, hidden 256) trained for one epoch on a
+CSV of Rotten Tomatoes snippets joined in random pairs (so that the training split holds
+>= 1M steps of distinct trajectories; val/test are the original snippets), and records
+its traces. Then, in two separate child processes so that peak memory is measured for
+each alone:
+
+* **stateseer**: the full abstraction (PCA-20 + k-means-40 on a sample, chunked
+  assignment of every memory-mapped step, FSM, simulation, patterns, metrics) —
+  ``abstraction.pipeline.abstract_run`` without writing;
+* **DeepSeer's pipeline**: PCA to 20 dimensions and a 39-component diagonal Gaussian
+  mixture, both fitted on *all* states with scikit-learn (as DeepSeer's code does), the
+  states then assigned with it; label fidelity measured the same way (FSM from the same
+  code, so only the abstraction differs).
+
+Prints human-readable lines, then one JSON object with ``n_points``, ``stateseer_s``,
+``deepseer_s``, ``stateseer_label_fidelity``, ``deepseer_label_fidelity``,
+``peak_rss_bytes`` (stateseer child), ``raw_state_bytes``, ``speedup`` and
+``rss_over_raw``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def build_run(run_dir: Path, steps: int, seed: int) -> None:
+    import numpy as np
+
+    from rnn_models.datasets import load_dataset
+    from rnn_models.record import record_run
+    from rnn_models.run import Run
+    from rnn_models.train import TrainConfig, train_run
+
+    run = Run(run_dir)
+    if (run.traces_dir / "meta.json").exists():
+        meta = json.loads((run.traces_dir / "meta.json").read_text())
+        if meta["splits"]["train"]["n_steps"] >= steps:
+            print(f"reusing {run_dir} ({meta['splits']['train']['n_steps']:,} train steps)")
+            return
+    ds = load_dataset("rotten_tomatoes")
+    rng = np.random.default_rng(seed)
+    train = ds.splits["train"]
+    lengths = np.array([len(ds.tokens[i]) for i in train])
+    n_pairs = int(steps / (2 * lengths.mean()) * 1.05) + 1
+    a, b = rng.choice(train, n_pairs), rng.choice(train, n_pairs)
+    csv_path = run_dir.parent / f"{run_dir.name}.csv"
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    with csv_path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["text", "label", "split"])
+        for i, j in zip(a, b, strict=True):
+            w.writerow([ds.texts[i] + " " + ds.texts[j], ds.classes[ds.labels[i]], "train"])
+        for split in ("val", "test"):
+            for i in ds.splits[split]:
+                w.writerow([ds.texts[i], ds.classes[ds.labels[i]], split])
+    t0 = time.perf_counter()
+    cfg = TrainConfig(dataset=f"csv:{csv_path}", arch="gru", embed=128, hidden=256, epochs=1,
+                      seed=seed)
+    train_run(cfg, run_dir, force=True, progress=False)
+    print(f"trained {run_dir} in {time.perf_counter() - t0:.0f} s")
+    t0 = time.perf_counter()
+    tr = record_run(run_dir)
+    print(f"recorded {tr.meta['splits']['train']['n_steps']:,} train steps in "
+          f"{time.perf_counter() - t0:.0f} s")
+
+
+def child_stateseer(run_dir: str) -> dict:
+    from abstraction.pipeline import abstract_run
+
+    t0 = time.perf_counter()
+    ab = abstract_run(run_dir, n_states=40, save=False)
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "label_fidelity": ab.metrics["label_fidelity"],
+            "simulation_fidelity": ab.metrics["simulation_fidelity"],
+            "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def child_deepseer(run_dir: str) -> dict:
+    import numpy as np
+    from sklearn.decomposition import PCA
+    from sklearn.mixture import GaussianMixture
+
+    from abstraction.fsm import FSM
+    from abstraction.metrics import fidelity
+    from rnn_models.run import Run
+    from rnn_models.traces import Traces
+
+    run = Run(run_dir)
+    traces = Traces(run.traces_dir)
+    train, test = traces["train"], traces["test"]
+    alphabet = json.loads(run.vocab_path.read_text())["tokens"]
+    t0 = time.perf_counter()
+    H = np.asarray(train.hidden)
+    pca = PCA(n_components=20, random_state=0).fit(H)
+    Z = pca.transform(H)
+    gmm = GaussianMixture(n_components=39, covariance_type="diag", random_state=0).fit(Z)
+    states = gmm.predict(Z)
+    fsm = FSM.from_paths(states, train.offsets, train.token_ids, train.proba,
+                         traces.initial_proba, n_states=39, classes=traces.classes,
+                         alphabet=alphabet, fallback="stay")
+    test_states = gmm.predict(pca.transform(np.asarray(test.hidden))) + 1
+    seconds = time.perf_counter() - t0
+    lf = fidelity(fsm, fsm.final_states(test_states, test.offsets), test.predictions)
+    sim = fsm.simulate(test.token_ids, test.offsets)
+    sf = fidelity(fsm, fsm.final_states(sim, test.offsets), test.predictions)
+    return {"seconds": seconds, "label_fidelity": lf, "simulation_fidelity": sf,
+            "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def run_child(kind: str, run_dir: Path) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", kind, "--run", str(run_dir)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=1_000_000, help="training steps to abstract")
+    p.add_argument("--run", type=Path, default=ROOT / "runs" / "bench-abstraction-256")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--child", choices=("stateseer", "deepseer"), help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        fn = child_stateseer if args.child == "stateseer" else child_deepseer
+        print(json.dumps(fn(str(args.run))))
+        return
+    build_run(args.run, args.steps, args.seed)
+    meta = json.loads((args.run / "traces" / "meta.json").read_text())
+    n = meta["splits"]["train"]["n_steps"]
+    raw = n * meta["state_size"] * 4
+    ours = run_child("stateseer", args.run)
+    print(f"stateseer: {ours['seconds']:.1f} s, label fidelity {ours['label_fidelity']:.4f}, "
+          f"peak RSS {ours['peak_rss'] / 2**20:.0f} MiB")
+    base = run_child("deepseer", args.run)
+    print(f"DeepSeer pipeline: {base['seconds']:.1f} s, label fidelity "
+          f"{base['label_fidelity']:.4f}, peak RSS {base['peak_rss'] / 2**20:.0f} MiB")
+    result = {
+        "n_points": n, "state_size": meta["state_size"],
+        "stateseer_s": round(ours["seconds"], 3), "deepseer_s": round(base["seconds"], 3),
+        "speedup": round(base["seconds"] / ours["seconds"], 2),
+        "stateseer_label_fidelity": ours["label_fidelity"],
+        "deepseer_label_fidelity": base["label_fidelity"],
+        "stateseer_simulation_fidelity": ours["simulation_fidelity"],
+        "deepseer_simulation_fidelity": base["simulation_fidelity"],
+        "peak_rss_bytes": ours["peak_rss"], "raw_state_bytes": raw,
+        "rss_over_raw": round(ours["peak_rss"] / raw, 3),
+        "deepseer_peak_rss_bytes": base["peak_rss"],
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
