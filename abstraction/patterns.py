@@ -35,6 +35,7 @@ __all__ = [
     "influential_patterns",
     "state_contexts",
     "state_ngrams",
+    "window_keys",
 ]
 
 
@@ -206,7 +207,7 @@ def collapsed_paths(states: np.ndarray, offsets: np.ndarray, initial: int = 0):
     return full[keep], finput[keep], fstep[keep], step_to_c
 
 
-def _windows(cstates, cinput, w, S):
+def window_keys(cstates, cinput, w, S):
     """Key of the window of ``w`` collapsed states ending at each position (-1 if none)."""
     n = len(cstates)
     key = np.full(n, -1, np.int64)
@@ -276,7 +277,7 @@ def influential_patterns(
     cands = []  # (support, lift, w, key, direction)
     keys_by_w = {}
     for w in lengths:
-        key = _windows(cstates, cinput, w, S)
+        key = window_keys(cstates, cinput, w, S)
         keys_by_w[w] = key
         fk = key[step_to_c[flips]]
         ok = fk >= 0
@@ -334,7 +335,7 @@ def buggy_patterns(
     keys_by_w = {}
     n_tests = 0
     for w in lengths:
-        key = _windows(cstates, cinput, w, S)
+        key = window_keys(cstates, cinput, w, S)
         keys_by_w[w] = key
         pos = np.flatnonzero(key >= 0)
         pk = np.unique(cinput[pos] * (S ** w) + key[pos])  # presence per input
