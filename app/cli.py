@@ -116,11 +116,30 @@ def prepare_run(run_dir: str, *, dataset: str = "rotten_tomatoes", arch: str = "
         f"{a.get('simulation_fidelity', float('nan')):.3f}")
 
 
+def _serve(run: str, host: str, port: int, debug: bool = False) -> int:
+    import time
+
+    from .main import create_app
+
+    t0 = time.perf_counter()
+    app = create_app(run)
+    print(f"stateseer: serving {run} on http://{host}:{port}/ (ready in "
+          f"{time.perf_counter() - t0:.1f} s; Ctrl+C to stop)", file=sys.stderr)
+    app.run(host=host, port=port, debug=debug)
+    return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    return _serve(args.run, args.host, args.port, args.debug)
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     prepare_run(args.run, n_states=args.states,
                 log=lambda msg: print(f"stateseer demo: {msg}", file=sys.stderr))
-    print(json.dumps({"run": args.run, "fsm": f"{args.run}/abstraction/fsm.json"}))
-    return 0
+    if args.no_serve:
+        print(json.dumps({"run": args.run, "fsm": f"{args.run}/abstraction/fsm.json"}))
+        return 0
+    return _serve(args.run, args.host, args.port)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -194,10 +213,21 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_cmd_export)
 
     d = sub.add_parser("demo", help="train or reuse the default GRU on rotten_tomatoes, "
-                       "record and abstract it")
+                       "record, abstract and serve it")
     d.add_argument("--run", default="runs/rt", help="run directory (default runs/rt)")
     d.add_argument("--states", type=_positive_int, default=40)
+    d.add_argument("--host", default="127.0.0.1")
+    d.add_argument("--port", type=int, default=8050)
+    d.add_argument("--no-serve", action="store_true", help="prepare the run but do not serve")
     d.set_defaults(func=_cmd_demo)
+
+    s = sub.add_parser("serve", help="serve the explorer app for a run")
+    s.add_argument("run")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="interface to bind (default 127.0.0.1: this machine only)")
+    s.add_argument("--port", type=int, default=8050)
+    s.add_argument("--debug", action="store_true")
+    s.set_defaults(func=_cmd_serve)
     return p
 
 

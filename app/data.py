@@ -111,6 +111,13 @@ class RunData:
         return self._index[split]
 
     @cached_property
+    def positions(self) -> dict[int, tuple[float, float]]:
+        """Stable diagram positions, computed once."""
+        from .views.diagram import fixed_positions
+
+        return fixed_positions(self.fsm)
+
+    @cached_property
     def metrics(self) -> dict[str, Any]:
         return self.run.metrics()
 

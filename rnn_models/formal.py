@@ -15,7 +15,8 @@ with an independent plain-Python ``reference`` recogniser used to verify it. The
 
 All Tomita grammars use the alphabet ``("0", "1")``; the empty string is a valid input.
 Helpers enumerate (:func:`all_strings`) and sample (:func:`sample_strings`) strings, and
-:func:`minimal_size` counts the states of the minimal DFA equivalent to a given one.
+:func:`minimize` builds the minimal DFA equivalent to a given one (canonically numbered) and
+:func:`minimal_size` counts its states.
 
 This module needs numpy and the standard library only.
 """
@@ -37,6 +38,7 @@ __all__ = [
     "Grammar",
     "all_strings",
     "minimal_size",
+    "minimize",
     "sample_strings",
 ]
 
@@ -497,11 +499,35 @@ def sample_strings(
     return out
 
 
-def minimal_size(dfa: DFA) -> int:
-    """Number of states of the minimal complete DFA equivalent to ``dfa``.
+def _reachable(dfa: DFA) -> np.ndarray:
+    """Reachable states from the initial one, in BFS order (symbols in alphabet order).
 
-    Unreachable states are dropped, then Moore partition refinement (vectorised with numpy)
-    merges equivalent states. A dead state, if reachable, counts as a state.
+    Returns
+    -------
+    np.ndarray
+        int64, shape (n_reachable,); element 0 is ``dfa.initial``.
+    """
+    trans = dfa.transitions.tolist()
+    order = [dfa.initial]
+    seen = {dfa.initial}
+    head = 0
+    while head < len(order):
+        for nxt in trans[order[head]]:
+            if nxt not in seen:
+                seen.add(nxt)
+                order.append(nxt)
+        head += 1
+    return np.array(order, dtype=np.int64)
+
+
+def minimize(dfa: DFA) -> DFA:
+    """The minimal complete DFA equivalent to ``dfa``, in canonical numbering.
+
+    Unreachable states are dropped, Moore partition refinement (vectorised with numpy)
+    merges equivalent states, and the blocks are renumbered in breadth-first order from the
+    initial state (symbols in alphabet order), so the result has ``initial == 0`` and two
+    equivalent DFAs over the same alphabet minimise to identical arrays. A dead state, if
+    reachable, is kept (the result is complete).
 
     Parameters
     ----------
@@ -509,20 +535,21 @@ def minimal_size(dfa: DFA) -> int:
 
     Returns
     -------
-    int
+    DFA
+        Same alphabet; ``transitions`` of shape (n_min, n_symbols), ``accepting`` of shape
+        (n_min,), ``initial`` 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> twice = DFA(("a",), np.array([[1], [0]]), np.array([True, True]))
+    >>> minimize(twice).n_states
+    1
     """
-    trans = dfa.transitions
-    reachable = np.zeros(dfa.n_states, dtype=bool)
-    reachable[dfa.initial] = True
-    frontier = np.array([dfa.initial])
-    while frontier.size:
-        nxt = np.unique(trans[frontier].ravel())
-        frontier = nxt[~reachable[nxt]]
-        reachable[frontier] = True
-    keep = np.flatnonzero(reachable)
+    keep = _reachable(dfa)  # keep[0] is the initial state
     remap = np.full(dfa.n_states, -1, dtype=np.int64)
     remap[keep] = np.arange(keep.size)
-    sub = remap[trans[keep]]  # (n_reach, n_symbols), all valid: reachable set is closed
+    sub = remap[dfa.transitions[keep]]  # (n_reach, n_symbols), all valid: reachable set is closed
     labels = np.unique(dfa.accepting[keep], return_inverse=True)[1].reshape(-1)
     n_blocks = int(labels.max()) + 1
     while True:
@@ -532,5 +559,32 @@ def minimal_size(dfa: DFA) -> int:
         n_new = int(new.max()) + 1
         labels = new
         if n_new == n_blocks:
-            return n_new
+            break
         n_blocks = n_new
+    # Block transitions (any representative will do), then BFS renumbering from the initial
+    # block (row 0 of ``sub`` is the initial state).
+    _, first = np.unique(labels, return_index=True)  # representative per block
+    block_trans = labels[sub[first]]  # (n_blocks, n_symbols)
+    block_acc = dfa.accepting[keep[first]]
+    quotient = DFA(dfa.alphabet, block_trans, block_acc, initial=int(labels[0]))
+    order = _reachable(quotient)
+    rank = np.empty(n_blocks, dtype=np.int64)
+    rank[order] = np.arange(n_blocks)
+    return DFA(dfa.alphabet, rank[block_trans[order]], block_acc[order], initial=0)
+
+
+def minimal_size(dfa: DFA) -> int:
+    """Number of states of the minimal complete DFA equivalent to ``dfa``.
+
+    Unreachable states are dropped, then Moore partition refinement merges equivalent
+    states (see :func:`minimize`). A dead state, if reachable, counts as a state.
+
+    Parameters
+    ----------
+    dfa : DFA
+
+    Returns
+    -------
+    int
+    """
+    return minimize(dfa).n_states

@@ -1,0 +1,998 @@
+"""Exact DFA extraction from recorded traces (white-box state-abstraction refinement).
+
+For an RNN trained on a formal language, :func:`extract_dfa` turns the hidden states of the
+training split into a deterministic, complete, minimal automaton, without running the RNN:
+
+1. **Prefix tree.** Every distinct training prefix (the empty one included) becomes one
+   point: its hidden state (``initial_hidden`` for the empty prefix) and the RNN's
+   intermediate prediction after it. Equal prefixes share one point, so equal hidden states
+   can never land in different abstract states.
+2. **Initial abstraction.** One abstract state per predicted class (the default), or
+   ``initial_states`` k-means clusters split by predicted class
+   (:class:`~abstraction.cluster.KMeansAbstractor`); either way no state mixes classes.
+3. **Refinement.** A transition ``(state, symbol)`` is *in conflict* when the children of
+   the state's points on that symbol lie in more than one state. Each conflicting state is
+   split along its worst symbol: its points with a child on that symbol are grouped by the
+   child's state, the others go to the nearest group centroid (hidden space). Rounds repeat
+   until no conflict is left, or until ``max_states`` states exist (then the split that would
+   exceed the budget is not made, and conflicts are settled by the majority target).
+4. **Completion.** States are labelled with their majority predicted class; every
+   ``(state, symbol)`` gets its majority target, and a pair never seen in training takes the
+   target that the nearest state (centroid distance) that has seen the symbol goes to. Every
+   alphabet symbol occurs in training, so no sink state is needed.
+5. **Minimisation.** Moore refinement through :func:`rnn_models.formal.minimize` (for more
+   than two classes, one minimisation per class indicator, then their common refinement),
+   states renumbered in breadth-first order from the initial state 0.
+
+The result, an :class:`ExtractedDFA`, is checked against the RNN on the evaluation split:
+the traces hold the RNN's prediction after every prefix of every test string, so agreement
+needs no torch. When the run's data set is a built-in grammar the report also compares the
+automaton with the grammar on every string of length at most 12.
+
+Examples
+--------
+A hand-made automaton (``extract_dfa`` builds the same kind of object from traces):
+
+>>> import numpy as np
+>>> parity = ExtractedDFA(alphabet=("a", "b"), classes=["reject", "accept"],
+...                       transitions=np.array([[1, 0], [0, 1]]),
+...                       state_class=np.array([1, 0]))
+>>> parity.accepts(["", "a", "ab", "aab"]).tolist()
+[True, False, False, True]
+>>> parity.run("aab")
+[0, 1, 0, 0]
+>>> print(parity.to_dot().splitlines()[1])
+s0 [label="s0", shape=doublecircle];
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from rnn_models.formal import DFA, GRAMMARS, all_strings, minimize
+
+from .errors import AbstractionError
+
+__all__ = ["ExtractedDFA", "extract_dfa"]
+
+FORMAT = "stateseer.fsm"
+VERSION = 1
+KIND = "dfa"
+
+
+# ---------------------------------------------------------------------------------------------
+# The automaton
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class ExtractedDFA:
+    """A deterministic, complete automaton whose states carry a predicted class.
+
+    A small, honest object in the manner of AALpy's ``Dfa``: :meth:`reset`, :meth:`step`
+    and :meth:`run` walk it symbol by symbol; :meth:`classify` and :meth:`accepts` run many
+    strings at once (vectorised over strings).
+
+    Parameters
+    ----------
+    alphabet : tuple of str
+        The symbols, shape (n_symbols,); symbol id ``a`` is ``alphabet[a]``.
+    classes : list of str
+        Class names, shape (n_classes,).
+    transitions : ndarray of shape (n_states, n_symbols)
+        ``transitions[q, a]`` is the state reached from ``q`` on symbol ``a``.
+    state_class : ndarray of shape (n_states,)
+        Class index each state outputs (the RNN's prediction after prefixes ending there).
+    initial : int, default 0
+    visits : ndarray of shape (n_states,), optional
+        Training prefixes (the empty prefix of every input included) that end in each state.
+    prediction : ndarray of shape (n_states, n_classes), optional
+        Mean intermediate prediction of those prefixes (one-hot of ``state_class`` if absent).
+    counts : ndarray of shape (n_states, n_symbols), optional
+        Training steps that took each transition (0: completed, never seen).
+    tokenizer : {'char', 'space'}, default 'char'
+        How :meth:`classify` splits a ``str`` into symbols (characters, or on whitespace).
+    report : dict
+        Extraction figures (see :func:`extract_dfa`).
+    info : dict
+        Provenance: the traces' model hash, layer, data set, the parameters used.
+
+    Attributes
+    ----------
+    accepting : ndarray of shape (n_states,)
+        ``state_class == accept_class``.
+    accept_class : int
+        The class called ``accept`` if there is one, else class 1.
+    """
+
+    alphabet: tuple[str, ...]
+    classes: list[str]
+    transitions: np.ndarray
+    state_class: np.ndarray
+    initial: int = 0
+    visits: np.ndarray | None = None
+    prediction: np.ndarray | None = None
+    counts: np.ndarray | None = None
+    tokenizer: str = "char"
+    report: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.alphabet = tuple(str(s) for s in self.alphabet)
+        self.classes = [str(c) for c in self.classes]
+        if len(self.classes) < 2:
+            raise AbstractionError(f"a DFA needs at least two classes, got {self.classes}")
+        if self.tokenizer not in ("char", "space"):
+            raise AbstractionError(
+                f"unknown tokenizer {self.tokenizer!r} for a DFA; use 'char' or 'space'"
+            )
+        # formal.DFA validates shape, completeness and the initial state for us.
+        try:
+            dfa = DFA(self.alphabet, self.transitions,
+                      np.zeros(len(self.transitions), dtype=bool), int(self.initial))
+        except ValueError as exc:
+            raise AbstractionError(f"invalid DFA: {exc}") from None
+        self.transitions = np.array(dfa.transitions)
+        self.initial = dfa.initial
+        n, k, c = dfa.n_states, dfa.n_symbols, len(self.classes)
+        self.state_class = np.asarray(self.state_class, dtype=np.int64).reshape(-1)
+        if self.state_class.shape != (n,) or self.state_class.min() < 0 or \
+                self.state_class.max() >= c:
+            raise AbstractionError(
+                f"state_class must hold {n} class indices in [0, {c}); got "
+                f"{self.state_class.tolist()[:10]}"
+            )
+        self.visits = (np.zeros(n, np.int64) if self.visits is None
+                       else np.asarray(self.visits, np.int64).reshape(n))
+        self.prediction = (np.eye(c)[self.state_class] if self.prediction is None
+                           else np.asarray(self.prediction, np.float64).reshape(n, c))
+        self.counts = (np.zeros((n, k), np.int64) if self.counts is None
+                       else np.asarray(self.counts, np.int64).reshape(n, k))
+        self._index = {s: i for i, s in enumerate(self.alphabet)}
+        self._state = self.initial
+
+    # basic facts ---------------------------------------------------------------------------
+    @property
+    def n_states(self) -> int:
+        """Number of states."""
+        return int(self.transitions.shape[0])
+
+    @property
+    def n_symbols(self) -> int:
+        """Number of alphabet symbols."""
+        return len(self.alphabet)
+
+    @property
+    def accept_class(self) -> int:
+        """Index of the class called ``accept`` if present, else 1."""
+        return self.classes.index("accept") if "accept" in self.classes else 1
+
+    @property
+    def accepting(self) -> np.ndarray:
+        """Whether each state outputs the accepting class, bool of shape (n_states,)."""
+        return self.state_class == self.accept_class
+
+    @property
+    def dfa(self) -> DFA:
+        """The automaton as a :class:`rnn_models.formal.DFA` (accepting = :attr:`accepting`)."""
+        return DFA(self.alphabet, self.transitions, self.accepting, self.initial)
+
+    def __repr__(self) -> str:
+        return (f"ExtractedDFA(n_states={self.n_states}, alphabet={self.alphabet!r}, "
+                f"classes={self.classes!r})")
+
+    # walking -------------------------------------------------------------------------------
+    def _symbol_id(self, symbol: str) -> int:
+        sid = self._index.get(str(symbol))
+        if sid is None:
+            raise AbstractionError(
+                f"symbol {symbol!r} is not in the DFA's alphabet {self.alphabet}; "
+                "use only symbols seen in training"
+            )
+        return sid
+
+    def _symbols(self, string: str | Sequence[str]) -> list[str]:
+        if isinstance(string, str):
+            return list(string) if self.tokenizer == "char" else string.split()
+        return [str(s) for s in string]
+
+    def reset(self) -> None:
+        """Go back to the initial state."""
+        self._state = self.initial
+
+    @property
+    def state(self) -> int:
+        """The current state."""
+        return self._state
+
+    def step(self, symbol: str) -> int:
+        """Consume one symbol and return the new state.
+
+        Raises
+        ------
+        AbstractionError
+            The symbol is not in the alphabet.
+        """
+        self._state = int(self.transitions[self._state, self._symbol_id(symbol)])
+        return self._state
+
+    def output(self) -> str:
+        """Class name of the current state."""
+        return self.classes[int(self.state_class[self._state])]
+
+    def run(self, symbols: str | Sequence[str]) -> list[int]:
+        """States visited from the initial state, length ``len(symbols) + 1``.
+
+        A ``str`` is split into symbols with :attr:`tokenizer`.
+        """
+        self.reset()
+        return [self.initial] + [self.step(s) for s in self._symbols(symbols)]
+
+    def encode(self, strings: Sequence[str | Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
+        """Strings to padded symbol ids.
+
+        Returns
+        -------
+        symbol_ids : ndarray of shape (n_strings, max_len)
+            Padded with 0.
+        lengths : ndarray of shape (n_strings,)
+        """
+        rows = [[self._symbol_id(s) for s in self._symbols(x)] for x in strings]
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        ids = np.zeros((len(rows), int(lengths.max(initial=0))), dtype=np.int64)
+        for i, r in enumerate(rows):
+            ids[i, : len(r)] = r
+        return ids, lengths
+
+    def final_states(self, strings: Sequence[str | Sequence[str]]) -> np.ndarray:
+        """State reached by each string, shape (n_strings,) (vectorised over strings)."""
+        ids, lengths = self.encode(strings)
+        return self.dfa.run(ids, lengths)[:, -1]
+
+    def classify(self, strings: Sequence[str | Sequence[str]]) -> np.ndarray:
+        """Class index of each string, shape (n_strings,)."""
+        return self.state_class[self.final_states(strings)]
+
+    def accepts(self, strings: Sequence[str | Sequence[str]]) -> np.ndarray:
+        """Whether each string ends in an accepting state, bool of shape (n_strings,)."""
+        return self.classify(strings) == self.accept_class
+
+    # views ---------------------------------------------------------------------------------
+    def to_dot(self) -> str:
+        """Graphviz DOT in AALpy's conventions.
+
+        An invisible ``__start0`` node points at the initial state; accepting states are
+        ``doublecircle``; parallel symbols between two states share one edge labelled
+        ``"0,1"``. With more than two classes, node labels also name the state's class.
+        """
+        lines = ["digraph learnedModel {"]
+        many = len(self.classes) > 2
+        for q in range(self.n_states):
+            name = f"s{q}"
+            label = f"{name}\\n{self.classes[int(self.state_class[q])]}" if many else name
+            shape = "doublecircle" if self.accepting[q] else "circle"
+            lines.append(f"{name} [label={_dot_quote(label)}, shape={shape}];")
+        for q in range(self.n_states):
+            targets: dict[int, list[str]] = {}
+            for a, t in enumerate(self.transitions[q].tolist()):
+                targets.setdefault(t, []).append(self.alphabet[a])
+            for t, syms in targets.items():
+                lines.append(f"s{q} -> s{t} [label={_dot_quote(','.join(syms))}];")
+        lines.append('__start0 [label="", shape=none];')
+        lines.append(f'__start0 -> s{self.initial} [label=""];')
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def to_networkx(self):
+        """A ``networkx.MultiDiGraph``: one edge per (source, symbol), scalar attributes."""
+        import networkx as nx
+
+        g = nx.MultiDiGraph(initial=self.initial, classes=",".join(self.classes), kind=KIND)
+        for q in range(self.n_states):
+            attrs = {f"p_{c}": float(self.prediction[q, i]) for i, c in enumerate(self.classes)}
+            g.add_node(q, visits=int(self.visits[q]),
+                       label=self.classes[int(self.state_class[q])],
+                       accepting=bool(self.accepting[q]), initial=q == self.initial, **attrs)
+        for q in range(self.n_states):
+            for a, sym in enumerate(self.alphabet):
+                g.add_edge(q, int(self.transitions[q, a]), key=sym, token=sym,
+                           count=int(self.counts[q, a]))
+        return g
+
+    # exchange format -----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The ``stateseer.fsm`` v1 exchange format (DESIGN.md) with ``"kind": "dfa"``.
+
+        One transition entry per (source, symbol), complete over the alphabet; every state
+        also says whether it is ``accepting``.
+        """
+        states = [
+            {"id": q, "visits": int(self.visits[q]),
+             "label": self.classes[int(self.state_class[q])],
+             "prediction": [round(float(p), 6) for p in self.prediction[q]],
+             "accepting": bool(self.accepting[q])}
+            for q in range(self.n_states)
+        ]
+        transitions = [
+            {"source": q, "target": int(self.transitions[q, a]), "token": sym,
+             "count": int(self.counts[q, a])}
+            for q in range(self.n_states) for a, sym in enumerate(self.alphabet)
+        ]
+        return {"format": FORMAT, "version": VERSION, "kind": KIND,
+                "classes": list(self.classes), "initial": int(self.initial),
+                "alphabet": list(self.alphabet), "tokenizer": self.tokenizer,
+                "states": states, "transitions": transitions,
+                "report": _jsonable(self.report), "provenance": _jsonable(self.info)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ExtractedDFA:
+        """Rebuild from :meth:`to_dict` output.
+
+        Raises
+        ------
+        AbstractionError
+            Not a ``stateseer.fsm`` v1 DFA document, or not deterministic and complete.
+        """
+        if not isinstance(data, dict) or data.get("format") != FORMAT or \
+                data.get("version") != VERSION:
+            got = data.get("format") if isinstance(data, dict) else type(data).__name__
+            raise AbstractionError(f"not a {FORMAT} v{VERSION} document (format={got!r})")
+        if data.get("kind", KIND) != KIND:
+            raise AbstractionError(
+                f"this {FORMAT} document is a {data.get('kind')!r}, not a DFA; load it with FSM"
+            )
+        try:
+            classes = [str(c) for c in data["classes"]]
+            states = sorted(data["states"], key=lambda s: int(s["id"]))
+            n = len(states)
+            if [int(s["id"]) for s in states] != list(range(n)):
+                raise AbstractionError("DFA document state ids must be 0..n-1")
+            tr = data["transitions"]
+            alphabet = list(data.get("alphabet") or sorted({str(t["token"]) for t in tr}))
+            index = {s: i for i, s in enumerate(alphabet)}
+            table = np.full((n, len(alphabet)), -1, dtype=np.int64)
+            counts = np.zeros((n, len(alphabet)), dtype=np.int64)
+            for t in tr:
+                q, a = int(t["source"]), index[str(t["token"])]
+                if table[q, a] != -1:
+                    raise AbstractionError(
+                        f"DFA document has two transitions from state {q} on {t['token']!r}; "
+                        "a DFA needs exactly one"
+                    )
+                table[q, a] = int(t["target"])
+                counts[q, a] = int(t.get("count", 0))
+            if (table < 0).any():
+                q, a = np.argwhere(table < 0)[0]
+                raise AbstractionError(
+                    f"DFA document lacks a transition from state {q} on {alphabet[a]!r}; "
+                    "a DFA must be complete"
+                )
+            cindex = {c: i for i, c in enumerate(classes)}
+            return cls(
+                alphabet=tuple(alphabet), classes=classes, transitions=table,
+                state_class=np.array([cindex[s["label"]] for s in states], np.int64),
+                initial=int(data.get("initial", 0)),
+                visits=np.array([int(s.get("visits", 0)) for s in states], np.int64),
+                prediction=np.array([s["prediction"] for s in states], np.float64)
+                if all("prediction" in s for s in states) else None,
+                counts=counts, tokenizer=str(data.get("tokenizer", "char")),
+                report=dict(data.get("report") or {}), info=dict(data.get("provenance") or {}),
+            )
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            if isinstance(exc, AbstractionError):
+                raise
+            raise AbstractionError(f"DFA document is malformed ({exc!r})") from None
+
+    def save(self, path: str | Path | IO[str], *, overwrite: bool = False) -> None:
+        """Write the JSON exchange format to a path (never silently replaced) or open file.
+
+        Raises
+        ------
+        AbstractionError
+            ``path`` exists and ``overwrite`` is False.
+        """
+        text = json.dumps(self.to_dict(), indent=1, ensure_ascii=False)
+        if hasattr(path, "write"):
+            path.write(text)
+            return
+        p = Path(path)
+        if p.exists() and not overwrite:
+            raise AbstractionError(f"{p} exists; pass overwrite=True (or --force) to replace it")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f".{p.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(p)
+
+    @classmethod
+    def load(cls, path: str | Path | IO[str]) -> ExtractedDFA:
+        """Read a DFA written by :meth:`save`."""
+        try:
+            text = path.read() if hasattr(path, "read") else Path(path).read_text("utf-8")
+            data = json.loads(text)
+        except FileNotFoundError:
+            raise AbstractionError(
+                f"DFA file {path} not found; run `stateseer extract-dfa` first"
+            ) from None
+        except ValueError as exc:
+            raise AbstractionError(f"DFA file {path} is not valid JSON ({exc})") from None
+        return cls.from_dict(data)
+
+
+def _dot_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\\\\n", "\\n") + '"'
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return obj
+
+
+# ---------------------------------------------------------------------------------------------
+# Data preparation
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Tree:
+    """The prefix tree of a split.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_nodes, state_size)
+        Hidden state after each distinct prefix; node 0 is the empty prefix (h0).
+    pred : ndarray of shape (n_nodes,)
+        RNN's predicted class after the prefix.
+    occ : ndarray of shape (n_nodes,)
+        How many (input, prefix) pairs end at the node (node 0: number of inputs).
+    parent, symbol : ndarray of shape (n_nodes,)
+        Parent node and the symbol id leading to the node (-1 for the root).
+    child : ndarray of shape (n_nodes, n_symbols)
+        Child node on each symbol, -1 if the prefix was never extended by it.
+    step_node : ndarray of shape (n_steps,)
+        Node of every recorded step.
+    """
+
+    X: np.ndarray
+    pred: np.ndarray
+    occ: np.ndarray
+    parent: np.ndarray
+    symbol: np.ndarray
+    child: np.ndarray
+    step_node: np.ndarray
+
+
+def _check_finite(block: np.ndarray, what: str) -> None:
+    bad = ~np.isfinite(block).all(axis=1)
+    if bad.any():
+        raise AbstractionError(
+            f"{what} {int(np.flatnonzero(bad)[0])} contains NaN or infinity; the model or its "
+            "traces are broken — retrain or re-record the run"
+        )
+
+
+def _alphabet(traces: Any, split: str) -> tuple[tuple[str, ...], np.ndarray]:
+    """Sorted distinct symbols of ``split`` and the map surface id -> symbol id (-1 unused)."""
+    st = traces[split]
+    used = np.unique(np.asarray(st.surface_ids))
+    surface = list(traces.surface)
+    if used.size and (used.min() < 0 or used.max() >= len(surface)):
+        raise AbstractionError(f"split {split!r} refers to unknown surface ids; re-record the run")
+    symbols = sorted({surface[int(i)] for i in used})
+    index = {s: i for i, s in enumerate(symbols)}
+    lookup = np.array([index.get(s, -1) for s in surface], dtype=np.int64)
+    return tuple(symbols), lookup
+
+
+def _prefix_tree(st: Any, sym: np.ndarray, n_symbols: int, h0: np.ndarray,
+                 p0: np.ndarray) -> _Tree:
+    """Merge equal prefixes of a split into a tree (loop over positions, vectorised)."""
+    offsets = np.asarray(st.offsets, dtype=np.int64)
+    lengths = np.diff(offsets)
+    n_inputs = len(lengths)
+    step_node = np.empty(int(offsets[-1]), dtype=np.int64)
+    cur = np.zeros(n_inputs, dtype=np.int64)
+    parents, symbols, reps = [np.array([-1])], [np.array([-1])], []
+    n_nodes = 1
+    for t in range(int(lengths.max(initial=0))):
+        alive = np.flatnonzero(lengths > t)
+        pos = offsets[alive] + t
+        key = cur[alive] * n_symbols + sym[pos]
+        uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        ids = n_nodes + inv.reshape(-1)
+        step_node[pos] = ids
+        parents.append(uniq // n_symbols)
+        symbols.append(uniq % n_symbols)
+        reps.append(pos[first])
+        n_nodes += len(uniq)
+        cur[alive] = ids
+    parent = np.concatenate(parents)
+    symbol = np.concatenate(symbols)
+    rep = np.concatenate([np.zeros(0, np.int64), *reps])
+    hidden = np.asarray(st.hidden[np.sort(rep)], dtype=np.float32)  # sorted reads: memmap
+    order = np.argsort(np.argsort(rep))
+    X = np.concatenate([np.asarray(h0, np.float32)[None, :], hidden[order]])
+    _check_finite(X[:1], "initial hidden state")
+    _check_finite(X[1:], f"{st.name!r} prefix")
+    proba = np.asarray(st.proba[np.sort(rep)], dtype=np.float64)[order]
+    pred = np.concatenate([[int(np.argmax(p0))], proba.argmax(axis=1)]).astype(np.int64)
+    occ = np.bincount(step_node, minlength=n_nodes).astype(np.int64)
+    occ[0] = n_inputs
+    child = np.full((n_nodes, n_symbols), -1, dtype=np.int64)
+    child[parent[1:], symbol[1:]] = np.arange(1, n_nodes)
+    return _Tree(X=X, pred=pred, occ=occ, parent=parent, symbol=symbol, child=child,
+                 step_node=step_node)
+
+
+# ---------------------------------------------------------------------------------------------
+# Refinement
+# ---------------------------------------------------------------------------------------------
+
+
+def _conflicts(tree: _Tree, state: np.ndarray, n_states: int, n_symbols: int):
+    """Transition statistics of the current partition.
+
+    Returns
+    -------
+    pair : ndarray of shape (n_pairs,)
+        ``source * n_symbols + symbol`` of every (state, symbol) seen, sorted.
+    n_targets, total, top_target, top_weight : ndarrays of shape (n_pairs,)
+        Distinct targets, traffic (occurrences), majority target and its traffic.
+    """
+    ch = np.arange(1, len(state))
+    src = state[tree.parent[1:]]
+    tgt = state[ch]
+    w = tree.occ[ch]
+    trip = (src * n_symbols + tree.symbol[1:]) * n_states + tgt
+    utrip, inv = np.unique(trip, return_inverse=True)
+    tw = np.bincount(inv.reshape(-1), weights=w)
+    upair = utrip // n_states
+    utgt = utrip % n_states
+    # Sort by pair, then descending weight: the first entry of each pair is its majority.
+    order = np.lexsort((utgt, -tw, upair))
+    upair, utgt, tw = upair[order], utgt[order], tw[order]
+    pair, start, n_targets = np.unique(upair, return_index=True, return_counts=True)
+    total = np.add.reduceat(tw, start)
+    return pair, n_targets, total, utgt[start], tw[start]
+
+
+def _nearest(Z: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """Index of the nearest center of every row (squared Euclidean), shape (n_rows,)."""
+    d = (centers * centers).sum(1)[None, :] - 2.0 * (Z @ centers.T)
+    return d.argmin(axis=1)
+
+
+def _split(tree: _Tree, state: np.ndarray, members: np.ndarray, a: int, next_id: int,
+           two_way: bool) -> int:
+    """Split the nodes ``members`` of one state along symbol ``a``; returns the next free id.
+
+    Nodes with an ``a``-child are grouped by the child's state (``two_way``: majority
+    target vs the rest); the others join the nearest group centroid.
+    """
+    kids = tree.child[members, a]
+    has = kids >= 0
+    tgt = state[kids[has]]
+    w = tree.occ[kids[has]].astype(np.float64)
+    uniq, inv = np.unique(tgt, return_inverse=True)
+    inv = inv.reshape(-1)
+    weight = np.bincount(inv, weights=w)
+    ranked = np.argsort(-weight, kind="stable")  # group 0 = majority target keeps the id
+    rank = np.empty_like(ranked)
+    rank[ranked] = np.arange(len(ranked))
+    group = rank[inv]
+    if two_way:
+        group = np.minimum(group, 1)
+    n_groups = int(group.max()) + 1
+    labelled = members[has]
+    centers = np.stack([tree.X[labelled[group == g]].mean(axis=0) for g in range(n_groups)])
+    assign = np.empty(len(members), dtype=np.int64)
+    assign[has] = group
+    if (~has).any():
+        assign[~has] = _nearest(tree.X[members[~has]], centers)
+    ids = np.concatenate([[state[members[0]]], next_id + np.arange(n_groups - 1)])
+    state[members] = ids[assign]
+    return next_id + n_groups - 1
+
+
+def _initial_partition(tree: _Tree, n_classes: int, initial_states: int | None,
+                       random_state: int | None) -> np.ndarray:
+    """One state per predicted class, or k-means split by predicted class."""
+    present, state = np.unique(tree.pred, return_inverse=True)
+    state = state.reshape(-1).astype(np.int64)
+    if initial_states is None or initial_states <= len(present):
+        return state
+    from .cluster import KMeansAbstractor
+
+    k = int(min(initial_states, len(tree.X)))
+    proba = np.eye(n_classes)[tree.pred]
+    ab = KMeansAbstractor(n_states=k, pca_components=min(20, tree.X.shape[1]),
+                          split_by_prediction=True, n_init=1, random_state=random_state)
+    ab.fit(tree.X, proba=proba)
+    _, state = np.unique(ab.predict(tree.X, proba=proba), return_inverse=True)
+    return state.reshape(-1).astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Minimisation of a class-labelled automaton
+# ---------------------------------------------------------------------------------------------
+
+
+def _state_map(big: np.ndarray, big_initial: int, small: np.ndarray) -> np.ndarray:
+    """Map every state of ``big`` reachable from its initial state to the state of ``small``
+    reached by the same strings (BFS over the product; -1 for unreachable states)."""
+    out = np.full(len(big), -1, dtype=np.int64)
+    out[big_initial] = 0
+    frontier = [big_initial]
+    while frontier:
+        nxt = []
+        for q in frontier:
+            for a in range(big.shape[1]):
+                r = int(big[q, a])
+                if out[r] < 0:
+                    out[r] = small[out[q], a]
+                    nxt.append(r)
+        frontier = nxt
+    return out
+
+
+def _minimise(alphabet: tuple[str, ...], trans: np.ndarray, state_class: np.ndarray,
+              initial: int, n_classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Minimal automaton with the same class on every string.
+
+    Returns
+    -------
+    transitions : ndarray of shape (n_min, n_symbols)
+        BFS-numbered from the initial state 0.
+    state_class : ndarray of shape (n_min,)
+    block : ndarray of shape (n_states,)
+        Minimal state of every input state (-1 if unreachable).
+    """
+    present = np.unique(state_class)
+    if len(present) <= 2:  # one indicator determines the class
+        c = present[-1]
+        m = minimize(DFA(alphabet, trans, state_class == c, initial))
+        block = _state_map(trans, initial, m.transitions)
+        cls = np.empty(m.n_states, dtype=np.int64)
+        cls[block[block >= 0]] = state_class[block >= 0]
+        return np.array(m.transitions), cls, block
+    # Equal class on every suffix <=> equal indicator of every class on every suffix: the
+    # minimal partition is the common refinement of the per-class minimal partitions.
+    maps = [_state_map(trans, initial,
+                       minimize(DFA(alphabet, trans, state_class == c, initial)).transitions)
+            for c in present]
+    sig = np.stack(maps, axis=1)
+    reach = sig[:, 0] >= 0
+    _, joint = np.unique(sig[reach], axis=0, return_inverse=True)
+    block_r = np.full(len(trans), -1, dtype=np.int64)
+    block_r[reach] = joint.reshape(-1)
+    n_b = int(joint.max()) + 1
+    rep = np.zeros(n_b, dtype=np.int64)
+    rep[block_r[reach]] = np.flatnonzero(reach)
+    q_trans = block_r[trans[rep]]
+    q_cls = state_class[rep]
+    # Canonical BFS numbering from the initial block.
+    order = [int(block_r[initial])]
+    seen = {order[0]}
+    for q in order:
+        for r in q_trans[q].tolist():
+            if r not in seen:
+                seen.add(r)
+                order.append(r)
+    rank = np.empty(n_b, dtype=np.int64)
+    rank[order] = np.arange(n_b)
+    block = np.where(block_r >= 0, rank[np.maximum(block_r, 0)], -1)
+    return rank[q_trans[order]], q_cls[order], block
+
+
+# ---------------------------------------------------------------------------------------------
+# Agreement with the RNN
+# ---------------------------------------------------------------------------------------------
+
+
+def _agreement(traces: Any, split: str, lookup: np.ndarray, trans: np.ndarray,
+               state_class: np.ndarray, initial: int) -> dict[str, Any]:
+    """Compare the DFA with the RNN's recorded predictions on every prefix of ``split``."""
+    st = traces[split]
+    offsets = np.asarray(st.offsets, dtype=np.int64)
+    lengths = np.diff(offsets)
+    n_inputs = len(lengths)
+    if n_inputs == 0:
+        return {"eval_split": split, "n_eval_strings": 0}
+    sym = lookup[np.asarray(st.surface_ids, dtype=np.int64)]
+    rnn_step = np.asarray(st.proba).argmax(axis=1)
+    rnn_final = np.asarray(st.final_proba).argmax(axis=1)
+    rnn_empty = int(np.argmax(traces.initial_proba))
+    cur = np.full(n_inputs, initial, dtype=np.int64)
+    step_state = np.empty(len(sym), dtype=np.int64)
+    for t in range(int(lengths.max(initial=0))):  # positions; vectorised over inputs
+        alive = np.flatnonzero(lengths > t)
+        pos = offsets[alive] + t
+        s = sym[pos]
+        ok = s >= 0  # a symbol never seen in training leaves the state unchanged
+        nxt = cur[alive]
+        nxt[ok] = trans[nxt[ok], s[ok]]
+        cur[alive] = nxt
+        step_state[pos] = nxt
+    dfa_final = state_class[cur]
+    same = dfa_final == rnn_final
+    step_same = state_class[step_state] == rnn_step
+    empty_same = int(state_class[initial]) == rnn_empty
+    short = lengths <= 12
+    return {
+        "eval_split": split,
+        "n_eval_strings": int(n_inputs),
+        "agreement": float(same.mean()),
+        "prefix_agreement": float((step_same.sum() + empty_same * n_inputs)
+                                  / (len(step_same) + n_inputs)),
+        "agreement_le12": float(same[short].mean()) if short.any() else None,
+        "n_eval_strings_le12": int(short.sum()),
+        "n_unknown_symbols": int((sym < 0).sum()),
+    }
+
+
+def _grammar_check(name: str | None, dfa: ExtractedDFA, max_len: int = 12) -> dict[str, Any]:
+    """Agreement with a built-in grammar on every string up to ``max_len`` (if it is one)."""
+    grammar = GRAMMARS.get(str(name)) if name else None
+    if grammar is None or set(grammar.dfa.alphabet) != set(dfa.alphabet) or \
+            dfa.tokenizer != "char" or set(grammar.classes) != set(dfa.classes):
+        return {}
+    strings = all_strings(grammar.dfa.alphabet, max_len)
+    want = grammar.dfa.accepts(strings)
+    got = dfa.classify(strings) == dfa.classes.index(grammar.classes[1])
+    return {"grammar": grammar.name,
+            "grammar_agreement_le12": float((got == want).mean()),
+            "grammar_min_states": grammar.dfa.n_states,
+            "minimal_size_match": dfa.n_states == grammar.dfa.n_states}
+
+
+# ---------------------------------------------------------------------------------------------
+# Extraction
+# ---------------------------------------------------------------------------------------------
+
+
+def _tokenizer_of(traces: Any) -> str:
+    """``char`` or ``space``: how the run split its texts (from the run's config.json)."""
+    try:
+        cfg = json.loads((Path(traces.path).parent / "config.json").read_text())
+        tok = cfg["data"]["tokenizer"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return "char"
+    return "char" if tok == "char" else "space"
+
+
+def extract_dfa(
+    traces: Any,
+    *,
+    max_states: int = 200,
+    initial_states: int | None = None,
+    random_state: int | None = 0,
+    split: str = "train",
+    eval_split: str | None = "test",
+    max_rounds: int = 10_000,
+) -> ExtractedDFA:
+    """Extract a deterministic, complete, minimal automaton from recorded traces.
+
+    See the module docstring for the algorithm. Everything that touches all hidden states
+    is vectorised; Python loops run over refinement rounds and split states only.
+
+    Parameters
+    ----------
+    traces : rnn_models.traces.Traces
+        Recorded traces of a run (``stateseer record RUN``). ``traces[split]`` supplies
+        ``hidden`` (n_steps, state_size), ``proba`` (n_steps, n_classes), ``surface_ids``
+        and ``offsets``; ``initial_hidden`` (state_size,) and ``initial_proba``
+        (n_classes,) stand for the empty prefix.
+    max_states : int, default 200
+        Budget of states *before* minimisation. When the budget is reached refinement
+        stops, and the automaton is completed with majority transitions (still a valid,
+        complete DFA); ``report["budget_exhausted"]`` then says so.
+    initial_states : int or None, default None
+        Start from this many k-means states (split by predicted class) instead of one state
+        per predicted class.
+    random_state : int or None, default 0
+        Seed of the k-means start (the default start is deterministic).
+    split : str, default 'train'
+        Split whose traces build the automaton.
+    eval_split : str or None, default 'test'
+        Split on which agreement with the RNN is measured (skipped if None or not recorded).
+    max_rounds : int, default 10_000
+        Safety cap on refinement rounds.
+
+    Returns
+    -------
+    ExtractedDFA
+        With ``report`` keys ``n_states``, ``n_states_before_minimisation``,
+        ``n_initial_states``, ``refinement_rounds``, ``budget_exhausted``,
+        ``deterministic`` (no conflict left on the training prefixes),
+        ``conflicting_steps`` (training steps whose transition disagrees with the DFA),
+        ``train_prefix_agreement``, ``seconds`` (extraction, without the evaluation),
+        ``agreement`` / ``prefix_agreement`` / ``agreement_le12`` on ``eval_split`` and,
+        for a built-in grammar, ``grammar_agreement_le12`` and ``minimal_size_match``.
+
+    Raises
+    ------
+    AbstractionError
+        Empty split, NaN hidden states, or ``max_states`` below the number of predicted
+        classes (or below ``initial_states``).
+    """
+    t_start = time.perf_counter()
+    if not isinstance(max_states, (int, np.integer)) or isinstance(max_states, bool) or \
+            max_states < 1:
+        raise AbstractionError(f"max_states must be a positive integer, not {max_states!r}")
+    if initial_states is not None and (not isinstance(initial_states, (int, np.integer))
+                                       or initial_states < 1):
+        raise AbstractionError(
+            f"initial_states must be a positive integer or None, not {initial_states!r}"
+        )
+    if initial_states is not None and initial_states > max_states:
+        raise AbstractionError(
+            f"initial_states={initial_states} exceeds max_states={max_states}; raise "
+            "max_states or lower initial_states"
+        )
+    if split not in traces:
+        raise AbstractionError(
+            f"split {split!r} was not recorded; record it with `stateseer record RUN`"
+        )
+    st = traces[split]
+    if st.n_inputs == 0:
+        raise AbstractionError(
+            f"split {split!r} of the traces is empty; record a data set with training strings"
+        )
+    classes = list(traces.classes)
+    n_classes = len(classes)
+    alphabet, lookup = _alphabet(traces, split)
+    if not alphabet:
+        raise AbstractionError(
+            f"split {split!r} holds only empty strings; a DFA needs strings with symbols"
+        )
+    n_sym = len(alphabet)
+    sym = lookup[np.asarray(st.surface_ids, dtype=np.int64)]
+    h0 = np.asarray(traces.initial_hidden, dtype=np.float32)
+    p0 = np.asarray(traces.initial_proba, dtype=np.float64)
+    tree = _prefix_tree(st, sym, n_sym, h0, p0)
+    n_pred = len(np.unique(tree.pred))
+    if max_states < n_pred:
+        raise AbstractionError(
+            f"max_states={max_states} cannot separate the {n_pred} classes the RNN predicts; "
+            f"pass max_states >= {n_pred}"
+        )
+
+    # --- refinement ------------------------------------------------------------------------
+    state = _initial_partition(tree, n_classes, initial_states, random_state)
+    n_initial = int(state.max()) + 1
+    n_states = n_initial
+    rounds = 0
+    budget_exhausted = False
+    while rounds < max_rounds:
+        pair, n_targets, total, _, top_w = _conflicts(tree, state, n_states, n_sym)
+        bad = np.flatnonzero(n_targets > 1)
+        if bad.size == 0:
+            break
+        if n_states >= max_states:
+            budget_exhausted = True
+            break
+        rounds += 1
+        minority = (total - top_w)[bad]
+        src = pair[bad] // n_sym
+        # Worst symbol per state: sort by state, then by descending minority traffic.
+        order = np.lexsort((-minority, src))
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = src[order][1:] != src[order][:-1]
+        pick = order[first]
+        pick = pick[np.argsort(-minority[pick], kind="stable")]  # worst states first
+        by_state = np.argsort(state, kind="stable")
+        bounds = np.searchsorted(state[by_state], np.arange(n_states + 1))
+        for j in pick:
+            q, a = int(src[j]), int(pair[bad][j] % n_sym)
+            extra = int(n_targets[bad][j]) - 1
+            if n_states + extra > max_states:
+                if n_states + 1 > max_states:
+                    budget_exhausted = True
+                    break
+                two_way = True
+            else:
+                two_way = False
+            members = by_state[bounds[q]:bounds[q + 1]]
+            n_states = _split(tree, state, members, a, n_states, two_way)
+        if budget_exhausted:
+            break
+
+    # --- completion ------------------------------------------------------------------------
+    pair, n_targets, total, top_t, top_w = _conflicts(tree, state, n_states, n_sym)
+    deterministic = bool((n_targets <= 1).all())
+    conflicting_steps = int((total - top_w).sum())
+    occ = tree.occ.astype(np.float64)
+    votes = np.zeros((n_states, n_classes))
+    np.add.at(votes, (state, tree.pred), occ)
+    cls = votes.argmax(axis=1)
+    trans = np.full((n_states, n_sym), -1, dtype=np.int64)
+    counts = np.zeros((n_states, n_sym), dtype=np.int64)
+    trans[pair // n_sym, pair % n_sym] = top_t
+    counts[pair // n_sym, pair % n_sym] = total.round().astype(np.int64)
+    sizes = np.bincount(state, minlength=n_states).astype(np.float64)
+    centers = np.zeros((n_states, tree.X.shape[1]))
+    np.add.at(centers, state, tree.X.astype(np.float64))
+    centers /= sizes[:, None]
+    missing = trans < 0
+    if missing.any():
+        d = ((centers[:, None, :] - centers[None, :, :]) ** 2).sum(-1)  # (S, S), S small
+        ranked = np.argsort(d, axis=1, kind="stable")
+        for q, a in np.argwhere(missing):
+            for r in ranked[q]:
+                if trans[r, a] >= 0 and not missing[r, a]:
+                    trans[q, a] = trans[r, a]
+                    break
+    # Every symbol of the alphabet occurs in the split, so some state has seen it.
+    initial = int(state[0])
+
+    # --- minimisation ----------------------------------------------------------------------
+    m_trans, m_cls, block = _minimise(alphabet, trans, cls, initial, n_classes)
+    n_min = len(m_trans)
+    node_block = block[state]
+    kept = node_block >= 0
+    visits = np.bincount(node_block[kept], weights=tree.occ[kept], minlength=n_min)
+    # Mean intermediate prediction per minimal state over all steps (and the empty prefixes).
+    step_block = node_block[tree.step_node]
+    proba_sum = np.zeros((n_min, n_classes))
+    ok = step_block >= 0
+    for c in range(n_classes):  # loop over classes, vectorised over steps
+        proba_sum[:, c] = np.bincount(step_block[ok], weights=np.asarray(st.proba[:, c],
+                                                                         np.float64)[ok],
+                                      minlength=n_min)
+    proba_sum[node_block[0]] += p0 * st.n_inputs
+    prediction = proba_sum / np.maximum(visits, 1)[:, None]
+    prediction[visits == 0] = np.eye(n_classes)[m_cls[visits == 0]]
+    m_counts = np.zeros((n_min, n_sym), dtype=np.int64)
+    src_ok = block >= 0
+    np.add.at(m_counts, block[src_ok], counts[src_ok])
+    # Train-prefix agreement: the DFA's class vs the RNN's prediction on every training prefix.
+    train_agree = float((m_cls[np.maximum(node_block, 0)] == tree.pred).astype(float)
+                        @ tree.occ / tree.occ.sum())
+    seconds = time.perf_counter() - t_start
+
+    report: dict[str, Any] = {
+        "n_states": int(n_min),
+        "n_states_before_minimisation": int(n_states),
+        "n_initial_states": int(n_initial),
+        "refinement_rounds": int(rounds),
+        "max_states": int(max_states),
+        "budget_exhausted": bool(budget_exhausted),
+        "deterministic": deterministic,
+        "conflicting_steps": conflicting_steps,
+        "n_prefixes": int(len(tree.X)),
+        "train_prefix_agreement": train_agree,
+        "seconds": round(seconds, 4),
+    }
+    info = {**dict(traces.provenance), "split": split, "max_states": int(max_states),
+            "initial_states": initial_states, "random_state": random_state,
+            "method": "prefix-tree refinement + Moore minimisation",
+            "traces": str(getattr(traces, "path", ""))}
+    out = ExtractedDFA(alphabet=alphabet, classes=classes, transitions=m_trans,
+                       state_class=m_cls, initial=0, visits=visits.round().astype(np.int64),
+                       prediction=prediction, counts=m_counts, tokenizer=_tokenizer_of(traces),
+                       report=report, info=info)
+    if eval_split is not None and eval_split in traces:
+        report.update(_agreement(traces, eval_split, _alphabet_lookup(traces, alphabet),
+                                 m_trans, m_cls, 0))
+    report.update(_grammar_check(traces.meta.get("dataset") if hasattr(traces, "meta")
+                                 else None, out))
+    return out
+
+
+def _alphabet_lookup(traces: Any, alphabet: tuple[str, ...]) -> np.ndarray:
+    """Map every surface id of the traces to a symbol id of ``alphabet`` (-1: unknown)."""
+    index = {s: i for i, s in enumerate(alphabet)}
+    return np.array([index.get(s, -1) for s in traces.surface], dtype=np.int64)

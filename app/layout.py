@@ -1,0 +1,134 @@
+"""The explorer's page: header, diagram with controls, side panels, table, trace."""
+
+from __future__ import annotations
+
+import dash_cytoscape as cyto
+from dash import dash_table, dcc, html
+
+from .data import RunData
+from .views.diagram import LAYOUTS, stylesheet
+
+__all__ = ["build_layout"]
+
+
+def _controls() -> html.Div:
+    return html.Div([
+        html.Label(["top-k edges ", dcc.Input(id="topk", type="number", min=1, max=20,
+                                              value=3, debounce=True, style={"width": 48})]),
+        html.Label(["min count ", dcc.Input(id="mincount", type="number", min=1, value=5,
+                                            debounce=True, style={"width": 60})]),
+        dcc.Checklist(id="loops", options=[{"label": " self-loops", "value": "on"}],
+                      value=[], inline=True),
+        html.Label(["layout ", dcc.Dropdown(id="layout", options=list(LAYOUTS),
+                                            value="preset", clearable=False,
+                                            style={"width": 130})], className="inline"),
+        html.Button("clear", id="clear", n_clicks=0, title="clear every selection"),
+        html.Span([
+            html.Button("SVG", id="dl-svg", n_clicks=0), html.Button("PNG", id="dl-png",
+                                                                     n_clicks=0),
+            html.Button("DOT", id="dl-dot", n_clicks=0), html.Button("JSON", id="dl-json",
+                                                                     n_clicks=0)],
+            className="exports", title="download the FSM"),
+    ], className="controls")
+
+
+def _legend(data: RunData) -> html.Div:
+    c = data.classes
+    if len(c) == 2:
+        return html.Div([html.Span(c[0], className="lg lg-neg"),
+                         html.Span("mixed", className="lg lg-mid"),
+                         html.Span(c[1], className="lg lg-pos"),
+                         html.Span("size = visits · ◆ start · orange = selected path",
+                                   className="muted")], className="legend")
+    return html.Div([html.Span(x, className="lg") for x in c], className="legend")
+
+
+def build_layout(data: RunData) -> html.Div:
+    m = data.metrics
+    a = m.get("abstraction", {})
+    header = html.Div([
+        html.H2("stateseer"),
+        html.Span(f"{data.name} · {data.config['model']['arch'].upper()} on "
+                  f"{data.config['data']['name']} · test acc {m.get('test_accuracy', 0):.3f}"
+                  f" · {a.get('n_states', '?')} states · label fidelity "
+                  f"{a.get('label_fidelity', 0):.3f} · simulation fidelity "
+                  f"{a.get('simulation_fidelity', 0):.3f}", className="runinfo"),
+    ], className="header")
+    diagram = html.Div([
+        _controls(), _legend(data),
+        cyto.Cytoscape(id="diagram", elements=[], stylesheet=stylesheet(),
+                       layout={"name": "preset", "fit": True, "padding": 20},
+                       style={"width": "100%", "height": "520px"}, minZoom=0.2, maxZoom=3,
+                       autoRefreshLayout=True),
+        html.Div(id="edge-info", className="edge-info",
+                 children="Hover an edge to see its tokens; click a state to filter."),
+    ], className="panel diagram-panel")
+    side = html.Div([
+        dcc.Tabs(id="side-tabs", value="card", children=[
+            dcc.Tab(label="State", value="card", children=html.Div(
+                id="state-card", className="card",
+                children=html.P("Click a state in the diagram.", className="muted"))),
+            dcc.Tab(label="Influential patterns", value="influential",
+                    children=html.Div(id="influential", className="patterns")),
+            dcc.Tab(label="Buggy patterns", value="buggy",
+                    children=html.Div(id="buggy", className="patterns")),
+        ]),
+    ], className="panel side-panel")
+    table = html.Div([
+        html.Div([
+            dcc.RadioItems(id="split", options=[{"label": f" {s}", "value": s}
+                                                for s in data.splits],
+                           value="test" if "test" in data.splits else data.splits[0],
+                           inline=True),
+            dcc.Input(id="search", type="text", placeholder="search text…", debounce=True),
+            dcc.Checklist(id="regex", options=[{"label": " regex", "value": "on"}], value=[],
+                          inline=True),
+            dcc.Dropdown(id="f-label", options=data.classes, placeholder="label",
+                         style={"width": 110}),
+            dcc.Dropdown(id="f-pred", options=data.classes, placeholder="prediction",
+                         style={"width": 120}),
+            dcc.Dropdown(id="f-correct", options=["correct", "wrong"], placeholder="correct?",
+                         style={"width": 110}),
+            html.Span(id="filter-chips", className="chips"),
+            html.Button("CSV", id="dl-table", n_clicks=0, title="download the filtered table"),
+        ], className="table-controls"),
+        html.Div(id="table-message", className="message"),
+        dash_table.DataTable(
+            id="table", page_current=0, page_size=12, page_action="custom",
+            sort_action="custom", sort_mode="single", sort_by=[],
+            columns=[{"name": n, "id": n} for n in (
+                "id", "text", "label", "prediction", "correct", "confidence", "length")],
+            style_cell={"textAlign": "left", "fontFamily": "Helvetica", "fontSize": 13,
+                        "padding": "4px", "maxWidth": 0, "overflow": "hidden",
+                        "textOverflow": "ellipsis", "whiteSpace": "nowrap"},
+            style_cell_conditional=[{"if": {"column_id": "text"}, "width": "62%"}],
+            style_data_conditional=[{"if": {"filter_query": '{correct} = "✗"'},
+                                     "backgroundColor": "#fdecea"}],
+            tooltip_duration=None, css=[{"selector": ".dash-spreadsheet td div",
+                                         "rule": "overflow: hidden"}]),
+    ], className="panel table-panel")
+    trace = html.Div([
+        html.Div([
+            dcc.Textarea(id="new-text", placeholder="Type a new input and press “trace”…",
+                         style={"width": "100%", "height": 48}),
+            html.Button("trace", id="trace-btn", n_clicks=0),
+            dcc.Checklist(id="compare-mode", options=[{"label": " compare with the selected "
+                                                                "row", "value": "on"}],
+                          value=[], inline=True),
+        ], className="input-box"),
+        html.Div(id="input-message", className="message"),
+        html.Div(id="trace-title", className="trace-title"),
+        html.Div(id="trace-tokens"),
+        dcc.Graph(id="trace-chart", config={"displaylogo": False,
+                                            "toImageButtonOptions": {"format": "png",
+                                                                     "filename": "trace"}},
+                  figure={"data": [], "layout": {"height": 260}}),
+        html.Button("figure as HTML", id="dl-figure", n_clicks=0),
+    ], className="panel trace-panel")
+    stores = [dcc.Location(id="url", refresh=False), dcc.Store(id="selection"),
+              dcc.Store(id="active-trace"), dcc.Store(id="hover-state"),
+              dcc.Download(id="download")]
+    return html.Div([*stores, header,
+                     html.Div([diagram, side], className="row top-row"),
+                     html.Div([table, trace], className="row bottom-row")],
+                    className="page")

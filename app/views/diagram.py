@@ -1,0 +1,173 @@
+"""State diagram: dash-cytoscape elements and stylesheet for an FSM.
+
+Nodes are states (size by visits, colour by prediction mix), edges are state-to-state
+transitions (width by count, top tokens in the data for hover). Positions are computed
+once per FSM (a seeded spring layout over the transition graph) so the diagram does not
+move between interactions; other layouts (dagre, breadthfirst, cose) can be chosen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from abstraction.fsm import FSM
+
+from .colors import mix_color, text_color_on
+
+__all__ = ["LAYOUTS", "diagram_elements", "fixed_positions", "stylesheet"]
+
+LAYOUTS = ("preset", "dagre", "breadthfirst", "cose")
+
+
+def fixed_positions(fsm: FSM) -> dict[int, tuple[float, float]]:
+    """Stable node positions: a seeded spring layout of the pruned transition graph,
+    started from the states' centroids (compute once per FSM)."""
+    import networkx as nx
+
+    g = nx.Graph()
+    g.add_nodes_from(range(fsm.n_states))
+    for e in fsm.pruned_edges(top_k=3, self_loops=False):
+        w = float(np.log1p(e["count"]))
+        if g.has_edge(e["source"], e["target"]):
+            g[e["source"]][e["target"]]["weight"] += w
+        else:
+            g.add_edge(e["source"], e["target"], weight=w)
+    # Seed the layout with the states' centroids (first two PCA coordinates) so similar
+    # states start close, then let the transition graph pull connected states together.
+    if fsm.coords is not None and fsm.coords.shape[1] >= 2:
+        xy = fsm.coords[:, :2] - fsm.coords[:, :2].mean(0)
+        xy = xy / (np.abs(xy).max() or 1.0)
+        init = {s: tuple(xy[s]) for s in range(fsm.n_states)}
+    else:
+        init = None
+    pos = nx.spring_layout(g, pos=init, seed=0, weight="weight", iterations=200,
+                           k=1.6 / np.sqrt(max(fsm.n_states, 1)))
+    return {int(s): (float(x) * 520, float(y) * 380) for s, (x, y) in pos.items()}
+
+
+def diagram_elements(
+    fsm: FSM,
+    *,
+    top_k: int = 3,
+    min_count: int = 1,
+    self_loops: bool = False,
+    path: Sequence[int] | None = None,
+    compare_path: Sequence[int] | None = None,
+    selected_state: int | None = None,
+    hover_state: int | None = None,
+    positions: dict[int, tuple[float, float]] | None = None,
+) -> list[dict[str, Any]]:
+    """Cytoscape elements for ``fsm``.
+
+    Parameters
+    ----------
+    top_k, min_count, self_loops
+        Edge pruning for display (per source state).
+    path : sequence of int, optional
+        A trace's states (initial first): its nodes and edges get the class ``path``
+        (edges on the path are drawn even when pruned).
+    selected_state, hover_state : int, optional
+        Nodes marked ``selected-state`` / ``hover-state``.
+    positions : dict, optional
+        Node positions (default: :func:`fixed_positions`, computed now).
+    """
+    pos = positions if positions is not None else fixed_positions(fsm)
+    visits = fsm.visits.astype(float)
+    vmax = max(visits.max(initial=1.0), 1.0)
+    on_path = set(path or [])
+    path_edges = {(a, b) for a, b in zip(path or [], (path or [])[1:], strict=False) if a != b}
+    cmp_edges = {(a, b) for a, b in zip(compare_path or [], (compare_path or [])[1:],
+                                        strict=False) if a != b}
+    els: list[dict[str, Any]] = []
+    for s in range(fsm.n_states):
+        color = mix_color(fsm.prediction[s])
+        label = fsm.classes[int(fsm.labels[s])]
+        classes = ["state"]
+        if s == fsm.initial:
+            classes.append("initial")
+        if s in on_path:
+            classes.append("path")
+        if compare_path and s in set(compare_path):
+            classes.append("compare")
+        if s == selected_state:
+            classes.append("selected-state")
+        if s == hover_state:
+            classes.append("hover-state")
+        els.append({
+            "data": {"id": f"s{s}", "state": s, "label": "start" if s == fsm.initial else str(s),
+                     "visits": int(visits[s]), "class_label": label, "color": color,
+                     "text_color": text_color_on(color),
+                     "size": round(22 + 48 * float(np.sqrt(visits[s] / vmax)), 1),
+                     "prediction": [round(float(p), 3) for p in fsm.prediction[s]]},
+            "position": {"x": pos[s][0], "y": pos[s][1]},
+            "classes": " ".join(classes),
+        })
+    edges = fsm.pruned_edges(top_k=top_k, min_count=min_count, self_loops=self_loops)
+    shown = {(e["source"], e["target"]) for e in edges}
+    extra = [(a, b) for a, b in sorted(path_edges | cmp_edges) if (a, b) not in shown]
+    if extra:
+        lookup = {(e["source"], e["target"]): e for e in fsm.state_edges()}
+        edges = edges + [lookup[k] if k in lookup else
+                         {"source": k[0], "target": k[1], "count": 0, "probability": 0.0,
+                          "top_tokens": [], "n_tokens": 0} for k in extra]
+    cmax = max((e["count"] for e in edges), default=1) or 1
+    for e in edges:
+        key = (e["source"], e["target"])
+        classes = ["transition"]
+        if key in path_edges:
+            classes.append("path")
+        if key in cmp_edges:
+            classes.append("compare")
+        if e["source"] == e["target"]:
+            classes.append("loop")
+        tokens = ", ".join(f"{t} ({c})" for t, c in e["top_tokens"][:8])
+        els.append({
+            "data": {"id": f"e{e['source']}-{e['target']}", "source": f"s{e['source']}",
+                     "target": f"s{e['target']}", "count": int(e["count"]),
+                     "probability": round(float(e["probability"]), 3),
+                     "width": round(1 + 7 * e["count"] / cmax, 2), "tokens": tokens,
+                     "n_tokens": int(e["n_tokens"])},
+            "classes": " ".join(classes),
+        })
+    return els
+
+
+def stylesheet() -> list[dict[str, Any]]:
+    """Cytoscape stylesheet: sizes, colours, path and selection highlights."""
+    return [
+        {"selector": "node", "style": {
+            "background-color": "data(color)", "width": "data(size)", "height": "data(size)",
+            "label": "data(label)", "color": "data(text_color)", "font-size": 11,
+            "text-valign": "center", "text-halign": "center", "border-width": 1,
+            "border-color": "#666"}},
+        {"selector": "node.initial", "style": {"shape": "diamond", "border-width": 2,
+                                               "border-color": "#222"}},
+        {"selector": "edge", "style": {
+            "width": "data(width)", "line-color": "#b5b5b5", "target-arrow-color": "#b5b5b5",
+            "target-arrow-shape": "triangle", "curve-style": "bezier", "opacity": 0.75,
+            "arrow-scale": 0.8}},
+        {"selector": "edge.loop", "style": {"loop-direction": "0deg", "loop-sweep": "40deg"}},
+        {"selector": "node.path", "style": {"border-width": 4, "border-color": "#ff9f1c"}},
+        {"selector": "edge.path", "style": {"line-color": "#ff9f1c",
+                                            "target-arrow-color": "#ff9f1c", "opacity": 1,
+                                            "z-index": 9, "width": 4}},
+        {"selector": "node.compare", "style": {"border-style": "dashed",
+                                               "border-color": "#7b2cbf", "border-width": 4}},
+        {"selector": "edge.compare", "style": {"line-color": "#7b2cbf", "line-style": "dashed",
+                                               "target-arrow-color": "#7b2cbf", "opacity": 1,
+                                               "width": 3}},
+        {"selector": "node.selected-state", "style": {"border-width": 6,
+                                                      "border-color": "#111"}},
+        {"selector": "node.hover-state", "style": {"overlay-color": "#ff9f1c",
+                                                   "overlay-opacity": 0.35,
+                                                   "overlay-padding": 6}},
+        {"selector": "edge:selected", "style": {"line-color": "#333",
+                                                "target-arrow-color": "#333",
+                                                "label": "data(tokens)", "font-size": 9,
+                                                "text-wrap": "wrap", "text-max-width": 160,
+                                                "text-background-color": "#fff",
+                                                "text-background-opacity": 0.9}},
+    ]

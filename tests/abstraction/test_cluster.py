@@ -1,0 +1,384 @@
+"""Abstractors: scikit-learn conventions, determinism, recovery, chunking, errors, persistence."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.metrics import adjusted_rand_score
+
+from abstraction.cluster import (
+    ABSTRACTORS,
+    GMMAbstractor,
+    GridAbstractor,
+    KMeansAbstractor,
+    abstractor_from_arrays,
+    abstractor_to_arrays,
+    make_abstractor,
+)
+from abstraction.errors import AbstractionError
+from tests.conftest import one_line
+
+METHODS = sorted(ABSTRACTORS)
+
+
+def blobs(n_per: int = 60, dim: int = 10, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Three well-separated Gaussian blobs and their true labels."""
+    rng = np.random.default_rng(seed)
+    centers = np.zeros((3, dim))
+    centers[1, 0] = 30.0
+    centers[2, 1] = 30.0
+    X = np.concatenate([rng.normal(c, 1.0, (n_per, dim)) for c in centers]).astype(np.float32)
+    y = np.repeat(np.arange(3), n_per)
+    return X, y
+
+
+def probas_from(X: np.ndarray) -> np.ndarray:
+    """Two-class intermediate predictions that depend on the hidden state (sign of x0 - 15)."""
+    p1 = 1.0 / (1.0 + np.exp(-(X[:, 0] - 15.0)))
+    return np.stack([1.0 - p1, p1], axis=1).astype(np.float32)
+
+
+def small(method: str, **kw):
+    params = {"n_states": 3, "pca_components": 4}
+    params.update(kw)
+    return make_abstractor(method, **params)
+
+
+# --------------------------------------------------------------------- sklearn conventions
+@pytest.mark.parametrize("method", METHODS)
+def test_params_are_stored_unchanged_and_clone_works(method):
+    cls = ABSTRACTORS[method]
+    init_params = {p for p in inspect.signature(cls.__init__).parameters if p != "self"}
+    ab = small(method, random_state=7)
+    params = ab.get_params()
+    assert set(params) == init_params
+    assert params["n_states"] == 3 and params["random_state"] == 7
+    twin = clone(ab)
+    assert twin is not ab and twin.get_params() == params
+    assert ab.set_params(n_states=5) is ab and ab.n_states == 5
+    # Before fitting nothing learned exists.
+    assert not [k for k in vars(ab) if k.endswith("_") and not k.startswith("_")]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_fit_returns_self_and_learned_attributes_end_in_underscore(method):
+    X, _ = blobs()
+    ab = small(method)
+    assert ab.fit(X) is ab
+    public = {k for k in vars(ab) if not k.startswith("_")}
+    learned = {k for k in public if k.endswith("_")}
+    assert {"pca_", "cluster_centers_", "n_features_in_"} <= learned
+    assert ab.n_features_in_ == 10
+    # Everything public that does not end in '_' is a constructor parameter.
+    assert public - learned == set(ab.get_params())
+    # A clone of a fitted abstractor is unfitted again.
+    with pytest.raises(NotFittedError):
+        clone(ab).predict(X)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_predict_and_transform_before_fit_raise_not_fitted(method):
+    X, _ = blobs()
+    with pytest.raises(NotFittedError):
+        small(method).predict(X)
+    with pytest.raises(NotFittedError):
+        small(method).transform(X)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_states_are_in_range_and_transform_has_pca_shape(method):
+    X, _ = blobs()
+    ab = small(method, n_states=4).fit(X)
+    s = ab.predict(X)
+    assert s.shape == (len(X),) and s.dtype == np.int64
+    assert s.min() >= 0 and s.max() < 4
+    Z = ab.transform(X)
+    assert Z.shape == (len(X), 4)
+    assert ab.transform(X[:0]).shape == (0, 4)
+
+
+# ------------------------------------------------------------------------ behaviour
+@pytest.mark.parametrize("method", METHODS)
+def test_same_random_state_gives_same_states(method):
+    X, _ = blobs(seed=3)
+    X = X + np.random.default_rng(1).normal(0, 8.0, X.shape).astype(np.float32)  # ambiguous
+    a = small(method, n_states=6, random_state=11).fit(X).predict(X)
+    b = small(method, n_states=6, random_state=11).fit(X).predict(X)
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("method", ["kmeans", "gmm"])
+def test_well_separated_blobs_are_recovered(method):
+    X, y = blobs()
+    s = small(method, n_states=3).fit(X).predict(X)
+    assert adjusted_rand_score(y, s) == 1.0
+
+
+def test_grid_cells_are_equal_frequency_quantile_bins():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (400, 3)).astype(np.float32)
+    ab = GridAbstractor(n_states=4, grid_dims=1, pca_components=2).fit(X)
+    assert ab.bins_ == 4 and len(ab.edges_) == 1 and len(ab.edges_[0]) == 3
+    counts = np.bincount(ab.predict(X), minlength=4)
+    assert counts.tolist() == [100, 100, 100, 100]
+    # 2 dims, 10 states asked: 3 x 3 = 9 cells (the largest square grid that fits).
+    ab2 = GridAbstractor(n_states=10, grid_dims=2, pca_components=2).fit(X)
+    assert ab2.bins_ == 3
+    assert set(np.unique(ab2.predict(X))) <= set(range(9))
+
+
+def test_split_by_prediction_states_hold_one_predicted_class():
+    X, _ = blobs(n_per=80)
+    X = X + np.random.default_rng(2).normal(0, 6.0, X.shape).astype(np.float32)
+    P = probas_from(X)
+    pred = P.argmax(1)
+    assert 0 < pred.sum() < len(pred)
+    ab = KMeansAbstractor(n_states=8, pca_components=4, split_by_prediction=True).fit(X, proba=P)
+    assert ab.split_by_prediction_ and ab.state_class_.shape == (8,)
+    s = ab.predict(X, P)
+    for state in np.unique(s):
+        members = pred[s == state]
+        assert len(np.unique(members)) == 1, f"state {state} mixes predicted classes"
+        assert ab.state_class_[state] == members[0]
+    # New points (not seen in fitting) also respect the split.
+    X2 = X[::-1] + 1.0
+    P2 = probas_from(X2)
+    s2 = ab.predict(X2, P2)
+    np.testing.assert_array_equal(ab.state_class_[s2], P2.argmax(1))
+
+
+def test_split_allocates_states_by_class_share_with_largest_remainder():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 5)).astype(np.float32)
+    P = np.zeros((100, 2), np.float32)
+    P[:80, 0] = 1.0  # class 0: 80 %
+    P[80:, 1] = 1.0  # class 1: 20 %
+    ab = KMeansAbstractor(n_states=10, pca_components=3, split_by_prediction=True)
+    ab.fit(X, proba=P)
+    # One state each, then 8 shared: 6.4 / 1.6 -> 6 + 1, and the larger remainder (0.6)
+    # gets the last state: 1 + 6 = 7 for class 0, 1 + 1 + 1 = 3 for class 1.
+    assert np.bincount(ab.state_class_).tolist() == [7, 3]
+
+
+def test_split_without_proba_falls_back_to_plain_clustering():
+    X, _ = blobs()
+    ab = KMeansAbstractor(n_states=3, pca_components=4, split_by_prediction=True).fit(X)
+    assert ab.split_by_prediction_ is False and ab.state_class_ is None
+    assert ab.predict(X).shape == (len(X),)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_chunked_predict_equals_one_shot(method):
+    X, _ = blobs()
+    X = X + np.random.default_rng(4).normal(0, 5.0, X.shape).astype(np.float32)
+    ab = small(method, n_states=5, chunk_size=7).fit(X)
+    chunked = ab.predict(X)
+    ab.set_params(chunk_size=len(X) + 1)
+    np.testing.assert_array_equal(chunked, ab.predict(X))
+    ab.set_params(chunk_size=7)
+    np.testing.assert_allclose(ab.transform(X), ab.set_params(chunk_size=10**6).transform(X))
+
+
+def test_chunked_split_predict_equals_one_shot():
+    X, _ = blobs()
+    P = probas_from(X)
+    ab = KMeansAbstractor(n_states=5, pca_components=4, split_by_prediction=True,
+                          chunk_size=13).fit(X, proba=P)
+    chunked = ab.predict(X, P)
+    ab.set_params(chunk_size=10**6)
+    np.testing.assert_array_equal(chunked, ab.predict(X, P))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_memmap_input_gives_the_same_states(tmp_path, method):
+    X, _ = blobs()
+    mm = np.lib.format.open_memmap(tmp_path / "h.npy", "w+", np.float32, X.shape)
+    mm[:] = X
+    mm.flush()
+    del mm
+    H = np.load(tmp_path / "h.npy", mmap_mode="r")
+    assert isinstance(H, np.memmap)
+    a = small(method, n_states=4, chunk_size=16).fit(H).predict(H)
+    b = small(method, n_states=4, chunk_size=16).fit(X).predict(X)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_max_fit_samples_fits_on_a_sample_but_predicts_everything():
+    X, y = blobs(n_per=200)
+    ab = KMeansAbstractor(n_states=3, pca_components=4, max_fit_samples=50).fit(X)
+    s = ab.predict(X)
+    assert len(s) == len(X) and adjusted_rand_score(y, s) == 1.0
+
+
+# ------------------------------------------------------------------------ errors
+@pytest.mark.parametrize("method", METHODS)
+def test_more_states_than_points(method):
+    X = np.random.default_rng(0).normal(size=(10, 4)).astype(np.float32)
+    with pytest.raises(AbstractionError, match="11 states requested but only 10") as e:
+        small(method, n_states=11).fit(X)
+    one_line(e.value)
+
+
+@pytest.mark.parametrize("bad", [0, -2, 2.5, "3"])
+def test_n_states_must_be_a_positive_integer(bad):
+    X, _ = blobs()
+    with pytest.raises(AbstractionError, match="positive integer") as e:
+        KMeansAbstractor(n_states=bad).fit(X)
+    one_line(e.value)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_non_finite_hidden_state_in_fit_names_the_row(method, value):
+    X, _ = blobs()
+    X[5, 2] = value
+    with pytest.raises(AbstractionError, match=r"hidden state 5 contains NaN") as e:
+        small(method).fit(X)
+    one_line(e.value)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_non_finite_hidden_state_in_predict_names_the_row_across_chunks(method):
+    X, _ = blobs()
+    ab = small(method, chunk_size=4).fit(X)
+    X2 = X.copy()
+    X2[9, 0] = np.nan  # third chunk
+    with pytest.raises(AbstractionError, match=r"hidden state 9 contains NaN") as e:
+        ab.predict(X2)
+    one_line(e.value)
+
+
+@pytest.mark.xfail(strict=True, reason="fit reports the NaN row's index within the fitting "
+                   "sample, not within the input, when max_fit_samples < n_steps")
+def test_non_finite_row_is_named_correctly_when_fitting_on_a_sample():
+    X = np.random.default_rng(0).normal(size=(100, 4)).astype(np.float32)
+    X[60:] = np.nan  # the sample of 50 of 100 rows surely holds some of these
+    with pytest.raises(AbstractionError) as e:
+        KMeansAbstractor(n_states=2, pca_components=2, max_fit_samples=50).fit(X)
+    row = int(one_line(e.value).split("hidden state ")[1].split()[0])
+    assert not np.isfinite(X[row]).all(), f"row {row} is finite"
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_empty_input(method):
+    with pytest.raises(AbstractionError, match="empty") as e:
+        small(method).fit(np.zeros((0, 4), np.float32))
+    one_line(e.value)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_wrong_shapes(method):
+    X, _ = blobs()
+    with pytest.raises(AbstractionError, match="2-D") as e:
+        small(method).fit(X[:, 0])
+    one_line(e.value)
+    ab = small(method).fit(X)
+    with pytest.raises(AbstractionError, match="11 dimensions but the abstraction was fitted "
+                       "on 10") as e:
+        ab.predict(np.zeros((3, 11), np.float32))
+    one_line(e.value)
+    with pytest.raises(AbstractionError, match="2-D"):
+        ab.predict(X[0])
+
+
+def test_split_abstraction_needs_proba_at_predict():
+    X, _ = blobs()
+    ab = KMeansAbstractor(n_states=4, pca_components=4, split_by_prediction=True)
+    ab.fit(X, proba=probas_from(X))
+    with pytest.raises(AbstractionError, match="pass proba") as e:
+        ab.predict(X)
+    one_line(e.value)
+
+
+def test_split_needs_a_state_per_predicted_class():
+    X, _ = blobs()
+    with pytest.raises(AbstractionError, match="at least 2 states") as e:
+        KMeansAbstractor(n_states=1, split_by_prediction=True).fit(X, proba=probas_from(X))
+    one_line(e.value)
+
+
+def test_grid_refuses_split_by_prediction():
+    X, _ = blobs()
+    with pytest.raises(AbstractionError, match="kmeans or gmm") as e:
+        GridAbstractor(n_states=4, split_by_prediction=True).fit(X, proba=probas_from(X))
+    one_line(e.value)
+
+
+def test_unknown_method():
+    with pytest.raises(AbstractionError, match="kmeans, gmm, grid") as e:
+        make_abstractor("dbscan")
+    one_line(e.value)
+
+
+@pytest.mark.xfail(strict=True, reason="GMMAbstractor._fit_split calls len() on a "
+                   "GaussianMixture: TypeError")
+def test_gmm_split_by_prediction_states_hold_one_predicted_class():
+    X, _ = blobs(n_per=80)
+    P = probas_from(X)
+    ab = GMMAbstractor(n_states=6, pca_components=4, split_by_prediction=True).fit(X, proba=P)
+    s = ab.predict(X, P)
+    np.testing.assert_array_equal(ab.state_class_[s], P.argmax(1))
+
+
+@pytest.mark.xfail(strict=True, reason="with a class rarer than its allotted states, fewer "
+                   "states are fitted than n_states_ reports (centres vs n_states_ mismatch)")
+def test_split_state_count_is_consistent_when_a_class_is_rare():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(10, 4)).astype(np.float32)
+    P = np.zeros((10, 2), np.float32)
+    P[0, 0] = 1.0  # a single step predicts class 0; largest remainder gives it 2 states
+    P[1:, 1] = 1.0
+    ab = KMeansAbstractor(n_states=10, pca_components=2, split_by_prediction=True)
+    try:
+        ab.fit(X, proba=P)
+    except AbstractionError as exc:  # refusing clearly is an acceptable fix too
+        one_line(exc)
+        return
+    assert len(ab.cluster_centers_) == ab.n_states_ == len(ab.state_class_)
+
+
+# ------------------------------------------------------------------------ persistence
+ROUND_TRIPS = [
+    ("kmeans", False), ("kmeans", True), ("gmm", False),
+    pytest.param("gmm", True, marks=pytest.mark.xfail(
+        strict=True, reason="GMM split_by_prediction fit raises TypeError (see above)")),
+    ("grid", False),
+]
+
+
+@pytest.mark.parametrize(("method", "split"), ROUND_TRIPS)
+def test_arrays_round_trip_predicts_identically(tmp_path, method, split):
+    X, _ = blobs()
+    X = X + np.random.default_rng(5).normal(0, 6.0, X.shape).astype(np.float32)
+    P = probas_from(X)
+    ab = small(method, n_states=6, split_by_prediction=split).fit(X, proba=P)
+    np.savez(tmp_path / "ab.npz", **abstractor_to_arrays(ab))
+    with np.load(tmp_path / "ab.npz", allow_pickle=False) as d:
+        back = abstractor_from_arrays(d)
+        assert type(back) is type(ab)
+        assert back.get_params() == ab.get_params()
+    assert back.split_by_prediction_ == split
+    Xn = np.concatenate([X, X[:20] * 1.5]).astype(np.float32)
+    Pn = probas_from(Xn)
+    np.testing.assert_array_equal(back.predict(Xn, Pn), ab.predict(Xn, Pn))
+    np.testing.assert_allclose(back.transform(Xn), ab.transform(Xn), rtol=1e-6, atol=1e-6)
+    if split:
+        np.testing.assert_array_equal(back.state_class_, ab.state_class_)
+
+
+def test_damaged_saved_arrays_raise_abstraction_error():
+    X, _ = blobs()
+    arrays = abstractor_to_arrays(small("gmm").fit(X))
+    del arrays["gmm0_means"]
+    with pytest.raises(AbstractionError, match="re-run `stateseer abstract`") as e:
+        abstractor_from_arrays(arrays)
+    one_line(e.value)
+
+
+def test_to_arrays_of_unfitted_abstractor_raises():
+    with pytest.raises(NotFittedError):
+        abstractor_to_arrays(KMeansAbstractor())
