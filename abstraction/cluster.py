@@ -10,6 +10,12 @@ Fitting uses at most ``max_fit_samples`` rows (drawn with ``random_state``); pre
 runs in chunks of ``chunk_size`` rows, so memory-mapped traces of millions of steps are
 abstracted without being loaded whole.
 
+Two spaces are offered (``features``): ``pca`` — PCA of the hidden state, DeepSeer's —
+and ``margin`` — the classifier's own logit differences, read exactly from the recorded
+intermediate predictions, plus the main direction of the hidden state orthogonal to the
+head, both standardised. The margin space keeps the sentiment "level" an RNN accumulates
+as one axis, which makes the FSM's transitions far more predictable from tokens alone.
+
 If the intermediate predictions are passed to ``fit``/``predict`` (``proba``) and
 ``split_by_prediction`` is on, every abstract state holds hidden states of a single
 predicted class: the states are clustered within each class separately, with as many
@@ -63,6 +69,75 @@ def _check_finite(block: np.ndarray, start: int) -> None:
         )
 
 
+def log_ratios(proba: np.ndarray) -> np.ndarray:
+    """Logit differences log(p_c / p_0) for c = 1..C-1, shape (n, C-1).
+
+    For a linear head these are exactly ``(W_c - W_0) h + (b_c - b_0)``: the classifier's
+    own coordinates of the hidden state (the logit margin, for two classes).
+    """
+    P = np.clip(np.asarray(proba, dtype=np.float64), 1e-12, 1.0)
+    return np.log(P[:, 1:]) - np.log(P[:, :1])
+
+
+class Projection:
+    """The low-dimensional space the states are clustered in (plain arrays, no pickle).
+
+    ``pca``     PCA of the hidden state (DeepSeer): ``(h - mean) @ components.T``.
+    ``margin``  the classifier's logit differences (from the intermediate predictions) and
+                the top principal axes of ``h`` orthogonal to the head's directions, each
+                divided by its standard deviation on the fitting sample.
+    """
+
+    def __init__(self, kind: str, arrays: dict[str, np.ndarray]) -> None:
+        self.kind = kind
+        self.arrays = {k: np.asarray(v) for k, v in arrays.items()}
+
+    @property
+    def n_components(self) -> int:
+        return int(self.arrays["scale"].shape[0])
+
+    @classmethod
+    def fit(cls, kind: str, S: np.ndarray, P: np.ndarray | None, n_components: int,
+            random_state: int | None) -> Projection:
+        if kind == "pca":
+            n = int(min(n_components, S.shape[1], len(S)))
+            pca = PCA(n_components=n, random_state=random_state).fit(S)
+            return cls("pca", {"mean": pca.mean_, "components": pca.components_,
+                               "scale": np.ones(n)})
+        if P is None:
+            raise AbstractionError("margin features need the intermediate predictions (proba); "
+                                   "pass proba= or use --features pca")
+        L = log_ratios(P)
+        A = np.column_stack([S.astype(np.float64), np.ones(len(S))])
+        head = np.linalg.lstsq(A, L, rcond=None)[0][:-1].T  # (C-1, d): the head's directions
+        Q, _ = np.linalg.qr(head.T)                           # orthonormal basis of their span
+        R = S - (S @ Q) @ Q.T
+        n = int(min(n_components, S.shape[1] - Q.shape[1], len(S)))
+        if n > 0:
+            pca = PCA(n_components=n, random_state=random_state).fit(R)
+            mean, comps = pca.mean_, pca.components_
+        else:
+            mean, comps = np.zeros(S.shape[1]), np.zeros((0, S.shape[1]))
+        raw = np.column_stack([L, (S - mean) @ comps.T])
+        scale = raw.std(axis=0)
+        scale[scale == 0] = 1.0
+        return cls("margin", {"mean": mean, "components": comps, "scale": scale,
+                              "head": head})
+
+    def transform(self, X: np.ndarray, P: np.ndarray | None = None) -> np.ndarray:
+        """Coordinates of hidden states ``X`` (n, d) with predictions ``P`` (n, C)."""
+        a = self.arrays
+        X = np.asarray(X, dtype=np.float32)
+        if self.kind == "pca":
+            Z = (X - a["mean"]) @ a["components"].T
+        else:
+            if P is None:
+                raise AbstractionError("this abstraction uses margin features: pass proba")
+            Z = np.column_stack([log_ratios(P), (X - a["mean"]) @ a["components"].T])
+            Z = Z / a["scale"]
+        return np.asarray(Z, dtype=np.float32)
+
+
 class _PCAClusterer(ClusterMixin, BaseEstimator):
     """Shared PCA + chunked assignment; subclasses implement ``_fit_states`` and ``_assign``."""
 
@@ -77,9 +152,8 @@ class _PCAClusterer(ClusterMixin, BaseEstimator):
                 f"ask for at most {n} (e.g. --states {max(1, min(n, 40) // 2)})"
             )
 
-    def _project(self, X: np.ndarray) -> np.ndarray:
-        Z = self.pca_.transform(np.asarray(X, dtype=np.float32))
-        return Z.astype(np.float32, copy=False)
+    def _project(self, X: np.ndarray, P: np.ndarray | None = None) -> np.ndarray:
+        return self.projection_.transform(X, P)
 
     def fit(self, X, y=None, proba: np.ndarray | None = None):
         """Fit PCA and the clustering on (a sample of) ``X``.
@@ -104,14 +178,16 @@ class _PCAClusterer(ClusterMixin, BaseEstimator):
         S = np.asarray(X[idx], dtype=np.float32)
         _check_finite(S, 0)
         self.n_features_in_ = d
-        n_comp = int(min(self.pca_components, d, len(S)))
-        self.pca_ = PCA(n_components=n_comp, random_state=self.random_state).fit(S)
-        Z = self._project(S)
+        if self.features not in ("pca", "margin"):
+            raise AbstractionError(f"unknown features {self.features!r}; choose pca or margin")
+        P = None if proba is None else np.asarray(proba[idx])
+        n_comp = self.pca_components if self.features == "pca" else self.residual_components
+        self.projection_ = Projection.fit(self.features, S, P, n_comp, self.random_state)
+        Z = self._project(S, P)
         use_pred = self.split_by_prediction and proba is not None
         self.split_by_prediction_ = bool(use_pred)
         if use_pred:
-            pred = np.asarray(proba[idx]).argmax(axis=1)
-            self._fit_split(Z, pred, np.asarray(proba).shape[1])
+            self._fit_split(Z, P.argmax(axis=1), P.shape[1])
         else:
             self.state_class_ = None
             self._fit_states(Z, self.n_states, rng)
@@ -146,34 +222,38 @@ class _PCAClusterer(ClusterMixin, BaseEstimator):
 
         ``proba`` is required when the abstractor was fitted with ``split_by_prediction``.
         """
-        check_is_fitted(self, "pca_")
+        check_is_fitted(self, "projection_")
         X = _as_2d(X)
         if X.shape[1] != self.n_features_in_:
             raise AbstractionError(
                 f"hidden states have {X.shape[1]} dimensions but the abstraction was fitted on "
                 f"{self.n_features_in_}; re-run `stateseer abstract` for this model"
             )
-        if self.split_by_prediction_ and proba is None:
-            raise AbstractionError("this abstraction splits states by prediction: pass proba")
+        if (self.split_by_prediction_ or self.projection_.kind == "margin") and proba is None:
+            raise AbstractionError("this abstraction needs the intermediate predictions: "
+                                   "pass proba")
         out = np.empty(X.shape[0], dtype=np.int64)
         for start in range(0, X.shape[0], self.chunk_size):
             block = np.asarray(X[start : start + self.chunk_size], dtype=np.float32)
             _check_finite(block, start)
-            Z = self._project(block)
+            P = None if proba is None else np.asarray(proba[start : start + self.chunk_size])
+            Z = self._project(block, P)
             if self.split_by_prediction_:
-                pred = np.asarray(proba[start : start + self.chunk_size]).argmax(axis=1)
+                pred = P.argmax(axis=1)
                 out[start : start + len(block)] = self._assign_split(Z, pred)
             else:
                 out[start : start + len(block)] = self._assign(Z)
         return out
 
-    def transform(self, X) -> np.ndarray:
-        """PCA coordinates, shape (n_steps, n_components)."""
-        check_is_fitted(self, "pca_")
-        return np.concatenate(
-            [self._project(np.asarray(X[s : s + self.chunk_size], dtype=np.float32))
-             for s in range(0, X.shape[0], self.chunk_size)]
-        ) if X.shape[0] else np.zeros((0, self.pca_.n_components_), np.float32)
+    def transform(self, X, proba: np.ndarray | None = None) -> np.ndarray:
+        """Coordinates the states are clustered in, shape (n_steps, n_components)."""
+        check_is_fitted(self, "projection_")
+        if X.shape[0] == 0:
+            return np.zeros((0, self.projection_.n_components), np.float32)
+        return np.concatenate([
+            self._project(np.asarray(X[s : s + self.chunk_size], dtype=np.float32),
+                          None if proba is None else np.asarray(proba[s : s + self.chunk_size]))
+            for s in range(0, X.shape[0], self.chunk_size)])
 
 
 def _nearest(Z: np.ndarray, centers: np.ndarray) -> np.ndarray:
@@ -192,12 +272,18 @@ class KMeansAbstractor(_PCAClusterer):
     max_fit_samples : int, default 200_000
     chunk_size : int, default 65_536
     split_by_prediction : bool, default False
+    features : {'pca', 'margin'}, default 'pca'
+        ``pca``: PCA of h to ``pca_components`` dimensions (DeepSeer). ``margin``: the
+        classifier's logit differences plus ``residual_components`` principal axes of h
+        orthogonal to the head, standardised (needs ``proba``).
+    residual_components : int, default 1
     n_init : int, default 3
     random_state : int or None, default 0
 
     Attributes
     ----------
-    pca_ : sklearn.decomposition.PCA
+    projection_ : Projection
+        The fitted space (``features``: ``pca`` or ``margin``).
     cluster_centers_ : ndarray of shape (n_states, n_components)
     state_class_ : ndarray of shape (n_states,) or None
         Predicted class of each state when ``split_by_prediction``.
@@ -206,9 +292,12 @@ class KMeansAbstractor(_PCAClusterer):
 
     def __init__(self, n_states: int = 40, *, pca_components: int = 20,
                  max_fit_samples: int = 200_000, chunk_size: int = 65_536,
-                 split_by_prediction: bool = False, n_init: int = 3,
+                 split_by_prediction: bool = False, features: str = "pca",
+                 residual_components: int = 1, n_init: int = 3,
                  random_state: int | None = 0) -> None:
         self.n_states = n_states
+        self.features = features
+        self.residual_components = residual_components
         self.pca_components = pca_components
         self.max_fit_samples = max_fit_samples
         self.chunk_size = chunk_size
@@ -253,9 +342,12 @@ class GMMAbstractor(_PCAClusterer):
 
     def __init__(self, n_states: int = 40, *, pca_components: int = 20,
                  max_fit_samples: int = 200_000, chunk_size: int = 65_536,
-                 split_by_prediction: bool = False, covariance_type: str = "diag",
+                 split_by_prediction: bool = False, features: str = "pca",
+                 residual_components: int = 1, covariance_type: str = "diag",
                  max_iter: int = 100, random_state: int | None = 0) -> None:
         self.n_states = n_states
+        self.features = features
+        self.residual_components = residual_components
         self.pca_components = pca_components
         self.max_fit_samples = max_fit_samples
         self.chunk_size = chunk_size
@@ -309,8 +401,11 @@ class GridAbstractor(_PCAClusterer):
 
     def __init__(self, n_states: int = 40, *, grid_dims: int = 2, pca_components: int = 20,
                  max_fit_samples: int = 200_000, chunk_size: int = 65_536,
-                 split_by_prediction: bool = False, random_state: int | None = 0) -> None:
+                 split_by_prediction: bool = False, features: str = "pca",
+                 residual_components: int = 1, random_state: int | None = 0) -> None:
         self.n_states = n_states
+        self.features = features
+        self.residual_components = residual_components
         self.grid_dims = grid_dims
         self.pca_components = pca_components
         self.max_fit_samples = max_fit_samples
@@ -363,13 +458,13 @@ def abstractor_to_arrays(ab: _PCAClusterer) -> dict[str, np.ndarray]:
     """Fitted state of an abstractor as plain arrays (saved with ``np.savez``, no pickle)."""
     import json
 
-    check_is_fitted(ab, "pca_")
+    check_is_fitted(ab, "projection_")
     name = {v: k for k, v in ABSTRACTORS.items()}[type(ab)]
     out = {
         "method": np.array(name),
         "params": np.array(json.dumps(ab.get_params())),
-        "pca_mean": ab.pca_.mean_, "pca_components": ab.pca_.components_,
-        "pca_explained_variance": ab.pca_.explained_variance_,
+        "projection_kind": np.array(ab.projection_.kind),
+        **{f"projection_{k}": v for k, v in ab.projection_.arrays.items()},
         "n_features_in": np.array(ab.n_features_in_),
         "cluster_centers": ab.cluster_centers_,
         "split": np.array(ab.split_by_prediction_),
@@ -400,12 +495,9 @@ def abstractor_from_arrays(d) -> _PCAClusterer:
 
     try:
         ab = make_abstractor(str(d["method"]), **json.loads(str(d["params"])))
-        pca = PCA(n_components=d["pca_components"].shape[0])
-        pca.mean_, pca.components_ = d["pca_mean"], d["pca_components"]
-        pca.explained_variance_ = d["pca_explained_variance"]
-        pca.n_components_ = d["pca_components"].shape[0]
-        pca.n_features_in_ = d["pca_components"].shape[1]
-        ab.pca_ = pca
+        ab.projection_ = Projection(str(d["projection_kind"]), {
+            k[len("projection_"):]: d[k] for k in (d.files if hasattr(d, "files") else d)
+            if k.startswith("projection_") and k != "projection_kind"})
         ab.n_features_in_ = int(d["n_features_in"])
         ab.cluster_centers_ = d["cluster_centers"]
         ab.split_by_prediction_ = bool(d["split"])

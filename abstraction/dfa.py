@@ -464,6 +464,8 @@ class _Tree:
         Child node on each symbol, -1 if the prefix was never extended by it.
     step_node : ndarray of shape (n_steps,)
         Node of every recorded step.
+    level : ndarray of shape (max_len + 2,)
+        Nodes of depth ``t`` are ``level[t]:level[t + 1]`` (parents precede children).
     """
 
     X: np.ndarray
@@ -473,6 +475,7 @@ class _Tree:
     symbol: np.ndarray
     child: np.ndarray
     step_node: np.ndarray
+    level: np.ndarray
 
 
 def _check_finite(block: np.ndarray, what: str) -> None:
@@ -507,6 +510,7 @@ def _prefix_tree(st: Any, sym: np.ndarray, n_symbols: int, h0: np.ndarray,
     cur = np.zeros(n_inputs, dtype=np.int64)
     parents, symbols, reps = [np.array([-1])], [np.array([-1])], []
     n_nodes = 1
+    level = [0, 1]
     for t in range(int(lengths.max(initial=0))):
         alive = np.flatnonzero(lengths > t)
         pos = offsets[alive] + t
@@ -518,6 +522,7 @@ def _prefix_tree(st: Any, sym: np.ndarray, n_symbols: int, h0: np.ndarray,
         symbols.append(uniq % n_symbols)
         reps.append(pos[first])
         n_nodes += len(uniq)
+        level.append(n_nodes)
         cur[alive] = ids
     parent = np.concatenate(parents)
     symbol = np.concatenate(symbols)
@@ -534,7 +539,7 @@ def _prefix_tree(st: Any, sym: np.ndarray, n_symbols: int, h0: np.ndarray,
     child = np.full((n_nodes, n_symbols), -1, dtype=np.int64)
     child[parent[1:], symbol[1:]] = np.arange(1, n_nodes)
     return _Tree(X=X, pred=pred, occ=occ, parent=parent, symbol=symbol, child=child,
-                 step_node=step_node)
+                 step_node=step_node, level=np.array(level, dtype=np.int64))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -575,33 +580,59 @@ def _nearest(Z: np.ndarray, centers: np.ndarray) -> np.ndarray:
     return d.argmin(axis=1)
 
 
+def _nearest_point(Z: np.ndarray, ref: np.ndarray, chunk: int = 2048,
+                   max_ref: int = 4096) -> np.ndarray:
+    """Index into ``ref`` of the nearest reference point of every row of ``Z``.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n_rows, state_size)
+    ref : ndarray of shape (n_ref, state_size)
+    chunk : int
+        Rows per block (bounds memory at ``chunk * max_ref`` floats).
+    max_ref : int
+        At most this many reference points are compared (an evenly spaced subset).
+
+    Returns
+    -------
+    ndarray of shape (n_rows,)
+    """
+    idx = np.arange(len(ref))
+    if len(ref) > max_ref:
+        idx = np.linspace(0, len(ref) - 1, max_ref).round().astype(np.int64)
+    R = ref[idx]
+    out = np.empty(len(Z), dtype=np.int64)
+    for s in range(0, len(Z), chunk):
+        out[s : s + chunk] = idx[_nearest(Z[s : s + chunk], R)]
+    return out
+
+
 def _split(tree: _Tree, state: np.ndarray, members: np.ndarray, a: int, next_id: int,
-           two_way: bool) -> int:
+           max_new: int) -> int:
     """Split the nodes ``members`` of one state along symbol ``a``; returns the next free id.
 
-    Nodes with an ``a``-child are grouped by the child's state (``two_way``: majority
-    target vs the rest); the others join the nearest group centroid.
+    Nodes with an ``a``-child are grouped by the child's state (at most ``max_new + 1``
+    groups: the heaviest targets first, the rest pooled); the other nodes join the group
+    with the nearest centroid.
     """
     kids = tree.child[members, a]
     has = kids >= 0
     tgt = state[kids[has]]
     w = tree.occ[kids[has]].astype(np.float64)
-    uniq, inv = np.unique(tgt, return_inverse=True)
+    _, inv = np.unique(tgt, return_inverse=True)
     inv = inv.reshape(-1)
     weight = np.bincount(inv, weights=w)
     ranked = np.argsort(-weight, kind="stable")  # group 0 = majority target keeps the id
     rank = np.empty_like(ranked)
     rank[ranked] = np.arange(len(ranked))
-    group = rank[inv]
-    if two_way:
-        group = np.minimum(group, 1)
-    n_groups = int(group.max()) + 1
-    labelled = members[has]
-    centers = np.stack([tree.X[labelled[group == g]].mean(axis=0) for g in range(n_groups)])
+    group = np.minimum(rank[inv], max_new)
+    n_groups = int(group.max()) + 1 if group.size else 1
+    if n_groups < 2:
+        return next_id
     assign = np.empty(len(members), dtype=np.int64)
     assign[has] = group
     if (~has).any():
-        assign[~has] = _nearest(tree.X[members[~has]], centers)
+        assign[~has] = group[_nearest_point(tree.X[members[~has]], tree.X[members[has]])]
     ids = np.concatenate([[state[members[0]]], next_id + np.arange(n_groups - 1)])
     state[members] = ids[assign]
     return next_id + n_groups - 1
@@ -875,6 +906,7 @@ def extract_dfa(
     n_initial = int(state.max()) + 1
     n_states = n_initial
     rounds = 0
+    n_before = -1
     budget_exhausted = False
     while rounds < max_rounds:
         pair, n_targets, total, _, top_w = _conflicts(tree, state, n_states, n_sym)
@@ -884,6 +916,9 @@ def extract_dfa(
         if n_states >= max_states:
             budget_exhausted = True
             break
+        if rounds and n_states == n_before:
+            break  # nothing could be split (cannot happen with a consistent tree)
+        n_before = n_states
         rounds += 1
         minority = (total - top_w)[bad]
         src = pair[bad] // n_sym
@@ -896,19 +931,11 @@ def extract_dfa(
         by_state = np.argsort(state, kind="stable")
         bounds = np.searchsorted(state[by_state], np.arange(n_states + 1))
         for j in pick:
+            if n_states >= max_states:
+                break
             q, a = int(src[j]), int(pair[bad][j] % n_sym)
-            extra = int(n_targets[bad][j]) - 1
-            if n_states + extra > max_states:
-                if n_states + 1 > max_states:
-                    budget_exhausted = True
-                    break
-                two_way = True
-            else:
-                two_way = False
             members = by_state[bounds[q]:bounds[q + 1]]
-            n_states = _split(tree, state, members, a, n_states, two_way)
-        if budget_exhausted:
-            break
+            n_states = _split(tree, state, members, a, n_states, max_states - n_states)
 
     # --- completion ------------------------------------------------------------------------
     pair, n_targets, total, top_t, top_w = _conflicts(tree, state, n_states, n_sym)
@@ -939,28 +966,27 @@ def extract_dfa(
     initial = int(state[0])
 
     # --- minimisation ----------------------------------------------------------------------
-    m_trans, m_cls, block = _minimise(alphabet, trans, cls, initial, n_classes)
+    m_trans, m_cls, _ = _minimise(alphabet, trans, cls, initial, n_classes)
     n_min = len(m_trans)
-    node_block = block[state]
-    kept = node_block >= 0
-    visits = np.bincount(node_block[kept], weights=tree.occ[kept], minlength=n_min)
-    # Mean intermediate prediction per minimal state over all steps (and the empty prefixes).
-    step_block = node_block[tree.step_node]
+    # Statistics from the DFA's own run over the training prefixes (parents come first).
+    dstate = np.zeros(len(tree.X), dtype=np.int64)
+    for lo, hi in zip(tree.level[1:-1], tree.level[2:], strict=True):  # one level per depth
+        dstate[lo:hi] = m_trans[dstate[tree.parent[lo:hi]], tree.symbol[lo:hi]]
+    visits = np.bincount(dstate, weights=tree.occ, minlength=n_min)
+    step_state = dstate[tree.step_node]
     proba_sum = np.zeros((n_min, n_classes))
-    ok = step_block >= 0
     for c in range(n_classes):  # loop over classes, vectorised over steps
-        proba_sum[:, c] = np.bincount(step_block[ok], weights=np.asarray(st.proba[:, c],
-                                                                         np.float64)[ok],
-                                      minlength=n_min)
-    proba_sum[node_block[0]] += p0 * st.n_inputs
+        proba_sum[:, c] = np.bincount(step_state, minlength=n_min,
+                                      weights=np.asarray(st.proba[:, c], np.float64))
+    proba_sum[0] += p0 * st.n_inputs
     prediction = proba_sum / np.maximum(visits, 1)[:, None]
     prediction[visits == 0] = np.eye(n_classes)[m_cls[visits == 0]]
     m_counts = np.zeros((n_min, n_sym), dtype=np.int64)
-    src_ok = block >= 0
-    np.add.at(m_counts, block[src_ok], counts[src_ok])
-    # Train-prefix agreement: the DFA's class vs the RNN's prediction on every training prefix.
-    train_agree = float((m_cls[np.maximum(node_block, 0)] == tree.pred).astype(float)
-                        @ tree.occ / tree.occ.sum())
+    np.add.at(m_counts, (dstate[tree.parent[1:]], tree.symbol[1:]), tree.occ[1:])
+    same = m_cls[dstate] == tree.pred
+    lengths = np.diff(np.asarray(st.offsets))
+    final_node = np.zeros(st.n_inputs, dtype=np.int64)
+    final_node[lengths > 0] = tree.step_node[np.asarray(st.offsets)[1:][lengths > 0] - 1]
     seconds = time.perf_counter() - t_start
 
     report: dict[str, Any] = {
@@ -972,8 +998,9 @@ def extract_dfa(
         "budget_exhausted": bool(budget_exhausted),
         "deterministic": deterministic,
         "conflicting_steps": conflicting_steps,
-        "n_prefixes": int(len(tree.X)),
-        "train_prefix_agreement": train_agree,
+        "n_prefixes": len(tree.X),
+        "train_agreement": float(same[final_node].mean()),
+        "train_prefix_agreement": float(same.astype(np.float64) @ tree.occ / tree.occ.sum()),
         "seconds": round(seconds, 4),
     }
     info = {**dict(traces.provenance), "split": split, "max_states": int(max_states),
@@ -981,7 +1008,7 @@ def extract_dfa(
             "method": "prefix-tree refinement + Moore minimisation",
             "traces": str(getattr(traces, "path", ""))}
     out = ExtractedDFA(alphabet=alphabet, classes=classes, transitions=m_trans,
-                       state_class=m_cls, initial=0, visits=visits.round().astype(np.int64),
+                       state_class=m_cls, initial=0, visits=visits.astype(np.int64),
                        prediction=prediction, counts=m_counts, tokenizer=_tokenizer_of(traces),
                        report=report, info=info)
     if eval_split is not None and eval_split in traces:

@@ -11,10 +11,15 @@ Simulation
     (state, token) pair (ties: lowest id). For a pair never seen in training the
     ``fallback`` decides:
 
-    ``nearest`` (default)
-        take the transition on that token of the nearest state (by centroid distance in
-        PCA space) that has seen the token — abstract states that are close in hidden
-        space react alike to a word;
+    ``displacement`` (default)
+        move as the token moves the states that have seen it: the average displacement
+        (target centroid − source centroid) of the token's transitions, weighted by a
+        Gaussian kernel on the distance between those sources and the current state
+        (width ``bandwidth`` × the spread of the centroids), is added to the current
+        state's centroid, and the machine goes to the nearest state;
+    ``nearest``
+        take the transition on that token of the nearest state (by centroid distance)
+        that has seen the token;
     ``token``
         go to the token's most frequent target over all states;
     ``stay``
@@ -38,7 +43,7 @@ from .errors import AbstractionError
 
 __all__ = ["FALLBACKS", "FSM", "paths_to_transitions"]
 
-FALLBACKS = ("nearest", "token", "stay")
+FALLBACKS = ("displacement", "nearest", "token", "stay")
 FORMAT = "stateseer.fsm"
 VERSION = 1
 
@@ -96,8 +101,11 @@ class FSM:
     source, token, target, count : ndarray of shape (n_transitions,)
         One entry per (source, token, target) seen, sorted by source, token, -count.
     coords : ndarray of shape (n_states, n_dims) or None
-        State centroids in PCA space (used by the ``nearest`` fallback).
-    fallback : {'nearest', 'token', 'stay'}
+        State centroids in the abstraction's space (used by the ``displacement`` and
+        ``nearest`` fallbacks).
+    fallback : {'displacement', 'nearest', 'token', 'stay'}
+    bandwidth : float
+        Kernel width of the ``displacement`` fallback, relative to the centroids' spread.
     initial : int
     info : dict
         Provenance: model hash, layer, method, seed, split the FSM was built from.
@@ -112,9 +120,10 @@ class FSM:
     target: np.ndarray
     count: np.ndarray
     coords: np.ndarray | None = None
-    fallback: str = "nearest"
+    fallback: str = "displacement"
     initial: int = 0
     info: dict[str, Any] = field(default_factory=dict)
+    bandwidth: float = 0.5
 
     def __post_init__(self) -> None:
         if self.fallback not in FALLBACKS:
@@ -137,7 +146,8 @@ class FSM:
         classes: Sequence[str],
         alphabet: Sequence[str],
         coords: np.ndarray | None = None,
-        fallback: str = "nearest",
+        fallback: str = "displacement",
+        bandwidth: float = 0.5,
         info: dict[str, Any] | None = None,
     ) -> FSM:
         """Build the machine from abstract-state paths.
@@ -177,7 +187,7 @@ class FSM:
         return cls(classes=list(classes), alphabet=list(alphabet), visits=visits,
                    prediction=prediction, source=src, token=tok, target=dst, count=cnt,
                    coords=None if coords is None else np.asarray(coords, np.float64),
-                   fallback=fallback, info=dict(info or {}))
+                   fallback=fallback, info=dict(info or {}), bandwidth=bandwidth)
 
     # basic facts --------------------------------------------------------------------------
     @property
@@ -227,8 +237,11 @@ class FSM:
             table[fill] = np.broadcast_to(best[None, :], (S, V))[fill]
             return table
         if self.coords is None:
-            raise AbstractionError("the 'nearest' fallback needs state coordinates (coords)")
+            raise AbstractionError(
+                f"the {self.fallback!r} fallback needs state coordinates (coords)")
         d = ((self.coords[:, None, :] - self.coords[None, :, :]) ** 2).sum(-1)
+        if self.fallback == "displacement":
+            return self._displacement(table, seen, d)
         order = np.argsort(d, axis=1, kind="stable")  # order[s, 0] == s
         done = seen.copy()
         for r in range(1, S):  # loop over neighbour ranks, vectorised over states and tokens
@@ -238,6 +251,32 @@ class FSM:
             done |= fill
             if done.all():
                 break
+        return table
+
+    def _displacement(self, table: np.ndarray, seen: np.ndarray, d2: np.ndarray) -> np.ndarray:
+        """Fill unseen (state, token) pairs by the kernel-weighted mean move of the token."""
+        S, V = table.shape
+        c = self.coords
+        spread = float(np.sqrt(c[1:].var(axis=0).mean())) if S > 2 else 1.0
+        tau = max(self.bandwidth * (spread or 1.0), 1e-12)
+        K = np.exp(-0.5 * d2 / tau**2)                         # (S, S)
+        n = np.zeros((S, V))
+        np.add.at(n, (self.source, self.token), self.count)
+        den = K @ n                                             # (S, V)
+        unseen = ~seen & (den > 1e-12)
+        if not unseen.any():
+            return table
+        D = c.shape[1]
+        disp = np.zeros((S, V, D))
+        np.add.at(disp, (self.source, self.token),
+                  self.count[:, None] * (c[self.target] - c[self.source]))
+        rows, cols = np.nonzero(unseen)
+        for lo in range(0, len(rows), 8192):  # chunks of pairs, vectorised inside
+            r, t = rows[lo : lo + 8192], cols[lo : lo + 8192]
+            num = np.einsum("ps,psd->pd", K[r], disp[:, t, :].transpose(1, 0, 2))
+            p = c[r] + num / den[r, t][:, None]
+            dist = (p * p).sum(1)[:, None] - 2 * p @ c[1:].T + (c[1:] * c[1:]).sum(1)[None]
+            table[r, t] = 1 + dist.argmin(1)  # never back to the initial state
         return table
 
     def reset(self) -> None:
@@ -361,7 +400,8 @@ class FSM:
         ]
         return {"format": FORMAT, "version": VERSION, "classes": self.classes,
                 "initial": self.initial, "states": states, "transitions": transitions,
-                "alphabet": self.alphabet, "fallback": self.fallback, "provenance": self.info}
+                "alphabet": self.alphabet, "fallback": self.fallback,
+                "bandwidth": self.bandwidth, "provenance": self.info}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FSM:
@@ -390,9 +430,10 @@ class FSM:
                 visits=np.array([s.get("visits", 0) for s in states], np.int64),
                 prediction=np.array([s["prediction"] for s in states], np.float64),
                 source=src[order], token=tok[order], target=dst[order], count=cnt[order],
-                coords=coords, fallback=data.get("fallback", "nearest" if coords is not None
-                                                  else "stay"),
+                coords=coords, fallback=data.get("fallback", "displacement"
+                                                  if coords is not None else "stay"),
                 initial=int(data.get("initial", 0)), info=dict(data.get("provenance", {})),
+                bandwidth=float(data.get("bandwidth", 0.5)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise AbstractionError(f"FSM document is malformed ({exc})") from None

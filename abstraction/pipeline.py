@@ -167,7 +167,8 @@ def fit_abstraction(
     n_states: int = 40,
     method: str = "kmeans",
     pca: int = 20,
-    fallback: str = "nearest",
+    features: str = "margin",
+    fallback: str = "displacement",
     split_by_prediction: bool = True,
     splits: tuple[str, ...] | None = None,
     random_state: int = 0,
@@ -181,12 +182,13 @@ def fit_abstraction(
     if train.n_steps == 0:
         raise AbstractionError("the training split has no steps (every input is empty); "
                                "an abstraction needs recorded hidden states")
-    ab = make_abstractor(method, n_states=n_states, pca_components=pca,
+    ab = make_abstractor(method, n_states=n_states, pca_components=pca, features=features,
                          split_by_prediction=split_by_prediction, random_state=random_state,
                          max_fit_samples=max_fit_samples)
     ab.fit(train.hidden, proba=train.proba)
     h0 = np.asarray(traces.initial_hidden, np.float32)[None]
-    coords = np.vstack([ab.transform(h0), ab.cluster_centers_]).astype(np.float64)
+    p0 = np.asarray(traces.initial_proba, np.float64)[None]
+    coords = np.vstack([ab.transform(h0, p0), ab.cluster_centers_]).astype(np.float64)
     states = {}
     for split in splits or tuple(traces.split_names):
         tr = traces[split]
@@ -224,8 +226,9 @@ def abstract_run(
     n_states: int | str = 40,
     method: str = "kmeans",
     pca: int = 20,
+    features: str = "margin",
     layer: int | None = None,
-    fallback: str = "nearest",
+    fallback: str = "displacement",
     split_by_prediction: bool = True,
     random_state: int = 0,
     target_fidelity: float = 0.95,
@@ -243,10 +246,12 @@ def abstract_run(
         within ``tolerance`` of the best on the curve; the curve goes to the metrics.
     method : {'kmeans', 'gmm', 'grid'}
     pca : int
-        PCA components before clustering.
+        PCA components before clustering (``features='pca'``).
+    features : {'margin', 'pca'}
+        The space states are clustered in (see :mod:`abstraction.cluster`).
     layer : int, optional
         Must match the layer the traces were recorded from (re-record otherwise).
-    fallback : {'nearest', 'token', 'stay'}
+    fallback : {'displacement', 'nearest', 'token', 'stay'}
         FSM simulation rule for unseen (state, token) pairs.
     split_by_prediction : bool
         Keep every state within one predicted class.
@@ -275,7 +280,8 @@ def abstract_run(
         val = traces["val"]
         for k in [c for c in AUTO_CANDIDATES if c <= max(n_train, 1)]:
             ab = fit_abstraction(traces, alphabet, n_states=k, method=method, pca=pca,
-                                 fallback=fallback, split_by_prediction=split_by_prediction,
+                                 features=features, fallback=fallback,
+                                 split_by_prediction=split_by_prediction,
                                  splits=("train", "val"), random_state=random_state)
             lf, sf = _split_figures(ab.fsm, val, ab.states["val"], ab.simulated["val"])
             curve.append({"n_states": k, "val_label_fidelity": lf,
@@ -290,7 +296,8 @@ def abstract_run(
     elif not isinstance(n_states, (int, np.integer)) or isinstance(n_states, bool):
         raise AbstractionError(f"--states must be a positive integer or 'auto', not {n_states!r}")
     ab = fit_abstraction(traces, alphabet, n_states=int(n_states), method=method, pca=pca,
-                         fallback=fallback, split_by_prediction=split_by_prediction,
+                         features=features, fallback=fallback,
+                         split_by_prediction=split_by_prediction,
                          random_state=random_state)
     eval_split = "test" if "test" in traces and traces["test"].n_inputs else "val"
     if eval_split not in traces or traces[eval_split].n_inputs == 0:
@@ -312,7 +319,8 @@ def abstract_run(
     ab.patterns = _patterns(ab, traces)
     figures["seconds"] = time.perf_counter() - t0
     ab.metrics = figures
-    ab.info = {"method": method, "n_states": int(n_states), "pca": pca, "fallback": fallback,
+    ab.info = {"method": method, "features": features, "n_states": int(n_states), "pca": pca,
+               "fallback": fallback,
                "split_by_prediction": split_by_prediction, "random_state": random_state,
                "layer": traces.meta.get("layer"), "state": traces.meta.get("state"),
                "model_sha256": traces.meta.get("model_sha256"),

@@ -64,7 +64,7 @@ def _cmd_abstract(args: argparse.Namespace) -> int:
     from abstraction.pipeline import abstract_run
 
     ab = abstract_run(args.run, n_states=args.states, method=args.method, pca=args.pca,
-                      layer=args.layer, fallback=args.fallback,
+                      features=args.features, layer=args.layer, fallback=args.fallback,
                       split_by_prediction=not args.no_split_by_prediction,
                       random_state=args.seed)
     keys = ("n_states", "label_fidelity", "simulation_fidelity", "state_purity",
@@ -191,9 +191,14 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--states", type=_states_arg, default=40,
                    help="abstract states (the FSM adds the initial state), or 'auto'")
     a.add_argument("--method", choices=("kmeans", "gmm", "grid"), default="kmeans")
-    a.add_argument("--pca", type=_positive_int, default=20, help="PCA components")
+    a.add_argument("--features", choices=("margin", "pca"), default="margin",
+                   help="cluster in the classifier's logit-margin space (default) or in PCA "
+                   "space (DeepSeer)")
+    a.add_argument("--pca", type=_positive_int, default=20,
+                   help="PCA components (with --features pca)")
     a.add_argument("--layer", type=int, help="check the traces come from this layer")
-    a.add_argument("--fallback", choices=("nearest", "token", "stay"), default="nearest",
+    a.add_argument("--fallback", choices=("displacement", "nearest", "token", "stay"),
+                   default="displacement",
                    help="FSM simulation rule for unseen (state, token) pairs")
     a.add_argument("--no-split-by-prediction", action="store_true",
                    help="let states mix hidden states of different predicted classes")

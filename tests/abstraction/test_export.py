@@ -1,0 +1,184 @@
+"""DOT export (AALpy conventions) and its reader, Graphviz rendering, traces CSV, writers."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from abstraction.errors import AbstractionError
+from abstraction.export import fsm_to_dot, read_dot, render, write_export, write_traces_csv
+from abstraction.fsm import FSM
+from tests.abstraction.test_fsm import example_a, triples
+from tests.conftest import one_line
+
+REQUIRE = os.environ.get("STATESEER_REQUIRE_BROWSER") == "1"
+
+
+def awkward_fsm() -> FSM:
+    """Tokens that stress DOT quoting: quotes, backslashes, commas, brackets, unicode."""
+    alphabet = ['"', "\\", "a,b", "]", "café", "x=1", "new\nline"]
+    rng = np.random.default_rng(0)
+    n_steps = 60
+    offsets = np.concatenate([[0], np.sort(rng.choice(np.arange(1, n_steps), 9,
+                                                      replace=False)), [n_steps]])
+    states = rng.integers(0, 3, n_steps)
+    tokens = rng.integers(0, len(alphabet), n_steps)
+    p = np.where(states == 2, 0.8, 0.2) + rng.uniform(-0.1, 0.1, n_steps)
+    return FSM.from_paths(states, offsets, tokens, np.stack([1 - p, p], 1), np.array([0.3, 0.7]),
+                          n_states=3, classes=["rotten", "fresh"], alphabet=alphabet,
+                          coords=rng.normal(size=(4, 2)), fallback="nearest")
+
+
+def test_dot_has_aalpy_start_marker():
+    dot = fsm_to_dot(example_a())
+    lines = [ln.strip() for ln in dot.splitlines()]
+    assert lines[0].startswith("digraph ")
+    start = next(ln for ln in lines if ln.startswith("__start0 ["))
+    assert 'label=""' in start and "shape=none" in start
+    assert "__start0 -> s0;" in lines
+    assert sum(ln.startswith("__start0 ->") for ln in lines) == 1
+    assert dot.rstrip().endswith("}")
+
+
+def test_dot_edges_are_per_state_pair_and_prunable():
+    fsm = example_a()
+    dot = fsm_to_dot(fsm)
+    edges = [ln for ln in dot.splitlines() if " -> s" in ln and "__start0" not in ln]
+    assert len(edges) == 5  # five state pairs
+    assert any(ln.strip().startswith("s0 -> s2") and "count=2" in ln for ln in edges)
+    pruned = fsm_to_dot(fsm, top_k=1, self_loops=False)
+    kept = sorted(ln.split("[")[0].strip() for ln in pruned.splitlines()
+                  if " -> s" in ln and "__start0" not in ln)
+    assert kept == ["s0 -> s1", "s1 -> s2"]
+
+
+@pytest.mark.parametrize("make", [lambda: example_a("nearest"), awkward_fsm])
+def test_read_dot_round_trips(make):
+    fsm = make()
+    assert set(fsm.labels.tolist()) == {0, 1}
+    back = read_dot(fsm_to_dot(fsm))
+    assert sorted(triples(back)) == sorted(triples(fsm))
+    assert back.classes == fsm.classes and back.initial == fsm.initial
+    np.testing.assert_array_equal(back.visits, fsm.visits)
+    np.testing.assert_array_equal(back.labels, fsm.labels)
+    np.testing.assert_allclose(back.prediction, fsm.prediction, atol=1e-6)
+    assert back.fallback == fsm.fallback
+    # Same transition function on every (state, token) pair, alphabet order aside.
+    for s in range(fsm.n_states):
+        for t in fsm.alphabet:
+            fsm.reset()
+            back.reset()
+            fsm._state = back._state = s
+            assert back.step(t) == fsm.step(t), (s, t)
+
+
+@pytest.mark.xfail(strict=True, reason="the DOT export does not record the fallback; "
+                   "read_dot picks 'nearest' whenever coords exist, changing delta")
+@pytest.mark.parametrize("fallback", ["stay", "token"])
+def test_read_dot_keeps_the_fallback(fallback):
+    fsm = example_a(fallback)
+    back = read_dot(fsm_to_dot(fsm))
+    assert back.fallback == fallback
+
+
+@pytest.mark.xfail(strict=True, reason="the DOT export does not record the class list; "
+                   "a class that no state predicts comes back as 'class<i>'")
+def test_read_dot_keeps_classes_no_state_predicts():
+    fsm = example_a("nearest")
+    fsm.prediction = np.array([[0.2, 0.8], [0.3, 0.7], [0.1, 0.9]])  # every state: pos
+    back = read_dot(fsm_to_dot(fsm))
+    assert back.classes == ["neg", "pos"]
+
+
+def test_read_dot_with_given_classes_and_without_coordinates():
+    fsm = example_a(coords=None)
+    back = read_dot(fsm_to_dot(fsm), classes=["n", "p"])
+    assert back.classes == ["n", "p"] and back.coords is None and back.fallback == "stay"
+    np.testing.assert_array_equal(back.delta, fsm.delta)
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("digraph g { a -> b; }", "no states found"),
+    ('digraph g {\n  s0 [label="0", visits="1", prediction="[1, 0]"];\n'
+     '  s0 -> s0 [label="a"];\n}', "without a 'tokens' attribute"),
+    ('digraph g {\n  s0 [label="0", visits="1"];\n}', "incomplete"),
+])
+def test_read_dot_refuses_foreign_dot(text, match):
+    with pytest.raises(AbstractionError, match=match) as e:
+        read_dot(text)
+    one_line(e.value)
+
+
+def _need_dot():
+    if shutil.which("dot") is None:
+        if REQUIRE:
+            pytest.fail("the Graphviz `dot` binary is required (STATESEER_REQUIRE_BROWSER=1)")
+        pytest.skip("the Graphviz `dot` binary is not installed")
+
+
+@pytest.mark.exe
+def test_render_svg_with_graphviz():
+    _need_dot()
+    fsm = awkward_fsm()
+    svg = render(fsm_to_dot(fsm), "svg").decode()
+    assert "<svg" in svg and svg.rstrip().endswith("</svg>")
+    assert svg.count('class="node"') == fsm.n_states + 1  # the invisible start node too
+    assert "café" in svg
+
+
+@pytest.mark.exe
+def test_render_reports_graphviz_syntax_errors():
+    _need_dot()
+    with pytest.raises(AbstractionError, match="Graphviz failed") as e:
+        render("digraph { a -> ; }", "svg")
+    one_line(e.value)
+
+
+def test_render_without_dot_binary(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no `dot` anywhere
+    with pytest.raises(AbstractionError, match="Graphviz `dot` program is not installed") as e:
+        render(fsm_to_dot(example_a()), "svg")
+    one_line(e.value)
+
+
+def test_traces_csv_columns_and_json_lists():
+    rows = [
+        {"id": 7, "split": "test", "label": "fresh", "prediction": "rotten",
+         "tokens": ["not", "bad", ",", "\"really\""], "states": [0, 1, 1, 2, 2],
+         "simulated_states": [0, 1, 2, 2, 2], "extra": "ignored"},
+        {"id": 8, "split": "test", "label": "rotten", "prediction": "rotten", "tokens": [],
+         "states": [0], "simulated_states": [0]},
+    ]
+    buf = io.StringIO()
+    write_traces_csv(buf, rows)
+    buf.seek(0)
+    reader = csv.DictReader(buf)
+    assert reader.fieldnames == ["id", "split", "label", "prediction", "tokens", "states",
+                                 "simulated_states"]
+    got = list(reader)
+    assert len(got) == 2
+    assert json.loads(got[0]["tokens"]) == rows[0]["tokens"]
+    assert json.loads(got[0]["states"]) == [0, 1, 1, 2, 2]
+    assert json.loads(got[1]["simulated_states"]) == [0]
+    assert got[0]["id"] == "7" and got[0]["prediction"] == "rotten"
+
+
+def test_write_export_refuses_to_overwrite(tmp_path):
+    out = tmp_path / "deep" / "fsm.dot"
+    write_export("one", out)
+    with pytest.raises(AbstractionError, match="--force") as e:
+        write_export("two", out)
+    one_line(e.value)
+    assert out.read_text() == "one"
+    write_export(b"three", out, overwrite=True)
+    assert out.read_bytes() == b"three"
+    buf = io.StringIO()
+    write_export("four", buf)
+    assert buf.getvalue() == "four"
+    assert sorted(p.name for p in out.parent.iterdir()) == ["fsm.dot"]
