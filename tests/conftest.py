@@ -66,3 +66,16 @@ def copy_run(tmp_path):
         return dst
 
     return _copy
+
+
+@pytest.fixture(scope="session")
+def explored_run(tmp_path_factory, text_run) -> Path:
+    """The small text run, recorded and abstracted into 12 states (for app tests)."""
+    from abstraction.pipeline import abstract_run
+    from rnn_models.record import record_run
+
+    dst = tmp_path_factory.mktemp("runs") / "explored"
+    shutil.copytree(text_run, dst)
+    record_run(dst)
+    abstract_run(dst, n_states=12)
+    return dst
