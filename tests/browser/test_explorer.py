@@ -1,0 +1,136 @@
+"""The explorer in a real browser: clicks, typing, downloads, URL state, escaping."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+
+pytestmark = pytest.mark.browser
+
+def _cy(driver, expr: str):
+    return driver.execute_script(
+        "const root = document.querySelector('#diagram');"
+        "const el = root && [root, ...root.querySelectorAll('*')].find(d => d._cyreg);"
+        f"if (!el) return null; const cy = el._cyreg.cy; return {expr};")
+
+
+def _start(dash_duo, run_dir, query: str = ""):
+    from app.main import create_app
+
+    app = create_app(run_dir)
+    dash_duo.start_server(app)
+    if query:
+        dash_duo.driver.get(dash_duo.server_url + "/" + query)
+    dash_duo.wait_for_element("#table td", timeout=20)
+    deadline = time.time() + 20
+    while time.time() < deadline and not _cy(dash_duo.driver, "cy.nodes().length"):
+        time.sleep(0.2)
+    return app
+
+
+def _click_state(dash_duo, state: int) -> None:
+    """Physically click the node of ``state`` on the cytoscape canvas."""
+    d = dash_duo.driver
+    xy = _cy(d, f"(() => {{ const n = cy.$('#s{state}'); const p = n.renderedPosition();"
+                f" const r = cy.container().getBoundingClientRect();"
+                f" return [r.left + p.x, r.top + p.y]; }})()")
+    assert xy is not None, "cytoscape instance not found"
+    actions = ActionChains(d)
+    actions.w3c_actions.pointer_action.move_to_location(int(xy[0]), int(xy[1]))
+    actions.w3c_actions.pointer_action.click()
+    actions.perform()
+
+
+def _count(dash_duo) -> int:
+    text = dash_duo.find_element("#filter-chips .count").text
+    return int(text.split(" of ")[0].replace(",", ""))
+
+
+def test_click_state_filters_table_and_opens_card(dash_duo, explored_run):
+    _start(dash_duo, explored_run)
+    total = _count(dash_duo)
+    # the most visited non-initial state that not every test input passes through
+    data = json.loads((explored_run / "abstraction" / "fsm.json").read_text())
+    state = max(data["states"][1:], key=lambda s: s["visits"])["id"]
+    _click_state(dash_duo, state)
+    dash_duo.wait_for_text_to_equal("#state-card h4", f"State {state}", timeout=10)
+    dash_duo.wait_for_contains_text("#filter-chips", f"through state {state}", timeout=10)
+    assert 0 < _count(dash_duo) <= total
+    assert f"state={state}" in dash_duo.driver.current_url
+    assert _cy(dash_duo.driver, f"cy.$('#s{state}').hasClass('selected-state')")
+    dash_duo.find_element("#clear").click()
+    dash_duo.wait_for_text_to_equal("#filter-chips .count",
+                                    f"{total:,} of {total:,} inputs", timeout=10)
+    assert dash_duo.get_logs() == []
+
+
+def test_select_row_shows_trace_chart_and_path(dash_duo, explored_run):
+    _start(dash_duo, explored_run)
+    cell = dash_duo.find_element('#table td[data-dash-column="text"]')
+    text = cell.text
+    cell.click()
+    dash_duo.wait_for_element("#trace-tokens .chip", timeout=10)
+    chips = dash_duo.find_elements("#trace-tokens .tok")
+    assert chips[0].text == "⟨start⟩" and len(chips) > 2
+    assert chips[1].text.lower() in text.lower()
+    dash_duo.wait_for_element("#trace-chart .scatterlayer .trace", timeout=10)
+    assert _cy(dash_duo.driver, "cy.$('node.path').length") >= 2
+    assert "row=" in dash_duo.driver.current_url
+    assert dash_duo.get_logs() == []
+
+
+def test_typed_input_draws_its_path_and_names_unknown_words(dash_duo, explored_run):
+    _start(dash_duo, explored_run)
+    dash_duo.find_element("#new-text").send_keys("a zorblaxian and truly moving film")
+    dash_duo.find_element("#trace-btn").click()
+    dash_duo.wait_for_contains_text("#input-message", "zorblaxian", timeout=15)
+    dash_duo.wait_for_contains_text("#trace-title", "typed input", timeout=10)
+    unknown = dash_duo.find_elements("#trace-tokens .tok.unknown")
+    assert [u.text for u in unknown] == ["zorblaxian"]
+    assert _cy(dash_duo.driver, "cy.$('node.path').length") >= 2
+    assert dash_duo.get_logs() == []
+
+
+def test_exports_download_files(dash_duo, explored_run):
+    _start(dash_duo, explored_run)
+    dash_duo.find_element("#dl-json").click()
+    dash_duo.find_element("#dl-table").click()
+    folder = Path(dash_duo.download_path)
+    deadline = time.time() + 20
+    want = {f"{explored_run.name}-fsm.json", f"{explored_run.name}-test-instances.csv"}
+    while time.time() < deadline and not want <= {p.name for p in folder.glob("*")}:
+        time.sleep(0.2)
+    assert want <= {p.name for p in folder.glob("*")}
+    fsm = json.loads((folder / f"{explored_run.name}-fsm.json").read_text())
+    assert fsm["format"] == "stateseer.fsm" and fsm["version"] == 1
+    with (folder / f"{explored_run.name}-test-instances.csv").open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0][:4] == ["id", "text", "label", "prediction"]
+    assert len(rows) - 1 == _count(dash_duo)
+
+
+def test_url_restores_the_selection(dash_duo, explored_run):
+    _start(dash_duo, explored_run, "?split=test&state=2&row=1")
+    dash_duo.wait_for_text_to_equal("#state-card h4", "State 2", timeout=15)
+    dash_duo.wait_for_element("#trace-tokens .chip", timeout=15)
+    assert _cy(dash_duo.driver, "cy.$('#s2').hasClass('selected-state')")
+
+
+def test_markup_in_inputs_is_shown_as_text(dash_duo, explored_run):
+    _start(dash_duo, explored_run)
+    evil = "<script>window.__pwned=1</script> <img src=x onerror=\"window.__pwned=2\">"
+    dash_duo.find_element("#new-text").send_keys(evil)
+    dash_duo.find_element("#trace-btn").click()
+    dash_duo.wait_for_contains_text("#trace-title", "typed input", timeout=15)
+    d = dash_duo.driver
+    assert d.execute_script("return window.__pwned === undefined")
+    assert d.find_elements(By.CSS_SELECTOR, "#trace-tokens img") == []
+    assert d.find_elements(By.CSS_SELECTOR, "#trace-tokens script") == []
+    tokens = [t.text for t in dash_duo.find_elements("#trace-tokens .tok")]
+    assert "<" in tokens and "script" in tokens
