@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -38,7 +40,7 @@ def test_pattern_filter_matches_collapsed_paths(data):
         if len(collapsed) >= 3:
             pattern = tuple(collapsed[1:3])
             break
-    rows, total, _ = query_instances(data, InstanceQuery(split="test", pattern=pattern,
+    rows, _total, _ = query_instances(data, InstanceQuery(split="test", pattern=pattern,
                                                          page_size=10**6))
     assert i in {r["index"] for r in rows}
     for r in rows:
@@ -120,7 +122,7 @@ def test_diagram_elements_prune_and_highlight(data):
     path = data.trace_instance("test", 0)["states"]
     els = diagram_elements(fsm, top_k=1, path=path, positions=data.positions)
     on_path = {e["data"]["id"] for e in els if "path" in e["classes"].split()}
-    for a, b in zip(path, path[1:], strict=False):
+    for a, b in itertools.pairwise(path):
         assert f"s{a}" in on_path and f"s{b}" in on_path
         if a != b:
             assert f"e{a}-{b}" in on_path  # drawn even if pruned
