@@ -53,10 +53,41 @@ def _as_2d(X, name: str = "hidden states") -> np.ndarray:
     return X
 
 
-def _sample_rows(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+def iter_rows(X, chunk_size: int, *others):
+    """Yield ``(start, X[start:stop] as float32, *others[start:stop])`` chunk by chunk.
+
+    Memory-mapped inputs are released after each chunk (``madvise(DONTNEED)``), so
+    abstracting millions of memory-mapped steps keeps the process's resident memory at a
+    chunk, not at the size of the file.
+    """
+    import mmap
+
+    mm = getattr(X, "_mmap", None)
+    for start in range(0, X.shape[0], chunk_size):
+        stop = min(start + chunk_size, X.shape[0])
+        block = np.array(X[start:stop], dtype=np.float32)
+        rest = tuple(None if o is None else np.asarray(o[start:stop]) for o in others)
+        if mm is not None and hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+            row = X.strides[0]
+            lo = X.offset + start * row
+            lo -= lo % mmap.PAGESIZE
+            hi = X.offset + stop * row
+            hi -= hi % mmap.PAGESIZE  # keep the page shared with the next chunk
+            if hi > lo:
+                mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+        yield (start, block, *rest)
+
+
+def _sample_rows(n: int, k: int, rng: np.random.Generator, run: int = 16) -> np.ndarray:
+    """``k`` row indices: random runs of ``run`` consecutive rows (few page faults on a
+    memory map), sorted."""
     if n <= k:
         return np.arange(n)
-    return np.sort(rng.choice(n, size=k, replace=False))
+    n_runs = max(1, k // run)
+    starts = np.sort(rng.choice(max(1, n // run), size=min(n_runs, max(1, n // run)),
+                                replace=False)) * run
+    idx = (starts[:, None] + np.arange(run)).ravel()
+    return idx[idx < n]
 
 
 def _check_finite(block: np.ndarray, start: int) -> None:
@@ -101,7 +132,8 @@ class Projection:
             random_state: int | None) -> Projection:
         if kind == "pca":
             n = int(min(n_components, S.shape[1], len(S)))
-            pca = PCA(n_components=n, random_state=random_state).fit(S)
+            pca = PCA(n_components=n, svd_solver="covariance_eigh",
+                      random_state=random_state).fit(S)
             return cls("pca", {"mean": pca.mean_, "components": pca.components_,
                                "scale": np.ones(n)})
         if P is None:
@@ -109,12 +141,15 @@ class Projection:
                                    "pass proba= or use --features pca")
         L = log_ratios(P)
         A = np.column_stack([S.astype(np.float64), np.ones(len(S))])
-        head = np.linalg.lstsq(A, L, rcond=None)[0][:-1].T  # (C-1, d): the head's directions
+        G = A.T @ A  # least squares by the normal equations (d + 1 unknowns per class)
+        G[np.diag_indices_from(G)] += 1e-8 * max(float(np.trace(G)) / len(G), 1.0)
+        head = np.linalg.solve(G, A.T @ L)[:-1].T              # (C-1, d): head directions
         Q, _ = np.linalg.qr(head.T)                           # orthonormal basis of their span
         R = S - (S @ Q) @ Q.T
         n = int(min(n_components, S.shape[1] - Q.shape[1], len(S)))
         if n > 0:
-            pca = PCA(n_components=n, random_state=random_state).fit(R)
+            pca = PCA(n_components=n, svd_solver="covariance_eigh",
+                      random_state=random_state).fit(R)
             mean, comps = pca.mean_, pca.components_
         else:
             mean, comps = np.zeros(S.shape[1]), np.zeros((0, S.shape[1]))
@@ -128,14 +163,14 @@ class Projection:
         """Coordinates of hidden states ``X`` (n, d) with predictions ``P`` (n, C)."""
         a = self.arrays
         X = np.asarray(X, dtype=np.float32)
-        if self.kind == "pca":
-            Z = (X - a["mean"]) @ a["components"].T
-        else:
+        comps = a["components"].astype(np.float32)
+        Z = X @ comps.T - (a["mean"] @ a["components"].T).astype(np.float32)
+        if self.kind == "margin":
             if P is None:
                 raise AbstractionError("this abstraction uses margin features: pass proba")
-            Z = np.column_stack([log_ratios(P), (X - a["mean"]) @ a["components"].T])
-            Z = Z / a["scale"]
-        return np.asarray(Z, dtype=np.float32)
+            Z = np.column_stack([log_ratios(P).astype(np.float32), Z])
+            Z /= a["scale"].astype(np.float32)
+        return Z
 
 
 class _PCAClusterer(ClusterMixin, BaseEstimator):
@@ -233,10 +268,8 @@ class _PCAClusterer(ClusterMixin, BaseEstimator):
             raise AbstractionError("this abstraction needs the intermediate predictions: "
                                    "pass proba")
         out = np.empty(X.shape[0], dtype=np.int64)
-        for start in range(0, X.shape[0], self.chunk_size):
-            block = np.asarray(X[start : start + self.chunk_size], dtype=np.float32)
+        for start, block, P in iter_rows(X, self.chunk_size, proba):
             _check_finite(block, start)
-            P = None if proba is None else np.asarray(proba[start : start + self.chunk_size])
             Z = self._project(block, P)
             if self.split_by_prediction_:
                 pred = P.argmax(axis=1)
@@ -250,10 +283,8 @@ class _PCAClusterer(ClusterMixin, BaseEstimator):
         check_is_fitted(self, "projection_")
         if X.shape[0] == 0:
             return np.zeros((0, self.projection_.n_components), np.float32)
-        return np.concatenate([
-            self._project(np.asarray(X[s : s + self.chunk_size], dtype=np.float32),
-                          None if proba is None else np.asarray(proba[s : s + self.chunk_size]))
-            for s in range(0, X.shape[0], self.chunk_size)])
+        return np.concatenate([self._project(block, P)
+                               for _, block, P in iter_rows(X, self.chunk_size, proba)])
 
 
 def _nearest(Z: np.ndarray, centers: np.ndarray) -> np.ndarray:
@@ -269,7 +300,7 @@ class KMeansAbstractor(_PCAClusterer):
     ----------
     n_states : int, default 40
     pca_components : int, default 20
-    max_fit_samples : int, default 200_000
+    max_fit_samples : int, default 30_000
     chunk_size : int, default 65_536
     split_by_prediction : bool, default False
     features : {'pca', 'margin'}, default 'pca'
@@ -277,7 +308,7 @@ class KMeansAbstractor(_PCAClusterer):
         classifier's logit differences plus ``residual_components`` principal axes of h
         orthogonal to the head, standardised (needs ``proba``).
     residual_components : int, default 1
-    n_init : int, default 3
+    n_init : int, default 2
     random_state : int or None, default 0
 
     Attributes
@@ -291,9 +322,9 @@ class KMeansAbstractor(_PCAClusterer):
     """
 
     def __init__(self, n_states: int = 40, *, pca_components: int = 20,
-                 max_fit_samples: int = 200_000, chunk_size: int = 65_536,
+                 max_fit_samples: int = 30_000, chunk_size: int = 65_536,
                  split_by_prediction: bool = False, features: str = "pca",
-                 residual_components: int = 1, n_init: int = 3,
+                 residual_components: int = 1, n_init: int = 2,
                  random_state: int | None = 0) -> None:
         self.n_states = n_states
         self.features = features
@@ -341,7 +372,7 @@ class GMMAbstractor(_PCAClusterer):
     """
 
     def __init__(self, n_states: int = 40, *, pca_components: int = 20,
-                 max_fit_samples: int = 200_000, chunk_size: int = 65_536,
+                 max_fit_samples: int = 30_000, chunk_size: int = 65_536,
                  split_by_prediction: bool = False, features: str = "pca",
                  residual_components: int = 1, covariance_type: str = "diag",
                  max_iter: int = 100, random_state: int | None = 0) -> None:
@@ -400,7 +431,7 @@ class GridAbstractor(_PCAClusterer):
     """
 
     def __init__(self, n_states: int = 40, *, grid_dims: int = 2, pca_components: int = 20,
-                 max_fit_samples: int = 200_000, chunk_size: int = 65_536,
+                 max_fit_samples: int = 30_000, chunk_size: int = 65_536,
                  split_by_prediction: bool = False, features: str = "pca",
                  residual_components: int = 1, random_state: int | None = 0) -> None:
         self.n_states = n_states

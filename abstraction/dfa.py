@@ -13,9 +13,10 @@ training split into a deterministic, complete, minimal automaton, without runnin
 3. **Refinement.** A transition ``(state, symbol)`` is *in conflict* when the children of
    the state's points on that symbol lie in more than one state. Each conflicting state is
    split along its worst symbol: its points with a child on that symbol are grouped by the
-   child's state, the others go to the nearest group centroid (hidden space). Rounds repeat
-   until no conflict is left, or until ``max_states`` states exist (then the split that would
-   exceed the budget is not made, and conflicts are settled by the majority target).
+   child's state, every other point joins the group of its nearest grouped point (hidden
+   space). Rounds repeat until no conflict is left or ``max_states`` states exist; within a
+   round the states with the most conflicting traffic split first, and the last split is
+   cut to fit the budget (remaining conflicts are then settled by the majority target).
 4. **Completion.** States are labelled with their majority predicted class; every
    ``(state, symbol)`` gets its majority target, and a pair never seen in training takes the
    target that the nearest state (centroid distance) that has seen the symbol goes to. Every
@@ -28,6 +29,16 @@ The result, an :class:`ExtractedDFA`, is checked against the RNN on the evaluati
 the traces hold the RNN's prediction after every prefix of every test string, so agreement
 needs no torch. When the run's data set is a built-in grammar the report also compares the
 automaton with the grammar on every string of length at most 12.
+
+Notes
+-----
+The method assumes that the RNN's hidden states after equivalent prefixes lie closer to
+each other than to those of other prefixes of the same predicted class; it needs no
+equivalence oracle, but only generalises where the training prefixes cover the language.
+On an imperfect RNN, refinement also chases the RNN's isolated mistakes on the training
+prefixes, so the state count grows with the budget; agreement with the RNN grows with it.
+A symbol never seen in training is not in the alphabet: :meth:`ExtractedDFA.step` refuses
+it, and the agreement figures leave the state unchanged on it (``n_unknown_symbols``).
 
 Examples
 --------
@@ -57,6 +68,7 @@ from typing import IO, Any
 import numpy as np
 
 from rnn_models.formal import DFA, GRAMMARS, all_strings, minimize
+from rnn_models.traces import SplitTraces, Traces
 
 from .errors import AbstractionError
 
@@ -290,8 +302,13 @@ class ExtractedDFA:
         lines.append("}")
         return "\n".join(lines) + "\n"
 
-    def to_networkx(self):
-        """A ``networkx.MultiDiGraph``: one edge per (source, symbol), scalar attributes."""
+    def to_networkx(self) -> Any:
+        """The automaton as a ``networkx.MultiDiGraph``.
+
+        Nodes are state ids with scalar attributes (``visits``, ``label``, ``accepting``,
+        ``initial``, ``p_<class>``); one edge per (source, symbol), keyed by the symbol, with
+        ``token`` and ``count`` (so GraphML export works).
+        """
         import networkx as nx
 
         g = nx.MultiDiGraph(initial=self.initial, classes=",".join(self.classes), kind=KIND)
@@ -478,16 +495,18 @@ class _Tree:
     level: np.ndarray
 
 
-def _check_finite(block: np.ndarray, what: str) -> None:
-    bad = ~np.isfinite(block).all(axis=1)
-    if bad.any():
-        raise AbstractionError(
-            f"{what} {int(np.flatnonzero(bad)[0])} contains NaN or infinity; the model or its "
-            "traces are broken — retrain or re-record the run"
-        )
+def _check_finite(rows: np.ndarray, what: str, chunk: int = 65_536) -> None:
+    """Refuse NaN or infinite rows of ``rows`` (n_rows, n_cols), read in chunks."""
+    for start in range(0, len(rows), chunk):
+        bad = ~np.isfinite(np.asarray(rows[start : start + chunk])).all(axis=1)
+        if bad.any():
+            raise AbstractionError(
+                f"{what} {start + int(np.flatnonzero(bad)[0])} contains NaN or infinity; the "
+                "model or its traces are broken — retrain or re-record the run"
+            )
 
 
-def _alphabet(traces: Any, split: str) -> tuple[tuple[str, ...], np.ndarray]:
+def _alphabet(traces: Traces, split: str) -> tuple[tuple[str, ...], np.ndarray]:
     """Sorted distinct symbols of ``split`` and the map surface id -> symbol id (-1 unused)."""
     st = traces[split]
     used = np.unique(np.asarray(st.surface_ids))
@@ -500,7 +519,7 @@ def _alphabet(traces: Any, split: str) -> tuple[tuple[str, ...], np.ndarray]:
     return tuple(symbols), lookup
 
 
-def _prefix_tree(st: Any, sym: np.ndarray, n_symbols: int, h0: np.ndarray,
+def _prefix_tree(st: SplitTraces, sym: np.ndarray, n_symbols: int, h0: np.ndarray,
                  p0: np.ndarray) -> _Tree:
     """Merge equal prefixes of a split into a tree (loop over positions, vectorised)."""
     offsets = np.asarray(st.offsets, dtype=np.int64)
@@ -531,7 +550,7 @@ def _prefix_tree(st: Any, sym: np.ndarray, n_symbols: int, h0: np.ndarray,
     order = np.argsort(np.argsort(rep))
     X = np.concatenate([np.asarray(h0, np.float32)[None, :], hidden[order]])
     _check_finite(X[:1], "initial hidden state")
-    _check_finite(X[1:], f"{st.name!r} prefix")
+    _check_finite(st.hidden, f"hidden state of {st.name!r} step")  # every step, not just reps
     proba = np.asarray(st.proba[np.sort(rep)], dtype=np.float64)[order]
     pred = np.concatenate([[int(np.argmax(p0))], proba.argmax(axis=1)]).astype(np.int64)
     occ = np.bincount(step_node, minlength=n_nodes).astype(np.int64)
@@ -733,7 +752,7 @@ def _minimise(alphabet: tuple[str, ...], trans: np.ndarray, state_class: np.ndar
 # ---------------------------------------------------------------------------------------------
 
 
-def _agreement(traces: Any, split: str, lookup: np.ndarray, trans: np.ndarray,
+def _agreement(traces: Traces, split: str, lookup: np.ndarray, trans: np.ndarray,
                state_class: np.ndarray, initial: int) -> dict[str, Any]:
     """Compare the DFA with the RNN's recorded predictions on every prefix of ``split``."""
     st = traces[split]
@@ -794,7 +813,7 @@ def _grammar_check(name: str | None, dfa: ExtractedDFA, max_len: int = 12) -> di
 # ---------------------------------------------------------------------------------------------
 
 
-def _tokenizer_of(traces: Any) -> str:
+def _tokenizer_of(traces: Traces) -> str:
     """``char`` or ``space``: how the run split its texts (from the run's config.json)."""
     try:
         cfg = json.loads((Path(traces.path).parent / "config.json").read_text())
@@ -805,7 +824,7 @@ def _tokenizer_of(traces: Any) -> str:
 
 
 def extract_dfa(
-    traces: Any,
+    traces: Traces,
     *,
     max_states: int = 200,
     initial_states: int | None = None,
@@ -848,7 +867,8 @@ def extract_dfa(
         With ``report`` keys ``n_states``, ``n_states_before_minimisation``,
         ``n_initial_states``, ``refinement_rounds``, ``budget_exhausted``,
         ``deterministic`` (no conflict left on the training prefixes),
-        ``conflicting_steps`` (training steps whose transition disagrees with the DFA),
+        ``conflicting_steps`` (training steps whose transition disagrees with the majority
+        transition of their abstract state, before minimisation),
         ``train_prefix_agreement``, ``seconds`` (extraction, without the evaluation),
         ``agreement`` / ``prefix_agreement`` / ``agreement_le12`` on ``eval_split`` and,
         for a built-in grammar, ``grammar_agreement_le12`` and ``minimal_size_match``.
@@ -946,13 +966,11 @@ def extract_dfa(
     np.add.at(votes, (state, tree.pred), occ)
     cls = votes.argmax(axis=1)
     trans = np.full((n_states, n_sym), -1, dtype=np.int64)
-    counts = np.zeros((n_states, n_sym), dtype=np.int64)
     trans[pair // n_sym, pair % n_sym] = top_t
-    counts[pair // n_sym, pair % n_sym] = total.round().astype(np.int64)
     sizes = np.bincount(state, minlength=n_states).astype(np.float64)
     centers = np.zeros((n_states, tree.X.shape[1]))
     np.add.at(centers, state, tree.X.astype(np.float64))
-    centers /= sizes[:, None]
+    centers /= np.maximum(sizes, 1.0)[:, None]
     missing = trans < 0
     if missing.any():
         d = ((centers[:, None, :] - centers[None, :, :]) ** 2).sum(-1)  # (S, S), S small
@@ -1019,7 +1037,7 @@ def extract_dfa(
     return out
 
 
-def _alphabet_lookup(traces: Any, alphabet: tuple[str, ...]) -> np.ndarray:
+def _alphabet_lookup(traces: Traces, alphabet: tuple[str, ...]) -> np.ndarray:
     """Map every surface id of the traces to a symbol id of ``alphabet`` (-1: unknown)."""
     index = {s: i for i, s in enumerate(alphabet)}
     return np.array([index.get(s, -1) for s in traces.surface], dtype=np.int64)

@@ -260,23 +260,23 @@ class FSM:
         spread = float(np.sqrt(c[1:].var(axis=0).mean())) if S > 2 else 1.0
         tau = max(self.bandwidth * (spread or 1.0), 1e-12)
         K = np.exp(-0.5 * d2 / tau**2)                         # (S, S)
-        n = np.zeros((S, V))
-        np.add.at(n, (self.source, self.token), self.count)
+        flat = self.source * V + self.token
+        n = np.bincount(flat, weights=self.count, minlength=S * V).reshape(S, V)
         den = K @ n                                             # (S, V)
         unseen = ~seen & (den > 1e-12)
         if not unseen.any():
             return table
+        move = self.count[:, None] * (c[self.target] - c[self.source])
+        disp = np.stack([np.bincount(flat, weights=move[:, j], minlength=S * V)
+                         for j in range(c.shape[1])], axis=-1).reshape(S, V, -1)
         D = c.shape[1]
-        disp = np.zeros((S, V, D))
-        np.add.at(disp, (self.source, self.token),
-                  self.count[:, None] * (c[self.target] - c[self.source]))
-        rows, cols = np.nonzero(unseen)
-        for lo in range(0, len(rows), 8192):  # chunks of pairs, vectorised inside
-            r, t = rows[lo : lo + 8192], cols[lo : lo + 8192]
-            num = np.einsum("ps,psd->pd", K[r], disp[:, t, :].transpose(1, 0, 2))
-            p = c[r] + num / den[r, t][:, None]
-            dist = (p * p).sum(1)[:, None] - 2 * p @ c[1:].T + (c[1:] * c[1:]).sum(1)[None]
-            table[r, t] = 1 + dist.argmin(1)  # never back to the initial state
+        num = (K @ disp.reshape(S, V * D)).reshape(S, V, D)   # kernel-weighted moves
+        cc = (c[1:] * c[1:]).sum(1)
+        for s in np.flatnonzero(unseen.any(axis=1)):  # loop over states, vectorised over tokens
+            cols = np.flatnonzero(unseen[s])
+            p = c[s] + num[s, cols] / den[s, cols][:, None]
+            dist = cc[None, :] - 2 * p @ c[1:].T
+            table[s, cols] = 1 + dist.argmin(1)  # never back to the initial state
         return table
 
     def reset(self) -> None:
@@ -308,18 +308,20 @@ class FSM:
         offsets = np.asarray(offsets)
         lengths = np.diff(offsets)
         out = np.empty(int(offsets[-1]), dtype=np.int64)
-        cur = np.full(len(lengths), self.initial, dtype=np.int64)
         tok = np.asarray(token_ids, dtype=np.int64)
-        delta = self.delta
-        for t in range(int(lengths.max(initial=0))):
-            alive = np.flatnonzero(lengths > t)
-            pos = offsets[alive] + t
-            k = tok[pos]
-            ok = k >= 0
-            nxt = cur[alive].copy()
-            nxt[ok] = delta[cur[alive][ok], k[ok]]
-            cur[alive] = nxt
-            out[pos] = nxt
+        # one extra column: tokens outside the alphabet (-1) stay where they are
+        delta = np.concatenate([self.delta, np.arange(self.n_states)[:, None]], axis=1)
+        tok = np.where(tok < 0, delta.shape[1] - 1, tok)
+        order = np.argsort(-lengths, kind="stable")   # longest first: alive inputs = prefix
+        starts = offsets[:-1][order]
+        # alive_at[t] = number of inputs longer than t
+        alive_at = np.searchsorted(-lengths[order], -np.arange(int(lengths.max(initial=0))),
+                                   side="left")
+        cur = np.full(len(order), self.initial, dtype=np.int64)
+        for t, k in enumerate(alive_at):  # loop over positions, vectorised over inputs
+            pos = starts[:k] + t
+            cur[:k] = delta[cur[:k], tok[pos]]
+            out[pos] = cur[:k]
         return out
 
     def final_states(self, paths: np.ndarray, offsets: np.ndarray) -> np.ndarray:

@@ -264,6 +264,7 @@ def influential_patterns(
         by support.
     """
     offsets = np.asarray(offsets)
+    token_ids = np.asarray(token_ids)
     step_pred = np.asarray(proba).argmax(1)
     inp, pos = _positions(offsets)
     prev_pred = np.empty_like(step_pred)
@@ -325,31 +326,40 @@ def buggy_patterns(
         "inputs"}`` sorted by p-value.
     """
     offsets = np.asarray(offsets)
+    token_ids = np.asarray(token_ids)
     wrong = np.asarray(labels) != np.asarray(predictions)
     n_all, n_wrong = len(wrong), int(wrong.sum())
     if n_wrong == 0 or n_all == 0:
         return []
     cstates, cinput, cstep, _ = collapsed_paths(states, offsets)
     S = n_states
-    cands = []  # (p_value, -support, w, key, support, n_with)
     keys_by_w = {}
+    found = []  # per window length: (w, keys, support, n_with)
     n_tests = 0
     for w in lengths:
         key = window_keys(cstates, cinput, w, S)
         keys_by_w[w] = key
         pos = np.flatnonzero(key >= 0)
-        pk = np.unique(cinput[pos] * (S ** w) + key[pos])  # presence per input
+        pk = np.sort(cinput[pos] * (S ** w) + key[pos])  # presence per input
+        pk = pk[np.concatenate([[True], pk[1:] != pk[:-1]])] if len(pk) else pk
         p_in, p_key = pk // (S ** w), pk % (S ** w)
         uk, inv, n_with = np.unique(p_key, return_inverse=True, return_counts=True)
         n_wrong_with = np.bincount(inv, weights=wrong[p_in], minlength=len(uk)).astype(int)
         n_tests += len(uk)
         cand = np.flatnonzero((n_wrong_with >= min_support)
                               & (n_wrong_with / n_wrong > n_with / n_all))
-        if len(cand) == 0:
-            continue
-        pv = hypergeom.sf(n_wrong_with[cand] - 1, n_all, n_with[cand], n_wrong)
-        cands.extend((float(p), w, int(uk[j]), int(n_wrong_with[j]), int(n_with[j]))
-                     for j, p in zip(cand, pv, strict=True))
+        found.append((np.full(len(cand), w), uk[cand], n_wrong_with[cand], n_with[cand]))
+    ws, ks, sup, nw = (np.concatenate(c) for c in zip(*found, strict=True))
+    if len(ws) == 0:
+        return []
+    # Rank by the normal approximation, then compute exact p-values for the leaders only.
+    frac = nw / n_all
+    var = n_wrong * frac * (1 - frac) * (n_all - n_wrong) / max(n_all - 1, 1)
+    z = (sup - n_wrong * frac) / np.sqrt(np.maximum(var, 1e-12))
+    lead = np.argsort(-z, kind="stable")[: max(10 * top_k, 100)]
+    pv = hypergeom.sf(sup[lead] - 1, n_all, nw[lead], n_wrong)
+    cands = [(float(p), int(ws[j]), int(ks[j]), int(sup[j]), int(nw[j]))
+             for j, p in zip(lead, pv, strict=True)]
     cands.sort(key=lambda c: (c[0], -c[3], c[1], c[2]))
     out: list[dict[str, Any]] = []
     for p, w, k, support, n_with_k in cands[:top_k]:

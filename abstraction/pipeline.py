@@ -172,7 +172,7 @@ def fit_abstraction(
     split_by_prediction: bool = True,
     splits: tuple[str, ...] | None = None,
     random_state: int = 0,
-    max_fit_samples: int = 100_000,
+    max_fit_samples: int = 30_000,
 ) -> Abstraction:
     """Fit an abstraction on the training split of ``traces`` and apply it to every split."""
     if "train" not in traces:
