@@ -566,7 +566,9 @@ def _prefix_tree(st: SplitTraces, sym: np.ndarray, n_symbols: int, h0: np.ndarra
 # ---------------------------------------------------------------------------------------------
 
 
-def _conflicts(tree: _Tree, state: np.ndarray, n_states: int, n_symbols: int):
+def _conflicts(
+    tree: _Tree, state: np.ndarray, n_states: int, n_symbols: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Transition statistics of the current partition.
 
     Returns
@@ -631,8 +633,8 @@ def _split(tree: _Tree, state: np.ndarray, members: np.ndarray, a: int, next_id:
     """Split the nodes ``members`` of one state along symbol ``a``; returns the next free id.
 
     Nodes with an ``a``-child are grouped by the child's state (at most ``max_new + 1``
-    groups: the heaviest targets first, the rest pooled); the other nodes join the group
-    with the nearest centroid.
+    groups: the heaviest targets first, the rest pooled); every other node joins the group
+    of its nearest grouped node in hidden space (see :func:`_nearest_point`).
     """
     kids = tree.child[members, a]
     has = kids >= 0

@@ -15,10 +15,30 @@ from .errors import AbstractionError
 from .export import FORMATS, fsm_to_dot, render, write_export, write_traces_csv
 from .fsm import FSM
 
-__all__ = ["DFA_FILE", "export_run", "load_run_fsm"]
+__all__ = ["DFA_FILE", "export_run", "extract_run_dfa", "load_run_fsm"]
 
 DFA_FILE = "dfa.json"
 RENDERED_TOP_K = 4
+
+
+def extract_run_dfa(run: Run | str | Path, *, max_states: int = 200, random_state: int = 0):
+    """``stateseer extract-dfa``: extract, save ``abstraction/dfa.json``, record the report
+    in ``metrics.json["abstraction"]["dfa"]``."""
+    from .dfa import extract_dfa
+
+    run = run if isinstance(run, Run) else Run(run)
+    traces = Traces(run.traces_dir)
+    if run.model_path.exists() and traces.meta.get("model_sha256") not in (
+            None, run.model_sha256()):
+        raise AbstractionError(
+            f"the traces in {run.traces_dir} were recorded from another model.pt; re-record "
+            f"them with `stateseer record {run.path}`")
+    dfa = extract_dfa(traces, max_states=max_states, random_state=random_state)
+    dfa.save(run.abstraction_dir / DFA_FILE, overwrite=True)
+    m = run.metrics().get("abstraction", {})
+    m["dfa"] = {k: v for k, v in dfa.report.items() if not isinstance(v, (list, dict))}
+    run.update_metrics(abstraction=m)
+    return dfa
 
 
 def load_run_fsm(run: Run, dfa: bool = False) -> tuple[FSM, Any]:

@@ -119,6 +119,9 @@ class Abstraction:
                 "metrics": self.metrics, "splits": sorted(self.states)}
         atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=2))
         if path.exists():
+            dfa = path / "dfa.json"  # an extracted DFA depends on the traces, not on this
+            if dfa.exists():
+                shutil.copy2(dfa, tmp / "dfa.json")
             shutil.rmtree(path)
         tmp.rename(path)
 

@@ -73,12 +73,23 @@ def _cmd_abstract(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_extract_dfa(args: argparse.Namespace) -> int:
+    from abstraction.exporting import extract_run_dfa
+
+    dfa = extract_run_dfa(args.run, max_states=args.max_states, random_state=args.seed)
+    keys = ("n_states", "n_states_before_minimisation", "seconds", "budget_exhausted",
+            "agreement", "agreement_le12", "grammar_agreement_le12", "minimal_size_match")
+    print(json.dumps({k: dfa.report.get(k) for k in keys if k in dfa.report}))
+    return 0
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     from abstraction.exporting import export_run
 
     path = export_run(args.run, args.format, args.out, dfa=args.dfa, top_k=args.top_k,
                       min_count=args.min_count, overwrite=args.force)
-    print(json.dumps({"written": str(path), "format": args.format}))
+    print(json.dumps({"written": str(path), "format": args.format}),
+          file=sys.stderr if str(args.out) == "-" else sys.stdout)
     return 0
 
 
@@ -204,6 +215,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="let states mix hidden states of different predicted classes")
     a.add_argument("--seed", type=int, default=0)
     a.set_defaults(func=_cmd_abstract)
+
+    x = sub.add_parser("extract-dfa", help="refine the abstraction into a deterministic, "
+                       "minimised automaton (formal languages)")
+    x.add_argument("run")
+    x.add_argument("--max-states", type=_positive_int, default=200,
+                   help="state budget before minimisation")
+    x.add_argument("--seed", type=int, default=0)
+    x.set_defaults(func=_cmd_extract_dfa)
 
     e = sub.add_parser("export", help="export the FSM/DFA or the traces")
     e.add_argument("run")
