@@ -211,7 +211,10 @@ class _PCAClusterer(ClusterMixin, BaseEstimator):
         rng = np.random.default_rng(self.random_state)
         idx = _sample_rows(n, self.max_fit_samples, rng)
         S = np.asarray(X[idx], dtype=np.float32)
-        _check_finite(S, 0)
+        finite = np.isfinite(S).all(axis=1)
+        if not finite.all():
+            _check_finite(np.asarray(X[idx[~finite][:1]], dtype=np.float32),
+                          int(idx[~finite][0]))
         self.n_features_in_ = d
         if self.features not in ("pca", "margin"):
             raise AbstractionError(f"unknown features {self.features!r}; choose pca or margin")
@@ -226,7 +229,9 @@ class _PCAClusterer(ClusterMixin, BaseEstimator):
         else:
             self.state_class_ = None
             self._fit_states(Z, self.n_states, rng)
-        self.n_states_ = self.n_states
+        # A class with fewer points than its share of states, or a grid whose cells do not
+        # divide n_states, yields fewer states: the fitted count is the true one.
+        self.n_states_ = len(self.cluster_centers_)
         return self
 
     def _fit_split(self, Z: np.ndarray, pred: np.ndarray, n_classes: int) -> None:
@@ -248,9 +253,18 @@ class _PCAClusterer(ClusterMixin, BaseEstimator):
             sub = Z[pred == c]
             models.append(self._fit_states(sub, int(k), np.random.default_rng(
                 (self.random_state or 0) + int(c)), store=False))
-            classes.extend([int(c)] * len(models[-1]))
+            classes.extend([int(c)] * self._n_fitted(models[-1]))
         self._merge_split(models, present)
         self.state_class_ = np.array(classes, dtype=np.int64)
+
+    @staticmethod
+    def _n_fitted(model) -> int:
+        """States of one fitted per-class model (centres array, mixture or grid)."""
+        if hasattr(model, "n_components"):
+            return int(model.n_components)
+        if isinstance(model, dict):
+            return len(model["centers"])
+        return len(model)
 
     def predict(self, X, proba: np.ndarray | None = None) -> np.ndarray:
         """Abstract state of every row, shape (n_steps,), values in ``[0, n_states)``.
@@ -375,7 +389,8 @@ class GMMAbstractor(_PCAClusterer):
                  max_fit_samples: int = 30_000, chunk_size: int = 65_536,
                  split_by_prediction: bool = False, features: str = "pca",
                  residual_components: int = 1, covariance_type: str = "diag",
-                 max_iter: int = 100, random_state: int | None = 0) -> None:
+                 max_iter: int = 100, reg_covar: float = 1e-4,
+                 random_state: int | None = 0) -> None:
         self.n_states = n_states
         self.features = features
         self.residual_components = residual_components
@@ -385,11 +400,19 @@ class GMMAbstractor(_PCAClusterer):
         self.split_by_prediction = split_by_prediction
         self.covariance_type = covariance_type
         self.max_iter = max_iter
+        self.reg_covar = reg_covar
         self.random_state = random_state
 
     def _fit_states(self, Z, k, rng=None, store=True):
-        gmm = GaussianMixture(n_components=k, covariance_type=self.covariance_type,
-                              max_iter=self.max_iter, random_state=self.random_state).fit(Z)
+        try:
+            gmm = GaussianMixture(n_components=k, covariance_type=self.covariance_type,
+                                  max_iter=self.max_iter, reg_covar=self.reg_covar,
+                                  random_state=self.random_state).fit(Z)
+        except ValueError as exc:
+            raise AbstractionError(
+                f"the Gaussian mixture could not be fitted ({str(exc).splitlines()[0][:80]}); "
+                "use --method kmeans or fewer states"
+            ) from None
         if store:
             self.gmm_ = gmm
             self.cluster_centers_ = gmm.means_.astype(np.float32)
@@ -420,8 +443,8 @@ class GridAbstractor(_PCAClusterer):
     """Equal-frequency grid over the top ``grid_dims`` PCA components (DeepStellar).
 
     Each of the ``grid_dims`` leading components is cut into ``b`` intervals at the
-    sample's quantiles, with ``b ** grid_dims <= n_states``; a state is a grid cell.
-    ``split_by_prediction`` is not supported (cells are fixed boxes).
+    sample's quantiles, with ``b ** grid_dims <= n_states``; a state is a grid cell. With
+    ``split_by_prediction`` every predicted class gets its own grid.
 
     Attributes
     ----------
@@ -444,30 +467,47 @@ class GridAbstractor(_PCAClusterer):
         self.split_by_prediction = split_by_prediction
         self.random_state = random_state
 
-    def fit(self, X, y=None, proba=None):
-        if self.split_by_prediction:
-            raise AbstractionError("the grid abstraction cannot split states by prediction; "
-                                   "use --method kmeans or gmm")
-        return super().fit(X, y, None)
-
     def _fit_states(self, Z, k, rng=None, store=True):
         dims = int(min(self.grid_dims, Z.shape[1]))
         bins = max(1, int(np.floor(k ** (1.0 / dims) + 1e-9)))
         qs = np.linspace(0, 1, bins + 1)[1:-1]
-        self.edges_ = [np.quantile(Z[:, j], qs) for j in range(dims)]
-        self.bins_ = bins
-        cells = self._assign(Z)
-        centers = np.zeros((k, Z.shape[1]), np.float32)
+        grid = {"edges": [np.quantile(Z[:, j], qs) for j in range(dims)], "bins": bins}
+        cells = self._cells(Z, grid)
+        centers = np.zeros((bins**dims, Z.shape[1]), np.float32)
         for s in np.unique(cells):
             centers[s] = Z[cells == s].mean(0)
-        self.cluster_centers_ = centers
-        return centers
+        grid["centers"] = centers
+        if store:
+            self.grids_ = [grid]
+            self.edges_, self.bins_ = grid["edges"], bins
+            self.cluster_centers_ = centers
+        return grid
+
+    @staticmethod
+    def _cells(Z, grid):
+        cell = np.zeros(len(Z), dtype=np.int64)
+        for j, e in enumerate(grid["edges"]):
+            cell = cell * grid["bins"] + np.searchsorted(e, Z[:, j])
+        return cell
+
+    def _merge_split(self, models, present):
+        self.grids_ = models
+        self._present = present
+        self._class_slices = np.cumsum([0] + [len(m["centers"]) for m in models])
+        self.cluster_centers_ = np.concatenate([m["centers"] for m in models])
 
     def _assign(self, Z):
-        cell = np.zeros(len(Z), dtype=np.int64)
-        for j, e in enumerate(self.edges_):
-            cell = cell * self.bins_ + np.searchsorted(e, Z[:, j])
-        return cell
+        return self._cells(Z, self.grids_[0])
+
+    def _assign_split(self, Z, pred):
+        out = np.empty(len(Z), dtype=np.int64)
+        for j, c in enumerate(self._present):
+            m = pred == c
+            out[m] = self._class_slices[j] + self._cells(Z[m], self.grids_[j])
+        other = ~np.isin(pred, self._present)
+        if other.any():
+            out[other] = _nearest(Z[other], self.cluster_centers_)
+        return out
 
 
 ABSTRACTORS = {"kmeans": KMeansAbstractor, "gmm": GMMAbstractor, "grid": GridAbstractor}
@@ -513,10 +553,13 @@ def abstractor_to_arrays(ab: _PCAClusterer) -> dict[str, np.ndarray]:
             out[f"gmm{i}_precisions_cholesky"] = g.precisions_cholesky_
         out["n_gmms"] = np.array(len(gmms))
     if isinstance(ab, GridAbstractor):
-        out["bins"] = np.array(ab.bins_)
-        for i, e in enumerate(ab.edges_):
-            out[f"edges{i}"] = e
-        out["n_edges"] = np.array(len(ab.edges_))
+        out["n_grids"] = np.array(len(ab.grids_))
+        for j, g in enumerate(ab.grids_):
+            out[f"grid{j}_bins"] = np.array(g["bins"])
+            out[f"grid{j}_centers"] = g["centers"]
+            out[f"grid{j}_n_edges"] = np.array(len(g["edges"]))
+            for i, e in enumerate(g["edges"]):
+                out[f"grid{j}_edges{i}"] = e
     return out
 
 
@@ -532,7 +575,7 @@ def abstractor_from_arrays(d) -> _PCAClusterer:
         ab.n_features_in_ = int(d["n_features_in"])
         ab.cluster_centers_ = d["cluster_centers"]
         ab.split_by_prediction_ = bool(d["split"])
-        ab.n_states_ = ab.n_states
+        ab.n_states_ = len(ab.cluster_centers_)
         ab.state_class_ = d["state_class"] if ab.split_by_prediction_ else None
         if ab.split_by_prediction_:
             ab._class_slices, ab._present = d["class_slices"], d["present"]
@@ -550,8 +593,11 @@ def abstractor_from_arrays(d) -> _PCAClusterer:
             else:
                 ab.gmm_ = gmms[0]
         if isinstance(ab, GridAbstractor):
-            ab.bins_ = int(d["bins"])
-            ab.edges_ = [d[f"edges{i}"] for i in range(int(d["n_edges"]))]
+            ab.grids_ = [{"bins": int(d[f"grid{j}_bins"]), "centers": d[f"grid{j}_centers"],
+                          "edges": [d[f"grid{j}_edges{i}"]
+                                    for i in range(int(d[f"grid{j}_n_edges"]))]}
+                         for j in range(int(d["n_grids"]))]
+            ab.edges_, ab.bins_ = ab.grids_[0]["edges"], ab.grids_[0]["bins"]
         return ab
     except (KeyError, ValueError, TypeError) as exc:
         raise AbstractionError(

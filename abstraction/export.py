@@ -69,7 +69,9 @@ def fsm_to_dot(fsm: FSM, *, top_k: int | None = None, min_count: int = 1,
               if e["count"] >= min_count and (self_loops or e["source"] != e["target"])])
     max_count = max((e["count"] for e in edges), default=1)
     max_visits = max(int(fsm.visits.max(initial=1)), 1)
-    lines = [f"digraph {name} {{", "  rankdir=LR;",
+    meta = (f"stateseer_classes={_q(json.dumps(fsm.classes, ensure_ascii=False))}, "
+            f"stateseer_fallback={_q(fsm.fallback)}, stateseer_bandwidth={fsm.bandwidth}")
+    lines = [f"digraph {name} {{", "  rankdir=LR;", f"  graph [{meta}];",
              '  node [shape=circle, style=filled, fontname="Helvetica"];',
              '  edge [fontname="Helvetica", fontsize=9];',
              '  __start0 [label="", shape=none, width=0, height=0];']
@@ -110,6 +112,7 @@ _ATTR = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^,\]\s]+)')
 _NODE = re.compile(r"^\s*s(\d+)\s*\[(.*)\];\s*$")
 _EDGE = re.compile(r"^\s*s(\d+)\s*->\s*s(\d+)\s*\[(.*)\];\s*$")
 _START = re.compile(r"^\s*__start0\s*->\s*s(\d+)\s*;")
+_GRAPH = re.compile(r"^\s*graph\s*\[(.*)\];\s*$")
 
 
 def _attrs(text: str) -> dict[str, str]:
@@ -132,8 +135,11 @@ def read_dot(text: str, classes: Sequence[str] | None = None) -> FSM:
     nodes: dict[int, dict[str, str]] = {}
     triples: list[tuple[int, str, int, int]] = []
     initial = 0
+    graph: dict[str, str] = {}
     for line in text.splitlines():
-        if m := _START.match(line):
+        if m := _GRAPH.match(line):
+            graph.update(_attrs(m.group(1)))
+        elif m := _START.match(line):
             initial = int(m.group(1))
         elif m := _EDGE.match(line):
             a = _attrs(m.group(3))
@@ -155,6 +161,8 @@ def read_dot(text: str, classes: Sequence[str] | None = None) -> FSM:
                   if all("coords" in nodes[s] for s in range(n)) else None)
     except (KeyError, ValueError) as exc:
         raise AbstractionError(f"DOT node attributes are incomplete ({exc})") from None
+    if classes is None and "stateseer_classes" in graph:
+        classes = json.loads(graph["stateseer_classes"])
     if classes is None:
         by_index: dict[int, str] = {}
         for s in range(n):
@@ -169,8 +177,10 @@ def read_dot(text: str, classes: Sequence[str] | None = None) -> FSM:
     order = np.lexsort((dst, -cnt, tok, src))
     return FSM(classes=list(classes), alphabet=alphabet, visits=visits, prediction=pred,
                source=src[order], token=tok[order], target=dst[order], count=cnt[order],
-               coords=coords, fallback="nearest" if coords is not None else "stay",
-               initial=initial)
+               coords=coords,
+               fallback=graph.get("stateseer_fallback",
+                                  "displacement" if coords is not None else "stay"),
+               bandwidth=float(graph.get("stateseer_bandwidth", 0.5)), initial=initial)
 
 
 def render(dot_text: str, fmt: str) -> bytes:

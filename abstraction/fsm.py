@@ -208,10 +208,16 @@ class FSM:
     def token_index(self) -> dict[str, int]:
         return {t: i for i, t in enumerate(self.alphabet)}
 
+    @property
+    def unknown_id(self) -> int:
+        """Alphabet id that tokens outside the alphabet read as (``<unk>``), or -1."""
+        return self.token_index.get("<unk>", -1)
+
     def encode(self, tokens: Sequence[str]) -> np.ndarray:
-        """Token strings to alphabet ids; tokens outside the alphabet get -1."""
-        get = self.token_index.get
-        return np.fromiter((get(t, -1) for t in tokens), dtype=np.int64, count=len(tokens))
+        """Token strings to alphabet ids; tokens outside the alphabet read as ``<unk>`` when
+        the alphabet has it (as the RNN's vocabulary does), else -1 (the machine stays)."""
+        get, unk = self.token_index.get, self.unknown_id
+        return np.fromiter((get(t, unk) for t in tokens), dtype=np.int64, count=len(tokens))
 
     # simulation ---------------------------------------------------------------------------
     @cached_property
@@ -242,7 +248,9 @@ class FSM:
         d = ((self.coords[:, None, :] - self.coords[None, :, :]) ** 2).sum(-1)
         if self.fallback == "displacement":
             return self._displacement(table, seen, d)
-        order = np.argsort(d, axis=1, kind="stable")  # order[s, 0] == s
+        d_self = d.copy()
+        np.fill_diagonal(d_self, -1.0)
+        order = np.argsort(d_self, axis=1, kind="stable")  # order[s, 0] == s
         done = seen.copy()
         for r in range(1, S):  # loop over neighbour ranks, vectorised over states and tokens
             nb = order[:, r]
@@ -285,7 +293,7 @@ class FSM:
 
     def step(self, token: str) -> int:
         """Consume one token; return the new state."""
-        tid = self.token_index.get(token, -1)
+        tid = self.token_index.get(token, self.unknown_id)
         if tid >= 0:
             self._state = int(self.delta[self._state, tid])
         return self._state
@@ -407,6 +415,9 @@ class FSM:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FSM:
+        if not isinstance(data, dict):
+            raise AbstractionError(
+                f"an FSM document must be a JSON object, not {type(data).__name__}")
         if data.get("format") != FORMAT or data.get("version") != VERSION:
             raise AbstractionError(
                 f"not a {FORMAT} v{VERSION} document (format={data.get('format')!r}, "
@@ -427,6 +438,18 @@ class FSM:
             order = np.lexsort((dst, -cnt, tok, src))
             coords = (np.array([s["coords"] for s in states], np.float64)
                       if all("coords" in s for s in states) else None)
+            n = len(states)
+            bad = [t for t in tr if not (0 <= int(t["source"]) < n and 0 <= int(t["target"]) < n)]
+            if bad:
+                raise AbstractionError(
+                    f"transition {bad[0]['source']} -> {bad[0]['target']} refers to a state "
+                    f"that does not exist (states are 0..{n - 1})")
+            if not 0 <= int(data.get("initial", 0)) < n:
+                raise AbstractionError(f"initial state {data.get('initial')} does not exist")
+            widths = {len(s["prediction"]) for s in states}
+            if widths != {len(data["classes"])}:
+                raise AbstractionError(
+                    f"state predictions must have {len(data['classes'])} values (one per class)")
             return cls(
                 classes=list(data["classes"]), alphabet=alphabet,
                 visits=np.array([s.get("visits", 0) for s in states], np.int64),

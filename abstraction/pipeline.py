@@ -198,7 +198,7 @@ def fit_abstraction(
         states[split] = (ab.predict(tr.hidden, tr.proba) + 1 if tr.n_steps
                          else np.zeros(0, np.int64))
     fsm = FSM.from_paths(states["train"] - 1, train.offsets, train.token_ids, train.proba,
-                         traces.initial_proba, n_states=n_states, classes=traces.classes,
+                         traces.initial_proba, n_states=ab.n_states_, classes=traces.classes,
                          alphabet=alphabet, coords=coords, fallback=fallback)
     simulated = {split: fsm.simulate(traces[split].token_ids, traces[split].offsets)
                  for split in states}
@@ -308,7 +308,8 @@ def abstract_run(
                                "a non-empty test split")
     ev = traces[eval_split]
     lf, sf = _split_figures(ab.fsm, ev, ab.states[eval_split], ab.simulated[eval_split])
-    figures: dict[str, Any] = {"n_states": int(n_states), "n_fsm_states": ab.fsm.n_states,
+    figures: dict[str, Any] = {"n_states": ab.n_states, "n_states_requested": int(n_states),
+                               "n_fsm_states": ab.fsm.n_states,
                                "label_fidelity": lf, "simulation_fidelity": sf,
                                "evaluated_on": eval_split}
     figures.update(quality(ab.fsm, ab.states[eval_split], ev.offsets, ev.token_ids, ev.proba))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from abstraction.errors import AbstractionError
-from abstraction.fsm import FSM, paths_to_transitions
+from abstraction.fsm import FALLBACKS, FSM, paths_to_transitions
 from tests.conftest import one_line
 
 # ----------------------------------------------------------------------------- example A
@@ -95,7 +95,7 @@ def test_paths_to_transitions_restarts_every_input_at_the_initial_state():
 
 
 def test_unknown_fallback_is_refused():
-    with pytest.raises(AbstractionError, match="nearest, token, stay") as e:
+    with pytest.raises(AbstractionError, match=r"choose one of: .*nearest, token, stay") as e:
         example_a(fallback="random")
     one_line(e.value)
 
@@ -131,15 +131,28 @@ def test_fallbacks_fill_unseen_pairs_as_documented(fallback, table):
     assert fsm.delta.tolist() == table
 
 
-def test_nearest_fallback_needs_coordinates():
-    fsm = make_fsm(TRIPLES_B, 4, ["x", "y", "z"], fallback="nearest")
+@pytest.mark.parametrize("fallback", ["nearest", "displacement"])
+def test_geometric_fallbacks_need_coordinates(fallback):
+    fsm = make_fsm(TRIPLES_B, 4, ["x", "y", "z"], fallback=fallback)
     with pytest.raises(AbstractionError, match="coords") as e:
         _ = fsm.delta
     one_line(e.value)
 
 
-@pytest.mark.xfail(strict=True, reason="the nearest fallback assumes argsort puts a state "
-                   "first among its own distances; a lower-id state at distance 0 is skipped")
+def test_displacement_fallback_moves_like_the_token_moves_its_neighbours():
+    # States on a line at 0, 0, 1, 2, 3 (state 0 is the initial one); "x" moves one step right
+    # from 1 and from 2. State 3 never saw "x": moved by about +1 it lands on state 4, where
+    # the nearest state that saw "x" (state 2) would have sent it back to 3.
+    coords = np.array([[0.0], [0.0], [1.0], [2.0], [3.0]])
+    trs = [(0, "x", 1, 1), (1, "x", 2, 4), (2, "x", 3, 4)]
+    moved = make_fsm(trs, 5, ["x"], coords=coords, fallback="displacement")
+    near = make_fsm(trs, 5, ["x"], coords=coords, fallback="nearest")
+    assert moved.delta[:3, 0].tolist() == near.delta[:3, 0].tolist() == [1, 2, 3]  # seen
+    assert moved.delta[3, 0] == 4
+    assert near.delta[3, 0] == 3
+    assert moved.run(["x"] * 5) == [0, 1, 2, 3, 4, 4]
+
+
 def test_nearest_fallback_prefers_a_state_at_the_same_position():
     coords = np.array([[50.0, 0.0], [0.0, 0.0], [0.0, 0.0], [3.0, 0.0]])
     fsm = make_fsm([(1, "x", 1, 1), (3, "x", 0, 1)], 4, ["x"], coords=coords,
@@ -147,7 +160,7 @@ def test_nearest_fallback_prefers_a_state_at_the_same_position():
     assert fsm.delta[2, 0] == 1  # state 1 sits exactly where state 2 is
 
 
-@pytest.mark.parametrize("fallback", ["stay", "token", "nearest"])
+@pytest.mark.parametrize("fallback", FALLBACKS)
 def test_step_reset_run_agree_with_vectorised_simulate(fallback):
     fsm = example_a(fallback)
     rng = np.random.default_rng(0)
@@ -180,7 +193,7 @@ def test_hand_made_runs():
     assert fsm.step("b") == 2
 
 
-@pytest.mark.parametrize("fallback", ["stay", "token", "nearest"])
+@pytest.mark.parametrize("fallback", FALLBACKS)
 def test_tokens_nobody_has_seen_keep_the_state(fallback):
     fsm = make_fsm(TRIPLES_B, 4, ["x", "y", "z"], coords=COORDS_B, fallback=fallback)
     assert fsm.run(["x", "z", "unheard-of"]) == [0, 1, 1, 1]
@@ -188,8 +201,6 @@ def test_tokens_nobody_has_seen_keep_the_state(fallback):
     assert sim.tolist() == [1, 1, 1, 1]
 
 
-@pytest.mark.xfail(strict=True, reason="tokens outside the alphabet stay instead of reading "
-                   "as <unk>, so FSM.run on exported tokens differs from simulated_states")
 def test_out_of_vocabulary_tokens_read_as_unk():
     fsm = make_fsm([(0, "<unk>", 1, 3), (0, "good", 2, 1)], 3, ["<pad>", "<unk>", "good"])
     assert fsm.run(["zorblaxian"]) == fsm.run(["<unk>"]) == [0, 1]
@@ -216,7 +227,7 @@ def test_to_dict_follows_the_design_schema():
         TRIPLES_A)
 
 
-@pytest.mark.parametrize("fallback", ["stay", "token", "nearest"])
+@pytest.mark.parametrize("fallback", FALLBACKS)
 def test_dict_and_file_round_trips_keep_delta_and_labels(tmp_path, fallback):
     fsm = example_a(fallback)
     back = FSM.from_dict(fsm.to_dict())
@@ -292,16 +303,12 @@ def test_malformed_documents_raise(doc, match):
     one_line(e.value)
 
 
-@pytest.mark.xfail(strict=True, reason="from_dict does not check that transitions refer to "
-                   "existing states; delta/step later go to a state that does not exist")
 def test_transition_to_a_missing_state_is_refused():
     with pytest.raises(AbstractionError):
         fsm = FSM.from_dict(_set(_doc(), ["transitions", 0, "target"], 9))
         fsm.run(["a"])  # would land in state 9 of 3
 
 
-@pytest.mark.xfail(strict=True, reason="a JSON document that is not an object raises "
-                   "AttributeError ('list' object has no attribute 'get')")
 def test_non_object_json_is_refused(tmp_path):
     path = tmp_path / "fsm.json"
     path.write_text("[1, 2, 3]")

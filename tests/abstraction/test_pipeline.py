@@ -14,14 +14,14 @@ import pytest
 
 from abstraction import pipeline
 from abstraction.errors import AbstractionError
-from abstraction.export import read_dot
+from abstraction.export import read_dot, write_traces_csv
 from abstraction.exporting import export_run
 from abstraction.fsm import FSM
 from abstraction.pipeline import Abstraction, abstract_run
 from rnn_models.record import record_run
 from rnn_models.run import Run
 from rnn_models.traces import Traces
-from tests.conftest import one_line
+from tests.conftest import REQUIRE_BROWSER, one_line
 
 TEXT_STATES = 12
 
@@ -45,7 +45,8 @@ def tomita_abs(tmp_path_factory, tomita_run) -> tuple[Path, Abstraction]:
     """Tomita 3, train and val recorded only, on a coarse 4-cell grid: imperfect fidelity."""
     run = _fresh_copy(tomita_run, tmp_path_factory.mktemp("pipeline") / "t3")
     record_run(run, splits=["train", "val"])
-    ab = abstract_run(run, n_states=4, method="grid", split_by_prediction=False)
+    ab = abstract_run(run, n_states=4, method="grid", features="pca",
+                      split_by_prediction=False)
     return run, ab
 
 
@@ -68,7 +69,7 @@ def test_abstract_run_writes_the_abstraction_and_its_figures(text_abs):
     expected = {"meta.json", "abstractor.npz", "fsm.json", "patterns.json"}
     for split in ("train", "val", "test"):
         expected |= {f"{split}.states.npy", f"{split}.simulated.npy"}
-    assert files == expected
+    assert expected <= files
     metrics = Run(run).metrics()
     fig = metrics["abstraction"]
     assert "test_accuracy" in metrics and "train_accuracy" in metrics  # merged, not replaced
@@ -91,7 +92,7 @@ def test_abstract_run_writes_the_abstraction_and_its_figures(text_abs):
     for s in np.unique(ab.states["train"]):
         assert len(np.unique(step_pred[ab.states["train"] == s])) == 1
     pats = json.loads((run / "abstraction" / "patterns.json").read_text(encoding="utf-8"))
-    assert set(pats) == {"ngrams", "contexts", "influential", "buggy"}
+    assert {"ngrams", "contexts", "influential", "buggy"} <= set(pats)
     assert len(pats["ngrams"]) == ab.fsm.n_states
     assert set(pats["buggy"]) == {"train", "val", "test"}
 
@@ -130,7 +131,7 @@ def test_same_seed_twice_gives_identical_states(text_abs):
 # ----------------------------------------------------------------------------- exports agree
 @pytest.mark.parametrize("which", ["text", "tomita"])
 def test_figures_recomputed_from_exports_equal_metrics(request, tmp_path, which):
-    run, ab = request.getfixturevalue(f"{which}_abs")
+    run, _ = request.getfixturevalue(f"{which}_abs")
     csv_path = export_run(run, "traces-csv", tmp_path / "traces.csv")
     json_path = export_run(run, "json", tmp_path / "fsm.json")
     fsm = FSM.load(json_path)
@@ -157,7 +158,7 @@ def test_figures_recomputed_from_exports_equal_metrics(request, tmp_path, which)
 
 
 def test_tomita_figures_are_not_trivial_and_fall_back_to_val(tomita_abs):
-    run, ab = tomita_abs
+    _, ab = tomita_abs
     fig = ab.metrics
     assert fig["evaluated_on"] == "val"  # no test split was recorded
     assert fig["n_states"] == 4 and ab.fsm.alphabet[-2:] == ["1", "0"]
@@ -174,8 +175,6 @@ def test_fsm_run_on_exported_tokens_reproduces_simulated_states(tmp_path, tomita
         assert fsm.run(json.loads(r["tokens"])) == json.loads(r["simulated_states"])
 
 
-@pytest.mark.xfail(strict=True, reason="out-of-vocabulary tokens stay in FSM.run but "
-                   "follow <unk> in simulate, so the exported path cannot be reproduced")
 def test_fsm_run_reproduces_simulated_states_with_unknown_words(tmp_path, text_abs):
     run, _ = text_abs
     fsm = FSM.load(export_run(run, "json", tmp_path / "fsm.json"))
@@ -221,7 +220,7 @@ def test_export_to_stdout(capsys, tomita_abs):
 @pytest.mark.exe
 def test_svg_export_of_a_run(tmp_path, tomita_abs):
     if shutil.which("dot") is None:
-        if pytest.importorskip("tests.conftest").REQUIRE_BROWSER:
+        if REQUIRE_BROWSER:
             pytest.fail("the Graphviz `dot` binary is required (STATESEER_REQUIRE_BROWSER=1)")
         pytest.skip("the Graphviz `dot` binary is not installed")
     run, ab = tomita_abs
@@ -242,8 +241,8 @@ def test_export_needs_an_abstraction(tmp_path, copy_run, tomita_abs):
 def test_auto_state_count_writes_its_curve(monkeypatch, copy_run, tomita_abs):
     run = copy_run(tomita_abs[0])
     monkeypatch.setattr(pipeline, "AUTO_CANDIDATES", (2, 3, 6))
-    ab = abstract_run(run, n_states="auto", method="grid", split_by_prediction=False,
-                      target_fidelity=0.9)
+    ab = abstract_run(run, n_states="auto", method="grid", features="pca",
+                      split_by_prediction=False, target_fidelity=0.9)
     curve = Run(run).metrics()["abstraction"]["auto_curve"]
     assert curve == json.loads(json.dumps(ab.metrics["auto_curve"]))
     assert [c["n_states"] for c in curve] == [2, 3, 6]
@@ -253,9 +252,10 @@ def test_auto_state_count_writes_its_curve(monkeypatch, copy_run, tomita_abs):
     ok = [c["n_states"] for c in curve if c["val_label_fidelity"] >= 0.9
           and c["val_simulation_fidelity"] >= best - 0.01]
     chosen = ok[0] if ok else max(curve, key=lambda c: c["val_label_fidelity"])["n_states"]
-    assert ab.metrics["n_states"] == ab.n_states == chosen
+    assert ab.metrics["n_states_requested"] == chosen
+    assert ab.metrics["n_states"] == ab.n_states <= chosen  # a grid may fill fewer cells
     # and the abstraction actually kept is refitted with that count
-    assert Abstraction.load(run / "abstraction").n_states == chosen
+    assert Abstraction.load(run / "abstraction").n_states == ab.n_states
 
 
 def test_auto_needs_a_validation_split(copy_run, text_abs):
@@ -302,8 +302,6 @@ def test_trace_rows_match_the_design_columns(text_abs):
     rows = ab.trace_rows(traces, "val")
     assert len(rows) == traces["val"].n_inputs
     buf = io.StringIO()
-    from abstraction.export import write_traces_csv
-
     write_traces_csv(buf, rows)
     header = buf.getvalue().splitlines()[0]
     assert header == "id,split,label,prediction,tokens,states,simulated_states"
@@ -312,8 +310,6 @@ def test_trace_rows_match_the_design_columns(text_abs):
     assert r["tokens"] == traces["val"].tokens(0)
 
 
-@pytest.mark.xfail(strict=True, reason="--method gmm with the default split_by_prediction "
-                   "crashes with a TypeError in GMMAbstractor._fit_split")
 def test_gmm_method_with_default_split(tomita_abs):
     ab = abstract_run(tomita_abs[0], n_states=4, method="gmm", save=False)
     assert ab.metrics["label_fidelity"] >= 0.0
