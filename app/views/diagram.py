@@ -38,14 +38,26 @@ def fixed_positions(fsm: FSM) -> dict[int, tuple[float, float]]:
     # Seed the layout with the states' centroids (first two PCA coordinates) so similar
     # states start close, then let the transition graph pull connected states together.
     if fsm.coords is not None and fsm.coords.shape[1] >= 2:
-        xy = fsm.coords[:, :2] - fsm.coords[:, :2].mean(0)
-        xy = xy / (np.abs(xy).max() or 1.0)
+        xy = fsm.coords - fsm.coords.mean(0)
+        # rotate onto the centroids' two principal axes (the main one horizontal), then
+        # stretch each axis to fill the frame
+        _, _, vt = np.linalg.svd(xy, full_matrices=False)
+        xy = xy @ vt[:2].T
+        if xy.shape[1] < 2:
+            xy = np.column_stack([xy, np.zeros(len(xy))])
+        if fsm.n_states > 2 and fsm.prediction.shape[1] == 2 and np.corrcoef(
+                xy[:, 0], fsm.prediction[:, 1])[0, 1] < 0:
+            xy[:, 0] = -xy[:, 0]  # class 1 (e.g. fresh) on the right
+        xy = xy / np.maximum(np.abs(xy).max(0), 1e-9)
         init = {s: tuple(xy[s]) for s in range(fsm.n_states)}
     else:
         init = None
     pos = nx.spring_layout(g, pos=init, seed=0, weight="weight", iterations=200,
                            k=1.6 / np.sqrt(max(fsm.n_states, 1)))
-    return {int(s): (float(x) * 520, float(y) * 380) for s, (x, y) in pos.items()}
+    xy = np.array([pos[s] for s in range(fsm.n_states)], dtype=float)
+    xy -= xy.mean(0)
+    xy /= np.maximum(np.abs(xy).max(0), 1e-9)  # fill the frame along both axes
+    return {s: (float(x) * 560, float(y) * 300) for s, (x, y) in enumerate(xy)}
 
 
 def diagram_elements(
