@@ -44,21 +44,34 @@ def register_callbacks(app: Dash, data: RunData) -> None:
 
     # -- selection: URL on load, diagram taps, table clicks, patterns, split, clear --------
     @app.callback(
-        Output("selection", "data"),
-        Input("url", "pathname"),
+        Output("selection", "data"), Output("url", "search"),
+        Input("url", "search"),
         Input("diagram", "tapNodeData"),
         Input("table", "active_cell"),
         Input({"type": "pattern", "kind": ALL, "index": ALL}, "n_clicks"),
         Input("split", "value"),
         Input("clear", "n_clicks"),
-        State("url", "search"),
         State("selection", "data"),
         State("table", "data"),
     )
-    def select(_path, tap, cell, _pclicks, split, _clear, search, sel, rows):
+    def select(search, tap, cell, _pclicks, split, _clear, sel, rows):
+        """One place owns the selection and its URL (also back/forward navigation)."""
+        new = _next_selection(search, tap, cell, split, sel, rows)
+        if new is no_update:
+            return no_update, no_update
+        if ctx.triggered_id in (None, "url") or sel is None:
+            return new, no_update
+        return new, to_query(new)
+
+    def _next_selection(search, tap, cell, split, sel, rows):
         trig = ctx.triggered_id
+        if trig is None and sel is not None:
+            return no_update  # the page was served with the URL's selection already
         if sel is None or trig == "url":
-            return from_query(search, data.splits, data.fsm.n_states, n_inputs, patterns)
+            if search is None and sel is not None:
+                return no_update
+            new = from_query(search, data.splits, data.fsm.n_states, n_inputs, patterns)
+            return no_update if new == sel else new
         if trig == "diagram" and tap:
             return apply_event(sel, "state", int(tap["state"]))
         if trig == "table" and cell and rows:
@@ -79,11 +92,6 @@ def register_callbacks(app: Dash, data: RunData) -> None:
         if trig == "clear":
             return apply_event(sel, "clear")
         return no_update
-
-    @app.callback(Output("url", "search"), Input("selection", "data"),
-                  prevent_initial_call=True)
-    def sync_url(sel):
-        return to_query(sel or EMPTY)
 
     @app.callback(Output("split", "value"), Input("selection", "data"), State("split", "value"))
     def sync_split(sel, current):

@@ -43,7 +43,7 @@ def _legend(data: RunData) -> html.Div:
     return html.Div([html.Span(x, className="lg") for x in c], className="legend")
 
 
-def build_layout(data: RunData) -> html.Div:
+def build_layout(data: RunData, initial: dict | None = None) -> html.Div:
     m = data.metrics
     a = m.get("abstraction", {})
     header = html.Div([
@@ -78,7 +78,8 @@ def build_layout(data: RunData) -> html.Div:
         html.Div([
             dcc.RadioItems(id="split", options=[{"label": f" {s}", "value": s}
                                                 for s in data.splits],
-                           value="test" if "test" in data.splits else data.splits[0],
+                           value=(initial or {}).get("split") or
+                           ("test" if "test" in data.splits else data.splits[0]),
                            inline=True),
             dcc.Input(id="search", type="text", placeholder="search text…", debounce=True),
             dcc.Checklist(id="regex", options=[{"label": " regex", "value": "on"}], value=[],
@@ -125,7 +126,7 @@ def build_layout(data: RunData) -> html.Div:
                   figure={"data": [], "layout": {"height": 260}}),
         html.Button("figure as HTML", id="dl-figure", n_clicks=0),
     ], className="panel trace-panel")
-    stores = [dcc.Location(id="url", refresh=False), dcc.Store(id="selection"),
+    stores = [dcc.Location(id="url", refresh=False), dcc.Store(id="selection", data=initial),
               dcc.Store(id="active-trace"), dcc.Store(id="hover-state"),
               dcc.Download(id="download")]
     return html.Div([*stores, header,

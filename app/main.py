@@ -10,10 +10,12 @@ from pathlib import Path
 
 import dash_cytoscape as cyto
 from dash import Dash
+from flask import has_request_context, request
 
 from .callbacks import register_callbacks
 from .data import RunData
 from .layout import build_layout
+from .selection import from_query
 
 __all__ = ["create_app", "server_from_env"]
 
@@ -26,10 +28,25 @@ def create_app(run_dir: str | Path, *, data: RunData | None = None) -> Dash:
     cyto.load_extra_layouts()  # dagre etc., bundled with dash-cytoscape (no network)
     app = Dash(__name__, assets_folder=str(ASSETS), title=f"stateseer · {data.name}",
                update_title=None, suppress_callback_exceptions=True)
-    app.layout = build_layout(data)
+    def serve_layout():
+        # Each page load is built with the selection in its URL, so a shared link shows
+        # its view from the first render (no wait for the URL to reach the callbacks).
+        query = ""
+        if has_request_context():
+            query = request.query_string.decode(errors="replace")
+        return build_layout(data, initial=initial_selection(data, query))
+
+    app.layout = serve_layout
     register_callbacks(app, data)
     app.stateseer_data = data  # read-only, for tests and benchmarks
     return app
+
+
+def initial_selection(data: RunData, query: str) -> dict:
+    """The selection a page starts with, read from its URL query string."""
+    return from_query(query, data.splits, data.fsm.n_states,
+                      {s: data.traces[s].n_inputs for s in data.splits},
+                      data.abstraction.patterns)
 
 
 def server_from_env():

@@ -34,13 +34,27 @@ def _start(dash_duo, run_dir, query: str = ""):
     return app
 
 
+def _wait_idle(driver, timeout: float = 15) -> None:
+    """Wait until no Dash component is loading (callbacks settled)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and driver.execute_script(
+            "return document.querySelectorAll('[data-dash-is-loading=\"true\"]').length"):
+        time.sleep(0.1)
+
+
 def _click_state(dash_duo, state: int) -> None:
     """Physically click the node of ``state`` on the cytoscape canvas."""
     d = dash_duo.driver
-    xy = _cy(d, f"(() => {{ const n = cy.$('#s{state}'); const p = n.renderedPosition();"
-                f" const r = cy.container().getBoundingClientRect();"
-                f" return [r.left + p.x, r.top + p.y]; }})()")
-    assert xy is not None, "cytoscape instance not found"
+    _wait_idle(d)
+    xy, deadline = None, time.time() + 15
+    while xy is None and time.time() < deadline:  # elements may be replaced meanwhile
+        xy = _cy(d, f"(() => {{ const n = cy.$('#s{state}'); if (n.empty()) return null;"
+                    f" const p = n.renderedPosition();"
+                    f" const r = cy.container().getBoundingClientRect();"
+                    f" return [r.left + p.x, r.top + p.y]; }})()")
+        if xy is None:
+            time.sleep(0.2)
+    assert xy is not None, f"state {state} not found on the diagram"
     actions = ActionChains(d)
     actions.w3c_actions.pointer_action.move_to_location(int(xy[0]), int(xy[1]))
     actions.w3c_actions.pointer_action.click()
