@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
                    choices=("train", "val", "test"))
     r.add_argument("--layer", type=int, default=-1, help="recurrent layer (default: top)")
     r.add_argument("--dtype", choices=("float32", "float16"), default="float32")
-    r.add_argument("--batch-size", type=_positive_int, default=512)
+    r.add_argument("--batch-size", type=_positive_int, default=256)
     r.set_defaults(func=_cmd_record)
 
     a = sub.add_parser("abstract", help="cluster hidden states into abstract states and an FSM")
