@@ -16,9 +16,9 @@ from abstraction.export import fsm_to_dot, render
 from rnn_models.errors import StateseerError
 
 from .data import InstanceQuery, RunData, query_instances
-from .selection import EMPTY, apply_event, from_query, pattern_items, to_query
+from .selection import EMPTY, apply_event, pattern_items, to_query
 from .views.cards import pattern_list, state_card
-from .views.diagram import diagram_elements
+from .views.diagram import diagram_elements, stylesheet
 from .views.trace import probability_figure, token_strip
 
 __all__ = ["register_callbacks"]
@@ -43,9 +43,10 @@ def register_callbacks(app: Dash, data: RunData) -> None:
     patterns = data.abstraction.patterns
 
     # -- selection: URL on load, diagram taps, table clicks, patterns, split, clear --------
+    # The page is served with the selection of its URL (see app.main), so this callback
+    # has no initial call and nothing at start-up waits for it.
     @app.callback(
         Output("selection", "data"), Output("url", "search"),
-        Input("url", "search"),
         Input("diagram", "tapNodeData"),
         Input("table", "active_cell"),
         Input({"type": "pattern", "kind": ALL, "index": ALL}, "n_clicks"),
@@ -53,25 +54,17 @@ def register_callbacks(app: Dash, data: RunData) -> None:
         Input("clear", "n_clicks"),
         State("selection", "data"),
         State("table", "data"),
+        prevent_initial_call=True,
     )
-    def select(search, tap, cell, _pclicks, split, _clear, sel, rows):
-        """One place owns the selection and its URL (also back/forward navigation)."""
-        new = _next_selection(search, tap, cell, split, sel, rows)
+    def select(tap, cell, _pclicks, split, _clear, sel, rows):
+        """One place owns the selection and writes it into the URL."""
+        new = _next_selection(tap, cell, split, sel or EMPTY, rows)
         if new is no_update:
             return no_update, no_update
-        if ctx.triggered_id in (None, "url") or sel is None:
-            return new, no_update
         return new, to_query(new)
 
-    def _next_selection(search, tap, cell, split, sel, rows):
+    def _next_selection(tap, cell, split, sel, rows):
         trig = ctx.triggered_id
-        if trig is None and sel is not None:
-            return no_update  # the page was served with the URL's selection already
-        if sel is None or trig == "url":
-            if search is None and sel is not None:
-                return no_update
-            new = from_query(search, data.splits, data.fsm.n_states, n_inputs, patterns)
-            return no_update if new == sel else new
         if trig == "diagram" and tap:
             return apply_event(sel, "state", int(tap["state"]))
         if trig == "table" and cell and rows:
@@ -93,7 +86,8 @@ def register_callbacks(app: Dash, data: RunData) -> None:
             return apply_event(sel, "clear")
         return no_update
 
-    @app.callback(Output("split", "value"), Input("selection", "data"), State("split", "value"))
+    @app.callback(Output("split", "value"), Input("selection", "data"), State("split", "value"),
+                  prevent_initial_call=True)
     def sync_split(sel, current):
         return sel["split"] if sel and sel.get("split") and sel["split"] != current \
             else no_update
@@ -158,7 +152,7 @@ def register_callbacks(app: Dash, data: RunData) -> None:
     @app.callback(
         Output("trace-title", "children"), Output("trace-tokens", "children"),
         Output("trace-chart", "figure"),
-        Input("active-trace", "data"), Input("selection", "data"),
+        Input("active-trace", "data"), State("selection", "data"),
     )
     def trace_view(active, sel):
         if not active or not active.get("main"):
@@ -225,23 +219,27 @@ def register_callbacks(app: Dash, data: RunData) -> None:
     @app.callback(
         Output("diagram", "elements"), Output("diagram", "layout"),
         Input("topk", "value"), Input("mincount", "value"), Input("loops", "value"),
-        Input("layout", "value"), Input("selection", "data"), Input("active-trace", "data"),
-        Input("hover-state", "data"),
+        Input("layout", "value"), Input("active-trace", "data"),
     )
-    def diagram(topk, mincount, loops, layout, sel, active, hover_state):
+    def diagram(topk, mincount, loops, layout, active):
         main = (active or {}).get("main") or {}
         cmp_ = (active or {}).get("compare") or {}
         els = diagram_elements(
             data.fsm, top_k=int(topk or 3), min_count=int(mincount or 1),
             self_loops=bool(loops), path=main.get("states"), compare_path=cmp_.get("states"),
-            selected_state=(sel or {}).get("state"), hover_state=hover_state,
             positions=data.positions)
         lay = {"name": layout or "preset", "fit": True, "padding": 20, "animate": False}
         if layout == "breadthfirst":
             lay.update(directed=True, roots="#s0")
         return els, (no_update if ctx.triggered_id not in (None, "layout") else lay)
 
-    @app.callback(Output("edge-info", "children"), Input("diagram", "mouseoverEdgeData"))
+    @app.callback(Output("diagram", "stylesheet"), Input("selection", "data"),
+                  Input("hover-state", "data"))
+    def diagram_style(sel, hover_state):
+        return stylesheet((sel or {}).get("state"), hover_state)
+
+    @app.callback(Output("edge-info", "children"), Input("diagram", "mouseoverEdgeData"),
+                  prevent_initial_call=True)
     def edge_info(edge):
         if not edge:
             return no_update
@@ -261,7 +259,7 @@ def register_callbacks(app: Dash, data: RunData) -> None:
         return state_card(data.fsm, int(state), patterns), switch
 
     @app.callback(Output("influential", "children"), Output("buggy", "children"),
-                  Input("split", "value"))
+                  Input("split", "value"), prevent_initial_call=True)
     def pattern_lists(split):
         return (pattern_list(pattern_items(patterns, "influential", split), "influential",
                              data.classes),

@@ -6,6 +6,8 @@ import dash_cytoscape as cyto
 from dash import dash_table, dcc, html
 
 from .data import RunData
+from .selection import pattern_items
+from .views.cards import pattern_list
 from .views.diagram import LAYOUTS, stylesheet
 
 __all__ = ["build_layout"]
@@ -46,6 +48,9 @@ def _legend(data: RunData) -> html.Div:
 def build_layout(data: RunData, initial: dict | None = None) -> html.Div:
     m = data.metrics
     a = m.get("abstraction", {})
+    pats = data.abstraction.patterns
+    split = (initial or {}).get("split") or ("test" if "test" in data.splits
+                                             else data.splits[0])
     header = html.Div([
         html.H2("stateseer"),
         html.Span(f"{data.name} · {data.config['model']['arch'].upper()} on "
@@ -56,7 +61,8 @@ def build_layout(data: RunData, initial: dict | None = None) -> html.Div:
     ], className="header")
     diagram = html.Div([
         _controls(), _legend(data),
-        cyto.Cytoscape(id="diagram", elements=[], stylesheet=stylesheet(),
+        cyto.Cytoscape(id="diagram", elements=[],
+                       stylesheet=stylesheet((initial or {}).get("state")),
                        layout={"name": "preset", "fit": True, "padding": 20},
                        style={"width": "100%", "height": "520px"}, minZoom=0.2, maxZoom=3,
                        autoRefreshLayout=True),
@@ -69,18 +75,20 @@ def build_layout(data: RunData, initial: dict | None = None) -> html.Div:
                 id="state-card", className="card",
                 children=html.P("Click a state in the diagram.", className="muted"))),
             dcc.Tab(label="Influential patterns", value="influential",
-                    children=html.Div(id="influential", className="patterns")),
+                    children=html.Div(id="influential", className="patterns", children=(
+                        pattern_list(pattern_items(pats, "influential", split),
+                                     "influential", data.classes)))),
             dcc.Tab(label="Buggy patterns", value="buggy",
-                    children=html.Div(id="buggy", className="patterns")),
+                    children=html.Div(id="buggy", className="patterns", children=(
+                        pattern_list(pattern_items(pats, "buggy", split), "buggy",
+                                     data.classes)))),
         ]),
     ], className="panel side-panel")
     table = html.Div([
         html.Div([
             dcc.RadioItems(id="split", options=[{"label": f" {s}", "value": s}
                                                 for s in data.splits],
-                           value=(initial or {}).get("split") or
-                           ("test" if "test" in data.splits else data.splits[0]),
-                           inline=True),
+                           value=split, inline=True),
             dcc.Input(id="search", type="text", placeholder="search text…", debounce=True),
             dcc.Checklist(id="regex", options=[{"label": " regex", "value": "on"}], value=[],
                           inline=True),

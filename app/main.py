@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlparse
 
 import dash_cytoscape as cyto
 from dash import Dash
@@ -31,14 +32,20 @@ def create_app(run_dir: str | Path, *, data: RunData | None = None) -> Dash:
     def serve_layout():
         # Each page load is built with the selection in its URL, so a shared link shows
         # its view from the first render (no wait for the URL to reach the callbacks).
+        # dash-renderer fetches the layout with its own request (/_dash-layout); the page's
+        # URL, and so its query string, comes with it as the referrer.
         query = ""
         if has_request_context():
-            query = request.query_string.decode(errors="replace")
+            query = (urlparse(request.referrer).query if request.referrer
+                     else request.query_string.decode(errors="replace"))
         return build_layout(data, initial=initial_selection(data, query))
 
     app.layout = serve_layout
     register_callbacks(app, data)
     app.stateseer_data = data  # read-only, for tests and benchmarks
+    # Do once at start-up what the first page would otherwise wait for.
+    _ = data.positions
+    data.index("test" if "test" in data.splits else data.splits[0])
     return app
 
 

@@ -13,8 +13,11 @@ action, the callbacks the action triggers, one after another:
 Baseline in the same run: a state filter the way DeepSeer's front end does it (scan every
 instance's trace for the state), on the same 100k instances.
 
+Also: seconds from ``create_app`` to a first complete render (diagram, table and trace)
+in headless chromium, when it is installed.
+
 Last line: JSON with ``n_instances``, ``state_click_p95_ms``, ``row_select_p95_ms``,
-``new_input_p95_ms`` and ``baseline_state_filter_p95_ms``.
+``new_input_p95_ms``, ``baseline_state_filter_p95_ms`` and ``first_render_s``.
 """
 
 from __future__ import annotations
@@ -196,6 +199,50 @@ def measure(run_dir: Path, repeats: int, seed: int) -> dict:
             "baseline_state_filter_p95_ms": p95(base_ms)}
 
 
+def first_render(run_dir: Path, query: str = "?split=test&state=3&row=0") -> dict:
+    """Seconds from ``create_app`` to a page whose diagram, table and trace are drawn, in
+    headless Debian chromium (skipped when chromium is absent)."""
+    import os
+    import threading
+
+    if not (os.path.exists("/usr/bin/chromium") and os.path.exists("/usr/bin/chromedriver")):
+        return {}
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from werkzeug.serving import make_server
+
+    from app.main import create_app
+
+    opts = Options()
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1500,1100"):
+        opts.add_argument(a)
+    opts.binary_location = "/usr/bin/chromium"
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    try:
+        driver.get("about:blank")
+        t0 = time.perf_counter()
+        app = create_app(run_dir)
+        t_app = time.perf_counter() - t0
+        server = make_server("127.0.0.1", 0, app.server, threaded=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        driver.get(f"http://127.0.0.1:{server.server_port}/{query}")
+        ready = ("const r = document.querySelector('#diagram');"
+                 "const el = r && [r, ...r.querySelectorAll('*')].find(d => d._cyreg);"
+                 "return !!(el && el._cyreg.cy.nodes().length"
+                 " && document.querySelector('#table td')"
+                 " && document.querySelector('#trace-tokens .chip'));")
+        while not driver.execute_script(ready):
+            if time.perf_counter() - t0 > 60:
+                raise RuntimeError("the page did not render within 60 s")
+            time.sleep(0.02)
+        total = time.perf_counter() - t0
+        server.shutdown()
+        return {"first_render_s": round(total, 3), "create_app_s": round(t_app, 3)}
+    finally:
+        driver.quit()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", type=Path, default=ROOT / "runs" / "bench-app-100k")
@@ -205,6 +252,7 @@ def main() -> None:
     args = p.parse_args()
     build_run(args.run, args.instances, args.seed)
     res = measure(args.run, args.repeats, args.seed)
+    res.update(first_render(args.run))
     print(f"{res['n_instances']:,} instances: state click p95 {res['state_click_p95_ms']} ms "
           f"(DeepSeer-style scan {res['baseline_state_filter_p95_ms']} ms), row select p95 "
           f"{res['row_select_p95_ms']} ms, new input p95 {res['new_input_p95_ms']} ms")

@@ -147,9 +147,22 @@ def diagram_elements(
     return els
 
 
-def stylesheet() -> list[dict[str, Any]]:
-    """Cytoscape stylesheet: sizes, colours, path and selection highlights."""
-    return [
+def stylesheet(selected: int | None = None, hover: int | None = None) -> list[dict[str, Any]]:
+    """Cytoscape stylesheet: sizes, colours, path highlights, and the ``selected`` and
+    ``hover`` states (styled by id, so a selection restyles the diagram without
+    rebuilding its elements)."""
+    extra = []
+    if selected is not None:
+        extra.append({"selector": f"#s{int(selected)}",
+                      "style": {"border-width": 6, "border-color": "#111"}})
+    if hover is not None:
+        extra.append({"selector": f"#s{int(hover)}",
+                      "style": {"overlay-color": "#ff9f1c", "overlay-opacity": 0.35,
+                                "overlay-padding": 6}})
+    return _BASE_STYLE + extra
+
+
+_BASE_STYLE: list[dict[str, Any]] = [
         {"selector": "node", "style": {
             "background-color": "data(color)", "width": "data(size)", "height": "data(size)",
             "label": "data(label)", "color": "data(text_color)", "font-size": 11,
@@ -182,4 +195,4 @@ def stylesheet() -> list[dict[str, Any]]:
                                                 "text-wrap": "wrap", "text-max-width": 160,
                                                 "text-background-color": "#fff",
                                                 "text-background-opacity": 0.9}},
-    ]
+]

@@ -77,7 +77,7 @@ def test_click_state_filters_table_and_opens_card(dash_duo, explored_run):
     dash_duo.wait_for_contains_text("#filter-chips", f"through state {state}", timeout=10)
     assert 0 < _count(dash_duo) <= total
     assert f"state={state}" in dash_duo.driver.current_url
-    assert _cy(dash_duo.driver, f"cy.$('#s{state}').hasClass('selected-state')")
+    assert _cy(dash_duo.driver, f"cy.$('#s{state}').style('border-width')") == "6px"
     dash_duo.find_element("#clear").click()
     dash_duo.wait_for_text_to_equal("#filter-chips .count",
                                     f"{total:,} of {total:,} inputs", timeout=10)
@@ -133,7 +133,7 @@ def test_url_restores_the_selection(dash_duo, explored_run):
     _start(dash_duo, explored_run, "?split=test&state=2&row=1")
     dash_duo.wait_for_text_to_equal("#state-card h4", "State 2", timeout=15)
     dash_duo.wait_for_element("#trace-tokens .chip", timeout=15)
-    assert _cy(dash_duo.driver, "cy.$('#s2').hasClass('selected-state')")
+    assert _cy(dash_duo.driver, "cy.$('#s2').style('border-width')") == "6px"
 
 
 def test_markup_in_inputs_is_shown_as_text(dash_duo, explored_run):
