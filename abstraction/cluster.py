@@ -54,19 +54,22 @@ def _as_2d(X, name: str = "hidden states") -> np.ndarray:
 
 
 def iter_rows(X, chunk_size: int, *others):
-    """Yield ``(start, X[start:stop] as float32, *others[start:stop])`` chunk by chunk.
+    """Yield ``(start, X[start:stop], *others[start:stop])`` chunk by chunk.
 
-    Memory-mapped inputs are released after each chunk (``madvise(DONTNEED)``), so
-    abstracting millions of memory-mapped steps keeps the process's resident memory at a
-    chunk, not at the size of the file.
+    The block is a view when ``X`` is float32 (no copy). Memory-mapped inputs are released
+    once the consumer has moved on (``madvise(DONTNEED)``), so abstracting millions of
+    memory-mapped steps keeps the process's resident memory at a chunk, not at the size
+    of the file; the consumer must not keep a block past its iteration.
     """
     import mmap
 
     mm = getattr(X, "_mmap", None)
     for start in range(0, X.shape[0], chunk_size):
         stop = min(start + chunk_size, X.shape[0])
-        block = np.array(X[start:stop], dtype=np.float32)
+        block = np.asarray(X[start:stop], dtype=np.float32)
         rest = tuple(None if o is None else np.asarray(o[start:stop]) for o in others)
+        yield (start, block, *rest)
+        del block
         if mm is not None and hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
             row = X.strides[0]
             lo = X.offset + start * row
@@ -75,7 +78,6 @@ def iter_rows(X, chunk_size: int, *others):
             hi -= hi % mmap.PAGESIZE  # keep the page shared with the next chunk
             if hi > lo:
                 mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-        yield (start, block, *rest)
 
 
 def _sample_rows(n: int, k: int, rng: np.random.Generator, run: int = 16) -> np.ndarray:
@@ -283,8 +285,9 @@ class _PCAClusterer(ClusterMixin, BaseEstimator):
                                    "pass proba")
         out = np.empty(X.shape[0], dtype=np.int64)
         for start, block, P in iter_rows(X, self.chunk_size, proba):
-            _check_finite(block, start)
             Z = self._project(block, P)
+            if not np.isfinite(Z).all():  # NaN/inf in a hidden state reaches its coordinates
+                _check_finite(block, start)
             if self.split_by_prediction_:
                 pred = P.argmax(axis=1)
                 out[start : start + len(block)] = self._assign_split(Z, pred)

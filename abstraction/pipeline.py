@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,8 +178,13 @@ def fit_abstraction(
     splits: tuple[str, ...] | None = None,
     random_state: int = 0,
     max_fit_samples: int = 30_000,
+    pool: ThreadPoolExecutor | None = None,
 ) -> Abstraction:
-    """Fit an abstraction on the training split of ``traces`` and apply it to every split."""
+    """Fit an abstraction on the training split of ``traces`` and apply it to every split.
+
+    With a thread ``pool``, pattern mining starts as soon as each split's states are known
+    and runs beside the rest; the patterns are then futures until :func:`_results`.
+    """
     if "train" not in traces:
         raise AbstractionError("the traces have no training split; record it with "
                                "`stateseer record RUN --splits train val test`")
@@ -192,35 +199,65 @@ def fit_abstraction(
     h0 = np.asarray(traces.initial_hidden, np.float32)[None]
     p0 = np.asarray(traces.initial_proba, np.float64)[None]
     coords = np.vstack([ab.transform(h0, p0), ab.cluster_centers_]).astype(np.float64)
-    states = {}
-    for split in splits or tuple(traces.split_names):
+    states: dict[str, np.ndarray] = {}
+    patterns: dict[str, Any] = {"buggy": {}}
+    names = ["train", *[s for s in (splits or tuple(traces.split_names)) if s != "train"]]
+    for split in names:
         tr = traces[split]
         states[split] = (ab.predict(tr.hidden, tr.proba) + 1 if tr.n_steps
                          else np.zeros(0, np.int64))
+        if pool is not None:
+            _submit_patterns(traces, split, states[split], ab.n_states_ + 1, pool, patterns)
     fsm = FSM.from_paths(states["train"] - 1, train.offsets, train.token_ids, train.proba,
                          traces.initial_proba, n_states=ab.n_states_, classes=traces.classes,
                          alphabet=alphabet, coords=coords, fallback=fallback)
     simulated = {split: fsm.simulate(traces[split].token_ids, traces[split].offsets)
                  for split in states}
-    return Abstraction(abstractor=ab, fsm=fsm, states=states, simulated=simulated)
+    return Abstraction(abstractor=ab, fsm=fsm, states=states, simulated=simulated,
+                       patterns=patterns if pool is not None else {})
 
 
-def _patterns(ab: Abstraction, traces: Traces) -> dict[str, Any]:
-    S = ab.fsm.n_states
-    out: dict[str, Any] = {}
-    train = traces["train"]
-    st = ab.states["train"]
-    out["ngrams"] = state_ngrams(st, train.offsets, train.surface_ids, traces.surface, S)
-    out["contexts"] = state_contexts(st, train.offsets, train.surface_ids, traces.surface, S)
-    out["influential"] = influential_patterns(
-        st, train.offsets, train.surface_ids, traces.surface, train.proba,
-        traces.initial_proba, train.labels, train.predictions, S)
-    out["buggy"] = {}
+def _submit_patterns(traces: Traces, split: str, st: np.ndarray, S: int, pool,
+                     out: dict[str, Any]) -> None:
+    """Start mining the pattern lists that need ``split``'s states; futures go to ``out``.
+
+    numpy releases the GIL in its sorts, so the miners run in parallel on threads.
+    """
+    tr = traces[split]
+    if split == "train":
+        out["ngrams"] = pool.submit(state_ngrams, st, tr.offsets, tr.surface_ids,
+                                    traces.surface, S)
+        out["contexts"] = pool.submit(state_contexts, st, tr.offsets, tr.surface_ids,
+                                      traces.surface, S)
+        out["influential"] = pool.submit(
+            influential_patterns, st, tr.offsets, tr.surface_ids, traces.surface, tr.proba,
+            traces.initial_proba, tr.labels, tr.predictions, S)
+    out["buggy"][split] = pool.submit(buggy_patterns, st, tr.offsets, tr.surface_ids,
+                                      traces.surface, tr.labels, tr.predictions, S)
+
+
+def _figures(ab: Abstraction, traces: Traces, eval_split: str, requested: int
+             ) -> dict[str, Any]:
+    """Fidelity and quality figures (DESIGN.md) of ``ab``, measured on ``eval_split``."""
+    ev = traces[eval_split]
+    lf, sf = _split_figures(ab.fsm, ev, ab.states[eval_split], ab.simulated[eval_split])
+    figures: dict[str, Any] = {"n_states": ab.n_states, "n_states_requested": requested,
+                               "n_fsm_states": ab.fsm.n_states,
+                               "label_fidelity": lf, "simulation_fidelity": sf,
+                               "evaluated_on": eval_split}
+    figures.update(quality(ab.fsm, ab.states[eval_split], ev.offsets, ev.token_ids, ev.proba))
     for split in ab.states:
-        tr = traces[split]
-        out["buggy"][split] = buggy_patterns(ab.states[split], tr.offsets, tr.surface_ids,
-                                             traces.surface, tr.labels, tr.predictions, S)
-    return out
+        if split != eval_split and traces[split].n_inputs:
+            a, b = _split_figures(ab.fsm, traces[split], ab.states[split],
+                                  ab.simulated[split])
+            figures[f"{split}_label_fidelity"], figures[f"{split}_simulation_fidelity"] = a, b
+    return figures
+
+
+def _results(futures: Any) -> Any:
+    if isinstance(futures, dict):
+        return {k: _results(v) for k, v in futures.items()}
+    return futures.result()
 
 
 def abstract_run(
@@ -298,29 +335,19 @@ def abstract_run(
             "n_states"]
     elif not isinstance(n_states, (int, np.integer)) or isinstance(n_states, bool):
         raise AbstractionError(f"--states must be a positive integer or 'auto', not {n_states!r}")
-    ab = fit_abstraction(traces, alphabet, n_states=int(n_states), method=method, pca=pca,
-                         features=features, fallback=fallback,
-                         split_by_prediction=split_by_prediction,
-                         random_state=random_state)
     eval_split = "test" if "test" in traces and traces["test"].n_inputs else "val"
     if eval_split not in traces or traces[eval_split].n_inputs == 0:
         raise AbstractionError("no test or validation inputs to measure fidelity on; record "
                                "a non-empty test split")
-    ev = traces[eval_split]
-    lf, sf = _split_figures(ab.fsm, ev, ab.states[eval_split], ab.simulated[eval_split])
-    figures: dict[str, Any] = {"n_states": ab.n_states, "n_states_requested": int(n_states),
-                               "n_fsm_states": ab.fsm.n_states,
-                               "label_fidelity": lf, "simulation_fidelity": sf,
-                               "evaluated_on": eval_split}
-    figures.update(quality(ab.fsm, ab.states[eval_split], ev.offsets, ev.token_ids, ev.proba))
-    for split in ab.states:
-        if split != eval_split and traces[split].n_inputs:
-            a, b = _split_figures(ab.fsm, traces[split], ab.states[split],
-                                  ab.simulated[split])
-            figures[f"{split}_label_fidelity"], figures[f"{split}_simulation_fidelity"] = a, b
+    with ThreadPoolExecutor(max(2, os.cpu_count() or 2)) as pool:
+        ab = fit_abstraction(traces, alphabet, n_states=int(n_states), method=method, pca=pca,
+                             features=features, fallback=fallback,
+                             split_by_prediction=split_by_prediction,
+                             random_state=random_state, pool=pool)
+        figures = _figures(ab, traces, eval_split, int(n_states))
+        ab.patterns = _results(ab.patterns)  # mined meanwhile
     if curve is not None:
         figures["auto_curve"] = curve
-    ab.patterns = _patterns(ab, traces)
     figures["seconds"] = time.perf_counter() - t0
     ab.metrics = figures
     ab.info = {"method": method, "features": features, "n_states": int(n_states), "pca": pca,
