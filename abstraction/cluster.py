@@ -325,7 +325,8 @@ class KMeansAbstractor(_PCAClusterer):
         classifier's logit differences plus ``residual_components`` principal axes of h
         orthogonal to the head, standardised (needs ``proba``).
     residual_components : int, default 1
-    n_init : int, default 2
+    n_init : int, default 1
+        k-means++ restarts (1, as scikit-learn's "auto" does for k-means++).
     random_state : int or None, default 0
 
     Attributes
@@ -341,7 +342,7 @@ class KMeansAbstractor(_PCAClusterer):
     def __init__(self, n_states: int = 40, *, pca_components: int = 20,
                  max_fit_samples: int = 30_000, chunk_size: int = 65_536,
                  split_by_prediction: bool = False, features: str = "pca",
-                 residual_components: int = 1, n_init: int = 2,
+                 residual_components: int = 1, n_init: int = 1,
                  random_state: int | None = 0) -> None:
         self.n_states = n_states
         self.features = features
