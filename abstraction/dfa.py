@@ -71,6 +71,7 @@ from rnn_models.formal import DFA, GRAMMARS, all_strings, minimize
 from rnn_models.traces import SplitTraces, Traces
 
 from .errors import AbstractionError
+from .io import read_text, write_output
 
 __all__ = ["ExtractedDFA", "extract_dfa"]
 
@@ -415,24 +416,14 @@ class ExtractedDFA:
         AbstractionError
             ``path`` exists and ``overwrite`` is False.
         """
-        text = json.dumps(self.to_dict(), indent=1, ensure_ascii=False)
-        if hasattr(path, "write"):
-            path.write(text)
-            return
-        p = Path(path)
-        if p.exists() and not overwrite:
-            raise AbstractionError(f"{p} exists; pass overwrite=True (or --force) to replace it")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(p)
+        write_output(json.dumps(self.to_dict(), indent=1, ensure_ascii=False), path,
+                     overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | Path | IO[str]) -> ExtractedDFA:
         """Read a DFA written by :meth:`save`."""
         try:
-            text = path.read() if hasattr(path, "read") else Path(path).read_text("utf-8")
-            data = json.loads(text)
+            data = json.loads(read_text(path))
         except FileNotFoundError:
             raise AbstractionError(
                 f"DFA file {path} not found; run `stateseer extract-dfa` first"

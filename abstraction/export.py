@@ -26,6 +26,7 @@ import numpy as np
 
 from .errors import AbstractionError
 from .fsm import FSM
+from .io import write_output
 
 __all__ = ["FORMATS", "fsm_to_dot", "read_dot", "render", "write_export", "write_traces_csv"]
 
@@ -212,16 +213,4 @@ def write_traces_csv(fh: IO[str], rows: Sequence[dict[str, Any]]) -> None:
 
 def write_export(data: bytes | str, out: str | Path | IO, *, overwrite: bool = False) -> None:
     """Write ``data`` to a path (refusing to overwrite unless asked) or an open file."""
-    if hasattr(out, "write"):
-        out.write(data)
-        return
-    p = Path(out)
-    if p.exists() and not overwrite:
-        raise AbstractionError(f"{p} exists; pass --force to overwrite it")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp")
-    if isinstance(data, bytes):
-        tmp.write_bytes(data)
-    else:
-        tmp.write_text(data, encoding="utf-8")
-    tmp.replace(p)
+    write_output(data, out, overwrite=overwrite)

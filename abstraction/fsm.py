@@ -40,6 +40,7 @@ from typing import IO, Any
 import numpy as np
 
 from .errors import AbstractionError
+from .io import read_text, write_output
 
 __all__ = ["FALLBACKS", "FSM", "paths_to_transitions"]
 
@@ -465,23 +466,13 @@ class FSM:
 
     def save(self, path: str | Path | IO[str], *, overwrite: bool = False) -> None:
         """Write the JSON exchange format to a path or an open text file."""
-        text = json.dumps(self.to_dict(), indent=1, ensure_ascii=False)
-        if hasattr(path, "write"):
-            path.write(text)
-            return
-        p = Path(path)
-        if p.exists() and not overwrite:
-            raise AbstractionError(f"{p} exists; pass overwrite=True (or --force) to replace it")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(p)
+        write_output(json.dumps(self.to_dict(), indent=1, ensure_ascii=False), path,
+                     overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | Path | IO[str]) -> FSM:
         try:
-            text = path.read() if hasattr(path, "read") else Path(path).read_text("utf-8")
-            data = json.loads(text)
+            data = json.loads(read_text(path))
         except FileNotFoundError:
             raise AbstractionError(f"FSM file {path} not found; run `stateseer abstract`") from None
         except ValueError as exc:
