@@ -151,13 +151,14 @@ def register_callbacks(app: Dash, data: RunData) -> None:
 
     @app.callback(
         Output("trace-title", "children"), Output("trace-tokens", "children"),
-        Output("trace-chart", "figure"),
+        Output("trace-chart-box", "children"),
         Input("active-trace", "data"), State("selection", "data"),
     )
     def trace_view(active, sel):
         if not active or not active.get("main"):
+            # no chart yet: the page does not load plotly.js until a trace is shown
             return (html.P("Select a row or type an input to see its trace.", className="muted"),
-                    None, {"data": [], "layout": {"height": 260}})
+                    None, None)
         tr, cmp_ = active["main"], active.get("compare")
         classes = data.classes
         pat_steps: list[int] = []
@@ -193,7 +194,12 @@ def register_callbacks(app: Dash, data: RunData) -> None:
                                 f": states differ at {len(diff)} step(s)"],
                                className="compare-note"),
                       token_strip(cmp_, classes)]
-        return head, parts, probability_figure(tr, classes, compare=cmp_)
+        chart = dcc.Graph(id="trace-chart", figure=probability_figure(tr, classes,
+                                                                      compare=cmp_),
+                          config={"displaylogo": False,
+                                  "toImageButtonOptions": {"format": "png",
+                                                           "filename": "trace"}})
+        return head, parts, chart
 
     # -- hover: a chart point or a clicked token marks its state on the diagram -------------
     @app.callback(
@@ -274,12 +280,12 @@ def register_callbacks(app: Dash, data: RunData) -> None:
         State("topk", "value"), State("mincount", "value"), State("loops", "value"),
         State("selection", "data"), State("search", "value"), State("regex", "value"),
         State("f-label", "value"), State("f-pred", "value"), State("f-correct", "value"),
-        State("trace-chart", "figure"),
+        State("active-trace", "data"),
         prevent_initial_call=True,
     )
     def download(*args):
         trig = ctx.triggered_id
-        topk, mincount, loops, sel, search, regex, label, pred, correct, figure = args[6:]
+        topk, mincount, loops, sel, search, regex, label, pred, correct, active = args[6:]
         name = data.name
         if trig in ("dl-svg", "dl-png", "dl-dot"):
             dot = fsm_to_dot(data.fsm, top_k=int(topk or 3), min_count=int(mincount or 1),
@@ -310,9 +316,8 @@ def register_callbacks(app: Dash, data: RunData) -> None:
             w.writeheader()
             w.writerows(rows)
             return {"content": buf.getvalue(), "filename": f"{name}-{split}-instances.csv"}
-        if trig == "dl-figure" and figure and figure.get("data"):
-            import plotly.graph_objects as go
-
-            return {"content": go.Figure(figure).to_html(include_plotlyjs=True),
+        if trig == "dl-figure" and active and active.get("main"):
+            fig = probability_figure(active["main"], data.classes, compare=active.get("compare"))
+            return {"content": fig.to_html(include_plotlyjs=True),
                     "filename": f"{name}-trace.html"}
         return no_update

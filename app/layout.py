@@ -128,10 +128,7 @@ def build_layout(data: RunData, initial: dict | None = None) -> html.Div:
         html.Div(id="input-message", className="message"),
         html.Div(id="trace-title", className="trace-title"),
         html.Div(id="trace-tokens"),
-        dcc.Graph(id="trace-chart", config={"displaylogo": False,
-                                            "toImageButtonOptions": {"format": "png",
-                                                                     "filename": "trace"}},
-                  figure={"data": [], "layout": {"height": 260}}),
+        html.Div(id="trace-chart-box"),
         html.Button("figure as HTML", id="dl-figure", n_clicks=0),
     ], className="panel trace-panel")
     stores = [dcc.Location(id="url", refresh=False), dcc.Store(id="selection", data=initial),
