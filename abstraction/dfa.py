@@ -70,6 +70,7 @@ import numpy as np
 from rnn_models.formal import DFA, GRAMMARS, all_strings, minimize
 from rnn_models.traces import SplitTraces, Traces
 
+from .cluster import _nearest
 from .errors import AbstractionError
 from .io import read_text, write_output
 
@@ -584,12 +585,6 @@ def _conflicts(
     pair, start, n_targets = np.unique(upair, return_index=True, return_counts=True)
     total = np.add.reduceat(tw, start)
     return pair, n_targets, total, utgt[start], tw[start]
-
-
-def _nearest(Z: np.ndarray, centers: np.ndarray) -> np.ndarray:
-    """Index of the nearest center of every row (squared Euclidean), shape (n_rows,)."""
-    d = (centers * centers).sum(1)[None, :] - 2.0 * (Z @ centers.T)
-    return d.argmin(axis=1)
 
 
 def _nearest_point(Z: np.ndarray, ref: np.ndarray, chunk: int = 2048,

@@ -27,12 +27,9 @@ def extract_run_dfa(run: Run | str | Path, *, max_states: int = 200, random_stat
     from .dfa import extract_dfa
 
     run = run if isinstance(run, Run) else Run(run)
-    traces = Traces(run.traces_dir)
-    if run.model_path.exists() and traces.meta.get("model_sha256") not in (
-            None, run.model_sha256()):
-        raise AbstractionError(
-            f"the traces in {run.traces_dir} were recorded from another model.pt; re-record "
-            f"them with `stateseer record {run.path}`")
+    from .pipeline import fresh_traces
+
+    traces = fresh_traces(run)
     dfa = extract_dfa(traces, max_states=max_states, random_state=random_state)
     dfa.save(run.abstraction_dir / DFA_FILE, overwrite=True)
     m = run.metrics().get("abstraction", {})

@@ -38,7 +38,7 @@ from .fsm import FSM
 from .metrics import fidelity, quality
 from .patterns import buggy_patterns, influential_patterns, state_contexts, state_ngrams
 
-__all__ = ["AUTO_CANDIDATES", "Abstraction", "abstract_run", "fit_abstraction"]
+__all__ = ["AUTO_CANDIDATES", "Abstraction", "abstract_run", "fit_abstraction", "fresh_traces"]
 
 AUTO_CANDIDATES = (10, 20, 30, 40, 60, 80, 100)
 FORMAT = "stateseer.abstraction"
@@ -149,6 +149,18 @@ class Abstraction:
         return cls(abstractor=abstractor, fsm=FSM.load(path / "fsm.json"), states=states,
                    simulated=simulated, metrics=meta["metrics"], patterns=patterns,
                    info=meta["info"])
+
+
+def fresh_traces(run: Run) -> Traces:
+    """The run's traces, refused if they were recorded from another ``model.pt``."""
+    traces = Traces(run.traces_dir)
+    if run.model_path.exists() and traces.meta.get("model_sha256") not in (
+            None, run.model_sha256()):
+        raise AbstractionError(
+            f"the traces in {run.traces_dir} were recorded from another model.pt; re-record "
+            f"them with `stateseer record {run.path}`"
+        )
+    return traces
 
 
 def _read_alphabet(run: Run) -> list[str]:
@@ -298,13 +310,7 @@ def abstract_run(
     """
     run = run if isinstance(run, Run) else Run(run)
     t0 = time.perf_counter()
-    traces = Traces(run.traces_dir)
-    if run.model_path.exists() and traces.meta.get("model_sha256") not in (
-            None, run.model_sha256()):
-        raise AbstractionError(
-            f"the traces in {run.traces_dir} were recorded from another model.pt; re-record "
-            f"them with `stateseer record {run.path}`"
-        )
+    traces = fresh_traces(run)
     if layer is not None and layer != traces.meta.get("layer"):
         raise AbstractionError(
             f"the traces were recorded from layer {traces.meta.get('layer')}, not {layer}; "
