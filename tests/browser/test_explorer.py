@@ -48,10 +48,16 @@ def _click_state(dash_duo, state: int) -> None:
     _wait_idle(d)
     xy, deadline = None, time.time() + 15
     while xy is None and time.time() < deadline:  # elements may be replaced meanwhile
+        # the node must exist and, once the layout has fitted the graph, lie inside the
+        # visible part of the canvas
         xy = _cy(d, f"(() => {{ const n = cy.$('#s{state}'); if (n.empty()) return null;"
+                    f" cy.container().scrollIntoView({{block: 'center'}});"
                     f" const p = n.renderedPosition();"
                     f" const r = cy.container().getBoundingClientRect();"
-                    f" return [r.left + p.x, r.top + p.y]; }})()")
+                    f" const x = r.left + p.x, y = r.top + p.y;"
+                    f" if (x < r.left || x > r.right || y < r.top || y > r.bottom"
+                    f"     || y < 0 || y > window.innerHeight) return null;"
+                    f" return [x, y]; }})()")
         if xy is None:
             time.sleep(0.2)
     assert xy is not None, f"state {state} not found on the diagram"
