@@ -153,6 +153,23 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return _serve(args.run, args.host, args.port)
 
 
+def _cmd_study(args: argparse.Namespace) -> int:
+    import os
+
+    from .study.server import serve_study
+
+    token = args.admin_token or os.environ.get("STATESEER_ADMIN_TOKEN") or None
+    return serve_study(args.study_file, db=args.db, run=args.run, host=args.host,
+                       port=args.port, admin_token=token, access_log=args.access_log)
+
+
+def _cmd_study_export(args: argparse.Namespace) -> int:
+    from .study.export import export_study
+
+    print(json.dumps({"written": export_study(args.db, args.out, args.format)}))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="stateseer",
@@ -252,6 +269,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, default=8050)
     s.add_argument("--debug", action="store_true")
     s.set_defaults(func=_cmd_serve)
+
+    st = sub.add_parser("study", help="serve a user study: participants, conditions, tasks "
+                        "and an interaction log")
+    st.add_argument("study_file", help="the study file (JSON, or YAML with PyYAML)")
+    st.add_argument("--run", help="run directory to show instead of the study file's 'run'")
+    st.add_argument("--db", help="SQLite interaction log (default study-ID.sqlite here)")
+    st.add_argument("--host", default="127.0.0.1",
+                    help="interface to bind (default 127.0.0.1: this machine only)")
+    st.add_argument("--port", type=int, default=8050)
+    st.add_argument("--admin-token", help="turn the admin page on (/study/admin) with this "
+                    "token (or set $STATESEER_ADMIN_TOKEN); off by default")
+    st.add_argument("--access-log", action="store_true", help="print every HTTP request")
+    st.set_defaults(func=_cmd_study)
+
+    se = sub.add_parser("study-export", help="a study's interaction log as CSV/Parquet tables")
+    se.add_argument("db", help="the SQLite log written by `stateseer study`")
+    se.add_argument("--out", required=True, help="folder for events, answers and summary")
+    se.add_argument("--format", choices=("csv", "parquet"), default="csv")
+    se.set_defaults(func=_cmd_study_export)
     return p
 
 

@@ -1,0 +1,101 @@
+"""Checking a participant's answer against its task (pure functions)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from .spec import StudyError, Task
+
+__all__ = ["add_selected", "check_answer", "parse_ids"]
+
+_SEP = re.compile(r"[\s,;]+")
+
+
+def parse_ids(text: str | None) -> list[int]:
+    """Whole numbers from ``"12, 40 7"`` (duplicates dropped, order kept).
+
+    Examples
+    --------
+    >>> parse_ids("12, 40 12;7")
+    [12, 40, 7]
+    """
+    out: list[int] = []
+    for part in _SEP.split((text or "").strip()):
+        if not part:
+            continue
+        if not part.isdigit() or len(part) > 12:
+            raise StudyError(f"{part[:20]!r} is not a whole number — list ids separated by "
+                             "commas, e.g. 12, 40")
+        if int(part) not in out:
+            out.append(int(part))
+    return out
+
+
+def add_selected(text: str | None, value: int | None) -> str:
+    """The ids box after "add the selected row/state" (unchanged if nothing is selected).
+
+    Examples
+    --------
+    >>> add_selected("12", 40), add_selected("12, 40", 40), add_selected("", None)
+    ('12, 40', '12, 40', '')
+    """
+    if value is None:
+        return text or ""
+    try:
+        ids = parse_ids(text)
+    except StudyError:
+        return f"{text}, {value}" if text else str(value)
+    if value not in ids:
+        ids.append(int(value))
+    return ", ".join(map(str, ids))
+
+
+def check_answer(task: Task, *, text: str | None = None, choice: str | None = None,
+                 ids: str | None = None, valid_id: Callable[[int], bool] | None = None,
+                 n_states: int | None = None) -> dict[str, Any]:
+    """The answer to store, or :class:`StudyError` with a one-line reason.
+
+    Parameters
+    ----------
+    task : Task
+    text, choice, ids : str or None
+        What the widgets hold (only the one of the task's answer type is read).
+    valid_id : callable, optional
+        Whether an instance id exists (for ``instances`` answers).
+    n_states : int, optional
+        Number of FSM states (for ``states`` answers).
+
+    Examples
+    --------
+    >>> check_answer(Task(id="t", prompt="?", answer="choice", options=("a", "b")), choice="b")
+    {'type': 'choice', 'value': 'b'}
+    """
+    if task.answer == "text":
+        value = (text or "").strip()
+        if not value:
+            raise StudyError("the answer is empty — type your answer, then submit")
+        if len(value) > task.max_chars:
+            raise StudyError(f"the answer has {len(value):,} characters; the limit is "
+                             f"{task.max_chars:,} — shorten it")
+        return {"type": "text", "value": value}
+    if task.answer == "choice":
+        if choice not in task.options:
+            raise StudyError("no option is chosen — pick one, then submit")
+        return {"type": "choice", "value": choice}
+    values = parse_ids(ids)
+    if not values:
+        what = "instance ids" if task.answer == "instances" else "states"
+        raise StudyError(f"no {what} given — select some (or type them), then submit")
+    if task.answer == "instances" and valid_id is not None:
+        bad = [v for v in values if not valid_id(v)]
+        if bad:
+            raise StudyError(f"instance id {bad[0]} does not exist in this split — check "
+                             "the table's id column")
+    if task.answer == "states" and n_states is not None:
+        bad = [v for v in values if not 0 <= v < n_states]
+        if bad:
+            raise StudyError(f"state {bad[0]} does not exist; states are 0 to "
+                             f"{n_states - 1} — check the number")
+    return {"type": task.answer, "value": values}

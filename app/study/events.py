@@ -1,0 +1,168 @@
+"""Interaction events: what a change in the explorer means (pure) and the extra callbacks
+that store it.
+
+The callbacks listen to the explorer's own inputs (Dash lets many callbacks share an
+Input), write the events through the study log, and only then return an acknowledgement
+into the ``study-ack`` store: the page learns that an event is stored after it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dash import ALL, Dash, Input, Output, State, ctx, no_update
+
+from .spec import StudyError
+
+__all__ = ["DIAGRAM_CONTROLS", "EXPORTS", "FILTERS", "register_event_callbacks",
+           "selection_events"]
+
+Event = tuple[str, dict[str, Any]]
+
+FILTERS = ("search", "regex", "f-label", "f-pred", "f-correct")
+DIAGRAM_CONTROLS = ("topk", "mincount", "loops", "layout", "compare-mode")
+EXPORTS = {"dl-svg": "fsm-svg", "dl-png": "fsm-png", "dl-dot": "fsm-dot",
+           "dl-json": "fsm-json", "dl-table": "table-csv", "dl-figure": "trace-html"}
+
+
+def selection_events(prev: dict[str, Any] | None, new: dict[str, Any] | None,
+                     row_id: Callable[[str, int], int | None] = lambda s, r: None
+                     ) -> list[Event]:
+    """The events that turn selection ``prev`` into ``new``.
+
+    ``row_id(split, row)`` gives the instance id shown in the table for a row.
+
+    Examples
+    --------
+    >>> selection_events({"split": "test", "state": None}, {"split": "test", "state": 4})
+    [('state_clicked', {'state': 4, 'selected': True})]
+    """
+    prev, new = prev or {}, new or {}
+    out: list[Event] = []
+    if new.get("split") != prev.get("split") and prev.get("split") is not None:
+        out.append(("split_changed", {"split": new.get("split")}))
+    if new.get("state") != prev.get("state"):
+        state = new.get("state") if new.get("state") is not None else prev.get("state")
+        out.append(("state_clicked", {"state": state,
+                                      "selected": new.get("state") is not None}))
+    if new.get("row") != prev.get("row") and new.get("row") is not None:
+        split = new.get("split") or prev.get("split") or ""
+        out.append(("instance_selected", {"split": split, "row": new["row"],
+                                          "id": row_id(split, int(new["row"]))}))
+    if (new.get("pattern") or {}) != (prev.get("pattern") or {}):
+        pat = new.get("pattern") or prev.get("pattern") or {}
+        out.append(("pattern_expanded", {"kind": pat.get("kind"), "index": pat.get("index"),
+                                         "states": pat.get("states"),
+                                         "selected": bool(new.get("pattern"))}))
+    return out
+
+
+def filter_event(trigger: str, values: dict[str, Any]) -> Event:
+    """A change of a table filter (with every filter's current value)."""
+    return "filter_changed", {"filter": trigger, "value": values.get(trigger),
+                              "filters": values}
+
+
+class Logger:
+    """Writes a participant's events and returns the acknowledgement for the page."""
+
+    def __init__(self, write: Callable[..., list[int]]) -> None:
+        self.write = write
+
+    def __call__(self, info: dict[str, Any] | None, events: list[Event]) -> Any:
+        pid = (info or {}).get("pid")
+        if not pid or not events:
+            return no_update
+        try:
+            ids = self.write(pid, events)
+        except StudyError as exc:  # e.g. the database is gone: say so, never crash the page
+            return {"ok": False, "error": str(exc)}
+        return {"ok": True, "ids": ids, "kinds": [k for k, _ in events]}
+
+
+def register_event_callbacks(app: Dash, write: Callable[..., list[int]],
+                             row_id: Callable[[str, int], int | None]) -> None:
+    """Attach the logging callbacks; ``write(pid, events)`` stores and returns ids."""
+    log = Logger(write)
+    ack = Output("study-ack", "data", allow_duplicate=True)
+    info = State("study-info", "data")
+
+    @app.callback(ack, Output("study-prev-sel", "data"), Input("selection", "data"),
+                  State("study-prev-sel", "data"), info, prevent_initial_call=True)
+    def on_selection(sel, prev, participant):
+        return log(participant, selection_events(prev, sel, row_id)), sel
+
+    @app.callback(ack, *[Input(i, "value") for i in FILTERS], info,
+                  prevent_initial_call=True)
+    def on_filter(*args):
+        values = dict(zip(FILTERS, args[:-1], strict=True))
+        trig = ctx.triggered_id
+        return log(args[-1], [filter_event(trig, values)]) if trig in FILTERS else no_update
+
+    @app.callback(ack, *[Input(i, "value") for i in DIAGRAM_CONTROLS], info,
+                  prevent_initial_call=True)
+    def on_control(*args):
+        trig = ctx.triggered_id
+        if trig not in DIAGRAM_CONTROLS:
+            return no_update
+        value = dict(zip(DIAGRAM_CONTROLS, args[:-1], strict=True))[trig]
+        return log(args[-1], [("control_changed", {"control": trig, "value": value})])
+
+    @app.callback(ack, Input("table", "page_current"), Input("table", "sort_by"), info,
+                  prevent_initial_call=True)
+    def on_table(page, sort_by, participant):
+        if ctx.triggered_id != "table":
+            return no_update
+        prop = ctx.triggered[0]["prop_id"].split(".")[-1]
+        event = ("table_paged", {"page": page}) if prop == "page_current" else \
+            ("table_sorted", {"sort_by": sort_by})
+        return log(participant, [event])
+
+    @app.callback(ack, Input("side-tabs", "value"), info, prevent_initial_call=True)
+    def on_tab(tab, participant):
+        return log(participant, [("view_opened", {"view": tab})])
+
+    @app.callback(ack, Input("trace-btn", "n_clicks"), State("new-text", "value"), info,
+                  prevent_initial_call=True)
+    def on_trace(n, text, participant):
+        if not n:
+            return no_update
+        return log(participant, [("input_traced", {"text": text or ""})])
+
+    @app.callback(ack, Input("new-text", "n_blur"), State("new-text", "value"), info,
+                  prevent_initial_call=True)
+    def on_typed(n, text, participant):
+        if not n:
+            return no_update
+        return log(participant, [("input_typed", {"text": text or "",
+                                                  "chars": len(text or "")})])
+
+    @app.callback(ack, *[Input(i, "n_clicks") for i in EXPORTS], info,
+                  prevent_initial_call=True)
+    def on_export(*args):
+        trig = ctx.triggered_id
+        if trig not in EXPORTS or not ctx.triggered[0]["value"]:
+            return no_update
+        return log(args[-1], [("export", {"what": EXPORTS[trig]})])
+
+    @app.callback(ack, Input({"type": "token", "index": ALL}, "n_clicks"), info,
+                  prevent_initial_call=True)
+    def on_token(_clicks, participant):
+        trig = ctx.triggered_id
+        if not isinstance(trig, dict) or not ctx.triggered[0]["value"]:
+            return no_update
+        return log(participant, [("token_clicked", {"step": trig["index"]})])
+
+    @app.callback(ack, Input("study-answer-text", "n_blur"), Input("study-answer-ids", "n_blur"),
+                  Input("study-answer-choice", "value"), State("study-answer-text", "value"),
+                  State("study-answer-ids", "value"), info, prevent_initial_call=True)
+    def on_answer(_b1, _b2, choice, text, ids, participant):
+        trig = ctx.triggered_id
+        if trig == "study-answer-choice":
+            if choice is None:
+                return no_update
+            return log(participant, [("answer_changed", {"value": choice})])
+        value = text if trig == "study-answer-text" else ids
+        return log(participant, [("answer_edited", {"value": value or "",
+                                                    "chars": len(value or "")})])

@@ -1,0 +1,155 @@
+"""The study log as tables: events, answers and a summary per participant and task.
+
+``stateseer study-export DB --out DIR [--format csv|parquet]`` writes ``events``,
+``answers`` and ``summary`` files; the admin page serves the same tables as CSV.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from .spec import StudyError
+from .store import connect_log
+
+__all__ = ["ANSWER_COLUMNS", "EVENT_COLUMNS", "SUMMARY_COLUMNS", "answer_rows",
+           "event_rows", "export_study", "participant_rows", "summary_rows", "to_csv"]
+
+EVENT_COLUMNS = ("id", "ts", "pid", "condition", "task", "kind", "source", "payload")
+ANSWER_COLUMNS = ("pid", "condition", "position", "task", "started_at", "submitted_at",
+                  "seconds", "timed_out", "answer_type", "answer")
+SUMMARY_COLUMNS = ("pid", "condition", "position", "task", "status", "seconds",
+                   "n_events", "timed_out", "answer")
+PARTICIPANT_COLUMNS = ("pid", "condition", "method", "joined_at", "tasks_done",
+                       "tasks_started", "last_event")
+
+
+def _answer_text(raw: str | None) -> tuple[str, str]:
+    """(type, readable value) of a stored answer."""
+    if not raw:
+        return "", ""
+    doc = json.loads(raw)
+    value = doc.get("value")
+    if isinstance(value, list):
+        value = " ".join(map(str, value))
+    return str(doc.get("type", "")), "" if value is None else str(value)
+
+
+def event_rows(conn: sqlite3.Connection, pid: str | None = None) -> list[dict[str, Any]]:
+    """Every event in order (of one participant if ``pid``)."""
+    sql = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events"
+    rows = conn.execute(sql + (" WHERE pid = ? ORDER BY id" if pid else " ORDER BY id"),
+                        (pid,) if pid else ()).fetchall()
+    return [dict(zip(EVENT_COLUMNS, r, strict=True)) for r in rows]
+
+
+def answer_rows(conn: sqlite3.Connection, pid: str | None = None) -> list[dict[str, Any]]:
+    """Every submitted answer, by participant and task position."""
+    rows = conn.execute(
+        "SELECT t.pid, p.condition, t.position, t.task, t.started_at, t.submitted_at, "
+        "t.seconds, t.timed_out, t.answer FROM tasks t JOIN participants p USING (pid) "
+        "WHERE t.submitted_at IS NOT NULL" + (" AND t.pid = ?" if pid else "")
+        + " ORDER BY t.pid, t.position", (pid,) if pid else ()).fetchall()
+    out = []
+    for r in rows:
+        kind, value = _answer_text(r[8])
+        out.append(dict(zip(ANSWER_COLUMNS, (*r[:7], bool(r[7]), kind, value), strict=True)))
+    return out
+
+
+def summary_rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """One row per participant and started task: status, time on task, events, answer."""
+    n_events = {(p, t): n for p, t, n in conn.execute(
+        "SELECT pid, task, COUNT(*) FROM events GROUP BY pid, task").fetchall()}
+    rows = conn.execute(
+        "SELECT t.pid, p.condition, t.position, t.task, t.submitted_at, t.seconds, "
+        "t.timed_out, t.answer FROM tasks t JOIN participants p USING (pid) "
+        "ORDER BY p.ordinal, t.position").fetchall()
+    out = []
+    for pid, cond, pos, task, sub, secs, tout, ans in rows:
+        out.append({"pid": pid, "condition": cond, "position": pos, "task": task,
+                    "status": "done" if sub else "in progress", "seconds": secs,
+                    "n_events": n_events.get((pid, task), 0), "timed_out": bool(tout),
+                    "answer": _answer_text(ans)[1]})
+    return out
+
+
+def participant_rows(conn: sqlite3.Connection, n_tasks: int | None = None
+                     ) -> list[dict[str, Any]]:
+    """One row per participant: condition, tasks done and started, last event time."""
+    rows = conn.execute(
+        "SELECT p.pid, p.condition, p.method, p.joined_at, "
+        "(SELECT COUNT(*) FROM tasks t WHERE t.pid = p.pid AND t.submitted_at IS NOT NULL), "
+        "(SELECT COUNT(*) FROM tasks t WHERE t.pid = p.pid), "
+        "(SELECT MAX(ts) FROM events e WHERE e.pid = p.pid) "
+        "FROM participants p ORDER BY p.ordinal").fetchall()
+    return [dict(zip(PARTICIPANT_COLUMNS, r, strict=True)) for r in rows]
+
+
+def to_csv(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
+    """Rows as CSV text with a header (every field quoted where needed)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def _write_parquet(rows: list[dict[str, Any]], columns: tuple[str, ...], path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({c: [r.get(c) for r in rows] for c in columns})
+    pq.write_table(table, path)
+
+
+def export_study(db: str | Path, out: str | Path, fmt: str = "csv") -> dict[str, str]:
+    """Write ``events``, ``answers`` and ``summary`` of the study log ``db`` into ``out``.
+
+    Parameters
+    ----------
+    db : str or Path
+        A database written by ``stateseer study``.
+    out : str or Path
+        Folder to write into (created if missing).
+    fmt : {"csv", "parquet"}
+        Parquet needs pyarrow.
+
+    Returns
+    -------
+    dict of str to str
+        Table name to the path written.
+    """
+    if fmt not in ("csv", "parquet"):
+        raise StudyError(f"unknown export format {fmt!r} — use csv or parquet")
+    if fmt == "parquet":
+        try:
+            import pyarrow
+            import pyarrow.parquet  # noqa: F401
+        except ImportError:
+            raise StudyError("--format parquet needs pyarrow, which is not installed — "
+                             "pip install pyarrow, or use --format csv") from None
+    conn = connect_log(db)
+    try:
+        tables = {"events": (event_rows(conn), EVENT_COLUMNS),
+                  "answers": (answer_rows(conn), ANSWER_COLUMNS),
+                  "summary": (summary_rows(conn), SUMMARY_COLUMNS)}
+    finally:
+        conn.close()
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise StudyError(f"--out {out} is a file — pass a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for name, (rows, cols) in tables.items():
+        path = out / f"{name}.{fmt}"
+        if fmt == "csv":
+            path.write_text(to_csv(rows, cols), encoding="utf-8", newline="")
+        else:
+            _write_parquet(rows, cols, path)
+        written[name] = str(path)
+    return written

@@ -1,0 +1,360 @@
+"""The study app: the explorer restricted per condition, with tasks, a timer and a log.
+
+``create_study_app(study, db=...)`` builds a Dash app on the explorer's layout and
+callbacks (:func:`app.layout.build_layout`, :func:`app.callbacks.register_callbacks`),
+adds the study's callbacks and the HTTP routes of :mod:`app.study.routes` and
+:mod:`app.study.admin`, and returns it (``server = app.server``).
+
+A participant's page is ``/p/PID/`` (``/?pid=PID`` redirects there). Each page load
+registers the participant (their condition is chosen once and stored), starts their
+first unsubmitted task (a reload keeps its start time) and shows it with the views of
+their condition. Submitting stores the answer and reloads the page on the next task.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlparse
+
+import dash_cytoscape as cyto
+import numpy as np
+from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
+from flask import has_request_context, request
+
+from ..callbacks import register_callbacks
+from ..data import RunData
+from ..layout import build_layout
+from ..main import ASSETS, initial_selection
+from ..selection import to_query
+from . import admin, routes
+from .answers import add_selected, check_answer
+from .assign import choose_condition
+from .events import register_event_callbacks
+from .spec import Study, StudyError, Task, check_pid, load_study
+from .store import StudyLog, seconds_between, utc_now
+from .views import done_page, landing_page, message_page, restrict_views, study_frame, task_panel
+
+__all__ = ["StudyContext", "create_study_app", "serve_study"]
+
+CSS = (Path(__file__).with_name("study.css")).read_text(encoding="utf-8")
+_PATH = re.compile(r"^/p/([^/]*)/?$")
+_SELECTION_KEYS = {"split", "state", "row", "pattern"}
+STATE_VIEWS = {"diagram", "card", "patterns"}
+TIMEOUT_GRACE_S = 2.0
+
+
+@dataclass
+class StudyContext:
+    """Everything the study's callbacks and routes share (read-only but the log)."""
+
+    study: Study
+    data: RunData
+    log: StudyLog
+    admin_token: str | None = None
+    _rows: dict[str, dict[int, int]] = field(default_factory=dict)
+
+    @cached_property
+    def default_split(self) -> str:
+        return "test" if "test" in self.data.splits else self.data.splits[0]
+
+    def split_of(self, task: Task) -> str:
+        return task.split or self.default_split
+
+    def rows_by_id(self, split: str) -> dict[int, int]:
+        """Instance id (the table's ``id``) -> row index in ``split``."""
+        if split not in self._rows:
+            ids = np.asarray(self.data.traces[split].rows)
+            self._rows[split] = {int(i): r for r, i in enumerate(ids.tolist())}
+        return self._rows[split]
+
+    def row_id(self, split: str, row: int) -> int | None:
+        try:
+            return int(self.data.traces[split].rows[row])
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+
+    def check_run(self) -> None:
+        """Every task's split and instances exist in the run (else StudyError)."""
+        for t in self.study.tasks:
+            split = self.split_of(t)
+            if split not in self.data.splits:
+                raise StudyError(f"study file: task {t.id!r} uses split {split!r}, which the "
+                                 f"run does not have — use one of {', '.join(self.data.splits)}")
+            rows = self.rows_by_id(split)
+            missing = [i for i in t.open if i not in rows]
+            if missing:
+                raise StudyError(f"study file: task {t.id!r} opens instance id {missing[0]}, "
+                                 f"which is not in split {split!r} of the run — use ids from "
+                                 "the table's id column")
+
+    def join(self, pid: str) -> dict[str, Any]:
+        names = list(self.study.conditions)
+        return self.log.join(pid, lambda counts: choose_condition(
+            self.study.assignment, names, pid, counts))
+
+    def write(self, pid: str, events: list[tuple[str, dict[str, Any]]]) -> list[int]:
+        return self.log.log_many(pid, events)
+
+
+def pid_from_url(url: str | None) -> tuple[str | None, str]:
+    """(participant id or None, query string) of a page URL ``/p/PID/?...``.
+
+    Examples
+    --------
+    >>> pid_from_url("http://127.0.0.1:8050/p/P01/?row=3")
+    ('P01', 'row=3')
+    >>> pid_from_url("http://127.0.0.1:8050/")
+    (None, '')
+    """
+    parsed = urlparse(url or "")
+    m = _PATH.match(parsed.path)
+    return (unquote(m.group(1)) if m else None), parsed.query
+
+
+def _task_selection(sc: StudyContext, task: Task, query: str) -> dict[str, Any]:
+    """The page's first selection: its URL's, else the task's first instance."""
+    if _SELECTION_KEYS & set(parse_qs(query)):
+        return initial_selection(sc.data, query)
+    split = sc.split_of(task)
+    rows = sc.rows_by_id(split)
+    row = rows.get(task.open[0]) if task.open else None
+    return {"split": split, "state": None, "row": row, "pattern": None}
+
+
+def participant_page(sc: StudyContext, pid: str, query: str) -> html.Div:
+    """The page of ``pid`` now: their current task, or the thank-you page."""
+    study = sc.study
+    joined = sc.join(pid)
+    views = study.conditions[joined["condition"]]
+    done = {r["task"] for r in sc.log.progress(pid) if r["submitted_at"]}
+    pending = [(k, t) for k, t in enumerate(study.tasks) if t.id not in done]
+    if not pending:
+        sc.log.log(pid, "page_opened", {"done": True}, source="server")
+        return done_page(study, pid)
+    position, task = pending[0]
+    started = sc.log.start_task(pid, task.id, position, {"views": list(views)})
+    elapsed = seconds_between(started["started_at"], utc_now())
+    sc.log.log(pid, "page_opened", {"views": list(views), "query": query,
+                                    "reload": not started["new"]}, task=task.id,
+               source="server")
+    initial = _task_selection(sc, task, query)
+    explorer = restrict_views(build_layout(sc.data, initial=initial), views)
+    info = {"pid": pid, "condition": joined["condition"], "task": task.id,
+            "position": position, "elapsed": elapsed, "limit": task.time_limit_s,
+            "split": sc.split_of(task), "answer": task.answer}
+    stores = [dcc.Store(id="study-info", data=info), dcc.Store(id="study-ack"),
+              dcc.Store(id="study-prev-sel", data=initial), dcc.Store(id="study-timeout"),
+              dcc.Interval(id="study-tick", interval=1000),
+              dcc.Location(id="study-loc", refresh=True)]
+    panel = task_panel(study, task, position, split=sc.split_of(task),
+                       instance_rows=sc.rows_by_id(sc.split_of(task)))
+    page = study_frame(study, {"pid": pid}, explorer, panel, stores)
+    if not STATE_VIEWS & set(views):
+        page.className += " no-states"  # the trace's state strip is a state view too
+    return page
+
+
+def serve_layout(sc: StudyContext) -> Any:
+    """The layout for the current request (see the module notes)."""
+    if not has_request_context():
+        return landing_page(sc.study)
+    is_layout = request.path.endswith("_dash-layout")
+    pid, query = pid_from_url(request.referrer if is_layout else request.url)
+    if pid is None:
+        return landing_page(sc.study)
+    try:
+        check_pid(pid)
+    except StudyError as exc:
+        return message_page("This participant link is not valid", str(exc))
+    if not is_layout:  # e.g. Dash's own layout check: no side effects
+        return landing_page(sc.study)
+    return participant_page(sc, pid, query)
+
+
+TIMER_JS = """
+function(n, info) {
+    const nu = window.dash_clientside.no_update;
+    if (!info) { return [nu, nu, nu]; }
+    const key = info.pid + "/" + info.task;
+    const t0s = window.__studyT0 = window.__studyT0 || {};
+    if (!(key in t0s)) { t0s[key] = Date.now() - 1000 * info.elapsed; }
+    const s = Math.max(0, Math.floor((Date.now() - t0s[key]) / 1000));
+    const fmt = x => String(Math.floor(x / 60)).padStart(2, "0") + ":" +
+                     String(x % 60).padStart(2, "0");
+    let cls = "study-clock", timeout = nu;
+    if (info.limit) {
+        if (info.limit - s <= 60) { cls += " late"; }
+        window.__studyFired = window.__studyFired || {};
+        if (s >= info.limit && !window.__studyFired[key]) {
+            window.__studyFired[key] = true;
+            timeout = {task: info.task, at: s};
+        }
+    }
+    return [fmt(s), timeout, cls];
+}
+"""
+
+
+def register_study_callbacks(app: Dash, sc: StudyContext) -> None:
+    """The task panel's callbacks: timer, opening instances, the ids box and submit."""
+    app.clientside_callback(
+        TIMER_JS, Output("study-timer", "children"), Output("study-timeout", "data"),
+        Output("study-clock", "className"), Input("study-tick", "n_intervals"),
+        State("study-info", "data"))
+
+    @app.callback(Output("selection", "data", allow_duplicate=True),
+                  Output("url", "search", allow_duplicate=True),
+                  Output("study-ack", "data", allow_duplicate=True),
+                  Input({"type": "study-open", "index": ALL}, "n_clicks"),
+                  State("selection", "data"), State("study-info", "data"),
+                  prevent_initial_call=True)
+    def open_instance(_clicks, sel, info):
+        trig = ctx.triggered_id
+        if not isinstance(trig, dict) or not ctx.triggered[0]["value"] or not info:
+            return no_update, no_update, no_update
+        task = sc.study.task(info["task"])
+        if trig["index"] >= len(task.open):
+            return no_update, no_update, no_update
+        iid = task.open[trig["index"]]
+        split = sc.split_of(task)
+        new = {**(sel or {}), "split": split, "row": sc.rows_by_id(split)[iid]}
+        try:
+            ids = sc.write(info["pid"], [("task_instance_opened", {"id": iid,
+                                                                   "split": split})])
+        except StudyError as exc:
+            return new, to_query(new), {"ok": False, "error": str(exc)}
+        return new, to_query(new), {"ok": True, "ids": ids}
+
+    @app.callback(Output("study-answer-ids", "value"), Input("study-add-selected", "n_clicks"),
+                  State("study-answer-ids", "value"), State("selection", "data"),
+                  State("study-info", "data"), prevent_initial_call=True)
+    def add_selection(n, text, sel, info):
+        if not n or not info:
+            return no_update
+        sel = sel or {}
+        if info["answer"] == "states":
+            return add_selected(text, sel.get("state"))
+        row = sel.get("row")
+        iid = sc.row_id(sel.get("split") or info["split"], int(row)) if row is not None \
+            else None
+        return add_selected(text, iid)
+
+    @app.callback(Output("study-message", "children"), Output("study-loc", "href"),
+                  Input("study-submit", "n_clicks"), Input("study-timeout", "data"),
+                  State("study-info", "data"), State("study-answer-text", "value"),
+                  State("study-answer-choice", "value"), State("study-answer-ids", "value"),
+                  prevent_initial_call=True)
+    def submit(n, timeout, info, text, choice, ids):
+        if not info or (ctx.triggered_id == "study-submit" and not n):
+            return no_update, no_update
+        return submit_answer(sc, info, text=text, choice=choice, ids=ids,
+                             timed_out=ctx.triggered_id == "study-timeout" and bool(timeout))
+
+
+def submit_answer(sc: StudyContext, info: dict[str, Any], *, text: str | None,
+                  choice: str | None, ids: str | None, timed_out: bool) -> tuple[Any, Any]:
+    """Check and store an answer: ``(message, next page URL)`` (one of them no_update).
+
+    A time-out submits whatever the widgets hold, valid or not; the page's claim that
+    time is up is checked against the task's stored start.
+    """
+    pid, task = info["pid"], sc.study.task(info["task"])
+    if timed_out:
+        started = next((r["started_at"] for r in sc.log.progress(pid)
+                        if r["task"] == task.id), None)
+        limit = task.time_limit_s or 0
+        if not (started and limit and seconds_between(started, utc_now())
+                >= limit - TIMEOUT_GRACE_S):
+            return no_update, no_update
+    rows = sc.rows_by_id(sc.split_of(task))
+    try:
+        answer = check_answer(task, text=text, choice=choice, ids=ids,
+                              valid_id=rows.__contains__, n_states=sc.data.fsm.n_states)
+    except StudyError as exc:
+        if not timed_out:
+            sc.write(pid, [("answer_rejected", {"reason": str(exc)})])
+            return str(exc), no_update
+        raw = {"text": text, "choice": choice}.get(task.answer, ids)
+        answer = {"type": task.answer, "value": None, "raw": raw, "invalid": str(exc)}
+    sc.log.submit(pid, task.id, answer, timed_out=timed_out)
+    return "", f"/p/{pid}/?done={task.id}"
+
+
+def create_study_app(study: Study | str | Path, *, db: str | Path,
+                     admin_token: str | None = None, data: RunData | None = None,
+                     synchronous: str = "FULL") -> Dash:
+    """The Dash app of ``study`` logging into the SQLite file ``db``.
+
+    Parameters
+    ----------
+    study : Study or path
+        A validated study, or a study file to load.
+    db : str or Path
+        The interaction log (created if missing; a log of another study is refused).
+    admin_token : str, optional
+        Turns the admin page on (``/study/admin``); requests need this token.
+    data : RunData, optional
+        The run, if already loaded (tests).
+    """
+    if not isinstance(study, Study):
+        study = load_study(study)
+    admin.check_token_strength(admin_token)
+    if data is None:
+        if not (study.run / "config.json").exists():
+            raise StudyError(f"study file: run {str(study.run)!r} is not a stateseer run — "
+                             "fix 'run' (relative paths start at the study file's folder) "
+                             "or pass --run")
+        data = RunData(study.run)
+    log = StudyLog(db, study=study.id, digest=study.digest(), synchronous=synchronous)
+    sc = StudyContext(study=study, data=data, log=log, admin_token=admin_token)
+    sc.check_run()
+    cyto.load_extra_layouts()
+    app = Dash(__name__, assets_folder=str(ASSETS), title=f"stateseer study · {study.id}",
+               update_title=None, suppress_callback_exceptions=True)
+    app.index_string = app.index_string.replace("{%css%}", "{%css%}\n<style>" + CSS +
+                                                "</style>")
+    app.layout = lambda: serve_layout(sc)
+    register_callbacks(app, data)
+    register_event_callbacks(app, sc.write, sc.row_id)
+    register_study_callbacks(app, sc)
+    routes.register(app.server, sc)
+    admin.register(app.server, sc)
+    app.study_context = sc  # for tests and benchmarks
+    _ = data.positions
+    for split in {sc.split_of(t) for t in study.tasks}:
+        data.index(split)
+    return app
+
+
+def serve_study(study_file: str | Path, *, db: str | Path | None = None,
+                run: str | Path | None = None, host: str = "127.0.0.1", port: int = 8050,
+                admin_token: str | None = None, access_log: bool = False) -> int:
+    """``stateseer study``: load, check and serve a study until interrupted."""
+    import logging
+    import time
+
+    t0 = time.perf_counter()
+    study = load_study(study_file, run=run)
+    db = Path(db) if db else Path(f"study-{study.id}.sqlite")
+    app = create_study_app(study, db=db, admin_token=admin_token)
+    if app.study_context.log.digest_changed:
+        print(f"stateseer: warning: the conditions or tasks of study {study.id!r} changed "
+              f"since {db} was created; answers before and after may not compare",
+              file=sys.stderr)
+    if not access_log:
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    url = f"http://{host}:{port}"
+    print(f"stateseer: study {study.id!r} ({len(study.tasks)} tasks, conditions "
+          f"{', '.join(study.conditions)}) on {url}/p/PID/ · log {db} · admin "
+          f"{url + '/study/admin' if admin_token else 'off'} · ready in "
+          f"{time.perf_counter() - t0:.1f} s (Ctrl+C to stop)", file=sys.stderr, flush=True)
+    try:
+        app.run(host=host, port=port, debug=False, threaded=True)
+    finally:
+        app.study_context.log.close()
+    return 0

@@ -1,0 +1,391 @@
+"""The study file: which run to show, the conditions, the tasks and the time limits.
+
+A study file is JSON (or YAML when PyYAML is installed)::
+
+    {"study": "rt-debugging",
+     "run": "../runs/rt",
+     "conditions": {"full": "full", "baseline": "baseline"},
+     "assignment": {"method": "counterbalanced"},
+     "task_time_limit_s": 600,
+     "tasks": [
+       {"id": "find-bug", "prompt": "Why is review 12 misclassified?", "open": [12],
+        "answer": {"type": "text"}},
+       {"id": "pick-state", "prompt": "Which state leads to 'rotten'?",
+        "answer": {"type": "choice", "options": ["3", "7", "12"]}, "time_limit_s": 300}]}
+
+Relative run paths are read from the study file's folder. Every problem is reported as a
+one-line :class:`StudyError` that names the key and says what to write instead.
+
+Views a condition may show (``full`` = all of them)::
+
+    diagram, card, patterns, table, trace_text, trace_chart, input,
+    attribution, nearest, compare, forcing
+
+``baseline`` is DeepSeer's LIME-like control: ``table``, ``trace_text`` and ``attribution``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rnn_models.errors import StateseerError
+
+__all__ = ["ANSWER_TYPES", "PID_PATTERN", "PRESETS", "VIEWS", "Assignment", "Study",
+           "StudyError", "Task", "check_pid", "load_study", "parse_study"]
+
+VIEWS: tuple[str, ...] = ("diagram", "card", "patterns", "table", "trace_text",
+                          "trace_chart", "input", "attribution", "nearest", "compare",
+                          "forcing")
+PRESETS: dict[str, tuple[str, ...]] = {
+    "full": VIEWS,
+    "baseline": ("table", "trace_text", "attribution"),
+}
+ANSWER_TYPES = ("text", "choice", "instances", "states")
+METHODS = ("counterbalanced", "random", "fixed")
+PID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_TOP_KEYS = ("study", "title", "intro", "run", "conditions", "assignment",
+             "task_time_limit_s", "allow_generated_ids", "tasks")
+_TASK_KEYS = ("id", "prompt", "open", "split", "answer", "time_limit_s")
+_ANSWER_KEYS = ("type", "options", "max_chars")
+_ASSIGN_KEYS = ("method", "seed", "condition", "participants")
+MAX_PROMPT = 4000
+
+
+class StudyError(StateseerError, ValueError):
+    """A study file, participant id, answer or study database that cannot be used."""
+
+
+def check_pid(pid: Any) -> str:
+    """Return ``pid`` if it is a valid participant id, else raise :class:`StudyError`.
+
+    Examples
+    --------
+    >>> check_pid("P01")
+    'P01'
+    """
+    if not isinstance(pid, str) or not PID_PATTERN.fullmatch(pid):
+        shown = repr(pid)[:40]
+        raise StudyError(f"participant id {shown} is not valid; use 1 to 64 letters, digits, "
+                         "'-' or '_' (for example P01)")
+    return pid
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task: a prompt, instances to open, an answer type and an optional time limit."""
+
+    id: str
+    prompt: str
+    answer: str = "text"
+    options: tuple[str, ...] = ()
+    max_chars: int = 5000
+    open: tuple[int, ...] = ()
+    split: str | None = None
+    time_limit_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """How participants get a condition.
+
+    ``counterbalanced``: the condition with the fewest participants so far (ties in the
+    order of the study file); ``random``: drawn from ``seed`` and the participant id, so
+    the same id always gets the same condition; ``fixed``: everyone gets ``condition``.
+    ``participants`` pre-assigns ids under every method.
+    """
+
+    method: str = "counterbalanced"
+    seed: int = 0
+    condition: str | None = None
+    participants: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Study:
+    """A validated study file."""
+
+    id: str
+    run: Path
+    conditions: Mapping[str, tuple[str, ...]]
+    tasks: tuple[Task, ...]
+    assignment: Assignment = field(default_factory=Assignment)
+    title: str = ""
+    intro: str = ""
+    allow_generated_ids: bool = True
+    source: Path | None = None
+
+    def task(self, task_id: str) -> Task:
+        """The task called ``task_id`` (KeyError if none)."""
+        for t in self.tasks:
+            if t.id == task_id:
+                return t
+        raise KeyError(task_id)
+
+    def digest(self) -> str:
+        """A short hash of everything that shapes the data (conditions and tasks)."""
+        import hashlib
+
+        doc = {"conditions": {k: list(v) for k, v in self.conditions.items()},
+               "tasks": [t.__dict__ | {"options": list(t.options), "open": list(t.open)}
+                         for t in self.tasks]}
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _fail(where: str, problem: str, fix: str) -> StudyError:
+    return StudyError(f"study file: {where} {problem} — {fix}")
+
+
+def _check_keys(obj: Mapping, known: tuple[str, ...], where: str) -> None:
+    for key in obj:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}"
+            raise _fail(where, f"has an unknown key {str(key)!r}", hint)
+
+
+def _positive(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise _fail(where, f"is {value!r}", "give a positive number of seconds")
+    return float(value)
+
+
+def _name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise _fail(where, f"is {value!r}",
+                    "use 1 to 64 letters, digits, '.', '-' or '_'")
+    return value
+
+
+def _conditions(raw: Any) -> dict[str, tuple[str, ...]]:
+    if raw is None:
+        raw = ["full", "baseline"]
+    if isinstance(raw, list):
+        for name in raw:
+            if name not in PRESETS:
+                raise _fail("'conditions'", f"names {name!r}, which is not a preset",
+                            "use a mapping such as {\"mine\": [\"table\", \"trace_text\"]} "
+                            f"or one of {', '.join(PRESETS)}")
+        raw = {name: name for name in raw}
+    if not isinstance(raw, Mapping) or not raw:
+        raise _fail("'conditions'", "is empty or not a mapping",
+                    "write e.g. {\"full\": \"full\", \"baseline\": \"baseline\"}")
+    out: dict[str, tuple[str, ...]] = {}
+    for name, views in raw.items():
+        where = f"conditions.{name}"
+        _name(name, f"the condition name in '{where}'")
+        if isinstance(views, str):
+            if views not in PRESETS:
+                raise _fail(f"'{where}'", f"is {views!r}",
+                            f"use a preset ({', '.join(PRESETS)}) or a list of views")
+            views = list(PRESETS[views])
+        if not isinstance(views, list) or not views:
+            raise _fail(f"'{where}'", "is not a non-empty list of views",
+                        f"pick from {', '.join(VIEWS)}")
+        for v in views:
+            if v not in VIEWS:
+                close = difflib.get_close_matches(str(v), VIEWS, n=1)
+                hint = f"did you mean '{close[0]}'?" if close else \
+                    f"views are: {', '.join(VIEWS)}"
+                raise _fail(f"'{where}'", f"names an unknown view {v!r}", hint)
+        if len(set(views)) != len(views):
+            raise _fail(f"'{where}'", "lists a view twice", "list each view once")
+        out[name] = tuple(v for v in VIEWS if v in views)
+    return out
+
+
+def _answer(raw: Any, where: str) -> tuple[str, tuple[str, ...], int]:
+    if raw is None:
+        raw = {"type": "text"}
+    if isinstance(raw, str):
+        raw = {"type": raw}
+    if not isinstance(raw, Mapping):
+        raise _fail(f"'{where}'", "is not a mapping", "write e.g. {\"type\": \"text\"}")
+    _check_keys(raw, _ANSWER_KEYS, f"'{where}'")
+    kind = raw.get("type", "text")
+    if kind not in ANSWER_TYPES:
+        raise _fail(f"'{where}.type'", f"is {kind!r}", f"use one of {', '.join(ANSWER_TYPES)}")
+    options = raw.get("options")
+    if kind == "choice":
+        if not isinstance(options, list) or len(options) < 2 or \
+                not all(isinstance(o, str) and o.strip() for o in options):
+            raise _fail(f"'{where}.options'", "must list at least two non-empty strings",
+                        "write e.g. \"options\": [\"yes\", \"no\"]")
+        if len(set(options)) != len(options):
+            raise _fail(f"'{where}.options'", "repeats an option", "list each option once")
+    elif options is not None:
+        raise _fail(f"'{where}.options'", f"is only for choice answers, not {kind!r}",
+                    "remove it or set \"type\": \"choice\"")
+    max_chars = raw.get("max_chars", 5000)
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or \
+            not 1 <= max_chars <= 100_000:
+        raise _fail(f"'{where}.max_chars'", f"is {max_chars!r}",
+                    "give a whole number from 1 to 100000")
+    return kind, tuple(options or ()), max_chars
+
+
+def _task(raw: Any, k: int, default_limit: float | None) -> Task:
+    where = f"tasks[{k}]"
+    if not isinstance(raw, Mapping):
+        raise _fail(f"'{where}'", "is not a mapping",
+                    "write e.g. {\"prompt\": \"...\", \"answer\": {\"type\": \"text\"}}")
+    _check_keys(raw, _TASK_KEYS, f"'{where}'")
+    task_id = _name(raw.get("id", f"t{k + 1}"), f"'{where}.id'")
+    prompt = raw.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise _fail(f"'{where}.prompt'", "is missing or empty",
+                    "give the text the participant reads")
+    if len(prompt) > MAX_PROMPT:
+        raise _fail(f"'{where}.prompt'", f"has {len(prompt)} characters",
+                    f"shorten it to at most {MAX_PROMPT}")
+    opened = raw.get("open", [])
+    if isinstance(opened, int) and not isinstance(opened, bool):
+        opened = [opened]
+    if not isinstance(opened, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in opened):
+        raise _fail(f"'{where}.open'", f"is {opened!r}",
+                    "list instance ids (the table's 'id' column), e.g. [12, 40]")
+    split = raw.get("split")
+    if split is not None and split not in ("train", "val", "test"):
+        raise _fail(f"'{where}.split'", f"is {split!r}", "use train, val or test")
+    kind, options, max_chars = _answer(raw.get("answer"), f"{where}.answer")
+    limit = _positive(raw.get("time_limit_s", default_limit), f"'{where}.time_limit_s'")
+    return Task(id=task_id, prompt=prompt.strip(), answer=kind, options=options,
+                max_chars=max_chars, open=tuple(opened), split=split, time_limit_s=limit)
+
+
+def _assignment(raw: Any, conditions: Mapping[str, Any]) -> Assignment:
+    if raw is None:
+        raw = {}
+    if isinstance(raw, str):
+        raw = {"method": raw}
+    if not isinstance(raw, Mapping):
+        raise _fail("'assignment'", "is not a mapping",
+                    "write e.g. {\"method\": \"random\", \"seed\": 1}")
+    _check_keys(raw, _ASSIGN_KEYS, "'assignment'")
+    method = raw.get("method", "counterbalanced")
+    if method not in METHODS:
+        raise _fail("'assignment.method'", f"is {method!r}", f"use one of {', '.join(METHODS)}")
+    seed = raw.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise _fail("'assignment.seed'", f"is {seed!r}", "give a whole number")
+    cond = raw.get("condition")
+    if method == "fixed" and cond is None:
+        cond = next(iter(conditions)) if len(conditions) == 1 else None
+        if cond is None:
+            raise _fail("'assignment'", "uses method 'fixed' without a 'condition'",
+                        f"add \"condition\": one of {', '.join(conditions)}")
+    if cond is not None and cond not in conditions:
+        raise _fail("'assignment.condition'", f"is {cond!r}",
+                    f"use one of the conditions: {', '.join(conditions)}")
+    fixed = raw.get("participants", {})
+    if not isinstance(fixed, Mapping):
+        raise _fail("'assignment.participants'", "is not a mapping",
+                    "write e.g. {\"P01\": \"baseline\"}")
+    for pid, c in fixed.items():
+        try:
+            check_pid(pid)
+        except StudyError as exc:
+            raise _fail("'assignment.participants'", f"has a bad id: {exc}",
+                        "fix the id") from None
+        if c not in conditions:
+            raise _fail(f"'assignment.participants.{pid}'", f"is {c!r}",
+                        f"use one of the conditions: {', '.join(conditions)}")
+    return Assignment(method=method, seed=seed, condition=cond, participants=dict(fixed))
+
+
+def parse_study(doc: Any, base: str | Path = ".", *, source: Path | None = None) -> Study:
+    """Validate a study document (already parsed from JSON/YAML) into a :class:`Study`.
+
+    Parameters
+    ----------
+    doc : mapping
+        The parsed study file.
+    base : str or Path
+        Folder that a relative ``run`` path is read from (the study file's folder).
+
+    Examples
+    --------
+    >>> s = parse_study({"study": "s1", "run": "runs/rt",
+    ...                  "tasks": [{"prompt": "Find a misclassified review."}]})
+    >>> list(s.conditions), s.tasks[0].id, s.assignment.method
+    (['full', 'baseline'], 't1', 'counterbalanced')
+    """
+    if not isinstance(doc, Mapping):
+        raise StudyError("study file: the top level is not a mapping — write an object "
+                         "with keys 'study', 'run' and 'tasks'")
+    _check_keys(doc, _TOP_KEYS, "the top level")
+    if "study" not in doc:
+        raise _fail("the top level", "has no 'study' id", "add e.g. \"study\": \"pilot-1\"")
+    study_id = _name(doc["study"], "'study'")
+    run = doc.get("run")
+    if not isinstance(run, str) or not run.strip():
+        raise _fail("'run'", "is missing or not a path",
+                    "give the run directory to show, e.g. \"run\": \"runs/rt\"")
+    conditions = _conditions(doc.get("conditions"))
+    default_limit = _positive(doc.get("task_time_limit_s"), "'task_time_limit_s'")
+    tasks_raw = doc.get("tasks")
+    if not isinstance(tasks_raw, list) or not tasks_raw:
+        raise _fail("'tasks'", "is missing or empty",
+                    "list at least one task with a 'prompt'")
+    tasks = tuple(_task(t, k, default_limit) for k, t in enumerate(tasks_raw))
+    ids = [t.id for t in tasks]
+    dup = next((i for i in ids if ids.count(i) > 1), None)
+    if dup is not None:
+        raise _fail("'tasks'", f"use the id {dup!r} twice", "give every task its own id")
+    allow = doc.get("allow_generated_ids", True)
+    if not isinstance(allow, bool):
+        raise _fail("'allow_generated_ids'", f"is {allow!r}", "write true or false")
+    for key in ("title", "intro"):
+        if not isinstance(doc.get(key, ""), str):
+            raise _fail(f"'{key}'", "is not text", "write a string")
+    run_path = Path(run).expanduser()
+    if not run_path.is_absolute():
+        run_path = Path(base) / run_path
+    return Study(id=study_id, run=run_path, conditions=conditions, tasks=tasks,
+                 assignment=_assignment(doc.get("assignment"), conditions),
+                 title=doc.get("title", ""), intro=doc.get("intro", ""),
+                 allow_generated_ids=allow, source=source)
+
+
+def _read(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StudyError(f"study file {path} not found — check the path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StudyError(f"study file {path} cannot be read ({exc}) — "
+                         "pass a UTF-8 JSON or YAML file") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            raise StudyError(f"study file {path} is YAML but PyYAML is not installed — "
+                             "pip install pyyaml, or write the study as JSON") from None
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise StudyError(f"study file {path} is not valid YAML ({exc}) — "
+                             "fix the syntax") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StudyError(f"study file {path} is not valid JSON (line {exc.lineno}, column "
+                         f"{exc.colno}: {exc.msg}) — fix the syntax") from None
+
+
+def load_study(path: str | Path, *, run: str | Path | None = None) -> Study:
+    """Read and validate a study file; ``run`` overrides the file's run directory."""
+    path = Path(path)
+    doc = _read(path)
+    if run is not None and isinstance(doc, dict):
+        doc = {**doc, "run": str(Path(run).resolve())}
+    return parse_study(doc, base=path.parent, source=path)

@@ -1,0 +1,250 @@
+"""What a participant sees: the explorer restricted to a condition's views, plus the study's
+chrome (banner, task panel with timer and submit, landing and error pages).
+
+Every text that comes from the study file or from a participant is passed to Dash as a
+string child, which React renders as text (escaped); nothing here renders raw HTML.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from dash import dcc, html
+
+from .spec import VIEWS, Study, Task
+
+__all__ = ["VIEW_TARGETS", "done_page", "hidden_views", "landing_page", "message_page",
+           "restrict_views", "study_frame", "task_panel"]
+
+HIDDEN = {"display": "none"}
+
+# view -> components that belong to it: ("id", X), ("class", X) (one of the component's
+# CSS classes) or ("tab", X) (the dcc.Tab whose value is X). Targets missing from the
+# explorer (views still being built) are ignored.
+VIEW_TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
+    "diagram": (("id", "diagram-panel"), ("class", "diagram-panel")),
+    "card": (("tab", "card"), ("id", "state-card"), ("id", "card-panel")),
+    "patterns": (("tab", "influential"), ("tab", "buggy"), ("id", "influential"),
+                 ("id", "buggy"), ("id", "patterns-panel")),
+    "table": (("id", "table-panel"), ("class", "table-panel")),
+    "trace_text": (("id", "trace-title"), ("id", "trace-tokens"), ("id", "trace-text-panel")),
+    "trace_chart": (("id", "trace-chart-box"), ("id", "dl-figure"),
+                    ("id", "trace-chart-panel")),
+    "input": (("class", "input-box"), ("id", "input-message"), ("id", "input-panel")),
+    "attribution": (("id", "attribution-panel"), ("class", "attribution-panel")),
+    "nearest": (("id", "nearest-panel"), ("class", "nearest-panel")),
+    "compare": (("id", "compare-panel"), ("class", "compare-panel")),
+    "forcing": (("id", "forcing-panel"), ("class", "forcing-panel")),
+}
+
+
+def hidden_views(views: Iterable[str]) -> list[str]:
+    """The views a condition does not show."""
+    shown = set(views)
+    return [v for v in VIEWS if v not in shown]
+
+
+def _children(c: Any) -> list[Any]:
+    kids = getattr(c, "children", None)
+    if kids is None:
+        return []
+    return list(kids) if isinstance(kids, (list, tuple)) else [kids]
+
+
+def _walk(c: Any) -> Iterator[Any]:
+    if hasattr(c, "to_plotly_json"):
+        yield c
+    for k in _children(c):
+        if hasattr(k, "to_plotly_json"):
+            yield from _walk(k)
+
+
+def _classes(c: Any) -> set[str]:
+    return set(str(getattr(c, "className", "") or "").split())
+
+
+def _view_of(c: Any) -> str | None:
+    cid = getattr(c, "id", None)
+    cls = _classes(c)
+    is_tab = type(c).__name__ == "Tab"
+    for view, targets in VIEW_TARGETS.items():
+        for kind, name in targets:
+            if (kind == "id" and cid == name) or (kind == "class" and name in cls) or \
+                    (kind == "tab" and is_tab and getattr(c, "value", None) == name):
+                return view
+    return None
+
+
+def _hide(c: Any) -> None:
+    c.style = {**(getattr(c, "style", None) or {}), **HIDDEN}
+
+
+def _is_hidden(c: Any) -> bool:
+    return (getattr(c, "style", None) or {}).get("display") == "none"
+
+
+def restrict_views(layout: Any, views: Iterable[str]) -> Any:
+    """A copy of the explorer's layout that shows only ``views``.
+
+    Components of the other views get ``style={"display": "none"}`` (they stay in the
+    page so the explorer's callbacks keep working). A panel (CSS class ``panel``) whose
+    view components are all hidden is hidden too, and a ``dcc.Tabs`` whose selected tab is
+    hidden opens its first visible tab.
+
+    Parameters
+    ----------
+    layout : dash component
+        The explorer's layout (:func:`app.layout.build_layout`).
+    views : iterable of str
+        The views to show (names from :data:`app.study.spec.VIEWS`).
+
+    Examples
+    --------
+    >>> from dash import html
+    >>> page = html.Div([html.Div(id="trace-title"), html.Div(className="panel diagram-panel")])
+    >>> out = restrict_views(page, ["trace_text"])
+    >>> out.children[1].style, getattr(out.children[0], "style", None)
+    ({'display': 'none'}, None)
+    """
+    shown = set(views)
+    unknown = shown - set(VIEWS)
+    if unknown:
+        raise ValueError(f"unknown views {sorted(unknown)}; views are {VIEWS}")
+    layout = copy.deepcopy(layout)
+    nodes = list(_walk(layout))
+    for c in nodes:
+        view = _view_of(c)
+        if view is not None and view not in shown:
+            _hide(c)
+    for c in reversed(nodes):  # innermost panels first
+        if "panel" in _classes(c) and not _is_hidden(c):
+            inner = [k for k in _walk(c) if k is not c and _view_of(k) is not None]
+            if inner and all(_is_hidden(k) or any(_is_hidden(a) for a in _ancestors(c, k))
+                             for k in inner):
+                _hide(c)
+    for c in nodes:
+        if type(c).__name__ == "Tabs":
+            tabs = [t for t in _children(c) if type(t).__name__ == "Tab"]
+            visible = [t for t in tabs if not _is_hidden(t)]
+            if visible and getattr(c, "value", None) not in [t.value for t in visible]:
+                c.value = visible[0].value
+    return layout
+
+
+def _ancestors(root: Any, target: Any) -> list[Any]:
+    """Components between ``root`` (exclusive) and ``target`` (exclusive)."""
+    def path(c: Any) -> list[Any] | None:
+        for k in _children(c):
+            if k is target:
+                return []
+            if hasattr(k, "to_plotly_json"):
+                p = path(k)
+                if p is not None:
+                    return [k, *p]
+        return None
+
+    return path(root) or []
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    s = round(seconds)
+    return f"{s // 60:02d}:{s % 60:02d}"
+
+
+def task_panel(study: Study, task: Task, position: int, *, split: str,
+               instance_rows: dict[int, int]) -> html.Div:
+    """The current task: prompt, instances to open, answer widget, timer and submit.
+
+    ``instance_rows`` maps the task's instance ids to their rows in ``split``.
+    """
+    n = len(study.tasks)
+    show = {k: (None if task.answer in kinds else HIDDEN) for k, kinds in (
+        ("text", ("text",)), ("choice", ("choice",)), ("ids", ("instances", "states")))}
+    what = "instance ids" if task.answer == "instances" else "state numbers"
+    opens = [html.Button(f"open #{i}", id={"type": "study-open", "index": k},
+                         n_clicks=0, className="study-open", title=f"show instance {i}")
+             for k, i in enumerate(task.open) if i in instance_rows]
+    limit = f" / {_clock(task.time_limit_s)}" if task.time_limit_s else ""
+    return html.Div([
+        html.Div([html.B(f"Task {position + 1} of {n}"),
+                  html.Span([html.Span("time ", className="study-clock-label"),
+                             html.Span("00:00", id="study-timer"),
+                             html.Span(limit, className="study-limit")],
+                            className="study-clock", id="study-clock",
+                            title="time on this task")],
+                 className="study-task-head"),
+        html.P(task.prompt, id="study-prompt", className="study-prompt"),
+        html.Div(["Instances for this task: ", *opens], className="study-opens")
+        if opens else None,
+        html.Div([
+            dcc.Textarea(id="study-answer-text", value="", maxLength=task.max_chars,
+                         placeholder="Your answer…", className="study-answer-text",
+                         style=show["text"]),
+            dcc.RadioItems(id="study-answer-choice", value=None,
+                           options=[{"label": f" {o}", "value": o} for o in task.options],
+                           className="study-choice", style=show["choice"]),
+            html.Div([
+                dcc.Input(id="study-answer-ids", type="text", value="", debounce=False,
+                          placeholder=f"{what}, e.g. 12, 40", className="study-ids"),
+                html.Button(f"add the selected {'row' if task.answer == 'instances' else 'state'}",
+                            id="study-add-selected", n_clicks=0),
+            ], className="study-ids-box", style=show["ids"]),
+            html.Button("Submit answer", id="study-submit", n_clicks=0,
+                        className="study-submit"),
+        ], className="study-answer"),
+        html.Div(id="study-message", className="message", role="status"),
+    ], className="study-task panel", id="study-task")
+
+
+def study_frame(study: Study, participant: dict[str, Any], explorer: Any | None,
+                panel: Any, stores: list[Any]) -> html.Div:
+    """The page of a participant: banner, task panel, then the (restricted) explorer."""
+    title = study.title or f"Study {study.id}"
+    banner = html.Div([html.Span(title, className="study-title"),
+                       html.Span(f"participant {participant['pid']}",
+                                 id="study-pid", className="study-pid")],
+                      className="study-banner")
+    return html.Div([*stores, banner, panel, *([explorer] if explorer is not None else [])],
+                    className="study-page", id="study-page")
+
+
+def done_page(study: Study, pid: str) -> html.Div:
+    """Shown once every task is submitted."""
+    return html.Div([
+        html.Div([html.Span(study.title or f"Study {study.id}", className="study-title"),
+                  html.Span(f"participant {pid}", className="study-pid")],
+                 className="study-banner"),
+        html.Div([html.H3("All tasks are done — thank you!"),
+                  html.P("Your answers are saved. You may close this page.")],
+                 className="study-task panel study-done", id="study-done"),
+    ], className="study-page")
+
+
+def landing_page(study: Study) -> html.Div:
+    """Asks for a participant id (or hands one out when the study allows it)."""
+    parts: list[Any] = [
+        html.H2(study.title or f"Study {study.id}"),
+        html.P(study.intro) if study.intro else None,
+        html.Form([
+            html.Label(["Participant id ", dcc.Input(id="study-pid-input", name="pid",
+                                                     type="text", required=True,
+                                                     pattern="[A-Za-z0-9_-]{1,64}",
+                                                     placeholder="e.g. P01")]),
+            html.Button("Start", type="submit", className="study-submit"),
+        ], action="/", method="GET", className="study-landing-form"),
+    ]
+    if study.allow_generated_ids:
+        parts.append(html.P(["No id? ", html.A("Start with a new one", href="/study/new",
+                                               id="study-new")]))
+    return html.Div(html.Div(parts, className="study-task panel study-landing"),
+                    className="study-page")
+
+
+def message_page(title: str, text: str) -> html.Div:
+    """A page with one message (e.g. an invalid participant id)."""
+    return html.Div(html.Div([html.H3(title), html.P(text, id="study-error")],
+                             className="study-task panel"), className="study-page")
