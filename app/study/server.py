@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 import dash_cytoscape as cyto
 import numpy as np
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
-from flask import has_request_context, request
+from flask import g, has_request_context, request
 
 from ..callbacks import register_callbacks
 from ..data import RunData
@@ -171,9 +171,13 @@ def serve_layout(sc: StudyContext) -> Any:
         check_pid(pid)
     except StudyError as exc:
         return message_page("This participant link is not valid", str(exc))
-    if not is_layout:  # e.g. Dash's own layout check: no side effects
+    if not is_layout:
         return landing_page(sc.study)
-    return participant_page(sc, pid, query)
+    # Dash may build the layout twice in one request (its first-request check): the page
+    # is made, and its events logged, once per request
+    if "study_page" not in g:
+        g.study_page = participant_page(sc, pid, query)
+    return g.study_page
 
 
 TIMER_JS = """

@@ -1,0 +1,171 @@
+"""Study files: valid ones load; every mistake is one line naming the key and the fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.study.answers import add_selected, check_answer, parse_ids
+from app.study.spec import PRESETS, VIEWS, StudyError, Task, check_pid, load_study, parse_study
+from tests.conftest import one_line
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD = {"study": "s1", "run": "runs/rt",
+        "tasks": [{"prompt": "Why?", "open": [3]},
+                  {"id": "pick", "prompt": "Which?",
+                   "answer": {"type": "choice", "options": ["a", "b"]}}]}
+
+
+def _with(**changes):
+    doc = json.loads(json.dumps(GOOD))
+    for key, value in changes.items():
+        if value is None:
+            doc.pop(key, None)
+        else:
+            doc[key] = value
+    return doc
+
+
+def test_the_example_study_file_loads():
+    s = load_study(ROOT / "docs" / "study_example.json")
+    assert s.run == ROOT / "docs" / ".." / "runs" / "rt"
+    assert set(s.conditions) == {"full", "baseline"}
+    assert s.conditions["baseline"] == ("table", "trace_text", "attribution")
+    assert s.conditions["full"] == VIEWS
+    assert [t.answer for t in s.tasks] == ["text", "choice", "instances"]
+    assert s.tasks[1].time_limit_s == 300 and s.tasks[0].time_limit_s == 600
+
+
+def test_defaults_and_condition_forms(tmp_path):
+    s = parse_study(GOOD, base=tmp_path)
+    assert s.run == tmp_path / "runs" / "rt"
+    assert list(s.conditions) == ["full", "baseline"] and s.assignment.method == "counterbalanced"
+    assert s.tasks[0].id == "t1" and s.tasks[0].open == (3,) and s.tasks[0].answer == "text"
+    s = parse_study(_with(conditions=["baseline"]))
+    assert s.conditions == {"baseline": PRESETS["baseline"]}
+    s = parse_study(_with(conditions={"mine": ["trace_chart", "table"]},
+                          assignment={"method": "fixed"}))
+    assert s.conditions["mine"] == ("table", "trace_chart")  # in view order
+    assert s.assignment.condition == "mine"
+
+
+def test_run_override_and_digest(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(GOOD))
+    s = load_study(path, run=tmp_path / "other")
+    assert s.run == (tmp_path / "other").resolve()
+    assert s.digest() == parse_study(GOOD).digest()
+    assert s.digest() != parse_study(_with(tasks=[{"prompt": "Else?"}])).digest()
+
+
+@pytest.mark.parametrize("doc,needles", [
+    ([1, 2], ["top level is not a mapping"]),
+    (_with(study=None), ["no 'study' id", "add e.g."]),
+    (_with(study="bad id!"), ["'study'", "letters, digits"]),
+    (_with(run=None), ["'run' is missing", "runs/rt"]),
+    (_with(taks=[]), ["unknown key 'taks'", "did you mean 'tasks'?"]),
+    (_with(tasks=[]), ["'tasks' is missing or empty"]),
+    (_with(tasks=[{"prompt": ""}]), ["'tasks[0].prompt' is missing or empty"]),
+    (_with(tasks=[{"prompt": "x" * 5000}]), ["5000 characters", "at most 4000"]),
+    (_with(tasks=[{"prompt": "a", "promt": 1}]), ["'tasks[0]'", "did you mean 'prompt'?"]),
+    (_with(tasks=[{"prompt": "a", "open": ["12"]}]), ["'tasks[0].open'", "instance ids"]),
+    (_with(tasks=[{"prompt": "a", "split": "dev"}]), ["'tasks[0].split'", "train, val or test"]),
+    (_with(tasks=[{"prompt": "a", "answer": {"type": "essay"}}]),
+     ["'tasks[0].answer.type' is 'essay'", "text, choice, instances, states"]),
+    (_with(tasks=[{"prompt": "a", "answer": {"type": "choice", "options": ["x"]}}]),
+     ["'tasks[0].answer.options'", "at least two"]),
+    (_with(tasks=[{"prompt": "a", "answer": {"type": "choice", "options": ["x", "x"]}}]),
+     ["repeats an option"]),
+    (_with(tasks=[{"prompt": "a", "answer": {"type": "text", "options": ["x", "y"]}}]),
+     ["only for choice answers"]),
+    (_with(tasks=[{"prompt": "a", "time_limit_s": -5}]),
+     ["'tasks[0].time_limit_s' is -5", "positive number of seconds"]),
+    (_with(tasks=[{"prompt": "a", "id": "x"}, {"prompt": "b", "id": "x"}]),
+     ["id 'x' twice"]),
+    (_with(conditions={"c": ["diagram", "stat_card"]}),
+     ["unknown view 'stat_card'", "did you mean"]),
+    (_with(conditions={"c": "lime"}), ["'conditions.c' is 'lime'", "full, baseline"]),
+    (_with(conditions=["full", "mine"]), ["'mine', which is not a preset"]),
+    (_with(conditions={}), ["'conditions' is empty"]),
+    (_with(assignment={"method": "alternate"}),
+     ["'assignment.method' is 'alternate'", "counterbalanced, random, fixed"]),
+    (_with(assignment={"method": "fixed"}), ["'fixed' without a 'condition'"]),
+    (_with(assignment={"method": "random", "seed": "one"}), ["'assignment.seed'"]),
+    (_with(assignment={"participants": {"P 1": "full"}}), ["bad id", "'P 1'"]),
+    (_with(assignment={"participants": {"P1": "other"}}),
+     ["'assignment.participants.P1' is 'other'", "full, baseline"]),
+    (_with(task_time_limit_s="10 min"), ["'task_time_limit_s'"]),
+    (_with(allow_generated_ids="yes"), ["true or false"]),
+])
+def test_study_file_errors_are_one_line(doc, needles):
+    with pytest.raises(StudyError) as err:
+        parse_study(doc)
+    msg = one_line(err.value)
+    assert msg.startswith("study file")
+    for needle in needles:
+        assert needle in msg, msg
+
+
+def test_unreadable_files(tmp_path):
+    with pytest.raises(StudyError) as err:
+        load_study(tmp_path / "missing.json")
+    assert "not found" in one_line(err.value)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"study": "s1",\n "run": }')
+    with pytest.raises(StudyError) as err:
+        load_study(bad)
+    assert "not valid JSON (line 2" in one_line(err.value)
+
+
+def test_yaml_study_files(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("study: s1\nrun: runs/rt\ntasks:\n  - prompt: Why?\n")
+    try:
+        import yaml  # noqa: F401
+    except ImportError:
+        with pytest.raises(StudyError) as err:
+            load_study(path)
+        assert "PyYAML is not installed" in one_line(err.value)
+        assert "write the study as JSON" in str(err.value)
+    else:
+        assert load_study(path).tasks[0].prompt == "Why?"
+
+
+@pytest.mark.parametrize("pid", ["", "P 01", "P01/../x", "<script>", "x" * 65, None, 7,
+                                 "Pé"])
+def test_bad_participant_ids(pid):
+    with pytest.raises(StudyError) as err:
+        check_pid(pid)
+    assert "letters, digits" in one_line(err.value)
+
+
+def test_good_participant_ids():
+    for pid in ("P01", "a", "x" * 64, "anon-1f_3"):
+        assert check_pid(pid) == pid
+
+
+def test_answers_are_checked_by_type():
+    text = Task(id="t", prompt="?", max_chars=10)
+    assert check_answer(text, text="  ok  ") == {"type": "text", "value": "ok"}
+    for bad, needle in ((None, "empty"), ("x" * 11, "limit is 10")):
+        with pytest.raises(StudyError) as err:
+            check_answer(text, text=bad)
+        assert needle in one_line(err.value)
+    choice = Task(id="t", prompt="?", answer="choice", options=("a", "b"))
+    with pytest.raises(StudyError):
+        check_answer(choice, choice="c")
+    inst = Task(id="t", prompt="?", answer="instances")
+    assert check_answer(inst, ids="4, 5", valid_id=lambda i: i < 10)["value"] == [4, 5]
+    with pytest.raises(StudyError) as err:
+        check_answer(inst, ids="4, 50", valid_id=lambda i: i < 10)
+    assert "instance id 50 does not exist" in one_line(err.value)
+    with pytest.raises(StudyError) as err:
+        check_answer(inst, ids="4, x")
+    assert "'x' is not a whole number" in one_line(err.value)
+    states = Task(id="t", prompt="?", answer="states")
+    with pytest.raises(StudyError) as err:
+        check_answer(states, ids="3 12", n_states=12)
+    assert "states are 0 to 11" in one_line(err.value)
+    assert parse_ids(" ") == [] and add_selected("1", 2) == "1, 2"
