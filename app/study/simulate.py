@@ -1,0 +1,185 @@
+"""Simulated participants against a real study server, then a SIGKILL, then an audit.
+
+Used by ``benchmarks/study_log.py`` (20 participants x 1,000 events) and by the
+durability test (4 x 100). :class:`StudyServer` runs ``stateseer study`` in a
+subprocess on a free port of 127.0.0.1; :func:`simulate` posts events from one thread
+per participant over keep-alive connections and records every acknowledgement;
+:func:`audit` opens the database after the kill and checks that each acknowledged
+event is there, unchanged, and that ``PRAGMA integrity_check`` says ``ok``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Ack", "StudyServer", "audit", "free_port", "simulate"]
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that is free now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _post(conn: http.client.HTTPConnection, path: str, doc: Any) -> tuple[int, Any]:
+    body = json.dumps(doc).encode()
+    conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    data = resp.read()
+    return resp.status, json.loads(data) if data else None
+
+
+class StudyServer:
+    """``stateseer study STUDY_FILE`` in a subprocess (a context manager).
+
+    Parameters
+    ----------
+    study_file, db : path
+        The study file and the log database.
+    log_path : path, optional
+        Where the server's stdout and stderr go (default: discarded).
+    """
+
+    def __init__(self, study_file: str | Path, db: str | Path, *,
+                 log_path: str | Path | None = None, start_timeout: float = 120) -> None:
+        self.study_file, self.db = Path(study_file), Path(db)
+        self.port = free_port()
+        self.log_path = log_path
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> StudyServer:
+        out = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL
+        cmd = [sys.executable, "-m", "app.cli", "study", str(self.study_file),
+               "--db", str(self.db), "--host", "127.0.0.1", "--port", str(self.port)]
+        root = Path(__file__).resolve().parents[2]
+        env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep +
+               os.environ.get("PYTHONPATH", "")}
+        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                     cwd=root)
+        if out is not subprocess.DEVNULL:
+            out.close()
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the study server exited with {self.proc.returncode}"
+                                   + (f"; see {self.log_path}" if self.log_path else ""))
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                conn.request("GET", "/study/health")
+                if conn.getresponse().status == 200:
+                    conn.close()
+                    return self
+            except OSError:
+                time.sleep(0.2)
+        self.kill()
+        raise RuntimeError(f"the study server did not answer within {self.start_timeout} s")
+
+    def kill(self) -> None:
+        """SIGKILL the server (no clean-up of any kind) and reap it."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+
+
+@dataclass
+class Ack:
+    """What the simulated participants sent and had acknowledged."""
+
+    acked: list[tuple[str, int, int]] = field(default_factory=list)  # (pid, seq, event id)
+    sent: int = 0
+    errors: int = 0
+    first_ack: float | None = None
+    last_ack: float | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _participant(port: int, pid: str, n_events: int, ack: Ack, stop: threading.Event) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        status, _ = _post(conn, "/study/join", {"pid": pid})
+        if status != 200:
+            raise RuntimeError(f"join {pid}: HTTP {status}")
+        for seq in range(n_events):
+            if stop.is_set():
+                return
+            doc = {"pid": pid, "kind": "simulated_click",
+                   "payload": {"seq": seq, "state": seq % 40, "pad": "x" * 64}}
+            with ack.lock:
+                ack.sent += 1
+            status, body = _post(conn, "/study/event", doc)
+            if status != 200:
+                with ack.lock:
+                    ack.errors += 1
+                continue
+            now = time.perf_counter()
+            with ack.lock:
+                ack.acked.append((pid, seq, int(body["ids"][0])))
+                ack.first_ack = ack.first_ack or now
+                ack.last_ack = now
+    except (OSError, http.client.HTTPException, ValueError):
+        return  # the server is gone (killed): this participant stops
+    finally:
+        conn.close()
+
+
+def simulate(port: int, n_participants: int, n_events: int, *,
+             kill_at: float | None = None, kill=None) -> tuple[Ack, float]:
+    """Run the participants; call ``kill()`` once ``kill_at`` of all events are acked.
+
+    Returns the acknowledgements and the wall time from start to kill (or to the end).
+    """
+    ack, stop = Ack(), threading.Event()
+    threads = [threading.Thread(target=_participant,
+                                args=(port, f"sim{p:03d}", n_events, ack, stop), daemon=True)
+               for p in range(n_participants)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    total = n_participants * n_events
+    killed_at = None
+    while any(t.is_alive() for t in threads):
+        if kill is not None and kill_at is not None and killed_at is None and \
+                len(ack.acked) >= kill_at * total:
+            kill()
+            killed_at = time.perf_counter()
+        time.sleep(0.002)
+    if kill is not None and killed_at is None:  # everything was sent: kill right after
+        kill()
+        killed_at = time.perf_counter()
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    return ack, (killed_at or time.perf_counter()) - t0
+
+
+def audit(db: str | Path, ack: Ack) -> dict[str, Any]:
+    """Check the database after the kill against the acknowledgements."""
+    conn = sqlite3.connect(str(db))
+    try:
+        integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
+        stored = {i: (pid, json.loads(p)["seq"]) for i, pid, p in conn.execute(
+            "SELECT id, pid, payload FROM events WHERE kind = 'simulated_click'")}
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    finally:
+        conn.close()
+    lost = sum(stored.get(i) != (pid, seq) for pid, seq, i in ack.acked)
+    return {"n_events_acked": len(ack.acked), "n_events_in_db": len(stored), "lost": lost,
+            "stored_unacked": len(stored) - (len(ack.acked) - lost),
+            "integrity": integrity, "journal_mode": mode}
