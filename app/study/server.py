@@ -204,12 +204,25 @@ function(n, info) {
 """
 
 
+SAVED_JS = """
+function(ack) {
+    if (!ack) { return window.dash_clientside.no_update; }
+    if (ack.ok === false) { return "not saved: " + ack.error; }
+    window.__studySaved = (window.__studySaved || 0) + ack.ids.length;
+    return "✓ " + window.__studySaved + " interactions saved";
+}
+"""
+
+
 def register_study_callbacks(app: Dash, sc: StudyContext) -> None:
     """The task panel's callbacks: timer, opening instances, the ids box and submit."""
     app.clientside_callback(
         TIMER_JS, Output("study-timer", "children"), Output("study-timeout", "data"),
         Output("study-clock", "className"), Input("study-tick", "n_intervals"),
         State("study-info", "data"))
+    # the page shows an interaction as saved only once the server acknowledged it
+    app.clientside_callback(SAVED_JS, Output("study-saved", "children"),
+                            Input("study-ack", "data"), prevent_initial_call=True)
 
     @app.callback(Output("selection", "data", allow_duplicate=True),
                   Output("url", "search", allow_duplicate=True),

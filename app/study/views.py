@@ -205,8 +205,10 @@ def study_frame(study: Study, participant: dict[str, Any], explorer: Any | None,
     """The page of a participant: banner, task panel, then the (restricted) explorer."""
     title = study.title or f"Study {study.id}"
     banner = html.Div([html.Span(title, className="study-title"),
-                       html.Span(f"participant {participant['pid']}",
-                                 id="study-pid", className="study-pid")],
+                       html.Span([html.Span(id="study-saved", className="study-saved",
+                                            title="interactions stored on the server"),
+                                  html.Span(f"participant {participant['pid']}",
+                                            id="study-pid", className="study-pid")])],
                       className="study-banner")
     return html.Div([*stores, banner, panel, *([explorer] if explorer is not None else [])],
                     className="study-page", id="study-page")

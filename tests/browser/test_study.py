@@ -1,0 +1,166 @@
+"""Study mode in a real browser: two participants, two conditions, two tasks, the log."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+pytestmark = pytest.mark.browser
+
+EVIL = "<img src=x onerror=\"window.__pwned=1\"> it flips at 'but'"
+
+
+def _wait(pred, timeout: float = 20, what: str = "condition") -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _idle(driver, timeout: float = 15) -> None:
+    _wait(lambda: not driver.execute_script(
+        "return document.querySelectorAll('[data-dash-is-loading=\"true\"]').length"),
+        timeout, "callbacks to settle")
+
+
+def _saved(dash_duo) -> int:
+    text = dash_duo.find_element("#study-saved").text
+    return int(text.split()[1]) if text.startswith("✓") else 0
+
+
+def _saved_more(dash_duo, before: int) -> int:
+    """Wait until the page shows more acknowledged interactions than ``before``."""
+    _wait(lambda: _saved(dash_duo) > before, 15, "the server's acknowledgement")
+    return _saved(dash_duo)
+
+
+def _open(dash_duo, pid: str) -> None:
+    dash_duo.driver.get(f"{dash_duo.server_url}/?pid={pid}")  # redirects to /p/PID/
+    dash_duo.wait_for_element("#study-prompt", timeout=20)
+    dash_duo.wait_for_element("#table td", timeout=20)
+    _idle(dash_duo.driver)
+
+
+def _submit_and_wait(dash_duo, next_prompt: str | None) -> None:
+    dash_duo.find_element("#study-submit").click()
+    if next_prompt is None:
+        dash_duo.wait_for_element("#study-done", timeout=20)
+    else:
+        dash_duo.wait_for_text_to_equal("#study-prompt", next_prompt, timeout=20)
+        _idle(dash_duo.driver)
+
+
+def _tap_state(driver, state: int) -> None:
+    """Tap a node the way cytoscape does for a click (the explorer's own tests click)."""
+    _wait(lambda: driver.execute_script(
+        "const r = document.querySelector('#diagram');"
+        "const el = r && [r, ...r.querySelectorAll('*')].find(d => d._cyreg);"
+        f"if (!el || el._cyreg.cy.$('#s{state}').empty()) return false;"
+        f"el._cyreg.cy.$('#s{state}').emit('tap'); return true;"), 15, f"state {state}")
+
+
+@pytest.fixture
+def study_app(explored_run, tmp_path):
+    from app.data import RunData
+    from app.study.server import create_study_app
+    from app.study.spec import parse_study
+
+    data = RunData(explored_run)
+    ids = [int(i) for i in data.traces["test"].rows[:2]]
+    study = parse_study({
+        "study": "browser", "title": "Browser study", "run": str(explored_run),
+        "conditions": {"full": "full", "baseline": "baseline"},
+        "assignment": {"method": "counterbalanced"},
+        "tasks": [{"id": "why", "prompt": "Why is the first review classified as it is?",
+                   "open": ids},
+                  {"id": "which", "prompt": "Is the model right more often than not?",
+                   "answer": {"type": "choice", "options": ["yes", "no"]},
+                   "time_limit_s": 600}]}, source=None)
+    app = create_study_app(study, db=tmp_path / "log.sqlite", data=data)
+    app.test_ids = ids
+    yield app
+    app.study_context.log.close()
+
+
+def test_two_participants_two_conditions_two_tasks(dash_duo, study_app):
+    dash_duo.start_server(study_app)
+    d = dash_duo.driver
+    db = study_app.study_context.log.path
+
+    # -- P01: first arrival, counterbalanced into "full": every view -------------------------
+    _open(dash_duo, "P01")
+    assert d.current_url.endswith("/p/P01/")
+    assert dash_duo.find_element("#diagram").is_displayed()
+    assert dash_duo.find_element("#trace-tokens .chip").is_displayed()  # the task's instance
+    _wait(lambda: dash_duo.find_element("#study-timer").text not in ("", "00:00"), 5, "timer")
+    n = _saved(dash_duo)
+    search = dash_duo.find_element("#search")
+    search.send_keys("the", Keys.ENTER)
+    n = _saved_more(dash_duo, n)
+    _tap_state(d, 1)
+    dash_duo.wait_for_text_to_equal("#state-card h4", "State 1", timeout=15)
+    n = _saved_more(dash_duo, n)
+    d.find_elements(By.CSS_SELECTOR, ".study-open")[1].click()  # open the second instance
+    n = _saved_more(dash_duo, n)
+    dash_duo.find_element("#study-answer-text").send_keys(EVIL)
+    _submit_and_wait(dash_duo, "Is the model right more often than not?")
+    assert dash_duo.find_element("#diagram").is_displayed()
+    d.find_elements(By.CSS_SELECTOR, "#study-answer-choice input")[0].click()  # "yes"
+    _submit_and_wait(dash_duo, None)
+    assert d.execute_script("return window.__pwned === undefined")
+
+    # -- P02: counterbalanced into "baseline": table, trace text, attribution only -----------
+    _open(dash_duo, "P02")
+    assert not dash_duo.find_element("#diagram").is_displayed()
+    assert not dash_duo.find_element("#state-card").is_displayed()
+    assert not dash_duo.find_element("#new-text").is_displayed()
+    assert dash_duo.find_element("#table").is_displayed()
+    assert dash_duo.find_element("#trace-tokens .chip").is_displayed()
+    assert not dash_duo.find_element("#trace-tokens .st").is_displayed()  # no state strip
+    n = _saved(dash_duo)
+    d.find_elements(By.CSS_SELECTOR, '#table td[data-dash-column="text"]')[2].click()
+    n = _saved_more(dash_duo, n)
+    dash_duo.find_element("#study-answer-text").send_keys("the word 'but'")
+    _submit_and_wait(dash_duo, "Is the model right more often than not?")
+    dash_duo.find_element("#study-submit").click()  # nothing chosen: refused, stays
+    dash_duo.wait_for_contains_text("#study-message", "no option is chosen", timeout=15)
+    d.find_elements(By.CSS_SELECTOR, "#study-answer-choice input")[1].click()  # "no"
+    _submit_and_wait(dash_duo, None)
+
+    # -- a reload keeps P01 done, and the log holds everything ---------------------------------
+    _wait(lambda: d.find_elements(By.CSS_SELECTOR, "#study-done"), 5, "done page")
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    people = {r["pid"]: r["condition"] for r in conn.execute("SELECT * FROM participants")}
+    assert people == {"P01": "full", "P02": "baseline"}
+    events = [dict(r) for r in conn.execute("SELECT * FROM events ORDER BY id")]
+    by = {p: [e for e in events if e["pid"] == p] for p in people}
+    kinds = {p: [e["kind"] for e in evs] for p, evs in by.items()}
+    for p in people:
+        assert kinds[p][:2] == ["participant_joined", "task_started"]
+        assert kinds[p].count("task_started") == 2 and kinds[p].count("task_submitted") == 2
+        assert all(e["condition"] == people[p] for e in by[p])
+        assert all(e["ts"].endswith("Z") for e in by[p])
+    for kind in ("filter_changed", "state_clicked", "task_instance_opened",
+                 "instance_selected", "answer_edited"):
+        assert kind in kinds["P01"], kind
+    assert "state_clicked" not in kinds["P02"] and "instance_selected" in kinds["P02"]
+    assert "answer_rejected" in kinds["P02"]
+    click = next(e for e in by["P01"] if e["kind"] == "state_clicked")
+    assert json.loads(click["payload"]) == {"state": 1, "selected": True}
+    assert click["task"] == "why"
+    opened = next(e for e in by["P01"] if e["kind"] == "task_instance_opened")
+    assert json.loads(opened["payload"])["id"] == study_app.test_ids[1]
+    answers = {(r["pid"], r["task"]): json.loads(r["answer"])["value"]
+               for r in conn.execute("SELECT * FROM tasks")}
+    assert answers == {("P01", "why"): EVIL, ("P01", "which"): "yes",
+                       ("P02", "why"): "the word 'but'", ("P02", "which"): "no"}
+    conn.close()
+    assert dash_duo.get_logs() == []
