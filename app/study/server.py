@@ -353,6 +353,7 @@ def serve_study(study_file: str | Path, *, db: str | Path | None = None,
                 admin_token: str | None = None, access_log: bool = False) -> int:
     """``stateseer study``: load, check and serve a study until interrupted."""
     import logging
+    import signal
     import time
 
     t0 = time.perf_counter()
@@ -370,6 +371,9 @@ def serve_study(study_file: str | Path, *, db: str | Path | None = None,
           f"{', '.join(study.conditions)}) on {url}/p/PID/ · log {db} · admin "
           f"{url + '/study/admin' if admin_token else 'off'} · ready in "
           f"{time.perf_counter() - t0:.1f} s (Ctrl+C to stop)", file=sys.stderr, flush=True)
+    # SIGTERM stops the server like Ctrl+C, so the log is closed cleanly; SIGKILL loses
+    # nothing acknowledged either (see app.study.store)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         app.run(host=host, port=port, debug=False, threaded=True)
     finally:
