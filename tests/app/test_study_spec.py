@@ -169,3 +169,30 @@ def test_answers_are_checked_by_type():
         check_answer(states, ids="3 12", n_states=12)
     assert "states are 0 to 11" in one_line(err.value)
     assert parse_ids(" ") == [] and add_selected("1", 2) == "1, 2"
+
+
+@pytest.mark.parametrize("module", ["spec", "assign", "store", "answers", "views", "events",
+                                    "server", "routes", "admin"])
+def test_study_doctests(module):
+    import doctest
+    import importlib
+
+    mod = importlib.import_module(f"app.study.{module}")
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+
+
+def test_study_command_errors_are_one_line(tmp_path, capsys):
+    from app.cli import main
+
+    bad = tmp_path / "s.json"
+    bad.write_text(json.dumps({**GOOD, "tasks": [{"prompt": "?", "answer": "essay"}]}))
+    weak = tmp_path / "w.json"
+    weak.write_text(json.dumps({**GOOD, "run": str(ROOT / "runs" / "nope")}))
+    for argv, needle in (([str(tmp_path / "none.json")], "not found"),
+                         ([str(bad)], "'tasks[0].answer.type' is 'essay'"),
+                         ([str(weak), "--admin-token", "short"], "at least 12"),
+                         ([str(weak)], "is not a stateseer run")):
+        assert main(["study", *argv, "--db", str(tmp_path / "x.sqlite")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("stateseer: error: ") and needle in err

@@ -164,3 +164,24 @@ def test_two_participants_two_conditions_two_tasks(dash_duo, study_app):
                        ("P02", "why"): "the word 'but'", ("P02", "which"): "no"}
     conn.close()
     assert dash_duo.get_logs() == []
+
+
+def test_time_limit_submits_what_is_there(dash_duo, explored_run, tmp_path):
+    from app.study.server import create_study_app
+    from app.study.spec import parse_study
+
+    study = parse_study({"study": "timed", "run": str(explored_run),
+                         "conditions": ["baseline"],
+                         "tasks": [{"id": "quick", "prompt": "Quick!", "time_limit_s": 3}]})
+    app = create_study_app(study, db=tmp_path / "timed.sqlite")
+    try:
+        dash_duo.start_server(app)
+        _open(dash_duo, "T01")
+        assert dash_duo.find_element("#study-clock .study-limit").text == "/ 00:03"
+        dash_duo.find_element("#study-answer-text").send_keys("half an answer")
+        dash_duo.wait_for_element("#study-done", timeout=20)
+        row = app.study_context.log.progress("T01")[0]
+        assert row["timed_out"] == 1 and row["seconds"] >= 3 - 2
+        assert json.loads(row["answer"]) == {"type": "text", "value": "half an answer"}
+    finally:
+        app.study_context.log.close()
