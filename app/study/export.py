@@ -78,8 +78,7 @@ def summary_rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return out
 
 
-def participant_rows(conn: sqlite3.Connection, n_tasks: int | None = None
-                     ) -> list[dict[str, Any]]:
+def participant_rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     """One row per participant: condition, tasks done and started, last event time."""
     rows = conn.execute(
         "SELECT p.pid, p.condition, p.method, p.joined_at, "

@@ -41,7 +41,8 @@ from .views import done_page, landing_page, message_page, restrict_views, study_
 
 __all__ = ["StudyContext", "create_study_app", "serve_study"]
 
-CSS = (Path(__file__).with_name("study.css")).read_text(encoding="utf-8")
+CSS = Path(__file__).with_name("study.css").read_text(encoding="utf-8")
+JS = Path(__file__).with_name("study.js").read_text(encoding="utf-8")
 _PATH = re.compile(r"^/p/([^/]*)/?$")
 _SELECTION_KEYS = {"split", "state", "row", "pattern"}
 STATE_VIEWS = {"diagram", "card", "patterns"}
@@ -333,8 +334,9 @@ def create_study_app(study: Study | str | Path, *, db: str | Path,
     cyto.load_extra_layouts()
     app = Dash(__name__, assets_folder=str(ASSETS), title=f"stateseer study · {study.id}",
                update_title=None, suppress_callback_exceptions=True)
-    app.index_string = app.index_string.replace("{%css%}", "{%css%}\n<style>" + CSS +
-                                                "</style>")
+    app.index_string = app.index_string.replace(
+        "{%css%}", "{%css%}\n<style>" + CSS + "</style>").replace(
+        "{%renderer%}", "{%renderer%}\n<script>" + JS + "</script>")
     app.layout = lambda: serve_layout(sc)
     register_callbacks(app, data)
     register_event_callbacks(app, sc.write, sc.row_id)

@@ -13,7 +13,8 @@ A study file is JSON (or YAML when PyYAML is installed)::
        {"id": "pick-state", "prompt": "Which state leads to 'rotten'?",
         "answer": {"type": "choice", "options": ["3", "7", "12"]}, "time_limit_s": 300}]}
 
-Relative run paths are read from the study file's folder. Every problem is reported as a
+Relative run paths are read from the study file's folder. A study shows one run (start
+one study server per run to compare models). Every problem is reported as a
 one-line :class:`StudyError` that names the key and says what to write instead.
 
 Views a condition may show (``full`` = all of them)::

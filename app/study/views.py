@@ -166,7 +166,8 @@ def task_panel(study: Study, task: Task, position: int, *, split: str,
         ("text", ("text",)), ("choice", ("choice",)), ("ids", ("instances", "states")))}
     what = "instance ids" if task.answer == "instances" else "state numbers"
     opens = [html.Button(f"open #{i}", id={"type": "study-open", "index": k},
-                         n_clicks=0, className="study-open", title=f"show instance {i}")
+                         n_clicks=0, className="study-open",
+                         title=f"show instance {i} of the {split} split")
              for k, i in enumerate(task.open) if i in instance_rows]
     limit = f" / {_clock(task.time_limit_s)}" if task.time_limit_s else ""
     return html.Div([

@@ -109,6 +109,13 @@ def test_two_participants_two_conditions_two_tasks(dash_duo, study_app):
     n = _saved_more(dash_duo, n)
     d.find_elements(By.CSS_SELECTOR, ".study-open")[1].click()  # open the second instance
     n = _saved_more(dash_duo, n)
+    # a view without its own logging callback (here a stand-in attribution panel): its
+    # clicks are posted to /study/event and counted once acknowledged
+    d.execute_script("const p = document.createElement('div'); p.id = 'attribution-panel';"
+                     "p.innerHTML = '<button id=\"attr-more\">more</button>';"
+                     "document.querySelector('.trace-panel').appendChild(p);")
+    dash_duo.find_element("#attr-more").click()
+    n = _saved_more(dash_duo, n)
     dash_duo.find_element("#study-answer-text").send_keys(EVIL)
     _submit_and_wait(dash_duo, "Is the model right more often than not?")
     assert dash_duo.find_element("#diagram").is_displayed()
@@ -149,7 +156,7 @@ def test_two_participants_two_conditions_two_tasks(dash_duo, study_app):
         assert all(e["condition"] == people[p] for e in by[p])
         assert all(e["ts"].endswith("Z") for e in by[p])
     for kind in ("filter_changed", "state_clicked", "task_instance_opened",
-                 "instance_selected", "answer_edited"):
+                 "instance_selected", "answer_edited", "view_clicked"):
         assert kind in kinds["P01"], kind
     assert "state_clicked" not in kinds["P02"] and "instance_selected" in kinds["P02"]
     assert "answer_rejected" in kinds["P02"]
@@ -158,6 +165,10 @@ def test_two_participants_two_conditions_two_tasks(dash_duo, study_app):
     assert click["task"] == "why"
     opened = next(e for e in by["P01"] if e["kind"] == "task_instance_opened")
     assert json.loads(opened["payload"])["id"] == study_app.test_ids[1]
+    clicked = next(e for e in by["P01"] if e["kind"] == "view_clicked")
+    assert json.loads(clicked["payload"]) == {"view": "attribution", "target": "attr-more",
+                                              "text": "more"}
+    assert clicked["source"] == "http" and clicked["task"] == "why"
     answers = {(r["pid"], r["task"]): json.loads(r["answer"])["value"]
                for r in conn.execute("SELECT * FROM tasks")}
     assert answers == {("P01", "why"): EVIL, ("P01", "which"): "yes",
