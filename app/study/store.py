@@ -116,12 +116,13 @@ class StudyLog:
     Examples
     --------
     >>> import tempfile, os
-    >>> log = StudyLog(os.path.join(tempfile.mkdtemp(), "s.sqlite"), study="demo")
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> log = StudyLog(os.path.join(tmp.name, "s.sqlite"), study="demo")
     >>> log.join("P01", lambda counts: ("full", "fixed"))["condition"]
     'full'
     >>> log.log("P01", "state_clicked", {"state": 3}) > 0
     True
-    >>> log.close()
+    >>> log.close(); tmp.cleanup()
     """
 
     def __init__(self, path: str | Path, *, study: str, digest: str = "",
