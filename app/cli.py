@@ -69,7 +69,49 @@ def _cmd_abstract(args: argparse.Namespace) -> int:
                       random_state=args.seed)
     keys = ("n_states", "label_fidelity", "simulation_fidelity", "state_purity",
             "state_coverage", "transition_coverage", "evaluated_on", "seconds")
-    print(json.dumps({k: ab.metrics[k] for k in keys}))
+    out = {k: ab.metrics[k] for k in keys}
+    if not args.no_forcing:
+        out["forcing_agreement"] = _forcing(args.run)["forcing_agreement"]
+    if not args.no_index:
+        _index(args.run)
+    print(json.dumps(out))
+    return 0
+
+
+def _forcing(run: str, split: str = "test") -> dict:
+    from .analysis import measure_forcing
+
+    return measure_forcing(run, split=split)
+
+
+def _index(run: str) -> None:
+    from rnn_models.run import Run
+    from rnn_models.traces import Traces
+
+    from .analysis import context_index
+
+    r = Run(run)
+    context_index(r, Traces(r.traces_dir))
+
+
+def _cmd_force(args: argparse.Namespace) -> int:
+    figs = _forcing(args.run, args.split)
+    per = figs["forcing"].get("per_state", {})
+    worst = sorted(per.items(), key=lambda kv: kv[1]["agreement"])[:5]
+    print(json.dumps({"forcing_agreement": figs["forcing_agreement"],
+                      "split": args.split, "n_inputs": figs["forcing"]["n_inputs"],
+                      "least_faithful_states": {k: v for k, v in worst},
+                      "seconds": figs["forcing"]["seconds"]}))
+    return 0
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    import time
+
+    t0 = time.perf_counter()
+    _index(args.run)
+    print(json.dumps({"index": f"{args.run}/index/train.contexts.npz",
+                      "seconds": round(time.perf_counter() - t0, 2)}))
     return 0
 
 
@@ -120,11 +162,17 @@ def prepare_run(run_dir: str, *, dataset: str = "rotten_tomatoes", arch: str = "
             json.loads(meta.read_text())["info"].get("model_sha256") != sha:
         log(f"abstracting into {n_states} states")
         abstract_run(run, n_states=n_states)
+    if "forcing_agreement" not in run.metrics().get("abstraction", {}):
+        log("forcing states to their centroids (interventional faithfulness)")
+        _forcing(str(run.path))
+    log("indexing training contexts")
+    _index(str(run.path))
     m = run.metrics()
     a = m.get("abstraction", {})
     log(f"test accuracy {m.get('test_accuracy', float('nan')):.3f}; label fidelity "
         f"{a.get('label_fidelity', float('nan')):.3f}; simulation fidelity "
-        f"{a.get('simulation_fidelity', float('nan')):.3f}")
+        f"{a.get('simulation_fidelity', float('nan')):.3f}; forcing agreement "
+        f"{a.get('forcing_agreement', float('nan')):.3f}")
 
 
 def _serve(run: str, host: str, port: int, debug: bool = False) -> int:
@@ -231,7 +279,21 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--no-split-by-prediction", action="store_true",
                    help="let states mix hidden states of different predicted classes")
     a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--no-forcing", action="store_true",
+                   help="skip the state-forcing figures (they need model.pt)")
+    a.add_argument("--no-index", action="store_true",
+                   help="skip building the nearest-context index")
     a.set_defaults(func=_cmd_abstract)
+
+    f = sub.add_parser("force", help="state forcing: how often predictions survive when "
+                       "hidden states are replaced by their state's centroid")
+    f.add_argument("run")
+    f.add_argument("--split", default="test", choices=("train", "val", "test"))
+    f.set_defaults(func=_cmd_force)
+
+    ix = sub.add_parser("index", help="build the nearest-training-context index of a run")
+    ix.add_argument("run")
+    ix.set_defaults(func=_cmd_index)
 
     x = sub.add_parser("extract-dfa", help="refine the abstraction into a deterministic, "
                        "minimised automaton (formal languages)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -97,6 +98,11 @@ class RunData:
         self._index: dict[str, SplitIndex] = {}
         self._model_lock = threading.Lock()
         self._model = None
+        self._cache: OrderedDict[tuple, Any] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self._ctx_lock = threading.Lock()
+        self._ctx_index = None
+        self.other: RunData | None = None  # a second run to compare with (serve --compare)
 
     @property
     def name(self) -> str:
@@ -167,6 +173,182 @@ class RunData:
             "label": int(tr.labels[i]), "split": split, "index": i, "id": int(tr.rows[i]),
             "final_proba": np.asarray(tr.final_proba[i]).round(5).tolist(),
         }
+
+    # analyses of one trace (cached: the same click twice costs nothing) ----------------------
+    def _cached(self, key: tuple, compute):
+        with self._cache_lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        value = compute()
+        with self._cache_lock:
+            self._cache[key] = value
+            while len(self._cache) > 256:
+                self._cache.popitem(last=False)
+        return value
+
+    @staticmethod
+    def trace_key(tr: dict[str, Any]) -> str:
+        """A stable name of a trace: ``test:12`` for a recorded one, else its text."""
+        if tr.get("index") is not None and tr.get("split"):
+            return f"{tr['split']}:{int(tr['index'])}"
+        return "text:" + tr["text"]
+
+    def _typed(self, text: str):
+        from rnn_models.record import record_texts
+
+        def compute():
+            model, vocab = self._load_model()
+            return record_texts(model, vocab, [text],
+                                tokenizer=self.config["data"].get("tokenizer", "word"),
+                                layer=self.traces.meta.get("layer", -1))
+        return self._cached(("typed", text), compute)
+
+    def ids_of(self, tr: dict[str, Any]) -> np.ndarray:
+        """Token ids of a trace record (recorded or typed)."""
+        if tr.get("index") is not None and tr.get("split"):
+            t = self.traces[tr["split"]]
+            return np.asarray(t.token_ids[t.steps(int(tr["index"]))], np.int64)
+        return np.asarray(self._typed(tr["text"]).token_ids, np.int64)
+
+    def hidden_of(self, tr: dict[str, Any], step: int) -> np.ndarray:
+        """Hidden state after token ``step`` (0-based) of a trace; -1 is the initial state."""
+        n = len(tr["tokens"])
+        if not -1 <= step < n:
+            raise StateseerError(f"step {step} does not exist; the input has {n} tokens")
+        if step == -1:
+            return np.asarray(self.traces.initial_hidden, np.float32)
+        if tr.get("index") is not None and tr.get("split"):
+            t = self.traces[tr["split"]]
+            return np.asarray(t.hidden[t.offsets[int(tr["index"])] + step], np.float32)
+        return np.asarray(self._typed(tr["text"]).hidden[step], np.float32)
+
+    def attribution(self, tr: dict[str, Any], method: str = "ig",
+                    target: str = "predicted"):
+        """:func:`rnn_models.attribution.attribute` of a trace, cached by text."""
+        from rnn_models.attribution import attribute
+
+        if not tr["tokens"]:
+            raise StateseerError("the input is empty; there is nothing to attribute")
+        model, _ = self._load_model()
+        return self._cached(("attr", tr["text"], method, target), lambda: attribute(
+            model, self.ids_of(tr), tr["tokens"], method=method, target=target))
+
+    @cached_property
+    def centroids(self) -> np.ndarray:
+        from .analysis import load_centroids
+
+        return load_centroids(self.run, self.abstraction, self.traces)
+
+    def force(self, tr: dict[str, Any], step: int | None = None) -> dict[str, Any]:
+        """The trace re-run with states forced to centroids (every step, or one)."""
+        from .analysis import forced_trace
+
+        model, _ = self._load_model()
+        return self._cached(("force", self.trace_key(tr), step), lambda: forced_trace(
+            model, self.abstraction, self.centroids, self.ids_of(tr),
+            layer=self.traces.meta.get("layer", -1), step=step))
+
+    def context_index(self, build: bool = True):
+        """The nearest-context index (built on first use and saved in the run)."""
+        from .analysis import context_index
+
+        with self._ctx_lock:
+            if self._ctx_index is None:
+                self._ctx_index = context_index(self.run, self.traces, build=build)
+        return self._ctx_index
+
+    def nearest(self, tr: dict[str, Any], step: int, k: int = 8,
+                window: int = 5) -> dict[str, Any]:
+        """Nearest training contexts of a trace's step (see :func:`analysis.nearest_contexts`)."""
+        from .analysis import nearest_contexts
+
+        q = self.hidden_of(tr, step)
+        return self._cached(("nearest", self.trace_key(tr), step, k, window),
+                            lambda: nearest_contexts(
+                                self.context_index(), self.traces["train"],
+                                self.abstraction.states["train"], self.classes, q, k=k,
+                                window=window, query_state=int(tr["states"][step + 1])))
+
+    @cached_property
+    def projection(self) -> dict[str, np.ndarray]:
+        """A sample of training states on the first two principal axes."""
+        from .analysis import projection_sample
+
+        return projection_sample(self.context_index(), self.traces["train"],
+                                 self.abstraction.states["train"])
+
+    def project_trace(self, tr: dict[str, Any]) -> np.ndarray:
+        """The trace's hidden states (initial first) on the same axes, shape (n + 1, 2)."""
+        idx = self.context_index()
+        n = len(tr["tokens"])
+        if tr.get("index") is not None and tr.get("split"):
+            t = self.traces[tr["split"]]
+            sl = t.steps(int(tr["index"]))
+            H = np.asarray(t.hidden[sl], np.float32)
+        else:
+            H = np.asarray(self._typed(tr["text"]).hidden, np.float32).reshape(n, -1)
+        H = np.vstack([np.asarray(self.traces.initial_hidden, np.float32)[None], H])
+        return idx.transform(H)[:, :2]
+
+    # comparing with a second run ----------------------------------------------------------
+    def comparison(self, split: str) -> dict[str, Any]:
+        """State matching and changed inputs between this run and :attr:`other` on a split.
+
+        Returns
+        -------
+        dict
+            ``matching`` (:class:`abstraction.compare.StateMatching`), ``changed`` (per
+            input arrays), ``summary`` (figures), ``pred_b`` (the other run's predictions).
+        """
+        from abstraction.compare import changed_inputs, match_states
+
+        other = self.other
+        if other is None:
+            raise StateseerError("no run to compare with; serve with --compare OTHER_RUN")
+        if split not in other.splits:
+            raise StateseerError(f"the compared run has no split {split!r}")
+
+        def compute():
+            a, b = self.traces[split], other.traces[split]
+            if a.n_inputs != b.n_inputs or a.texts != b.texts:
+                raise StateseerError(
+                    f"the runs hold different {split} inputs ({a.n_inputs:,} vs "
+                    f"{b.n_inputs:,}); compare runs trained on the same data set and split")
+            if a.n_steps != b.n_steps or not np.array_equal(a.offsets, b.offsets):
+                raise StateseerError("the runs tokenise the inputs differently; compare runs "
+                                     "that use the same tokenizer")
+            sa, sb = self.abstraction.states[split], other.abstraction.states[split]
+            m = match_states(sa, sb, self.fsm.n_states, other.fsm.n_states)
+            ch = changed_inputs(m, sa, sb, a.offsets, a.predictions, b.predictions)
+            labels = np.asarray(a.labels)
+            summary = {
+                "split": split, "n_inputs": int(a.n_inputs),
+                "accuracy_a": float((a.predictions == labels).mean()),
+                "accuracy_b": float((b.predictions == labels).mean()),
+                "prediction_changed": int(ch["prediction_changed"].sum()),
+                "fixed": int(((a.predictions != labels) & (b.predictions == labels)).sum()),
+                "broken": int(((a.predictions == labels) & (b.predictions != labels)).sum()),
+                "path_changed": int(ch["path_changed"].sum()),
+                "step_agreement": round(m.agreement, 4),
+                "name_a": self.name, "name_b": other.name,
+            }
+            return {"matching": m, "changed": ch, "summary": summary,
+                    "pred_b": b.predictions}
+        return self._cached(("comparison", split), compute)
+
+    def other_trace(self, split: str, i: int) -> dict[str, Any]:
+        """The compared run's trace of input ``i``, its states renamed to this run's
+        matched states (unmatched states keep their id + 1000)."""
+        cmp_ = self.comparison(split)
+        tr = self.other.trace_instance(split, i)
+        b_to_a = cmp_["matching"].b_to_a
+        rename = lambda s: int(b_to_a[s]) if b_to_a[s] >= 0 else 1000 + int(s)  # noqa: E731
+        tr["states_own"] = tr["states"]
+        tr["states"] = [rename(s) for s in tr["states"]]
+        tr["simulated"] = [rename(s) for s in tr["simulated"]]
+        tr["run"] = self.other.name
+        return tr
 
 
 def query_instances(data: RunData, q: InstanceQuery) -> tuple[list[dict[str, Any]], int, str]:

@@ -82,6 +82,9 @@ def build_layout(data: RunData, initial: dict | None = None) -> html.Div:
                     children=html.Div(id="buggy", className="patterns", children=(
                         pattern_list(pattern_items(pats, "buggy", split), "buggy",
                                      data.classes)))),
+            *([dcc.Tab(label=f"Compare with {data.other.name}", value="compare",
+                       children=html.Div(id="compare-panel", className="compare-panel"))]
+              if data.other is not None else []),
         ]),
     ], className="panel side-panel")
     table = html.Div([
@@ -124,17 +127,80 @@ def build_layout(data: RunData, initial: dict | None = None) -> html.Div:
             dcc.Checklist(id="compare-mode", options=[{"label": " compare with the selected "
                                                                 "row", "value": "on"}],
                           value=[], inline=True),
+            html.Button("edit selected row", id="edit-btn", n_clicks=0,
+                        title="copy the selected row's text into the box to edit and compare"),
+            html.Button("pin", id="pin-btn", n_clicks=0,
+                        title="pin this trace: every trace shown next is compared with it"),
+            html.Span(id="pin-info", className="pin-info"),
         ], className="input-box"),
         html.Div(id="input-message", className="message"),
         html.Div(id="trace-title", className="trace-title"),
         html.Div(id="trace-tokens"),
+        _attribution_controls(),
+        _forcing_controls(),
         html.Div(id="trace-chart-box"),
         html.Button("figure as HTML", id="dl-figure", n_clicks=0),
     ], className="panel trace-panel")
+    nearest = html.Div([
+        html.Div([html.B("Nearest training contexts"),
+                  html.Span(" of the clicked token (default: the last one) ", className="muted"),
+                  html.Label([" k ", dcc.Dropdown(id="nn-k", options=[5, 8, 12, 20], value=8,
+                                                  clearable=False, style={"width": 70})],
+                             className="inline")], className="nn-controls"),
+        html.Div(id="nn-list", children=html.P("Select a row or type an input.",
+                                               className="muted")),
+    ], className="panel nearest-panel", id="nearest-panel")
+    projection = html.Div([
+        html.B("Hidden states on two principal axes"),
+        html.Span(" (a sample of training steps, coloured by their state's prediction; the "
+                  "selected input's path on top)", className="muted"),
+        html.Div(id="proj-box"),
+    ], className="panel projection-panel", id="projection-panel")
     stores = [dcc.Location(id="url", refresh=False), dcc.Store(id="selection", data=initial),
               dcc.Store(id="active-trace"), dcc.Store(id="hover-state"),
+              dcc.Store(id="step"), dcc.Store(id="forced"), dcc.Store(id="pinned"),
               dcc.Download(id="download")]
     return html.Div([*stores, header,
                      html.Div([diagram, side], className="row top-row"),
-                     html.Div([table, trace], className="row bottom-row")],
+                     html.Div([table, trace], className="row bottom-row"),
+                     html.Div([nearest, projection], className="row third-row")],
                     className="page")
+
+
+def _attribution_controls() -> html.Div:
+    return html.Div([
+        html.Div([
+            html.B("Attribution "),
+            dcc.Dropdown(id="attr-method", clearable=False, value="ig", style={"width": 190},
+                         options=[{"label": "integrated gradients", "value": "ig"},
+                                  {"label": "gradient × input", "value": "gxi"},
+                                  {"label": "occlusion", "value": "occlusion"},
+                                  {"label": "off", "value": "off"}]),
+            dcc.RadioItems(id="attr-target", inline=True, value="predicted",
+                           options=[{"label": " predicted class ", "value": "predicted"},
+                                    {"label": " vs runner-up", "value": "contrastive"}]),
+            dcc.Dropdown(id="attr-level", clearable=False, value="token", style={"width": 110},
+                         options=["token", "word", "sentence", "regex"]),
+            dcc.Input(id="attr-regex", type="text", placeholder="delimiter regex, e.g. [,;.]",
+                      debounce=True, style={"width": 150}),
+            html.Label(["intensity", dcc.Slider(id="attr-intensity", min=0.25, max=3,
+                                                step=0.25, value=1, marks=None,
+                                                tooltip={"placement": "bottom"})],
+                       className="intensity"),
+        ], className="attr-controls"),
+        html.Div(id="attr-strip"),
+        html.Div(id="attr-note", className="attr-note"),
+    ], id="attribution-panel", className="attribution-panel")
+
+
+def _forcing_controls() -> html.Div:
+    return html.Div([
+        html.B("State forcing "),
+        html.Button("force every step", id="force-all", n_clicks=0,
+                    title="replace the hidden state after every token by its abstract "
+                          "state's centroid and run on"),
+        html.Button("force clicked step", id="force-step", n_clicks=0,
+                    title="replace only the hidden state after the clicked token"),
+        html.Button("clear", id="force-clear", n_clicks=0),
+        html.Span(id="force-note", className="force-note"),
+    ], id="forcing-panel", className="forcing-panel")

@@ -1,0 +1,103 @@
+"""Nearest training contexts of a step, and the 2-D projection of the hidden states."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from dash import html
+
+from .colors import mix_color
+
+__all__ = ["nearest_list", "projection_figure"]
+
+
+def nearest_list(result: dict[str, Any], query: dict[str, Any], classes: Sequence[str]
+                 ) -> html.Div:
+    """The neighbours with ±window tokens of context, state, label and correctness,
+    then one summary line.
+
+    Parameters
+    ----------
+    result : dict
+        From :func:`app.analysis.nearest_contexts`.
+    query : dict
+        ``token``, ``step``, ``state`` of the step asked about.
+    """
+    s = result["summary"]
+    k = s["k"]
+    labels = ", ".join(f"{c} {n}" for c, n in sorted(s["labels"].items()))
+    toks = ", ".join(f"“{t}” ×{n}" for t, n in s["tokens"])
+    head = html.Div([
+        html.B(f"{k} nearest training steps"), f" to “{query['token']}” (step "
+        f"{query['step'] + 1}, state {query['state']}): ",
+        html.Span(f"{s['same_state']}/{k} in the same state", className="agg"), " · labels ",
+        html.Span(labels, className="agg"), f" · {s['correct']}/{k} correctly classified",
+        " · current tokens ", html.Span(toks, className="agg")], className="nn-summary")
+    rows = [html.Tr([html.Th("context"), html.Th("state"), html.Th("label"),
+                     html.Th("✓"), html.Th("dist.")])]
+    for r in result["rows"]:
+        ctx = html.Td([
+            html.Span(("… " if r["cut_left"] else "") + " ".join(r["left"]) + " "),
+            html.Mark(r["token"]),
+            html.Span(" " + " ".join(r["right"]) + (" …" if r["cut_right"] else ""))],
+            title=f"training input #{r['id']}, token {r['position'] + 1}")
+        rows.append(html.Tr([
+            ctx, html.Td(str(r["state"]), className="same" if r["state"] == query["state"]
+                         else ""),
+            html.Td(r["label"]), html.Td("✓" if r["correct"] else "✗",
+                                         className="ok" if r["correct"] else "wrong"),
+            html.Td(f"{r['distance']:.2f}")], className="nn-row"))
+    return html.Div([head, html.Table(rows, className="mini nn-table")])
+
+
+def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarray,
+                      path_xy: np.ndarray, path_states: Sequence[int],
+                      tokens: Sequence[str], *, step: int | None = None,
+                      compare_xy: np.ndarray | None = None) -> go.Figure:
+    """Training states (a sample) on two principal axes, coloured by their state's
+    prediction mix, with the selected trace's path drawn over them.
+
+    Parameters
+    ----------
+    sample : dict
+        ``xy`` (n, 2) and ``states`` (n,) from :func:`app.analysis.projection_sample`.
+    state_prediction : ndarray of shape (n_fsm_states, n_classes)
+    path_xy : ndarray of shape (n_tokens + 1, 2)
+        The trace, initial state first.
+    path_states : sequence of int
+    tokens : sequence of str
+    step : int, optional
+        The selected step (0-based token index), marked.
+    """
+    fig = go.Figure()
+    colors = [mix_color(state_prediction[s]) for s in sample["states"]]
+    fig.add_trace(go.Scattergl(
+        x=sample["xy"][:, 0], y=sample["xy"][:, 1], mode="markers", name="training states",
+        marker={"size": 4, "color": colors, "opacity": 0.55, "line": {"width": 0}},
+        customdata=sample["states"], hovertemplate="state %{customdata}<extra></extra>"))
+    labels = ["⟨start⟩", *tokens]
+    if compare_xy is not None:
+        fig.add_trace(go.Scatter(x=compare_xy[:, 0], y=compare_xy[:, 1], mode="lines+markers",
+                                 name="compared input", line={"color": "#7b2cbf", "dash": "dot"},
+                                 marker={"size": 6}))
+    fig.add_trace(go.Scatter(
+        x=path_xy[:, 0], y=path_xy[:, 1], mode="lines+markers+text", name="this input",
+        line={"color": "#ff7f0e", "width": 2}, marker={"size": 7, "color": "#ff7f0e"},
+        text=[str(i) for i in range(len(labels))], textposition="top center",
+        textfont={"size": 9},
+        customdata=np.stack([labels, list(path_states)], axis=1),
+        hovertemplate="%{customdata[0]} → state %{customdata[1]}<extra></extra>"))
+    if step is not None and 0 <= step + 1 < len(path_xy):
+        fig.add_trace(go.Scatter(
+            x=[path_xy[step + 1, 0]], y=[path_xy[step + 1, 1]], mode="markers",
+            name="selected step", marker={"size": 16, "symbol": "circle-open",
+                                          "color": "#111", "line": {"width": 3}},
+            hoverinfo="skip"))
+    fig.update_layout(margin={"l": 30, "r": 10, "t": 10, "b": 30}, height=300,
+                      legend={"orientation": "h", "y": 1.1, "x": 0}, plot_bgcolor="#fafafa",
+                      xaxis={"title": "PC 1", "zeroline": False},
+                      yaxis={"title": "PC 2", "zeroline": False}, uirevision="projection")
+    return fig

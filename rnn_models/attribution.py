@@ -1,0 +1,270 @@
+"""Per-token attribution of a recurrent classifier's prediction, with Captum.
+
+Three methods, all on the embedding layer (the input the recurrence reads):
+
+``ig``
+    Integrated gradients from the all-zero embedding (which is ``<pad>``'s) to the
+    input's embeddings. Completeness holds up to Captum's *convergence delta*
+    (``sum(attributions) − (f(x) − f(baseline))``), which is returned and shown.
+``gxi``
+    Gradient × input on the embeddings (one backward pass).
+``occlusion``
+    The drop in the target when one token's embedding is replaced by zeros (Captum's
+    ``Occlusion`` with a one-token window, all windows in one batch).
+
+The *target* is the predicted class's probability (``predicted``), or, ``contrastive``, the
+logit of the predicted class minus that of the runner-up (or of a chosen class): "why this
+class rather than that one". Token attributions sum into words, sentences or the segments
+of a regular expression with :func:`aggregate`.
+
+On a GPU, cuDNN's RNN kernels cannot run backward in eval mode, so gradients are taken
+with ``torch.backends.cudnn.flags(enabled=False)``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from .errors import StateseerError
+from .models import RecurrentAdapter, RNNClassifier
+
+__all__ = ["METHODS", "TARGETS", "Attribution", "aggregate", "attribute", "segments"]
+
+METHODS = ("ig", "gxi", "occlusion")
+TARGETS = ("predicted", "contrastive")
+
+
+@dataclass
+class Attribution:
+    """Attributions of one input.
+
+    Attributes
+    ----------
+    tokens : list of str
+    scores : ndarray of shape (n_tokens,)
+        Positive = supports the target.
+    method, target : str
+    target_class : int
+        The class whose probability (or contrast) is explained.
+    contrast_class : int or None
+    output : float
+        The explained quantity for the input (probability or logit difference).
+    baseline_output : float or None
+        The same for the baseline (IG only).
+    delta : float or None
+        IG's convergence delta (Captum): ``sum(scores) − (output − baseline_output)``.
+    """
+
+    tokens: list[str]
+    scores: np.ndarray
+    method: str
+    target: str
+    target_class: int
+    contrast_class: int | None = None
+    output: float = 0.0
+    baseline_output: float | None = None
+    delta: float | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def relative_delta(self) -> float | None:
+        """``|delta|`` over ``|output − baseline_output|`` (IG only)."""
+        if self.delta is None or self.baseline_output is None:
+            return None
+        return abs(self.delta) / max(abs(self.output - self.baseline_output), 1e-12)
+
+
+def _parts(model: nn.Module) -> tuple[nn.Module, list[nn.RNNBase], nn.Module]:
+    if isinstance(model, RNNClassifier):
+        return model.embedding, list(model.rnns), model.head
+    if isinstance(model, RecurrentAdapter):
+        return model.embedding, [model.rnn], model.head
+    raise StateseerError(f"attribution needs a stateseer RNNClassifier or RecurrentAdapter, "
+                         f"not {type(model).__name__}")
+
+
+class _FromEmbeddings(nn.Module):
+    """The classifier as a function of its embeddings: (batch, time, embed) → logits."""
+
+    def __init__(self, rnns: list[nn.RNNBase], head: nn.Module) -> None:
+        super().__init__()
+        self.rnns, self.head = nn.ModuleList(rnns), head
+
+    def forward(self, emb: Tensor) -> Tensor:
+        x = emb
+        for rnn in self.rnns:
+            x, _ = rnn(x)
+        return self.head(x[:, -1])
+
+
+def _target_fn(net: _FromEmbeddings, target: str, cls: int, other: int | None):
+    if target == "predicted":
+        return lambda e: torch.softmax(net(e), dim=-1)[:, cls]
+    return lambda e: (lambda z: z[:, cls] - z[:, other])(net(e))
+
+
+def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], *,
+              method: str = "ig", target: str = "predicted", contrast: int | None = None,
+              n_steps: int = 64) -> Attribution:
+    """Attribute one input's final prediction to its tokens.
+
+    Parameters
+    ----------
+    model : RNNClassifier or RecurrentAdapter
+    ids : sequence of int, length n_tokens ≥ 1
+        The input's token ids.
+    tokens : list of str
+        Their surface forms (returned with the scores).
+    method : {'ig', 'gxi', 'occlusion'}
+    target : {'predicted', 'contrastive'}
+    contrast : int, optional
+        The class to contrast with (default the runner-up).
+    n_steps : int
+        Integration steps of IG (Gauss–Legendre).
+
+    Returns
+    -------
+    Attribution
+    """
+    from captum.attr import InputXGradient, IntegratedGradients, Occlusion
+
+    if method not in METHODS:
+        raise StateseerError(f"unknown attribution method {method!r}; choose one of "
+                             f"{', '.join(METHODS)}")
+    if target not in TARGETS:
+        raise StateseerError(f"unknown attribution target {target!r}; choose one of "
+                             f"{', '.join(TARGETS)}")
+    ids = np.asarray(ids, np.int64)
+    if ids.ndim != 1 or len(ids) == 0:
+        raise StateseerError("attribution needs a non-empty input; type at least one token")
+    emb_layer, rnns, head = _parts(model)
+    net = _FromEmbeddings(rnns, head).eval()
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            emb = emb_layer(torch.as_tensor(ids)[None]).detach()
+            logits = net(emb)[0]
+        order = torch.argsort(logits, descending=True).tolist()
+        cls = order[0]
+        other = None
+        if target == "contrastive":
+            if len(order) < 2:
+                raise StateseerError("a contrastive attribution needs at least two classes")
+            other = order[1] if contrast is None else int(contrast)
+            if not 0 <= other < len(order) or other == cls:
+                raise StateseerError(f"contrast class {contrast} must be another class "
+                                     f"than the prediction ({cls})")
+        f = _target_fn(net, target, cls, other)
+        cudnn_off = torch.backends.cudnn.flags(enabled=False)
+        with cudnn_off:
+            baseline_out = delta = None
+            if method == "ig":
+                ig = IntegratedGradients(f)
+                attr, d = ig.attribute(emb, baselines=torch.zeros_like(emb), n_steps=n_steps,
+                                       method="gausslegendre", return_convergence_delta=True,
+                                       internal_batch_size=n_steps)
+                delta = float(d[0])
+                with torch.no_grad():
+                    baseline_out = float(f(torch.zeros_like(emb))[0])
+            elif method == "gxi":
+                attr = InputXGradient(f).attribute(emb.clone().requires_grad_(True))
+            else:
+                attr = Occlusion(f).attribute(emb, sliding_window_shapes=(1, emb.shape[2]),
+                                              baselines=0.0,
+                                              perturbations_per_eval=max(1, len(ids)))
+            with torch.no_grad():
+                out = float(f(emb)[0])
+        if method == "occlusion":  # every cell of a one-token window holds that drop
+            scores = attr[0][:, 0].detach().numpy().astype(np.float64)
+        else:
+            scores = attr[0].sum(dim=-1).detach().numpy().astype(np.float64)
+    finally:
+        model.train(was_training)
+    return Attribution(tokens=list(tokens), scores=scores, method=method, target=target,
+                       target_class=cls, contrast_class=other, output=out,
+                       baseline_output=baseline_out, delta=delta)
+
+
+# -- aggregation --------------------------------------------------------------------------
+LEVELS = ("token", "word", "sentence", "regex")
+_SENTENCE_END = re.compile(r"^[.!?]+$")
+
+
+def segments(tokens: list[str], level: str = "token", *, joiner: str = " ",
+             pattern: str | None = None) -> list[list[int]]:
+    """Group token positions into segments.
+
+    Parameters
+    ----------
+    tokens : list of str
+    level : {'token', 'word', 'sentence', 'regex'}
+        ``word`` joins tokens between whitespace tokens (character-level models; for word
+        tokenisers every token is a word); ``sentence`` ends a segment after ``.``, ``!``
+        or ``?``; ``regex`` ends a segment after every token that ``pattern`` matches in
+        full (e.g. ``[,;.]`` for clauses).
+    joiner : str
+        How the tokens were separated in the text (``""`` for characters).
+    pattern : str, optional
+        The delimiter regular expression for ``regex``.
+
+    Returns
+    -------
+    list of list of int
+        Consecutive, covering every position once.
+
+    Examples
+    --------
+    >>> segments(["a", "b", ".", "c"], "sentence")
+    [[0, 1, 2], [3]]
+    >>> segments(list("ab cd"), "word", joiner="")
+    [[0, 1, 2], [3, 4]]
+    """
+    n = len(tokens)
+    if level == "token":
+        return [[i] for i in range(n)]
+    if level == "word":
+        if joiner:
+            return [[i] for i in range(n)]
+        ends = {i for i, t in enumerate(tokens) if t.isspace()}
+    elif level == "sentence":
+        ends = {i for i, t in enumerate(tokens) if _SENTENCE_END.match(t.strip() or "x")}
+    elif level == "regex":
+        if not pattern:
+            raise StateseerError("regex segments need a pattern, e.g. [,;.]")
+        try:
+            rx = re.compile(pattern)
+        except re.error as exc:
+            raise StateseerError(f"invalid regular expression {pattern!r} ({exc}); fix "
+                                 "it") from None
+        ends = {i for i, t in enumerate(tokens) if rx.fullmatch(t)}
+    else:
+        raise StateseerError(f"unknown segment level {level!r}; choose one of "
+                             f"{', '.join(LEVELS)}")
+    out, cur = [], []
+    for i in range(n):
+        cur.append(i)
+        if i in ends:
+            out.append(cur)
+            cur = []
+    if cur:
+        out.append(cur)
+    return out
+
+
+def aggregate(scores: np.ndarray, groups: list[list[int]]) -> np.ndarray:
+    """Sum token scores per segment, shape (n_segments,).
+
+    >>> aggregate(np.array([1.0, 2.0, -1.0]), [[0, 1], [2]]).tolist()
+    [3.0, -1.0]
+    """
+    scores = np.asarray(scores, np.float64)
+    if not groups:
+        return np.zeros(0)
+    seg = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+    return np.bincount(seg, weights=scores[np.concatenate(groups)], minlength=len(groups))
