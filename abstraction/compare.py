@@ -112,8 +112,8 @@ def changed_inputs(matching: StateMatching, states_a: np.ndarray, states_b: np.n
     Returns
     -------
     dict
-        ``n_diff`` (steps that differ per input), ``first_diff`` (first differing step or
-        -1), ``prediction_changed`` (bool), ``path_changed`` (bool).
+        ``n_diff`` (steps that differ per input), ``n_steps``, ``first_diff`` (first
+        differing step or -1), ``prediction_changed`` (bool), ``path_changed`` (bool).
     """
     offsets = np.asarray(offsets)
     n = len(offsets) - 1
@@ -128,5 +128,5 @@ def changed_inputs(matching: StateMatching, states_a: np.ndarray, states_b: np.n
         uniq, pos = np.unique(own, return_index=True)
         first[uniq] = where[pos] - offsets[uniq]
     changed = np.asarray(pred_a) != np.asarray(pred_b)
-    return {"n_diff": n_diff, "first_diff": first, "prediction_changed": changed,
-            "path_changed": n_diff > 0}
+    return {"n_diff": n_diff, "n_steps": lengths.astype(np.int64), "first_diff": first,
+            "prediction_changed": changed, "path_changed": n_diff > 0}

@@ -15,6 +15,7 @@ from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from abstraction.export import fsm_to_dot, render
 from rnn_models.errors import StateseerError
 
+from .callbacks_analysis import forced_for, register_analysis_callbacks
 from .data import InstanceQuery, RunData, query_instances
 from .selection import EMPTY, apply_event, pattern_items, to_query
 from .views.cards import pattern_list, state_card
@@ -41,6 +42,7 @@ def register_callbacks(app: Dash, data: RunData) -> None:
     """Attach every callback of the explorer to ``app``."""
     n_inputs = {s: data.traces[s].n_inputs for s in data.splits}
     patterns = data.abstraction.patterns
+    register_analysis_callbacks(app, data)
 
     # -- selection: URL on load, diagram taps, table clicks, patterns, split, clear --------
     # The page is served with the selection of its URL (see app.main), so this callback
@@ -52,11 +54,12 @@ def register_callbacks(app: Dash, data: RunData) -> None:
         Input({"type": "pattern", "kind": ALL, "index": ALL}, "n_clicks"),
         Input("split", "value"),
         Input("clear", "n_clicks"),
+        Input({"type": "cmp-row", "index": ALL}, "n_clicks"),
         State("selection", "data"),
         State("table", "data"),
         prevent_initial_call=True,
     )
-    def select(tap, cell, _pclicks, split, _clear, sel, rows):
+    def select(tap, cell, _pclicks, split, _clear, _cmp, sel, rows):
         """One place owns the selection and writes it into the URL."""
         new = _next_selection(tap, cell, split, sel or EMPTY, rows)
         if new is no_update:
@@ -84,6 +87,10 @@ def register_callbacks(app: Dash, data: RunData) -> None:
             return apply_event(sel, "split", split) if split != sel.get("split") else no_update
         if trig == "clear":
             return apply_event(sel, "clear")
+        if isinstance(trig, dict) and trig.get("type") == "cmp-row":
+            if not ctx.triggered[0]["value"]:
+                return no_update
+            return apply_event(sel, "row", int(trig["index"]))
         return no_update
 
     @app.callback(Output("split", "value"), Input("selection", "data"), State("split", "value"),
@@ -124,16 +131,17 @@ def register_callbacks(app: Dash, data: RunData) -> None:
     # -- active trace: the selected row, or a typed input (optionally compared) ------------
     @app.callback(
         Output("active-trace", "data"), Output("input-message", "children"),
-        Input("selection", "data"), Input("trace-btn", "n_clicks"),
+        Input("selection", "data"), Input("trace-btn", "n_clicks"), Input("pinned", "data"),
         State("new-text", "value"), State("compare-mode", "value"),
         State("active-trace", "data"),
     )
-    def active_trace(sel, _n, text, compare, current):
+    def active_trace(sel, _n, pinned, text, compare, current):
         sel = sel or EMPTY
         row_trace = None
         if sel.get("row") is not None and sel.get("split"):
             row_trace = data.trace_instance(sel["split"], int(sel["row"]))
-        if ctx.triggered_id == "trace-btn":
+        trig = ctx.triggered_id
+        if trig == "trace-btn":
             if not text or not text.strip():
                 return no_update, "Type some text first."
             try:
@@ -143,18 +151,36 @@ def register_callbacks(app: Dash, data: RunData) -> None:
             unknown = [t for t, k in zip(typed["tokens"], typed["known"], strict=True) if not k]
             msg = (f"{len(unknown)} unknown word(s): {', '.join(unknown[:8])}" if unknown
                    else "")
-            return {"main": typed, "compare": row_trace if compare else None}, msg
-        if current and current.get("main", {}).get("index") is None and \
-                ctx.triggered_id == "selection" and row_trace is None:
+            other = row_trace if compare else None
+            return {"main": typed, "compare": other or _pinned(pinned, typed)}, msg
+        main = (current or {}).get("main")
+        if trig == "pinned":
+            if not main:
+                return no_update, no_update
+            return {"main": main, "compare": _pinned(pinned, main)}, no_update
+        if main and main.get("index") is None and trig == "selection" and row_trace is None:
             return no_update, no_update  # keep a typed trace when the selection changes
-        return ({"main": row_trace, "compare": None} if row_trace else None), ""
+        if row_trace is None:
+            return None, ""
+        other = _pinned(pinned, row_trace)
+        if other is None and data.other is not None:
+            try:
+                other = data.other_trace(sel["split"], int(sel["row"]))
+            except StateseerError:
+                other = None
+        return {"main": row_trace, "compare": other}, ""
+
+    def _pinned(pinned, main):
+        if not pinned or data.trace_key(pinned) == data.trace_key(main):
+            return None
+        return pinned
 
     @app.callback(
         Output("trace-title", "children"), Output("trace-tokens", "children"),
         Output("trace-chart-box", "children"),
-        Input("active-trace", "data"), State("selection", "data"),
+        Input("active-trace", "data"), Input("forced", "data"), State("selection", "data"),
     )
-    def trace_view(active, sel):
+    def trace_view(active, forced, sel):
         if not active or not active.get("main"):
             # no chart yet: the page does not load plotly.js until a trace is shown
             return (html.P("Select a row or type an input to see its trace.", className="muted"),
@@ -186,16 +212,27 @@ def register_callbacks(app: Dash, data: RunData) -> None:
         sim_final = tr["simulated"][-1]
         head.append(f" · FSM alone ends in state {sim_final} "
                     f"({classes[int(data.fsm.labels[sim_final])]})")
-        parts = [token_strip(tr, classes, pattern_steps=pat_steps)]
+        diff: list[int] = []
         if cmp_:
-            diff = [t for t, (a, b) in enumerate(zip(tr["states"], cmp_["states"],
-                                                     strict=False)) if a != b]
-            parts += [html.Div(["compared with ", html.B(f"#{cmp_.get('id')}"),
-                                f": states differ at {len(diff)} step(s)"],
+            # token positions (0-based) after which the abstract states differ
+            diff = [t - 1 for t, (a, b) in enumerate(zip(tr["states"], cmp_["states"],
+                                                         strict=False)) if a != b and t > 0]
+        parts = [token_strip(tr, classes, pattern_steps=pat_steps, highlight=diff)]
+        if cmp_:
+            who = (f"run {cmp_['run']} (its states renamed to the matched states here)"
+                   if cmp_.get("run") else
+                   f"#{cmp_['id']}" if cmp_.get("id") is not None else "the typed input")
+            where = ", ".join(str(t + 1) for t in diff[:12]) + ("…" if len(diff) > 12 else "")
+            parts += [html.Div(["compared with ", html.B(who),
+                                f": abstract states differ after {len(diff)} token(s)"
+                                + (f" (at {where})" if diff else ""),
+                                *([html.Span(f" · predicts {classes[cmp_['prediction']]}")]
+                                  if cmp_.get("prediction") is not None else [])],
                                className="compare-note"),
-                      token_strip(cmp_, classes)]
-        chart = dcc.Graph(id="trace-chart", figure=probability_figure(tr, classes,
-                                                                      compare=cmp_),
+                      token_strip(cmp_, classes, highlight=diff)]
+        chart = dcc.Graph(id="trace-chart", figure=probability_figure(
+                              tr, classes, compare=cmp_,
+                              forced=forced_for(active, forced, data)),
                           config={"displaylogo": False,
                                   "toImageButtonOptions": {"format": "png",
                                                            "filename": "trace"}})
@@ -262,7 +299,10 @@ def register_callbacks(app: Dash, data: RunData) -> None:
             return html.P("Click a state in the diagram.", className="muted"), no_update
         switch = "card" if ctx.triggered_id == "selection" and tab != "card" and \
             not (sel or {}).get("pattern") else no_update
-        return state_card(data.fsm, int(state), patterns), switch
+        per = data.metrics.get("abstraction", {}).get("forcing", {}).get("per_state", {})
+        f = per.get(str(int(state)))
+        forcing = {"agreement": f["agreement"], "n": f["n_inputs"]} if f else None
+        return state_card(data.fsm, int(state), patterns, forcing=forcing), switch
 
     @app.callback(Output("influential", "children"), Output("buggy", "children"),
                   Input("split", "value"), prevent_initial_call=True)

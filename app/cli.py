@@ -135,7 +135,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def prepare_run(run_dir: str, *, dataset: str = "rotten_tomatoes", arch: str = "gru",
+def prepare_run(run_dir: str, *, dataset: str = "rotten_tomatoes", arch: str = "lstm",
                 n_states: int = 40, log=print) -> None:
     """Train, record and abstract ``run_dir`` unless each step's output is already there
     and up to date (the demo's "trains or reuses")."""
@@ -175,13 +175,14 @@ def prepare_run(run_dir: str, *, dataset: str = "rotten_tomatoes", arch: str = "
         f"{a.get('forcing_agreement', float('nan')):.3f}")
 
 
-def _serve(run: str, host: str, port: int, debug: bool = False) -> int:
+def _serve(run: str, host: str, port: int, debug: bool = False,
+           compare: str | None = None) -> int:
     import time
 
     from .main import create_app
 
     t0 = time.perf_counter()
-    app = create_app(run)
+    app = create_app(run, compare=compare)
     print(f"stateseer: serving {run} on http://{host}:{port}/ (ready in "
           f"{time.perf_counter() - t0:.1f} s; Ctrl+C to stop)", file=sys.stderr)
     app.run(host=host, port=port, debug=debug)
@@ -189,7 +190,7 @@ def _serve(run: str, host: str, port: int, debug: bool = False) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    return _serve(args.run, args.host, args.port, args.debug)
+    return _serve(args.run, args.host, args.port, args.debug, compare=args.compare)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -228,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="train an LSTM/GRU/Elman classifier into a run directory")
     t.add_argument("--dataset", required=True,
                    help="rotten_tomatoes, amazon_food, tomita1..7, parens, csv:PATH, jsonl:PATH")
-    t.add_argument("--arch", choices=("lstm", "gru", "rnn"), default="gru")
+    t.add_argument("--arch", choices=("lstm", "gru", "rnn"), default="lstm")
     t.add_argument("--out", required=True, help="run directory to create, e.g. runs/rt")
     t.add_argument("--layers", type=_positive_int)
     t.add_argument("--hidden", type=_positive_int)
@@ -315,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--force", action="store_true", help="overwrite an existing file")
     e.set_defaults(func=_cmd_export)
 
-    d = sub.add_parser("demo", help="train or reuse the default GRU on rotten_tomatoes, "
+    d = sub.add_parser("demo", help="train or reuse the default LSTM on rotten_tomatoes, "
                        "record, abstract and serve it")
     d.add_argument("--run", default="runs/rt", help="run directory (default runs/rt)")
     d.add_argument("--states", type=_positive_int, default=40)
@@ -330,6 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="interface to bind (default 127.0.0.1: this machine only)")
     s.add_argument("--port", type=int, default=8050)
     s.add_argument("--debug", action="store_true")
+    s.add_argument("--compare", metavar="OTHER_RUN",
+                   help="a second run on the same data to compare with (states matched by "
+                   "co-occurrence; changed inputs listed)")
     s.set_defaults(func=_cmd_serve)
 
     st = sub.add_parser("study", help="serve a user study: participants, conditions, tasks "

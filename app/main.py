@@ -23,9 +23,17 @@ __all__ = ["create_app", "server_from_env"]
 ASSETS = Path(__file__).parent / "assets"
 
 
-def create_app(run_dir: str | Path, *, data: RunData | None = None) -> Dash:
-    """The Dash explorer for ``run_dir`` (a run with traces and an abstraction)."""
+def create_app(run_dir: str | Path, *, data: RunData | None = None,
+               compare: str | Path | None = None) -> Dash:
+    """The Dash explorer for ``run_dir`` (a run with traces and an abstraction).
+
+    ``compare`` names a second run on the same data (e.g. the model after a fix): its
+    states are matched to this run's and the inputs whose path changed are listed.
+    """
     data = data or RunData(run_dir)
+    if compare is not None:
+        data.other = RunData(compare)
+        data.comparison(data.splits[0] if "test" not in data.splits else "test")
     cyto.load_extra_layouts()  # dagre etc., bundled with dash-cytoscape (no network)
     app = Dash(__name__, assets_folder=str(ASSETS), title=f"stateseer · {data.name}",
                update_title=None, suppress_callback_exceptions=True)
@@ -46,6 +54,7 @@ def create_app(run_dir: str | Path, *, data: RunData | None = None) -> Dash:
     # Do once at start-up what the first page would otherwise wait for.
     _ = data.positions
     data.index("test" if "test" in data.splits else data.splits[0])
+    data.context_index()  # built once per run (saved in RUN/index), then only read
     return app
 
 

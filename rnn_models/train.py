@@ -44,7 +44,7 @@ class TrainConfig:
     """Everything ``stateseer train`` needs; ``None`` means the default for the data kind."""
 
     dataset: str
-    arch: str = "gru"
+    arch: str = "lstm"
     embed: int | None = None
     hidden: int | None = None
     layers: int | None = None

@@ -67,7 +67,8 @@ def attribution_note(att, classes: Sequence[str]) -> str:
              "occlusion": "occlusion"}
     line = f"{names[att.method]} of {what} = {att.output:.3f}"
     if att.delta is not None:
-        line += (f" · completeness: sum of attributions − (f(x) − f(baseline)) = "
-                 f"{att.delta:+.2e} ({100 * (att.relative_delta or 0):.2f}% of "
-                 f"{att.output - att.baseline_output:+.3f})")
+        total = att.output - att.baseline_output
+        line += (f" · baseline (all-<pad> embeddings) {att.baseline_output:.3f} · completeness:"
+                 f" Σ attributions = {total + att.delta:+.4f} vs f(x) − f(baseline) = "
+                 f"{total:+.4f}, convergence delta {att.delta:+.1e}")
     return line

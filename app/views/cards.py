@@ -74,8 +74,11 @@ def state_card(fsm: FSM, state: int, patterns: dict[str, Any], forcing: dict | N
         _mix_bar(fsm.prediction[state], classes),
     ]
     if forcing is not None:
-        body.append(html.P(f"Forcing to this state's centroid keeps the prediction of "
-                           f"{forcing['agreement']:.0%} of {forcing['n']} inputs."))
+        body.append(html.P([
+            "State forcing: replacing the hidden state by this state's centroid whenever "
+            "the model is here keeps the prediction of ",
+            html.B(f"{forcing['agreement']:.0%}"), f" of the {forcing['n']:,} test inputs "
+            "that pass through it."], className="forcing-line"))
     body += [
         html.Div([ngram_table(rows_f, "Entering n-grams"),
                   ngram_table(rows_l, "Most specific (lift)")], className="ngram-row"),

@@ -12,7 +12,8 @@ __all__ = ["compare_panel"]
 
 
 def compare_panel(cmp_: dict[str, Any], texts: Sequence[str], labels: np.ndarray,
-                  pred_a: np.ndarray, classes: Sequence[str], *, limit: int = 12) -> html.Div:
+                  pred_a: np.ndarray, classes: Sequence[str], *, ids: Sequence[int] | None = None,
+                  limit: int = 12) -> html.Div:
     """Summary figures, the changed inputs (buttons that select them) and the matching.
 
     Parameters
@@ -26,13 +27,16 @@ def compare_panel(cmp_: dict[str, Any], texts: Sequence[str], labels: np.ndarray
     """
     s, ch, m = cmp_["summary"], cmp_["changed"], cmp_["matching"]
     pred_b = cmp_["pred_b"]
+    share = np.where(ch["n_steps"] > 0, ch["n_diff"] / np.maximum(ch["n_steps"], 1), 0.0)
     head = html.Div([
         html.B(f"{s['name_a']} vs {s['name_b']}"), f" on {s['n_inputs']:,} {s['split']} inputs: ",
         f"accuracy {s['accuracy_a']:.3f} → {s['accuracy_b']:.3f} · ",
         html.Span(f"{s['fixed']} fixed", className="ok"), " · ",
         html.Span(f"{s['broken']} broken", className="wrong"),
-        f" · {s['prediction_changed']} predictions and {s['path_changed']} paths changed · "
-        f"{100 * s['step_agreement']:.1f}% of steps in matched states"],
+        f" · {s['prediction_changed']} predictions changed · "
+        f"{100 * s['step_agreement']:.1f}% of steps in matched states · "
+        f"{s['path_changed']} paths differ somewhere (median input: "
+        f"{100 * float(np.median(share)) if len(share) else 0:.0f}% of its steps)"],
         className="cmp-summary")
     # changed inputs: prediction changes first, then by how many steps differ
     order = np.lexsort((-ch["n_diff"], ~ch["prediction_changed"]))
@@ -43,7 +47,8 @@ def compare_panel(cmp_: dict[str, Any], texts: Sequence[str], labels: np.ndarray
         tag = "fixed" if a != y and b == y else "broken" if a == y and b != y else (
             "changed" if a != b else "path")
         items.append(html.Li([
-            html.Button(f"#{i}", id={"type": "cmp-row", "index": int(i)}, n_clicks=0,
+            html.Button(f"#{ids[i] if ids is not None else i}",
+                        id={"type": "cmp-row", "index": int(i)}, n_clicks=0,
                         className="cmp-btn", title="show both traces"),
             html.Span(tag, className=f"cmp-tag cmp-{tag}"),
             html.Span(f"{a} → {b} (label {y}) · {int(ch['n_diff'][i])} step(s) differ "),

@@ -63,8 +63,10 @@ def token_strip(trace: dict[str, Any], classes: Sequence[str], *,
 
 
 def probability_figure(trace: dict[str, Any], classes: Sequence[str], *,
-                       compare: dict[str, Any] | None = None) -> go.Figure:
-    """Class probability after every token, flips marked; optional second trace."""
+                       compare: dict[str, Any] | None = None,
+                       forced: dict[str, Any] | None = None) -> go.Figure:
+    """Class probability after every token, flips marked; optional second trace and the
+    curve of the same input with its states forced to their centroids."""
     fig = go.Figure()
 
     def add(tr: dict[str, Any], suffix: str, dash: str) -> None:
@@ -93,6 +95,18 @@ def probability_figure(trace: dict[str, Any], classes: Sequence[str], *,
     add(trace, "", "solid")
     if compare is not None:
         add(compare, " (compared)", "dot")
+    if forced is not None:
+        p = np.vstack([trace["initial_proba"],
+                       np.asarray(forced["proba"]).reshape(-1, len(classes))])
+        k = 1 if len(classes) == 2 else int(np.argmax(p[-1]))
+        at = "every step" if forced.get("step") is None else f"step {forced['step'] + 1}"
+        fig.add_trace(go.Scatter(
+            x=np.arange(len(p)), y=p[:, k], mode="lines+markers",
+            name=f"P({classes[k]}) forced at {at}",
+            line={"color": "#111", "dash": "dash", "width": 2}, marker={"size": 5},
+            customdata=np.stack([["⟨start⟩", *trace["tokens"]], forced["states"]], axis=1),
+            hovertemplate="%{customdata[0]} → state %{customdata[1]} (forced run)<br>"
+                          f"P({classes[k]}) = %{{y:.3f}}<extra></extra>"))
     if len(classes) == 2:
         fig.add_hline(y=0.5, line={"color": "#999", "dash": "dash", "width": 1})
     labels = ["⟨start⟩", *trace["tokens"]]
