@@ -79,3 +79,18 @@ def explored_run(tmp_path_factory, text_run) -> Path:
     record_run(dst)
     abstract_run(dst, n_states=12)
     return dst
+
+
+@pytest.fixture(scope="session")
+def analysed_run(tmp_path_factory, explored_run) -> Path:
+    """The explored run plus forcing figures and its nearest-context index."""
+    from app.analysis import context_index, measure_forcing
+    from rnn_models.run import Run
+    from rnn_models.traces import Traces
+
+    dst = tmp_path_factory.mktemp("runs") / "analysed"
+    shutil.copytree(explored_run, dst)
+    measure_forcing(dst)
+    run = Run(dst)
+    context_index(run, Traces(run.traces_dir))
+    return dst

@@ -91,8 +91,10 @@ def diagram_elements(
     vmax = max(visits.max(initial=1.0), 1.0)
     on_path = set(path or [])
     path_edges = {(a, b) for a, b in zip(path or [], (path or [])[1:], strict=False) if a != b}
+    # a path from a compared run may hold states with no match here (ids ≥ n_states)
     cmp_edges = {(a, b) for a, b in zip(compare_path or [], (compare_path or [])[1:],
-                                        strict=False) if a != b}
+                                        strict=False)
+                 if a != b and 0 <= a < fsm.n_states and 0 <= b < fsm.n_states}
     els: list[dict[str, Any]] = []
     for s in range(fsm.n_states):
         color = mix_color(fsm.prediction[s])

@@ -84,7 +84,8 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
                                  name="compared input", line={"color": "#7b2cbf", "dash": "dot"},
                                  marker={"size": 6}))
     fig.add_trace(go.Scatter(
-        x=path_xy[:, 0], y=path_xy[:, 1], mode="lines+markers+text", name="this input",
+        x=path_xy[:, 0].tolist(), y=path_xy[:, 1].tolist(), mode="lines+markers+text",
+        name="this input",
         line={"color": "#ff7f0e", "width": 2}, marker={"size": 7, "color": "#ff7f0e"},
         text=[str(i) for i in range(len(labels))], textposition="top center",
         textfont={"size": 9},

@@ -1,0 +1,95 @@
+"""Attribution with Captum: completeness, agreement with hand computations, segments."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from rnn_models.attribution import _FromEmbeddings, aggregate, attribute, segments
+from rnn_models.errors import StateseerError
+from tests.conftest import one_line
+
+
+@pytest.fixture(scope="module")
+def model_and_input(explored_run):
+    from rnn_models.run import Run
+    from rnn_models.tokenizers import get_tokenizer
+
+    run = Run(explored_run)
+    model, vocab = run.load_model(), run.vocab()
+    toks = get_tokenizer("word")("a thin plot , but the acting is wonderful and moving .")
+    return model, np.asarray(vocab.encode(toks)), toks
+
+
+def _f(model, emb, cls, other=None):
+    net = _FromEmbeddings(list(model.rnns), model.head).eval()
+    with torch.no_grad():
+        z = net(emb)
+    return float(torch.softmax(z, -1)[0, cls]) if other is None else float(
+        z[0, cls] - z[0, other])
+
+
+def test_integrated_gradients_are_complete(model_and_input):
+    """Σ attributions = f(x) − f(baseline), checked against our own forward passes, and
+    Captum's convergence delta is reported and small."""
+    model, ids, toks = model_and_input
+    emb = model.embedding(torch.as_tensor(ids)[None]).detach()
+    for target in ("predicted", "contrastive"):
+        a = attribute(model, ids, toks, method="ig", target=target)
+        other = a.contrast_class if target == "contrastive" else None
+        fx = _f(model, emb, a.target_class, other)
+        f0 = _f(model, torch.zeros_like(emb), a.target_class, other)
+        assert a.output == pytest.approx(fx, abs=1e-5)
+        assert a.baseline_output == pytest.approx(f0, abs=1e-5)
+        assert a.scores.sum() == pytest.approx(fx - f0, abs=1e-3 + 1e-2 * abs(fx - f0))
+        assert abs(a.delta) < 1e-3 + 1e-2 * abs(fx - f0)
+        assert a.relative_delta < 0.01
+        assert len(a.scores) == len(toks)
+
+
+def test_occlusion_is_the_drop_when_a_token_is_zeroed(model_and_input):
+    model, ids, toks = model_and_input
+    a = attribute(model, ids, toks, method="occlusion", target="contrastive")
+    emb = model.embedding(torch.as_tensor(ids)[None]).detach()
+    fx = _f(model, emb, a.target_class, a.contrast_class)
+    for t in (0, 4, len(ids) - 1):
+        e = emb.clone()
+        e[0, t] = 0
+        assert a.scores[t] == pytest.approx(fx - _f(model, e, a.target_class,
+                                                    a.contrast_class), abs=1e-4)
+
+
+def test_gradient_times_input_matches_autograd(model_and_input):
+    model, ids, toks = model_and_input
+    a = attribute(model, ids, toks, method="gxi", target="predicted")
+    emb = model.embedding(torch.as_tensor(ids)[None]).detach().requires_grad_(True)
+    net = _FromEmbeddings(list(model.rnns), model.head).eval()
+    torch.softmax(net(emb), -1)[0, a.target_class].backward()
+    want = (emb.grad * emb).sum(-1)[0].detach().numpy()
+    np.testing.assert_allclose(a.scores, want, atol=1e-6)
+
+
+def test_segments_and_aggregation():
+    toks = ["great", "cast", ",", "dull", "plot", ".", "still", "fun"]
+    assert segments(toks, "sentence") == [[0, 1, 2, 3, 4, 5], [6, 7]]
+    assert segments(toks, "regex", pattern="[,.]") == [[0, 1, 2], [3, 4, 5], [6, 7]]
+    assert segments(toks, "word") == [[i] for i in range(8)]
+    assert segments(list("ab c"), "word", joiner="") == [[0, 1, 2], [3]]
+    g = segments(toks, "regex", pattern="[,.]")
+    assert aggregate(np.arange(8.0), g).tolist() == [3.0, 12.0, 13.0]
+
+
+def test_bad_requests_get_one_line_errors(model_and_input):
+    model, ids, toks = model_and_input
+    for kwargs, word in [({"method": "lime"}, "method"), ({"target": "x"}, "target"),
+                         ({"target": "contrastive", "contrast": 7}, "contrast")]:
+        with pytest.raises(StateseerError) as e:
+            attribute(model, ids, toks, **kwargs)
+        assert word in one_line(e.value)
+    with pytest.raises(StateseerError) as e:
+        attribute(model, [], [])
+    assert "non-empty" in one_line(e.value)
+    with pytest.raises(StateseerError) as e:
+        segments(toks, "regex", pattern="[")
+    assert "regular expression" in one_line(e.value)
