@@ -210,8 +210,9 @@ def register_callbacks(app: Dash, data: RunData) -> None:
                      html.Span("✓" if ok else "✗ misclassified",
                                className="ok" if ok else "wrong")]
         sim_final = tr["simulated"][-1]
-        head.append(f" · FSM alone ends in state {sim_final} "
-                    f"({classes[int(data.fsm.labels[sim_final])]})")
+        head.append(html.Span(f" · FSM alone ends in state {sim_final} "
+                              f"({classes[int(data.fsm.labels[sim_final])]})",
+                              className="fsm-final"))
         diff: list[int] = []
         if cmp_:
             # token positions (0-based) after which the abstract states differ

@@ -34,8 +34,10 @@ VIEW_TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
                     ("id", "trace-chart-panel")),
     "input": (("class", "input-box"), ("id", "input-message"), ("id", "input-panel")),
     "attribution": (("id", "attribution-panel"), ("class", "attribution-panel")),
-    "nearest": (("id", "nearest-panel"), ("class", "nearest-panel")),
-    "compare": (("id", "compare-panel"), ("class", "compare-panel")),
+    "nearest": (("id", "nearest-panel"), ("class", "nearest-panel"),
+                ("id", "projection-panel")),
+    "compare": (("id", "compare-panel"), ("class", "compare-panel"), ("tab", "compare"),
+                ("id", "edit-btn"), ("id", "pin-btn"), ("id", "pin-info")),
     "forcing": (("id", "forcing-panel"), ("class", "forcing-panel")),
 }
 

@@ -43,7 +43,7 @@ def test_no_forcing_reproduces_the_recorded_run(explored_run):
 
 
 def test_forcing_every_step_puts_the_head_on_the_centroids(explored_run):
-    model, ab, te, idx, ids, lens, cent = _setup(explored_run)
+    model, ab, _te, idx, ids, lens, cent = _setup(explored_run)
     r = forced_run(model, ids, lens, ab.assign, cent)
     assert r.forced[np.arange(ids.shape[1]) < lens[:, None].numpy()].all()
     # the head (linear + softmax) applied to the centroid of the state at the last step
@@ -55,7 +55,7 @@ def test_forcing_every_step_puts_the_head_on_the_centroids(explored_run):
 
 
 def test_forcing_one_step_changes_only_what_follows(explored_run):
-    model, ab, te, idx, ids, lens, cent = _setup(explored_run)
+    model, ab, _te, _idx, ids, lens, cent = _setup(explored_run)
     t = 2
     mask = np.zeros(ids.shape, bool)
     mask[:, t] = True
@@ -66,7 +66,7 @@ def test_forcing_one_step_changes_only_what_follows(explored_run):
 
 
 def test_per_state_forcing_only_touches_that_state(explored_run):
-    model, ab, te, idx, ids, lens, cent = _setup(explored_run)
+    model, ab, _te, idx, ids, lens, cent = _setup(explored_run)
     s = int(np.bincount(ab.states["test"]).argmax())
     r = forced_run(model, ids, lens, ab.assign, cent, only_states=np.array([s]))
     assert r.forced.any()
@@ -92,7 +92,7 @@ def test_lstm_hidden_and_cell_states_can_be_forced(tomita_run):
 
 
 def test_bad_centroids_and_models_get_one_line_errors(explored_run):
-    model, ab, te, idx, ids, lens, cent = _setup(explored_run, n=3)
+    model, ab, _te, _idx, ids, lens, cent = _setup(explored_run, n=3)
     with pytest.raises(StateseerError) as e:
         forced_run(model, ids, lens, ab.assign, cent[:, :5])
     assert "recompute" in one_line(e.value)
