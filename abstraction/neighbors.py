@@ -40,8 +40,8 @@ def _sq_dists(Z: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", diff, diff)
 
 
-def brute_force_neighbors(X, q: np.ndarray, k: int = 10,
-                          chunk_size: int = 131_072) -> tuple[np.ndarray, np.ndarray]:
+def brute_force_neighbors(X, q: np.ndarray, k: int = 10, chunk_size: int = 131_072,
+                          norms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact k nearest rows of ``X`` to ``q`` by a full scan (the baseline).
 
     Parameters
@@ -49,6 +49,8 @@ def brute_force_neighbors(X, q: np.ndarray, k: int = 10,
     X : array-like of shape (n, d)
     q : ndarray of shape (d,)
     k : int
+    norms : ndarray of shape (n,), optional
+        Precomputed squared norms of the rows (saves a pass over ``X`` per query).
 
     Returns
     -------
@@ -59,7 +61,9 @@ def brute_force_neighbors(X, q: np.ndarray, k: int = 10,
     q = np.asarray(q, np.float32)
     best_d, best_i = np.zeros(0, np.float32), np.zeros(0, np.int64)
     for start, block in iter_rows(X, chunk_size):
-        d = (block * block).sum(1) - 2.0 * (block @ q)  # + |q|² later: same ranking
+        sq = (np.einsum("ij,ij->i", block, block) if norms is None
+              else norms[start : start + len(block)])
+        d = sq - 2.0 * (block @ q)  # + |q|² later: same ranking
         kk = min(k, len(d))
         part = np.argpartition(d, kk - 1)[:kk]
         best_d = np.concatenate([best_d, d[part]])
