@@ -94,8 +94,8 @@ def register_analysis_callbacks(app: Dash, data: RunData) -> None:
     # -- nearest training contexts and the projection ----------------------------------------
     @app.callback(Output("nn-list", "children"), Output("proj-box", "children"),
                   Input("active-trace", "data"), Input("step", "data"),
-                  Input("nn-k", "value"))
-    def nearest(active, step, k):
+                  Input("nn-k", "value"), Input("nn-window", "value"))
+    def nearest(active, step, k, window):
         tr = _main(active)
         if not tr:
             return html.P("Select a row or type an input.", className="muted"), None
@@ -104,7 +104,7 @@ def register_analysis_callbacks(app: Dash, data: RunData) -> None:
         t = len(tr["tokens"]) - 1 if step is None else int(step)
         t = min(max(t, 0), len(tr["tokens"]) - 1)
         try:
-            res = data.nearest(tr, t, k=int(k or 8))
+            res = data.nearest(tr, t, k=int(k or 8), window=int(window or 5))
             xy = data.project_trace(tr)
         except StateseerError as exc:
             return html.P(str(exc), className="message"), None

@@ -146,7 +146,12 @@ def build_layout(data: RunData, initial: dict | None = None) -> html.Div:
                   html.Span(" of the clicked token (default: the last one) ", className="muted"),
                   html.Label([" k ", dcc.Dropdown(id="nn-k", options=[5, 8, 12, 20], value=8,
                                                   clearable=False, style={"width": 70})],
-                             className="inline")], className="nn-controls"),
+                             className="inline"),
+                  html.Label([" context ± ", dcc.Dropdown(id="nn-window", options=[2, 5, 10],
+                                                          value=5, clearable=False,
+                                                          style={"width": 70})],
+                             className="inline", title="tokens shown on each side")],
+                 className="nn-controls"),
         html.Div(id="nn-list", children=html.P("Select a row or type an input.",
                                                className="muted")),
     ], className="panel nearest-panel", id="nearest-panel")
