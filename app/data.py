@@ -85,9 +85,12 @@ class RunData:
     ----------
     run_dir : str or Path
         A run with recorded traces and an abstraction (``stateseer demo`` makes one).
+    model : Traceable, optional
+        The model for typed inputs, attribution and forcing; default ``Run.load_model()``
+        (the built-in classifiers). Pass your own adapter for a run of your own model.
     """
 
-    def __init__(self, run_dir: str | Path) -> None:
+    def __init__(self, run_dir: str | Path, model=None) -> None:
         self.run = Run(run_dir)
         self.config = self.run.config
         self.traces = Traces(self.run.traces_dir)
@@ -97,7 +100,7 @@ class RunData:
         self.splits = [s for s in self.traces.split_names if s in self.abstraction.states]
         self._index: dict[str, SplitIndex] = {}
         self._model_lock = threading.Lock()
-        self._model = None
+        self._model = None if model is None else (model.eval(), self.run.vocab())
         self._cache: OrderedDict[tuple, Any] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._ctx_lock = threading.Lock()

@@ -24,13 +24,15 @@ ASSETS = Path(__file__).parent / "assets"
 
 
 def create_app(run_dir: str | Path, *, data: RunData | None = None,
-               compare: str | Path | None = None) -> Dash:
+               compare: str | Path | None = None, model=None) -> Dash:
     """The Dash explorer for ``run_dir`` (a run with traces and an abstraction).
 
     ``compare`` names a second run on the same data (e.g. the model after a fix): its
     states are matched to this run's and the inputs whose path changed are listed.
+    ``model`` is your own model (a :class:`rnn_models.models.Traceable`) when the run's
+    ``model.pt`` is not one of the built-in classifiers.
     """
-    data = data or RunData(run_dir)
+    data = data or RunData(run_dir, model=model)
     if compare is not None:
         data.other = RunData(compare)
         data.comparison(data.splits[0] if "test" not in data.splits else "test")

@@ -69,7 +69,9 @@ def record_traces(
         model.eval()
     lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    _, p0 = model.initial(layer)
+    with torch.no_grad():
+        _, p0 = model.initial(layer)
+    p0 = p0.detach()
     empty = lengths == 0
     final_out[empty] = p0.numpy()
     nonempty = np.flatnonzero(~empty)
@@ -137,7 +139,8 @@ def record_run(
     vocab = run.vocab()
     ds = run.dataset()
     try:
-        h0, p0 = model.initial(layer)
+        with torch.no_grad():  # a user's adapter may build h0 from parameters
+            h0, p0 = (t.detach() for t in model.initial(layer))
     except ValueError as exc:
         raise DataError(f"{exc}; pass --layer between 0 and {model.n_layers - 1}") from None
     tmp = run.path / "traces.tmp"
@@ -223,7 +226,8 @@ def record_texts(
     seqs = [vocab.encode(t) for t in toks]
     lengths = np.array([len(s) for s in seqs], dtype=np.int64)
     n_steps = int(lengths.sum())
-    h0, p0 = model.initial(layer)
+    with torch.no_grad():
+        h0, p0 = model.initial(layer)
     hidden = np.zeros((n_steps, h0.shape[0]), np.float32)
     proba = np.zeros((n_steps, p0.shape[0]), np.float32)
     final = np.zeros((len(seqs), p0.shape[0]), np.float32)
