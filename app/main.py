@@ -6,6 +6,7 @@ For gunicorn: ``STATESEER_RUN=runs/rt gunicorn 'app.main:server_from_env()'``.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -56,8 +57,24 @@ def create_app(run_dir: str | Path, *, data: RunData | None = None,
     # Do once at start-up what the first page would otherwise wait for.
     _ = data.positions
     data.index("test" if "test" in data.splits else data.splits[0])
-    data.context_index()  # built once per run (saved in RUN/index), then only read
+    # The nearest-context index (built once per run, saved in RUN/index), the model, Captum
+    # and the centroids load in the background: the page does not wait for them.
+    threading.Thread(target=_warm, args=(data,), daemon=True).start()
     return app
+
+
+def _warm(data: RunData) -> None:
+    """Load what the first trace's analyses need (model, Captum, centroids) off the
+    request path; a failure here only means the first click pays for it."""
+    try:
+        data.context_index()
+        import captum.attr  # noqa: F401
+
+        data._load_model()
+        _ = data.centroids
+        _ = data.projection
+    except Exception:
+        pass
 
 
 def initial_selection(data: RunData, query: str) -> dict:

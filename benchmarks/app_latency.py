@@ -10,6 +10,9 @@ action, the callbacks the action triggers, one after another:
   diagram ``stylesheet``
 * row select: ``selection`` → ``active-trace`` → ``trace view`` → ``diagram``
 * new input:  ``active-trace`` (run the GRU on the text) → ``trace view`` → ``diagram``
+* the analysis views a row select also updates (each its own callback, run by the browser
+  beside the ones above): integrated-gradients attribution strip, nearest training
+  contexts with the projection, and (on its button) forcing every step
 
 Baseline in the same run: a state filter the way DeepSeer's front end does it (scan every
 instance's trace for the state), on the same 100k instances.
@@ -18,7 +21,8 @@ Also: seconds from ``create_app`` to a first complete render (diagram, table and
 in headless chromium, when it is installed.
 
 Last line: JSON with ``n_instances``, ``state_click_p95_ms``, ``row_select_p95_ms``,
-``new_input_p95_ms``, ``baseline_state_filter_p95_ms`` and ``first_render_s``.
+``new_input_p95_ms``, ``attribution_p95_ms``, ``nearest_p95_ms``, ``force_all_p95_ms``,
+``baseline_state_filter_p95_ms`` and ``first_render_s``.
 """
 
 from __future__ import annotations
@@ -122,6 +126,8 @@ def measure(run_dir: Path, repeats: int, seed: int) -> dict:
     k_card, k_diag = _key(app, "state-card.children"), _key(app, "diagram.elements")
     k_style = _key(app, "diagram.stylesheet")
     k_active, k_view = _key(app, "active-trace.data"), _key(app, "trace-title.children")
+    k_attr, k_nn = _key(app, "attr-strip.children"), _key(app, "nn-list.children")
+    k_force = _key(app, "forced.data")
     split = "train"
     n = data.traces[split].n_inputs
     rng = np.random.default_rng(seed)
@@ -131,6 +137,11 @@ def measure(run_dir: Path, repeats: int, seed: int) -> dict:
     # warm up the per-split indexes and the model once (first use), outside the timings
     data.index(split)
     data.trace_text("warm up")
+    warm = data.trace_instance(split, 0)
+    data.attribution(warm, "ig", "predicted")
+    data.force(warm)
+    data.nearest(warm, 0)
+    _ = data.projection
 
     def timed(fn) -> float:
         t0 = time.perf_counter()
@@ -138,6 +149,7 @@ def measure(run_dir: Path, repeats: int, seed: int) -> dict:
         return (time.perf_counter() - t0) * 1000
 
     state_ms, row_ms, input_ms = [], [], []
+    attr_ms, nn_ms, force_ms = [], [], []
     for _ in range(repeats):
         s = int(rng.integers(1, data.fsm.n_states))
 
@@ -168,6 +180,18 @@ def measure(run_dir: Path, repeats: int, seed: int) -> dict:
                    changed=["active-trace.data"])
 
         row_ms.append(timed(select_row))
+        act = {"main": data.trace_instance(split, i), "compare": None}
+        attr_ms.append(timed(lambda act=act: d.call(k_attr, {
+            "active-trace.data": act, "attr-method.value": "ig",
+            "attr-target.value": "predicted", "attr-level.value": "token",
+            "attr-regex.value": None, "attr-intensity.value": 1},
+            changed=["active-trace.data"])))
+        nn_ms.append(timed(lambda act=act: d.call(k_nn, {
+            "active-trace.data": act, "step.data": None, "nn-k.value": 8,
+            "nn-window.value": 5}, changed=["active-trace.data"])))
+        force_ms.append(timed(lambda act=act: d.call(k_force, {
+            "force-all.n_clicks": 1, "force-step.n_clicks": 0, "force-clear.n_clicks": 0,
+            "active-trace.data": act}, {"step.data": None}, ["force-all.n_clicks"])))
         text = data.traces[split].texts[int(rng.integers(0, n))] + " zorblaxian"
 
         def new_input(text=text):
@@ -205,7 +229,9 @@ def measure(run_dir: Path, repeats: int, seed: int) -> dict:
 
     return {"n_instances": n, "n_states": data.fsm.n_states - 1, "repeats": repeats,
             "state_click_p95_ms": p95(state_ms), "row_select_p95_ms": p95(row_ms),
-            "new_input_p95_ms": p95(input_ms), "state_click_median_ms":
+            "new_input_p95_ms": p95(input_ms), "attribution_p95_ms": p95(attr_ms),
+            "nearest_p95_ms": p95(nn_ms), "force_all_p95_ms": p95(force_ms),
+            "state_click_median_ms":
             round(float(np.median(state_ms)), 2),
             "state_filter_p95_ms": p95(filter_ms),
             "baseline_state_filter_p95_ms": p95(base_ms)}
