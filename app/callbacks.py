@@ -55,11 +55,12 @@ def register_callbacks(app: Dash, data: RunData) -> None:
         Input("split", "value"),
         Input("clear", "n_clicks"),
         Input({"type": "cmp-row", "index": ALL}, "n_clicks"),
+        Input({"type": "nn-row", "index": ALL}, "n_clicks"),
         State("selection", "data"),
         State("table", "data"),
         prevent_initial_call=True,
     )
-    def select(tap, cell, _pclicks, split, _clear, _cmp, sel, rows):
+    def select(tap, cell, _pclicks, split, _clear, _cmp, _nn, sel, rows):
         """One place owns the selection and writes it into the URL."""
         new = _next_selection(tap, cell, split, sel or EMPTY, rows)
         if new is no_update:
@@ -91,6 +92,11 @@ def register_callbacks(app: Dash, data: RunData) -> None:
             if not ctx.triggered[0]["value"]:
                 return no_update
             return apply_event(sel, "row", int(trig["index"]))
+        if isinstance(trig, dict) and trig.get("type") == "nn-row":
+            # a nearest training context: open that training input
+            if not ctx.triggered[0]["value"] or "train" not in data.splits:
+                return no_update
+            return apply_event(apply_event(sel, "split", "train"), "row", int(trig["index"]))
         return no_update
 
     @app.callback(Output("split", "value"), Input("selection", "data"), State("split", "value"),

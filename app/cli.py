@@ -71,7 +71,10 @@ def _cmd_abstract(args: argparse.Namespace) -> int:
             "state_coverage", "transition_coverage", "evaluated_on", "seconds")
     out = {k: ab.metrics[k] for k in keys}
     if not args.no_forcing:
-        out["forcing_agreement"] = _forcing(args.run)["forcing_agreement"]
+        try:
+            out["forcing_agreement"] = _forcing(args.run)["forcing_agreement"]
+        except StateseerError as exc:  # e.g. a run of a user's own model: abstraction stays
+            print(f"stateseer: note: state forcing skipped ({exc})", file=sys.stderr)
     if not args.no_index:
         _index(args.run)
     print(json.dumps(out))
@@ -164,7 +167,10 @@ def prepare_run(run_dir: str, *, dataset: str = "rotten_tomatoes", arch: str = "
         abstract_run(run, n_states=n_states)
     if "forcing_agreement" not in run.metrics().get("abstraction", {}):
         log("forcing states to their centroids (interventional faithfulness)")
-        _forcing(str(run.path))
+        try:
+            _forcing(str(run.path))
+        except StateseerError as exc:
+            log(f"state forcing skipped ({exc})")
     log("indexing training contexts")
     _index(str(run.path))
     m = run.metrics()

@@ -124,3 +124,20 @@ def test_cli_force_and_index(analysed_run, copy_run, capsys):
     assert 0 <= out["forcing_agreement"] <= 1 and out["n_inputs"] > 0
     assert main(["index", str(run)]) == 0
     assert (run / "index" / "train.contexts.npz").exists()
+
+
+def test_abstract_keeps_its_result_when_forcing_is_impossible(analysed_run, copy_run,
+                                                              monkeypatch, capsys):
+    """A run of a user's own model cannot be forced by the CLI; the abstraction stays and
+    the reason is one line on stderr."""
+    import app.cli as cli
+
+    def refuse(run, split="test"):
+        raise StateseerError("state forcing needs a stateseer RNNClassifier")
+
+    monkeypatch.setattr(cli, "_forcing", refuse)
+    run = copy_run(analysed_run)
+    assert cli.main(["abstract", str(run), "--states", "6", "--no-index"]) == 0
+    captured = capsys.readouterr()
+    assert "forcing skipped" in captured.err
+    assert json.loads(captured.out.strip().splitlines()[-1])["n_states"] == 6

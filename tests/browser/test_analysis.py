@@ -14,9 +14,14 @@ pytestmark = pytest.mark.browser
 
 
 def _wait(cond, timeout: float = 20, what: str = "condition"):
+    from selenium.common.exceptions import WebDriverException
+
     deadline = time.time() + timeout
     while time.time() < deadline:
-        value = cond()
+        try:
+            value = cond()
+        except WebDriverException:  # the element was re-rendered meanwhile: look again
+            value = None
         if value:
             return value
         time.sleep(0.2)
@@ -60,6 +65,13 @@ def test_nearest_contexts_follow_the_clicked_token(dash_duo, analysed_run):
         "const g = document.querySelector('#proj-chart .js-plotly-plot');"
         "return g.data.find(t => t.name === 'this input').x.length;")
     assert n_path == len(toks) + 1
+    # a neighbour's context opens that training input
+    ctx_cell = dash_duo.find_elements("#nn-list td.nn-ctx")[0]
+    token = ctx_cell.find_element("css selector", "mark").text
+    dash_duo.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", ctx_cell)
+    ctx_cell.click()
+    _wait(lambda: "split=train" in dash_duo.driver.current_url, what="train split")
+    _wait(lambda: token in _tokens(dash_duo), what="the training input's trace")
     assert dash_duo.get_logs() == []
 
 
