@@ -108,6 +108,37 @@ def _cmd_force(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rnn_models.run import atomic_write_text
+
+    from .data import RunData
+
+    data = RunData(args.run)
+    data.other = RunData(args.other)
+    cmp_ = data.comparison(args.split)
+    if args.out:
+        out = Path(args.out)
+        if out.exists() and not args.force:
+            raise StateseerError(f"{out} exists; pass --force to overwrite it")
+        tr = data.traces[args.split]
+        ch, classes = cmp_["changed"], data.classes
+        changed = [
+            {"index": int(i), "id": int(tr.rows[i]), "label": classes[int(tr.labels[i])],
+             "prediction_a": classes[int(tr.predictions[i])],
+             "prediction_b": classes[int(cmp_["pred_b"][i])],
+             "n_steps": int(ch["n_steps"][i]), "n_diff": int(ch["n_diff"][i]),
+             "first_diff": int(ch["first_diff"][i])}
+            for i in range(tr.n_inputs) if ch["path_changed"][i] or ch["prediction_changed"][i]]
+        doc = {"format": "stateseer.comparison", "version": 1, "run_a": str(args.run),
+               "run_b": str(args.other), "summary": cmp_["summary"],
+               "matching": cmp_["matching"].pairs(), "changed": changed}
+        atomic_write_text(out, json.dumps(doc, indent=1))
+    print(json.dumps(cmp_["summary"]))
+    return 0
+
+
 def _cmd_index(args: argparse.Namespace) -> int:
     import time
 
@@ -297,6 +328,15 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("run")
     f.add_argument("--split", default="test", choices=("train", "val", "test"))
     f.set_defaults(func=_cmd_force)
+
+    c = sub.add_parser("compare", help="match the states of two runs on the same data and "
+                       "list the inputs whose path or prediction changed")
+    c.add_argument("run")
+    c.add_argument("other", help="the second run (same data set, split and tokenizer)")
+    c.add_argument("--split", default="test", choices=("train", "val", "test"))
+    c.add_argument("--out", help="write the matching and the changed inputs as JSON")
+    c.add_argument("--force", action="store_true", help="overwrite --out")
+    c.set_defaults(func=_cmd_compare)
 
     ix = sub.add_parser("index", help="build the nearest-training-context index of a run")
     ix.add_argument("run")

@@ -175,7 +175,10 @@ def train_run(
     best: dict[str, Any] = {"val_accuracy": -1.0, "loss": np.inf, "epoch": 0, "state": None}
     history = []
     t0 = time.perf_counter()
-    from tqdm.auto import tqdm
+    if progress:
+        from tqdm.auto import tqdm
+    else:  # tqdm.auto warns in notebooks without ipywidgets even when disabled
+        from tqdm.std import tqdm
 
     bar = tqdm(range(1, hp["epochs"] + 1), desc=f"train {cfg.arch} on {ds.name}",
                disable=not progress, unit="epoch")

@@ -141,3 +141,24 @@ def test_abstract_keeps_its_result_when_forcing_is_impossible(analysed_run, copy
     captured = capsys.readouterr()
     assert "forcing skipped" in captured.err
     assert json.loads(captured.out.strip().splitlines()[-1])["n_states"] == 6
+
+
+def test_cli_compare_writes_the_matching_and_changed_inputs(analysed_run, tmp_path, capsys):
+    from abstraction.pipeline import abstract_run
+    from app.cli import main
+
+    other = tmp_path / "other"
+    shutil.copytree(analysed_run, other)
+    abstract_run(other, n_states=7, random_state=1)
+    out = tmp_path / "cmp.json"
+    assert main(["compare", str(analysed_run), str(other), "--out", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    doc = json.loads(out.read_text())
+    assert doc["format"] == "stateseer.comparison" and doc["summary"] == summary
+    assert len(doc["matching"]) == json.loads(
+        (analysed_run / "abstraction" / "fsm.json").read_text())["states"].__len__()
+    assert all(r["n_diff"] > 0 or r["prediction_a"] != r["prediction_b"]
+               for r in doc["changed"])
+    assert len(doc["changed"]) == summary["path_changed"]  # same model: paths only
+    assert main(["compare", str(analysed_run), str(other), "--out", str(out)]) == 2
+    assert "--force" in capsys.readouterr().err
