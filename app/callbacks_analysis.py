@@ -43,8 +43,9 @@ def register_analysis_callbacks(app: Dash, data: RunData) -> None:
     @app.callback(Output("attr-strip", "children"), Output("attr-note", "children"),
                   Input("active-trace", "data"), Input("attr-method", "value"),
                   Input("attr-target", "value"), Input("attr-level", "value"),
-                  Input("attr-regex", "value"), Input("attr-intensity", "value"))
-    def attribution(active, method, target, level, regex, intensity):
+                  Input("attr-regex", "value"), Input("attr-intensity", "value"),
+                  Input("attr-baseline", "value"))
+    def attribution(active, method, target, level, regex, intensity, baseline):
         from rnn_models.attribution import aggregate, segments
 
         tr = _main(active)
@@ -53,7 +54,7 @@ def register_analysis_callbacks(app: Dash, data: RunData) -> None:
         if not tr["tokens"]:
             return None, "The input is empty: nothing to attribute."
         try:
-            att = data.attribution(tr, method, target)
+            att = data.attribution(tr, method, target, baseline or "pad")
             groups = segments(tr["tokens"], level or "token", joiner=joiner, pattern=regex)
         except StateseerError as exc:
             return None, str(exc)

@@ -227,15 +227,17 @@ class RunData:
         return np.asarray(self._typed(tr["text"]).hidden[step], np.float32)
 
     def attribution(self, tr: dict[str, Any], method: str = "ig",
-                    target: str = "predicted"):
+                    target: str = "predicted", baseline: str = "pad"):
         """:func:`rnn_models.attribution.attribute` of a trace, cached by text."""
         from rnn_models.attribution import attribute
 
         if not tr["tokens"]:
             raise StateseerError("the input is empty; there is nothing to attribute")
         model, _ = self._load_model()
-        return self._cached(("attr", tr["text"], method, target), lambda: attribute(
-            model, self.ids_of(tr), tr["tokens"], method=method, target=target))
+        return self._cached(("attr", tr["text"], method, target, baseline),
+                            lambda: attribute(model, self.ids_of(tr), tr["tokens"],
+                                              method=method, target=target,
+                                              baseline=baseline))
 
     @cached_property
     def centroids(self) -> np.ndarray:

@@ -184,7 +184,8 @@ def measure(run_dir: Path, repeats: int, seed: int) -> dict:
         attr_ms.append(timed(lambda act=act: d.call(k_attr, {
             "active-trace.data": act, "attr-method.value": "ig",
             "attr-target.value": "predicted", "attr-level.value": "token",
-            "attr-regex.value": None, "attr-intensity.value": 1},
+            "attr-regex.value": None, "attr-intensity.value": 1,
+            "attr-baseline.value": "pad"},
             changed=["active-trace.data"])))
         nn_ms.append(timed(lambda act=act: d.call(k_nn, {
             "active-trace.data": act, "step.data": None, "nn-k.value": 8,

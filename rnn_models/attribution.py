@@ -3,13 +3,14 @@
 Three methods, all on the embedding layer (the input the recurrence reads):
 
 ``ig``
-    Integrated gradients from the all-zero embedding (which is ``<pad>``'s) to the
-    input's embeddings. Completeness holds up to Captum's *convergence delta*
-    (``sum(attributions) − (f(x) − f(baseline))``), which is returned and shown.
+    Integrated gradients from a baseline (the all-zero embedding, which is ``<pad>``'s, or
+    ``<unk>``'s embedding at every position) to the input's embeddings. Completeness
+    holds up to Captum's *convergence delta* (``sum(attributions) − (f(x) − f(baseline))``),
+    which is returned and shown.
 ``gxi``
     Gradient × input on the embeddings (one backward pass).
 ``occlusion``
-    The drop in the target when one token's embedding is replaced by zeros (Captum's
+    The drop in the target when one token's embedding is replaced by the baseline's (Captum's
     ``Occlusion`` with a one-token window, all windows in one batch).
 
 The *target* is the predicted class's probability (``predicted``), or, ``contrastive``, the
@@ -37,6 +38,7 @@ __all__ = ["METHODS", "TARGETS", "Attribution", "aggregate", "attribute", "segme
 
 METHODS = ("ig", "gxi", "occlusion")
 TARGETS = ("predicted", "contrastive")
+BASELINES = ("pad", "unk")
 
 
 @dataclass
@@ -110,7 +112,7 @@ def _target_fn(net: _FromEmbeddings, target: str, cls: int, other: int | None):
 
 def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], *,
               method: str = "ig", target: str = "predicted", contrast: int | None = None,
-              n_steps: int = 64) -> Attribution:
+              baseline: str = "pad", n_steps: int = 64) -> Attribution:
     """Attribute one input's final prediction to its tokens.
 
     Parameters
@@ -124,6 +126,9 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
     target : {'predicted', 'contrastive'}
     contrast : int, optional
         The class to contrast with (default the runner-up).
+    baseline : {'pad', 'unk'}
+        What "absent" means for IG and occlusion: the all-zero embedding of ``<pad>``, or
+        the embedding of ``<unk>`` (id 1) at every position.
     n_steps : int
         Integration steps of IG (Gauss–Legendre).
 
@@ -139,6 +144,9 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
     if target not in TARGETS:
         raise StateseerError(f"unknown attribution target {target!r}; choose one of "
                              f"{', '.join(TARGETS)}")
+    if baseline not in BASELINES:
+        raise StateseerError(f"unknown attribution baseline {baseline!r}; choose one of "
+                             f"{', '.join(BASELINES)}")
     ids = np.asarray(ids, np.int64)
     if ids.ndim != 1 or len(ids) == 0:
         raise StateseerError("attribution needs a non-empty input; type at least one token")
@@ -150,6 +158,8 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
         with torch.no_grad():
             emb = emb_layer(torch.as_tensor(ids)[None]).detach()
             logits = net(emb)[0]
+            base = (torch.zeros_like(emb) if baseline == "pad" else
+                    emb_layer(torch.ones_like(torch.as_tensor(ids))[None]).detach())
         order = torch.argsort(logits, descending=True).tolist()
         cls = order[0]
         other = None
@@ -166,17 +176,17 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
             baseline_out = delta = None
             if method == "ig":
                 ig = IntegratedGradients(f)
-                attr, d = ig.attribute(emb, baselines=torch.zeros_like(emb), n_steps=n_steps,
+                attr, d = ig.attribute(emb, baselines=base, n_steps=n_steps,
                                        method="gausslegendre", return_convergence_delta=True,
                                        internal_batch_size=n_steps)
                 delta = float(d[0])
                 with torch.no_grad():
-                    baseline_out = float(f(torch.zeros_like(emb))[0])
+                    baseline_out = float(f(base)[0])
             elif method == "gxi":
                 attr = InputXGradient(f).attribute(emb.clone().requires_grad_(True))
             else:
                 attr = Occlusion(f).attribute(emb, sliding_window_shapes=(1, emb.shape[2]),
-                                              baselines=0.0,
+                                              baselines=base,
                                               perturbations_per_eval=max(1, len(ids)))
             with torch.no_grad():
                 out = float(f(emb)[0])
@@ -188,7 +198,8 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
         model.train(was_training)
     return Attribution(tokens=list(tokens), scores=scores, method=method, target=target,
                        target_class=cls, contrast_class=other, output=out,
-                       baseline_output=baseline_out, delta=delta)
+                       baseline_output=baseline_out, delta=delta,
+                       extra={"baseline": baseline})
 
 
 # -- aggregation --------------------------------------------------------------------------

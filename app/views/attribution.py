@@ -68,7 +68,8 @@ def attribution_note(att, classes: Sequence[str]) -> str:
     line = f"{names[att.method]} of {what} = {att.output:.3f}"
     if att.delta is not None:
         total = att.output - att.baseline_output
-        line += (f" · baseline (all-<pad> embeddings) {att.baseline_output:.3f} · completeness:"
+        name = "<unk>" if att.extra.get("baseline") == "unk" else "<pad>"
+        line += (f" · baseline (all-{name} embeddings) {att.baseline_output:.3f} · completeness:"
                  f" Σ attributions = {total + att.delta:+.4f} vs f(x) − f(baseline) = "
                  f"{total:+.4f}, convergence delta {att.delta:+.1e}")
     return line

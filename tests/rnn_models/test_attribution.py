@@ -48,6 +48,22 @@ def test_integrated_gradients_are_complete(model_and_input):
         assert len(a.scores) == len(toks)
 
 
+def test_unk_baseline_is_complete_too(model_and_input):
+    model, ids, toks = model_and_input
+    a = attribute(model, ids, toks, method="ig", target="contrastive", baseline="unk")
+    emb = model.embedding(torch.as_tensor(ids)[None]).detach()
+    unk = model.embedding(torch.ones(1, len(ids), dtype=torch.long)).detach()
+    f0 = _f(model, unk, a.target_class, a.contrast_class)
+    assert a.baseline_output == pytest.approx(f0, abs=1e-5)
+    fx = _f(model, emb, a.target_class, a.contrast_class)
+    assert a.scores.sum() == pytest.approx(fx - f0, abs=1e-3 + 1e-2 * abs(fx - f0))
+    o = attribute(model, ids, toks, method="occlusion", target="contrastive", baseline="unk")
+    e = emb.clone()
+    e[0, 2] = unk[0, 2]
+    assert o.scores[2] == pytest.approx(fx - _f(model, e, o.target_class, o.contrast_class),
+                                        abs=1e-4)
+
+
 def test_occlusion_is_the_drop_when_a_token_is_zeroed(model_and_input):
     model, ids, toks = model_and_input
     a = attribute(model, ids, toks, method="occlusion", target="contrastive")
@@ -83,6 +99,7 @@ def test_segments_and_aggregation():
 def test_bad_requests_get_one_line_errors(model_and_input):
     model, ids, toks = model_and_input
     for kwargs, word in [({"method": "lime"}, "method"), ({"target": "x"}, "target"),
+                         ({"baseline": "mask"}, "baseline"),
                          ({"target": "contrastive", "contrast": 7}, "contrast")]:
         with pytest.raises(StateseerError) as e:
             attribute(model, ids, toks, **kwargs)
