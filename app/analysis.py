@@ -90,51 +90,45 @@ def forcing_figures(model, ab: Abstraction, centroids: np.ndarray, tr: SplitTrac
         unchanged with every step forced) and ``forcing`` (details: ``n_inputs``,
         ``per_state`` ``{state: {"n_inputs", "agreement"}}``, ``seconds``).
     """
-    import torch
-
-    from rnn_models.forcing import forced_run
+    from rnn_models.forcing import forced_run  # runs without autograd
 
     t0 = time.perf_counter()
-    torch.set_grad_enabled(False)
-    try:
-        nonempty = np.flatnonzero(tr.lengths > 0)
-        pred = tr.predictions
-        survived = np.zeros(tr.n_inputs, bool)
-        assign = _assign(ab)
-        for b, ids, lens in _batches(tr, nonempty, batch_size):
-            r = forced_run(model, ids, lens, assign, centroids, layer=layer)
-            survived[nonempty[b]] = r.predictions == pred[nonempty[b]]
-        out: dict[str, Any] = {
-            "forcing_agreement": float(survived[nonempty].mean()) if len(nonempty) else 1.0}
-        details: dict[str, Any] = {"split": tr.name, "n_inputs": len(nonempty),
-                                   "every_step": out["forcing_agreement"]}
-        if per_state:
-            states = ab.states[tr.name] if tr.name in ab.states else None
-            if states is None:
-                raise StateseerError(f"the abstraction has no states for split {tr.name!r}; "
-                                     "re-run `stateseer abstract`")
-            # inputs visiting each state, from the (state, input) pairs of every step
-            pairs = np.unique(states.astype(np.int64) * tr.n_inputs + tr.step_input)
-            # all (input, state) experiments in one set of batches: row b forces state
-            # st[b] wherever the run is in it
-            st, inp = pairs // tr.n_inputs, pairs % tr.n_inputs
-            keep = st > 0
-            st, inp = st[keep], inp[keep]
-            ok = np.zeros(len(st), bool)
-            for b, ids, lens in _batches(tr, inp, batch_size * 4):
-                r = forced_run(model, ids, lens, assign, centroids, layer=layer,
-                               row_state=st[b])
-                ok[b] = r.predictions == pred[inp[b]]
-            n = np.bincount(st, minlength=ab.fsm.n_states)
-            good = np.bincount(st, weights=ok, minlength=ab.fsm.n_states)
-            per = {str(s): {"n_inputs": int(n[s]), "agreement": round(float(good[s] / n[s]), 4)}
-                   for s in np.flatnonzero(n)}
-            details["per_state"] = per
-        details["seconds"] = round(time.perf_counter() - t0, 2)
-        out["forcing"] = details
-        return out
-    finally:
-        torch.set_grad_enabled(True)
+    nonempty = np.flatnonzero(tr.lengths > 0)
+    pred = tr.predictions
+    survived = np.zeros(tr.n_inputs, bool)
+    assign = _assign(ab)
+    for b, ids, lens in _batches(tr, nonempty, batch_size):
+        r = forced_run(model, ids, lens, assign, centroids, layer=layer)
+        survived[nonempty[b]] = r.predictions == pred[nonempty[b]]
+    out: dict[str, Any] = {
+        "forcing_agreement": float(survived[nonempty].mean()) if len(nonempty) else 1.0}
+    details: dict[str, Any] = {"split": tr.name, "n_inputs": len(nonempty),
+                               "every_step": out["forcing_agreement"]}
+    if per_state:
+        if tr.name not in ab.states:
+            raise StateseerError(f"the abstraction has no states for split {tr.name!r}; "
+                                 "re-run `stateseer abstract`")
+        states = ab.states[tr.name]
+        # inputs visiting each state, from the (state, input) pairs of every step
+        pairs = np.unique(states.astype(np.int64) * tr.n_inputs + tr.step_input)
+        # all (input, state) experiments in one set of batches: row b forces state
+        # st[b] wherever the run is in it
+        st, inp = pairs // tr.n_inputs, pairs % tr.n_inputs
+        keep = st > 0
+        st, inp = st[keep], inp[keep]
+        ok = np.zeros(len(st), bool)
+        for b, ids, lens in _batches(tr, inp, batch_size * 4):
+            r = forced_run(model, ids, lens, assign, centroids, layer=layer,
+                           row_state=st[b])
+            ok[b] = r.predictions == pred[inp[b]]
+        n = np.bincount(st, minlength=ab.fsm.n_states)
+        good = np.bincount(st, weights=ok, minlength=ab.fsm.n_states)
+        per = {str(s): {"n_inputs": int(n[s]), "agreement": round(float(good[s] / n[s]), 4)}
+               for s in np.flatnonzero(n)}
+        details["per_state"] = per
+    details["seconds"] = round(time.perf_counter() - t0, 2)
+    out["forcing"] = details
+    return out
 
 
 def measure_forcing(run_dir: str | Path, *, split: str = "test", per_state: bool = True,
