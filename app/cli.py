@@ -183,7 +183,8 @@ def prepare_run(run_dir: str, *, dataset: str = "rotten_tomatoes", arch: str = "
     if run.exists() and run.model_path.exists():
         log(f"reusing the model in {run.path}")
     else:
-        log(f"training a {arch.upper()} on {dataset} into {run.path} (a minute or two)")
+        article = "a" if arch == "gru" else "an"  # "an LSTM", "an RNN"
+        log(f"training {article} {arch.upper()} on {dataset} into {run.path} (a minute or two)")
         train_run(TrainConfig(dataset=dataset, arch=arch), run.path, force=True)
     sha = run.model_sha256()
     fresh = (run.traces_dir / "meta.json").exists() and \
