@@ -118,7 +118,8 @@ def register_analysis_callbacks(app: Dash, data: RunData) -> None:
             except StateseerError:
                 cxy = None
         fig = projection_figure(data.projection, data.fsm.prediction, xy, tr["states"],
-                                tr["tokens"], step=t, compare_xy=cxy)
+                                tr["tokens"], step=t, compare_xy=cxy,
+                                highlight_state=query["state"])
         graph = dcc.Graph(id="proj-chart", figure=fig, config={"displaylogo": False})
         return nearest_list(res, query, data.classes), graph
 

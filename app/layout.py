@@ -158,7 +158,8 @@ def build_layout(data: RunData, initial: dict | None = None) -> html.Div:
     projection = html.Div([
         html.B("Hidden states on two principal axes"),
         html.Span(" (a sample of training steps, coloured by their state's prediction; the "
-                  "selected input's path on top)", className="muted"),
+                  "clicked step's state outlined; the selected input's path on top)",
+                  className="muted"),
         html.Div(id="proj-box"),
     ], className="panel projection-panel", id="projection-panel")
     stores = [dcc.Location(id="url", refresh=False), dcc.Store(id="selection", data=initial),

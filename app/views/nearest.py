@@ -56,7 +56,8 @@ def nearest_list(result: dict[str, Any], query: dict[str, Any], classes: Sequenc
 def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarray,
                       path_xy: np.ndarray, path_states: Sequence[int],
                       tokens: Sequence[str], *, step: int | None = None,
-                      compare_xy: np.ndarray | None = None) -> dict[str, Any]:
+                      compare_xy: np.ndarray | None = None,
+                      highlight_state: int | None = None) -> dict[str, Any]:
     """Training states (a sample) on two principal axes, coloured by their state's
     prediction mix, with the selected trace's path drawn over them.
 
@@ -76,6 +77,8 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
         The selected step (0-based token index), marked.
     compare_xy : ndarray of shape (m, 2), optional
         A second path in the same space.
+    highlight_state : int, optional
+        Its training states are drawn again on top, outlined (the selected step's state).
     """
     palette = np.array([mix_color(p) for p in state_prediction])
     xy = np.asarray(sample["xy"], float).round(3)
@@ -86,6 +89,15 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
                    "line": {"width": 0}},
         "customdata": np.asarray(sample["states"]).tolist(),
         "hovertemplate": "state %{customdata}<extra></extra>"}]
+    if highlight_state is not None:
+        hit = np.asarray(sample["states"]) == highlight_state
+        if hit.any():
+            data.append({
+                "type": "scattergl", "x": xy[hit, 0].tolist(), "y": xy[hit, 1].tolist(),
+                "mode": "markers", "name": f"state {highlight_state}",
+                "marker": {"size": 6, "color": palette[highlight_state],
+                           "line": {"width": 1, "color": "#111"}},
+                "hovertemplate": f"state {highlight_state}<extra></extra>"})
     labels = ["⟨start⟩", *tokens]
     if compare_xy is not None:
         data.append({"type": "scatter", "x": compare_xy[:, 0].tolist(),
