@@ -16,6 +16,9 @@ Files they keep in a run directory::
 from __future__ import annotations
 
 import json
+import logging
+import os
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -50,9 +53,13 @@ def load_centroids(run: Run, ab: Abstraction, traces: Traces) -> np.ndarray:
             return c
     c, _ = state_centroids(train.hidden, ab.states["train"], ab.fsm.n_states,
                            initial=traces.initial_hidden)
-    tmp = path.with_name("centroids.tmp.npy")
-    np.save(tmp, c)
-    tmp.replace(path)
+    # a temporary name of its own: two threads or processes may compute them at once
+    tmp = path.with_name(f"centroids.{os.getpid()}.{threading.get_ident()}.tmp.npy")
+    try:
+        np.save(tmp, c)
+        tmp.replace(path)
+    except OSError as exc:
+        logging.getLogger("stateseer").warning("could not save %s (%s)", path, exc)
     return c
 
 
@@ -209,10 +216,15 @@ def context_index(run: Run, traces: Traces, *, build: bool = True) -> ContextInd
         raise StateseerError("the training split has no steps to index")
     t0 = time.perf_counter()
     index = ContextIndex().fit(train.hidden)
-    npz.parent.mkdir(parents=True, exist_ok=True)
-    index.save(npz)
-    atomic_write_text(meta_path, json.dumps({**want, "seconds": round(time.perf_counter() - t0,
-                                                                      2)}))
+    try:
+        npz.parent.mkdir(parents=True, exist_ok=True)
+        index.save(npz)
+        atomic_write_text(meta_path, json.dumps({**want, "seconds": round(
+            time.perf_counter() - t0, 2)}))
+    except OSError as exc:  # e.g. a read-only run: use the index, rebuild it next time
+        logging.getLogger("stateseer").warning(
+            "could not save the context index in %s (%s); it is kept in memory only",
+            npz.parent, exc)
     return index
 
 

@@ -55,7 +55,7 @@ def register_callbacks(app: Dash, data: RunData) -> None:
         Input("split", "value"),
         Input("clear", "n_clicks"),
         Input({"type": "cmp-row", "index": ALL}, "n_clicks"),
-        Input({"type": "nn-row", "index": ALL}, "n_clicks"),
+        Input({"type": "nn-row", "index": ALL, "input": ALL}, "n_clicks"),
         State("selection", "data"),
         State("table", "data"),
         prevent_initial_call=True,
@@ -96,7 +96,7 @@ def register_callbacks(app: Dash, data: RunData) -> None:
             # a nearest training context: open that training input
             if not ctx.triggered[0]["value"] or "train" not in data.splits:
                 return no_update
-            return apply_event(apply_event(sel, "split", "train"), "row", int(trig["index"]))
+            return apply_event(apply_event(sel, "split", "train"), "row", int(trig["input"]))
         return no_update
 
     @app.callback(Output("split", "value"), Input("selection", "data"), State("split", "value"),
@@ -163,18 +163,24 @@ def register_callbacks(app: Dash, data: RunData) -> None:
         if trig == "pinned":
             if not main:
                 return no_update, no_update
-            return {"main": main, "compare": _pinned(pinned, main)}, no_update
+            other = _pinned(pinned, main)
+            if other is None and data.other is not None and main.get("index") is not None:
+                other = _other_run(main["split"], int(main["index"]))
+            return {"main": main, "compare": other}, no_update
         if main and main.get("index") is None and trig == "selection" and row_trace is None:
             return no_update, no_update  # keep a typed trace when the selection changes
         if row_trace is None:
             return None, ""
         other = _pinned(pinned, row_trace)
         if other is None and data.other is not None:
-            try:
-                other = data.other_trace(sel["split"], int(sel["row"]))
-            except StateseerError:
-                other = None
+            other = _other_run(sel["split"], int(sel["row"]))
         return {"main": row_trace, "compare": other}, ""
+
+    def _other_run(split, i):
+        try:
+            return data.other_trace(split, i)
+        except StateseerError:
+            return None
 
     def _pinned(pinned, main):
         if not pinned or data.trace_key(pinned) == data.trace_key(main):
@@ -236,7 +242,7 @@ def register_callbacks(app: Dash, data: RunData) -> None:
                                 *([html.Span(f" · predicts {classes[cmp_['prediction']]}")]
                                   if cmp_.get("prediction") is not None else [])],
                                className="compare-note"),
-                      token_strip(cmp_, classes, highlight=diff)]
+                      token_strip(cmp_, classes, highlight=diff, id_type="cmp-token")]
         chart = dcc.Graph(id="trace-chart", figure=probability_figure(
                               tr, classes, compare=cmp_,
                               forced=forced_for(active, forced, data)),

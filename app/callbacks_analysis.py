@@ -105,9 +105,11 @@ def register_analysis_callbacks(app: Dash, data: RunData) -> None:
         t = len(tr["tokens"]) - 1 if step is None else int(step)
         t = min(max(t, 0), len(tr["tokens"]) - 1)
         try:
-            res = data.nearest(tr, t, k=int(k or 8), window=int(window or 5))
+            # clamped here too: the dropdowns bound them only in the browser
+            res = data.nearest(tr, t, k=min(max(int(k or 8), 1), 50),
+                               window=min(max(int(window or 5), 0), 20))
             xy = data.project_trace(tr)
-        except StateseerError as exc:
+        except (StateseerError, TypeError, ValueError) as exc:
             return html.P(str(exc), className="message"), None
         query = {"token": tr["tokens"][t], "step": t, "state": int(tr["states"][t + 1])}
         cmp_ = (active or {}).get("compare")

@@ -105,6 +105,8 @@ class RunData:
         self._cache_lock = threading.Lock()
         self._ctx_lock = threading.Lock()
         self._ctx_index = None
+        self._centroid_lock = threading.Lock()
+        self._centroids: np.ndarray | None = None
         self.other: RunData | None = None  # a second run to compare with (serve --compare)
 
     @property
@@ -239,11 +241,15 @@ class RunData:
                                               method=method, target=target,
                                               baseline=baseline))
 
-    @cached_property
+    @property
     def centroids(self) -> np.ndarray:
+        """Hidden-space centroids of the FSM states (computed once, thread-safe)."""
         from .analysis import load_centroids
 
-        return load_centroids(self.run, self.abstraction, self.traces)
+        with self._centroid_lock:
+            if self._centroids is None:
+                self._centroids = load_centroids(self.run, self.abstraction, self.traces)
+        return self._centroids
 
     def force(self, tr: dict[str, Any], step: int | None = None) -> dict[str, Any]:
         """The trace re-run with states forced to centroids (every step, or one)."""

@@ -58,8 +58,15 @@ def create_app(run_dir: str | Path, *, data: RunData | None = None,
     _ = data.positions
     data.index("test" if "test" in data.splits else data.splits[0])
     # The nearest-context index (built once per run, saved in RUN/index), the model, Captum
-    # and the centroids load in the background: the page does not wait for them.
-    threading.Thread(target=_warm, args=(data,), daemon=True).start()
+    # and the centroids load in the background, started by the first request of each
+    # process (not here: under ``gunicorn --preload`` this runs before the workers fork).
+    started = threading.Event()
+
+    @app.server.before_request
+    def _warm_once():
+        if not started.is_set():
+            started.set()
+            threading.Thread(target=_warm, args=(data,), daemon=True).start()
     return app
 
 

@@ -155,11 +155,13 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
     was_training = model.training
     model.eval()
     try:
+        device = next(model.parameters()).device  # run where the model lives
+        ids_t = torch.as_tensor(ids, device=device)
         with torch.no_grad():
-            emb = emb_layer(torch.as_tensor(ids)[None]).detach()
+            emb = emb_layer(ids_t[None]).detach()
             logits = net(emb)[0]
             base = (torch.zeros_like(emb) if baseline == "pad" else
-                    emb_layer(torch.ones_like(torch.as_tensor(ids))[None]).detach())
+                    emb_layer(torch.ones_like(ids_t)[None]).detach())
         order = torch.argsort(logits, descending=True).tolist()
         cls = order[0]
         other = None
@@ -179,7 +181,7 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
                 attr, d = ig.attribute(emb, baselines=base, n_steps=n_steps,
                                        method="gausslegendre", return_convergence_delta=True,
                                        internal_batch_size=n_steps)
-                delta = float(d[0])
+                delta = float(d.reshape(-1)[0])
                 with torch.no_grad():
                     baseline_out = float(f(base)[0])
             elif method == "gxi":
@@ -191,9 +193,9 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
             with torch.no_grad():
                 out = float(f(emb)[0])
         if method == "occlusion":  # every cell of a one-token window holds that drop
-            scores = attr[0][:, 0].detach().numpy().astype(np.float64)
+            scores = attr[0][:, 0].detach().cpu().numpy().astype(np.float64)
         else:
-            scores = attr[0].sum(dim=-1).detach().numpy().astype(np.float64)
+            scores = attr[0].sum(dim=-1).detach().cpu().numpy().astype(np.float64)
     finally:
         model.train(was_training)
     return Attribution(tokens=list(tokens), scores=scores, method=method, target=target,
@@ -204,6 +206,8 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
 
 # -- aggregation --------------------------------------------------------------------------
 LEVELS = ("token", "word", "sentence", "regex")
+MAX_PATTERN = 100     # characters of a user's delimiter pattern
+MAX_DELIMITER = 16    # longer tokens are never delimiters (bounds regex backtracking)
 _SENTENCE_END = re.compile(r"^[.!?]+$")
 
 
@@ -218,7 +222,8 @@ def segments(tokens: list[str], level: str = "token", *, joiner: str = " ",
         ``word`` joins tokens between whitespace tokens (character-level models; for word
         tokenisers every token is a word); ``sentence`` ends a segment after ``.``, ``!``
         or ``?``; ``regex`` ends a segment after every token that ``pattern`` matches in
-        full (e.g. ``[,;.]`` for clauses).
+        full (e.g. ``[,;.]`` for clauses). Patterns are at most 100 characters and only
+        tokens of at most 16 characters are tried, so a pathological pattern cannot stall.
     joiner : str
         How the tokens were separated in the text (``""`` for characters).
     pattern : str, optional
@@ -248,12 +253,16 @@ def segments(tokens: list[str], level: str = "token", *, joiner: str = " ",
     elif level == "regex":
         if not pattern:
             raise StateseerError("regex segments need a pattern, e.g. [,;.]")
+        if len(pattern) > MAX_PATTERN:
+            raise StateseerError(f"the delimiter pattern has {len(pattern)} characters; the "
+                                 f"limit is {MAX_PATTERN} — shorten it")
         try:
             rx = re.compile(pattern)
         except re.error as exc:
             raise StateseerError(f"invalid regular expression {pattern!r} ({exc}); fix "
                                  "it") from None
-        ends = {i for i, t in enumerate(tokens) if rx.fullmatch(t)}
+        ends = {i for i, t in enumerate(tokens)
+                if len(t) <= MAX_DELIMITER and rx.fullmatch(t)}
     else:
         raise StateseerError(f"unknown segment level {level!r}; choose one of "
                              f"{', '.join(LEVELS)}")

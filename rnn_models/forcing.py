@@ -125,7 +125,9 @@ def forced_run(
     mask = np.asarray(mask, bool)
     if mask.shape != (B, T):
         raise StateseerError(f"forcing mask has shape {mask.shape}, expected {(B, T)}")
-    cent = torch.as_tensor(np.asarray(centroids, np.float32))
+    device = next(model.parameters()).device  # run where the model lives
+    ids, lengths = ids.to(device), lengths.to(device)
+    cent = torch.as_tensor(np.asarray(centroids, np.float32), device=device)
     size = rnns[idx].hidden_size
     want = size * (2 if kind == "hc" else 1)
     if cent.ndim != 2 or cent.shape[1] != want:
@@ -152,7 +154,7 @@ def forced_run(
         p = torch.softmax(head(top), dim=-1)
         h, c = _split_state(traced, state)
         vec = h if kind == "h" else c if kind == "c" else torch.cat([h, c], dim=-1)
-        s = np.asarray(assign(vec.numpy(), p.numpy()), np.int64)
+        s = np.asarray(assign(vec.cpu().numpy(), p.cpu().numpy()), np.int64)
         assigned[:, t] = s
         mt = mask[:, t]
         if only_states is not None:
@@ -160,9 +162,9 @@ def forced_run(
         if row_state is not None:
             mt = mt & (s == row_state)
         forced[:, t] = mt
-        m = torch.as_tensor(mt)[:, None]
+        m = torch.as_tensor(mt, device=device)[:, None]
         if m.any():
-            new = cent[torch.as_tensor(s)]
+            new = cent[torch.as_tensor(s, device=device)]
             if kind in ("h", "hc"):
                 h = torch.where(m, new[:, :size], h)
             if kind in ("c", "hc"):
@@ -174,7 +176,7 @@ def forced_run(
             p = torch.softmax(head(top), dim=-1)
         probas.append(p)
         prev_upper = new_upper
-    probas = torch.stack(probas, dim=1).numpy()
-    last = (lengths - 1).clamp(min=0).numpy()
+    probas = torch.stack(probas, dim=1).cpu().numpy()
+    last = (lengths - 1).clamp(min=0).cpu().numpy()
     final = probas[np.arange(B), last]
     return ForcedRun(proba=probas, states=assigned, final_proba=final, forced=forced)

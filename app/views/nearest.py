@@ -37,13 +37,15 @@ def nearest_list(result: dict[str, Any], query: dict[str, Any], classes: Sequenc
         " · current tokens ", html.Span(toks, className="agg")], className="nn-summary")
     rows = [html.Tr([html.Th("context (click to open the training input)"), html.Th("state"),
                      html.Th("label"), html.Th("✓"), html.Th("dist.")])]
-    for r in result["rows"]:
+    for j, r in enumerate(result["rows"]):
         ctx = html.Td([
             html.Span(("… " if r["cut_left"] else "") + " ".join(r["left"]) + " "),
             html.Mark(r["token"]),
             html.Span(" " + " ".join(r["right"]) + (" …" if r["cut_right"] else ""))],
             title=f"training input #{r['id']}, token {r['position'] + 1}: click to open it",
-            id={"type": "nn-row", "index": r["input"]}, n_clicks=0, className="nn-ctx")
+            # two neighbours may come from one input: the position keeps the ids unique
+            id={"type": "nn-row", "index": j, "input": r["input"]}, n_clicks=0,
+            className="nn-ctx")
         rows.append(html.Tr([
             ctx, html.Td(str(r["state"]), className="same" if r["state"] == query["state"]
                          else ""),

@@ -24,8 +24,12 @@ def flips(trace: dict[str, Any]) -> list[int]:
 
 
 def token_strip(trace: dict[str, Any], classes: Sequence[str], *,
-                highlight: Sequence[int] = (), pattern_steps: Sequence[int] = ()) -> html.Div:
+                highlight: Sequence[int] = (), pattern_steps: Sequence[int] = (),
+                id_type: str = "token") -> html.Div:
     """Tokens as coloured chips with their abstract state underneath.
+
+    ``id_type`` names the chips' pattern-matching ids (``{"type": id_type, "index": t}``);
+    a second strip on the page needs another one, or clicks would read the wrong chip.
 
     Every string is passed to Dash as text (never as HTML), so texts from the data set or
     the input box cannot inject markup.
@@ -58,7 +62,7 @@ def token_strip(trace: dict[str, Any], classes: Sequence[str], *,
                       style={"background": color, "color": text_color_on(color)}),
             html.Span(str(states[t + 1]),
                       className="st" + (" st-pattern" if (t + 1) in pat else ""))],
-            className="chip", title=title, id={"type": "token", "index": t}, n_clicks=0))
+            className="chip", title=title, id={"type": id_type, "index": t}, n_clicks=0))
     return html.Div(chips, className="token-strip")
 
 

@@ -162,3 +162,44 @@ def test_cli_compare_writes_the_matching_and_changed_inputs(analysed_run, tmp_pa
     assert len(doc["changed"]) == summary["path_changed"]  # same model: paths only
     assert main(["compare", str(analysed_run), str(other), "--out", str(out)]) == 2
     assert "--force" in capsys.readouterr().err
+
+
+def test_an_index_that_cannot_be_saved_is_still_used(copy_run, analysed_run, monkeypatch):
+    from abstraction.neighbors import ContextIndex
+    from app.analysis import context_index
+    from rnn_models.run import Run
+    from rnn_models.traces import Traces
+
+    run_dir = copy_run(analysed_run)
+    shutil.rmtree(run_dir / "index")
+
+    def refuse(self, path):
+        raise OSError("read-only file system")
+
+    monkeypatch.setattr(ContextIndex, "save", refuse)
+    run = Run(run_dir)
+    ix = context_index(run, Traces(run.traces_dir))
+    assert ix.n_indexed_ == Traces(run.traces_dir)["train"].n_steps
+    assert not (run_dir / "index" / "train.contexts.npz").exists()
+
+
+def test_nearest_rows_have_unique_ids_even_from_one_input():
+    from app.views.nearest import nearest_list
+
+    row = {"input": 4, "id": 40, "position": 1, "left": ["a"], "token": "b", "right": [],
+           "cut_left": False, "cut_right": False, "state": 2, "label": "x",
+           "prediction": "x", "correct": True, "distance": 0.1}
+    res = {"rows": [row, {**row, "position": 3}],
+           "summary": {"k": 2, "same_state": 2, "labels": {"x": 2}, "correct": 2,
+                       "tokens": [("b", 2)], "states": [(2, 2)]}}
+    div = nearest_list(res, {"token": "b", "step": 0, "state": 2}, ["x", "y"])
+    ids = [c.id for c in _walk(div) if isinstance(getattr(c, "id", None), dict)]
+    assert len(ids) == 2 and len({(i["index"], i["input"]) for i in ids}) == 2
+
+
+def _walk(c):
+    yield c
+    kids = getattr(c, "children", None)
+    for k in kids if isinstance(kids, list) else [kids] if kids is not None else []:
+        if hasattr(k, "to_plotly_json"):
+            yield from _walk(k)

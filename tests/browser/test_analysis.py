@@ -144,6 +144,9 @@ def test_edit_a_row_and_pin_a_trace_to_compare(dash_duo, analysed_run):
     assert _wait(lambda: [n for n in _plot_names(dash_duo.driver, "trace-chart")
                           if "(compared)" in n], what="two curves")
     assert _cy(dash_duo.driver, "cy.$('node.compare').length") >= 1
+    # with two strips on the page, a click on the main one still selects its step
+    _click_token(dash_duo, 2)
+    dash_duo.wait_for_contains_text("#nn-list .nn-summary", "(step 3,", timeout=15)
     # pin the edited input; every row selected next is compared with it
     dash_duo.find_element("#pin-btn").click()
     dash_duo.wait_for_contains_text("#pin-info", "pinned the typed input", timeout=10)

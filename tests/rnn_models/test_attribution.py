@@ -110,3 +110,15 @@ def test_bad_requests_get_one_line_errors(model_and_input):
     with pytest.raises(StateseerError) as e:
         segments(toks, "regex", pattern="[")
     assert "regular expression" in one_line(e.value)
+
+
+def test_delimiter_patterns_are_bounded():
+    """A pathological pattern on a long typed token must not stall the server."""
+    import time
+
+    t0 = time.perf_counter()
+    assert segments(["a" * 40 + "b", ","], "regex", pattern="(a+)+") == [[0, 1]]
+    assert time.perf_counter() - t0 < 0.5
+    with pytest.raises(StateseerError) as e:
+        segments(["a"], "regex", pattern="x" * 101)
+    assert "limit" in one_line(e.value)
