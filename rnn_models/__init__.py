@@ -19,7 +19,7 @@ _LAZY = {
     "Vocab": "tokenizers", "tokenize": "tokenizers",
     "TextDataset": "datasets", "load_dataset": "datasets",
     "GRAMMARS": "formal", "DFA": "formal",
-    "Run": "run",
+    "Run": "run", "create_run": "run",
     "Traces": "traces", "SplitTraces": "traces",
     "RNNClassifier": "models", "Traceable": "models", "TraceAdapter": "models",
     "RecurrentAdapter": "models",

@@ -24,7 +24,7 @@ from typing import Any
 
 from .errors import CheckpointError, DataError, StateseerError
 
-__all__ = ["Run", "atomic_write_text", "sha256_file"]
+__all__ = ["Run", "atomic_write_text", "create_run", "data_section", "sha256_file"]
 
 
 def sha256_file(path: str | Path) -> str:
@@ -223,3 +223,69 @@ class Run:
                 f"{self.path} already holds a run; pass --force to overwrite it or choose "
                 "another --out"
             )
+
+
+def data_section(ds, *, text_col: str = "text", label_col: str = "label", seed: int = 0,
+                 max_tokens: int | None = 2000) -> dict[str, Any]:
+    """The ``"data"`` section of ``config.json``: how to reload ``ds`` and its splits.
+
+    Parameters
+    ----------
+    ds : TextDataset
+        As returned by :func:`rnn_models.datasets.load_dataset` with these options.
+    """
+    return {"name": ds.name, "tokenizer": ds.tokenizer, "classes": ds.classes,
+            "text_col": text_col, "label_col": label_col, "seed": seed,
+            "max_tokens": max_tokens, "grammar": ds.grammar, "source": ds.info,
+            "split_sizes": {s: len(v) for s, v in ds.splits.items()}}
+
+
+def create_run(path: str | Path, ds, vocab, *, model: dict[str, Any],
+               text_col: str = "text", label_col: str = "label", seed: int = 0,
+               max_tokens: int | None = 2000, metrics: dict[str, Any] | None = None,
+               force: bool = False) -> Run:
+    """A run directory for a model trained outside stateseer (bring your own model).
+
+    Writes ``config.json`` (the data set, so every command can reload the same splits,
+    and ``model``, a free description of your model) and ``vocab.json``, plus
+    ``metrics.json`` when ``metrics`` is given. Then record it with
+    ``record_run(run, model=your_adapter)``. ``model.pt`` is not written: it is reserved
+    for the built-in classifiers that :meth:`Run.load_model` rebuilds; keep your weights
+    under another name.
+
+    Parameters
+    ----------
+    path : str or Path
+    ds : TextDataset
+        The data set the model was trained on, loaded with the options below.
+    vocab : Vocab
+        The token → id mapping the model reads.
+    model : dict
+        At least ``arch`` (e.g. ``"custom:MyNet"``); ``n_classes`` and ``vocab_size`` are
+        filled in.
+    text_col, label_col, seed, max_tokens
+        The options ``ds`` was loaded with (``load_dataset``'s).
+    metrics : dict, optional
+        E.g. ``{"test_accuracy": 0.81}``.
+    force : bool
+        Overwrite an existing run.
+
+    Returns
+    -------
+    Run
+    """
+    if not isinstance(model, dict) or not model.get("arch"):
+        raise StateseerError("model must be a dict with at least an 'arch' name, e.g. "
+                             "{'arch': 'custom:MyNet'}")
+    run = Run(path)
+    run.require_new(force)
+    run.path.mkdir(parents=True, exist_ok=True)
+    config = {"format": "stateseer.run", "version": 1,
+              "data": data_section(ds, text_col=text_col, label_col=label_col, seed=seed,
+                                   max_tokens=max_tokens),
+              "model": {**model, "n_classes": len(ds.classes), "vocab_size": len(vocab)}}
+    atomic_write_text(run.config_path, json.dumps(config, indent=2))
+    vocab.save(run.vocab_path)
+    if metrics:
+        run.update_metrics(**metrics)
+    return run

@@ -24,7 +24,7 @@ from .batching import length_batches, pad_batch
 from .datasets import TextDataset, load_dataset
 from .errors import DataError
 from .models import ARCHS, RNNClassifier
-from .run import Run, atomic_write_text, sha256_file
+from .run import Run, atomic_write_text, data_section, sha256_file
 from .tokenizers import Vocab
 
 __all__ = ["DEFAULTS", "TrainConfig", "evaluate", "train_run"]
@@ -241,10 +241,8 @@ def train_run(
     tmp.replace(run.model_path)
     config = {
         "format": "stateseer.run", "version": 1,
-        "data": {"name": ds.name, "tokenizer": ds.tokenizer, "classes": ds.classes,
-                 "text_col": cfg.text_col, "label_col": cfg.label_col, "seed": cfg.seed,
-                 "max_tokens": cfg.max_tokens, "grammar": ds.grammar, "source": ds.info,
-                 "split_sizes": {s: len(v) for s, v in ds.splits.items()}},
+        "data": data_section(ds, text_col=cfg.text_col, label_col=cfg.label_col,
+                             seed=cfg.seed, max_tokens=cfg.max_tokens),
         "model": {"arch": cfg.arch, "vocab_size": len(vocab), "n_classes": len(ds.classes),
                   "embed": hp["embed"], "hidden": hp["hidden"], "layers": hp["layers"],
                   "state": cfg.state},

@@ -1,0 +1,46 @@
+"""Run directories for models trained outside stateseer."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rnn_models.errors import DataError, StateseerError
+from tests.conftest import one_line
+
+
+def test_create_run_reloads_the_same_splits_and_records_an_adapter(tmp_path, text_csv):
+    import torch
+    from torch import nn
+
+    from rnn_models.datasets import load_dataset
+    from rnn_models.models import RecurrentAdapter
+    from rnn_models.record import record_run
+    from rnn_models.run import create_run
+    from rnn_models.tokenizers import Vocab
+
+    ds = load_dataset(f"csv:{text_csv}", text_col="review", label_col="sentiment")
+    vocab = Vocab.build([ds.tokens[i] for i in ds.splits["train"]], min_freq=2)
+    run = create_run(tmp_path / "mine", ds, vocab, model={"arch": "custom:TinyGRU"},
+                     text_col="review", label_col="sentiment",
+                     metrics={"test_accuracy": 0.5})
+    cfg = json.loads(run.config_path.read_text())
+    assert cfg["model"] == {"arch": "custom:TinyGRU", "n_classes": 2,
+                            "vocab_size": len(vocab)}
+    assert run.metrics()["test_accuracy"] == 0.5
+    again = run.dataset()
+    for s in ("train", "val", "test"):
+        assert np.array_equal(again.splits[s], ds.splits[s])
+    torch.manual_seed(0)
+    model = RecurrentAdapter(nn.Embedding(len(vocab), 8), nn.GRU(8, 12, batch_first=True),
+                             nn.Linear(12, 2), n_classes=2)
+    traces = record_run(run, model=model)
+    assert traces["test"].n_inputs == len(ds.splits["test"])
+    with pytest.raises(DataError) as e:
+        create_run(tmp_path / "mine", ds, vocab, model={"arch": "x"})
+    assert "--force" in one_line(e.value)
+    with pytest.raises(StateseerError) as e:
+        create_run(tmp_path / "other", ds, vocab, model={})
+    assert "arch" in one_line(e.value)
