@@ -19,7 +19,7 @@ from .callbacks_analysis import forced_for, register_analysis_callbacks
 from .data import InstanceQuery, RunData, query_instances
 from .selection import EMPTY, apply_event, pattern_items, to_query
 from .views.cards import pattern_list, state_card
-from .views.diagram import diagram_elements, stylesheet
+from .views.diagram import diagram_elements, forcing_colors, stylesheet
 from .views.trace import probability_figure, token_strip
 
 __all__ = ["register_callbacks"]
@@ -275,19 +275,23 @@ def register_callbacks(app: Dash, data: RunData) -> None:
     @app.callback(
         Output("diagram", "elements"), Output("diagram", "layout"),
         Input("topk", "value"), Input("mincount", "value"), Input("loops", "value"),
-        Input("layout", "value"), Input("active-trace", "data"),
+        Input("layout", "value"), Input("active-trace", "data"), Input("color-by", "value"),
     )
-    def diagram(topk, mincount, loops, layout, active):
+    def diagram(topk, mincount, loops, layout, active, color_by):
         main = (active or {}).get("main") or {}
         cmp_ = (active or {}).get("compare") or {}
         els = diagram_elements(
             data.fsm, top_k=int(topk or 3), min_count=int(mincount or 1),
             self_loops=bool(loops), path=main.get("states"), compare_path=cmp_.get("states"),
-            positions=data.positions)
+            positions=data.positions, colors=_forcing_colors() if color_by == "forcing" else None)
         lay = {"name": layout or "preset", "fit": True, "padding": 20, "animate": False}
         if layout == "breadthfirst":
             lay.update(directed=True, roots="#s0")
         return els, (no_update if ctx.triggered_id not in (None, "layout") else lay)
+
+    def _forcing_colors():
+        per = data.metrics.get("abstraction", {}).get("forcing", {}).get("per_state", {})
+        return forcing_colors(per)
 
     @app.callback(Output("diagram", "stylesheet"), Input("selection", "data"),
                   Input("hover-state", "data"))

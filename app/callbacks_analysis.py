@@ -125,6 +125,15 @@ def register_analysis_callbacks(app: Dash, data: RunData) -> None:
         graph = dcc.Graph(id="proj-chart", figure=fig, config={"displaylogo": False})
         return nearest_list(res, query, data.classes), graph
 
+    @app.callback(Output("color-note", "children"), Input("color-by", "value"),
+                  prevent_initial_call=True)
+    def color_note(color_by):
+        if color_by != "forcing":
+            return ""
+        if not data.metrics.get("abstraction", {}).get("forcing", {}).get("per_state"):
+            return f"no forcing figures yet: run `stateseer force {data.name}`"
+        return "node colour = forcing agreement: orange ≤ 80% … green 100% of inputs survive"
+
     # -- edit the selected row; pin a trace to compare with ----------------------------------
     @app.callback(Output("new-text", "value"), Output("compare-mode", "value"),
                   Input("edit-btn", "n_clicks"), State("active-trace", "data"),

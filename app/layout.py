@@ -24,6 +24,15 @@ def _controls() -> html.Div:
         html.Label(["layout ", dcc.Dropdown(id="layout", options=list(LAYOUTS),
                                             value="preset", clearable=False,
                                             style={"width": 130})], className="inline"),
+        html.Label(["colour ", dcc.Dropdown(id="color-by", value="prediction", clearable=False,
+                                            style={"width": 150},
+                                            options=[{"label": "by prediction",
+                                                      "value": "prediction"},
+                                                     {"label": "by forcing agreement",
+                                                      "value": "forcing"}])],
+                   className="inline",
+                   title="colour states by their prediction mix, or by how often "
+                         "predictions survive forcing them to their centroid"),
         html.Button("clear", id="clear", n_clicks=0, title="clear every selection"),
         html.Span([
             html.Button("SVG", id="dl-svg", n_clicks=0), html.Button("PNG", id="dl-png",
@@ -41,8 +50,11 @@ def _legend(data: RunData) -> html.Div:
                          html.Span("mixed", className="lg lg-mid"),
                          html.Span(c[1], className="lg lg-pos"),
                          html.Span("size = visits · ◆ start · orange = selected path",
-                                   className="muted")], className="legend")
-    return html.Div([html.Span(x, className="lg") for x in c], className="legend")
+                                   className="muted"),
+                         html.Span(id="color-note", className="color-note")],
+                        className="legend")
+    return html.Div([*[html.Span(x, className="lg") for x in c],
+                     html.Span(id="color-note", className="color-note")], className="legend")
 
 
 def build_layout(data: RunData, initial: dict | None = None) -> html.Div:

@@ -60,6 +60,23 @@ def fixed_positions(fsm: FSM) -> dict[int, tuple[float, float]]:
     return {s: (float(x) * 560, float(y) * 300) for s, (x, y) in enumerate(xy)}
 
 
+def forcing_colors(per_state: dict[str, dict[str, float]], lo: float = 0.8
+                   ) -> dict[int, str]:
+    """Node colours by state-forcing agreement: orange (``lo`` or less) to green (1.0);
+    states without a figure stay grey.
+
+    >>> forcing_colors({"1": {"agreement": 1.0}, "2": {"agreement": 0.8}})
+    {1: '#1b9e77', 2: '#d95f02'}
+    """
+    low, high = np.array([217, 95, 2]), np.array([27, 158, 119])
+    out = {}
+    for key, v in per_state.items():
+        t = float(np.clip((v["agreement"] - lo) / (1.0 - lo), 0.0, 1.0))
+        rgb = low + (high - low) * t
+        out[int(key)] = "#" + "".join(f"{round(float(c)):02x}" for c in rgb)
+    return out
+
+
 def diagram_elements(
     fsm: FSM,
     *,
@@ -71,6 +88,7 @@ def diagram_elements(
     selected_state: int | None = None,
     hover_state: int | None = None,
     positions: dict[int, tuple[float, float]] | None = None,
+    colors: dict[int, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Cytoscape elements for ``fsm``.
 
@@ -85,6 +103,8 @@ def diagram_elements(
         Nodes marked ``selected-state`` / ``hover-state``.
     positions : dict, optional
         Node positions (default: :func:`fixed_positions`, computed now).
+    colors : dict of int to str, optional
+        Node colours overriding the prediction mix (e.g. :func:`forcing_colors`).
     """
     pos = positions if positions is not None else fixed_positions(fsm)
     visits = fsm.visits.astype(float)
@@ -97,7 +117,7 @@ def diagram_elements(
                  if a != b and 0 <= a < fsm.n_states and 0 <= b < fsm.n_states}
     els: list[dict[str, Any]] = []
     for s in range(fsm.n_states):
-        color = mix_color(fsm.prediction[s])
+        color = (colors or {}).get(s) or mix_color(fsm.prediction[s])
         label = fsm.classes[int(fsm.labels[s])]
         classes = ["state"]
         if s == fsm.initial:

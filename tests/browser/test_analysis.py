@@ -118,6 +118,12 @@ def test_state_forcing_every_step_one_step_and_state_card(dash_duo, analysed_run
     dash_duo.find_element("#force-clear").click()
     _wait(lambda: not [n for n in _plot_names(dash_duo.driver, "trace-chart")
                        if "forced" in n], what="cleared")
+    # the diagram can be coloured by the per-state forcing figures
+    before = _cy(dash_duo.driver, "cy.nodes().map(n => n.data('color')).join(',')")
+    dash_duo.select_dcc_dropdown("#color-by", value="by forcing agreement")
+    dash_duo.wait_for_contains_text("#color-note", "forcing agreement", timeout=10)
+    _wait(lambda: _cy(dash_duo.driver, "cy.nodes().map(n => n.data('color')).join(',')")
+          != before, what="recoloured nodes")
     # the state card reports the state's own forcing figure
     state = int(dash_duo.find_elements("#trace-tokens .st")[2].text)
     _click_state(dash_duo, state)
