@@ -246,7 +246,7 @@ def register_callbacks(app: Dash, data: RunData) -> None:
         chart = dcc.Graph(id="trace-chart", figure=probability_figure(
                               tr, classes, compare=cmp_,
                               forced=forced_for(active, forced, data)),
-                          config={"displaylogo": False,
+                          config={"displaylogo": False, "displayModeBar": "hover",
                                   "toImageButtonOptions": {"format": "png",
                                                            "filename": "trace"}})
         return head, parts, chart

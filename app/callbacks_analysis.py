@@ -122,7 +122,8 @@ def register_analysis_callbacks(app: Dash, data: RunData) -> None:
         fig = projection_figure(data.projection, data.fsm.prediction, xy, tr["states"],
                                 tr["tokens"], step=t, compare_xy=cxy,
                                 highlight_state=query["state"])
-        graph = dcc.Graph(id="proj-chart", figure=fig, config={"displaylogo": False})
+        graph = dcc.Graph(id="proj-chart", figure=fig,
+                          config={"displaylogo": False, "displayModeBar": "hover"})
         return nearest_list(res, query, data.classes), graph
 
     @app.callback(Output("color-note", "children"), Input("color-by", "value"),

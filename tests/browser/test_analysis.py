@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.browser.test_explorer import _click_state, _cy, _start, _wait_idle
+from tests.browser.test_explorer import _cy, _select_state, _start, _wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -126,7 +126,7 @@ def test_state_forcing_every_step_one_step_and_state_card(dash_duo, analysed_run
           != before, what="recoloured nodes")
     # the state card reports the state's own forcing figure
     state = int(dash_duo.find_elements("#trace-tokens .st")[2].text)
-    _click_state(dash_duo, state)
+    _select_state(dash_duo, state)
     dash_duo.wait_for_contains_text("#state-card", "State forcing", timeout=15)
     assert "test inputs" in dash_duo.find_element("#state-card .forcing-line").text
     assert dash_duo.get_logs() == []
