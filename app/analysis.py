@@ -63,10 +63,6 @@ def load_centroids(run: Run, ab: Abstraction, traces: Traces) -> np.ndarray:
     return c
 
 
-def _assign(ab: Abstraction):
-    return lambda h, p: ab.assign(h, p)
-
-
 def _batches(tr: SplitTraces, idx: np.ndarray, batch_size: int):
     """Padded id batches ``(positions, ids, lengths)`` of inputs ``idx`` (length-sorted)."""
     import torch
@@ -103,7 +99,7 @@ def forcing_figures(model, ab: Abstraction, centroids: np.ndarray, tr: SplitTrac
     nonempty = np.flatnonzero(tr.lengths > 0)
     pred = tr.predictions
     survived = np.zeros(tr.n_inputs, bool)
-    assign = _assign(ab)
+    assign = ab.assign
     for b, ids, lens in _batches(tr, nonempty, batch_size):
         r = forced_run(model, ids, lens, assign, centroids, layer=layer)
         survived[nonempty[b]] = r.predictions == pred[nonempty[b]]
@@ -179,7 +175,7 @@ def forced_trace(model, ab: Abstraction, centroids: np.ndarray, ids: np.ndarray,
             raise StateseerError(f"step {step} does not exist; the input has {len(ids)} tokens")
         mask[:] = False
         mask[0, step] = True
-    r = forced_run(model, torch.as_tensor(ids)[None], torch.tensor([len(ids)]), _assign(ab),
+    r = forced_run(model, torch.as_tensor(ids)[None], torch.tensor([len(ids)]), ab.assign,
                    centroids, layer=layer, mask=mask)
     return {"proba": r.proba[0].round(5).tolist(),
             "states": [ab.fsm.initial, *r.states[0].tolist()],

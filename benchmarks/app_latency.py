@@ -148,6 +148,17 @@ def measure(run_dir: Path, repeats: int, seed: int) -> dict:
         fn()
         return (time.perf_counter() - t0) * 1000
 
+    def show_trace(sel, clicks, text, trigger):
+        """active-trace → trace view → diagram, as one user action triggers them."""
+        act = d.call(k_active, {"selection.data": sel, "trace-btn.n_clicks": clicks},
+                     {"new-text.value": text, "compare-mode.value": [],
+                      "active-trace.data": None}, [trigger])
+        act = act["active-trace"]["data"]
+        d.call(k_view, {"active-trace.data": act, "selection.data": sel},
+               changed=["active-trace.data"])
+        d.call(k_diag, {**base_diag, "selection.data": sel, "active-trace.data": act},
+               changed=["active-trace.data"])
+
     state_ms, row_ms, input_ms = [], [], []
     attr_ms, nn_ms, force_ms = [], [], []
     for _ in range(repeats):
@@ -169,15 +180,7 @@ def measure(run_dir: Path, repeats: int, seed: int) -> dict:
         i = int(rng.integers(0, n))
 
         def select_row(i=i):
-            sel = {**sel0, "row": i}
-            act = d.call(k_active, {"selection.data": sel, "trace-btn.n_clicks": 0},
-                         {"new-text.value": "", "compare-mode.value": [],
-                          "active-trace.data": None}, ["selection.data"])
-            act = act["active-trace"]["data"]
-            d.call(k_view, {"active-trace.data": act, "selection.data": sel},
-                   changed=["active-trace.data"])
-            d.call(k_diag, {**base_diag, "selection.data": sel, "active-trace.data": act},
-                   changed=["active-trace.data"])
+            show_trace({**sel0, "row": i}, 0, "", "selection.data")
 
         row_ms.append(timed(select_row))
         act = {"main": data.trace_instance(split, i), "compare": None}
@@ -196,14 +199,7 @@ def measure(run_dir: Path, repeats: int, seed: int) -> dict:
         text = data.traces[split].texts[int(rng.integers(0, n))] + " zorblaxian"
 
         def new_input(text=text):
-            act = d.call(k_active, {"selection.data": sel0, "trace-btn.n_clicks": 1},
-                         {"new-text.value": text, "compare-mode.value": [],
-                          "active-trace.data": None}, ["trace-btn.n_clicks"])
-            act = act["active-trace"]["data"]
-            d.call(k_view, {"active-trace.data": act, "selection.data": sel0},
-                   changed=["active-trace.data"])
-            d.call(k_diag, {**base_diag, "selection.data": sel0, "active-trace.data": act},
-                   changed=["active-trace.data"])
+            show_trace(sel0, 1, text, "trace-btn.n_clicks")
 
         input_ms.append(timed(new_input))
 
