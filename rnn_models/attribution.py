@@ -18,6 +18,12 @@ logit of the predicted class minus that of the runner-up (or of a chosen class):
 class rather than that one". Token attributions sum into words, sentences or the segments
 of a regular expression with :func:`aggregate`.
 
+Any model in the protocol (:mod:`rnn_models.protocol`) can be attributed: IG and
+gradient × input call its ``embed(ids)`` and ``forward_from_embeddings(emb)`` (Captum's
+``forward_func``); occlusion uses them too when present and otherwise replaces the token id
+(``<pad>`` 0 or ``<unk>`` 1) and reads the recording forward pass ``trace``, so it works on
+a model that only records.
+
 On a GPU, cuDNN's RNN kernels cannot run backward in eval mode, so gradients are taken
 with ``torch.backends.cudnn.flags(enabled=False)``.
 """
@@ -32,7 +38,7 @@ import torch
 from torch import Tensor, nn
 
 from .errors import StateseerError
-from .models import RecurrentAdapter, RNNClassifier
+from .protocol import EMBEDDINGS, has, model_device, require
 
 __all__ = ["METHODS", "TARGETS", "Attribution", "aggregate", "attribute", "segments"]
 
@@ -81,33 +87,11 @@ class Attribution:
         return abs(self.delta) / max(abs(self.output - self.baseline_output), 1e-12)
 
 
-def _parts(model: nn.Module) -> tuple[nn.Module, list[nn.RNNBase], nn.Module]:
-    if isinstance(model, RNNClassifier):
-        return model.embedding, list(model.rnns), model.head
-    if isinstance(model, RecurrentAdapter):
-        return model.embedding, [model.rnn], model.head
-    raise StateseerError(f"attribution needs a stateseer RNNClassifier or RecurrentAdapter, "
-                         f"not {type(model).__name__}")
-
-
-class _FromEmbeddings(nn.Module):
-    """The classifier as a function of its embeddings: (batch, time, embed) → logits."""
-
-    def __init__(self, rnns: list[nn.RNNBase], head: nn.Module) -> None:
-        super().__init__()
-        self.rnns, self.head = nn.ModuleList(rnns), head
-
-    def forward(self, emb: Tensor) -> Tensor:
-        x = emb
-        for rnn in self.rnns:
-            x, _ = rnn(x)
-        return self.head(x[:, -1])
-
-
-def _target_fn(net: _FromEmbeddings, target: str, cls: int, other: int | None):
+def _target_fn(model, target: str, cls: int, other: int | None):
+    """The explained quantity as a function of embeddings (batch, time, features)."""
     if target == "predicted":
-        return lambda e: torch.softmax(net(e), dim=-1)[:, cls]
-    return lambda e: (lambda z: z[:, cls] - z[:, other])(net(e))
+        return lambda e: torch.softmax(model.forward_from_embeddings(e), dim=-1)[:, cls]
+    return lambda e: (lambda z: z[:, cls] - z[:, other])(model.forward_from_embeddings(e))
 
 
 def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], *,
@@ -117,7 +101,9 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
 
     Parameters
     ----------
-    model : RNNClassifier or RecurrentAdapter
+    model : a model in the protocol
+        IG and ``gxi`` need ``embed`` and ``forward_from_embeddings``; occlusion needs only
+        ``trace`` (see :mod:`rnn_models.protocol`).
     ids : sequence of int, length n_tokens ≥ 1
         The input's token ids.
     tokens : list of str
@@ -128,7 +114,8 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
         The class to contrast with (default the runner-up).
     baseline : {'pad', 'unk'}
         What "absent" means for IG and occlusion: the all-zero embedding of ``<pad>``, or
-        the embedding of ``<unk>`` (id 1) at every position.
+        the embedding of ``<unk>`` (id 1) at every position. A model without ``embed`` is
+        occluded by token id: ``<pad>`` (0) or ``<unk>`` (1).
     n_steps : int
         Integration steps of IG (Gauss–Legendre).
 
@@ -150,29 +137,26 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
     ids = np.asarray(ids, np.int64)
     if ids.ndim != 1 or len(ids) == 0:
         raise StateseerError("attribution needs a non-empty input; type at least one token")
-    emb_layer, rnns, head = _parts(model)
-    net = _FromEmbeddings(rnns, head).eval()
-    was_training = model.training
-    model.eval()
+    by_embedding = has(model, EMBEDDINGS)
+    if method != "occlusion":
+        name = "integrated gradients" if method == "ig" else "gradient × input"
+        require(model, EMBEDDINGS, name, " or use method='occlusion'")
+    was_training = getattr(model, "training", False)
+    if isinstance(model, nn.Module):
+        model.eval()
     try:
-        device = next(model.parameters()).device  # run where the model lives
-        ids_t = torch.as_tensor(ids, device=device)
+        ids_t = torch.as_tensor(ids, device=model_device(model))  # run where the model lives
+        if not by_embedding:
+            require(model, ("trace",), "occlusion")
+            return _occlude_ids(model, ids_t, tokens, target, contrast, baseline)
         with torch.no_grad():
-            emb = emb_layer(ids_t[None]).detach()
-            logits = net(emb)[0]
+            emb = model.embed(ids_t[None]).detach()
+            logits = model.forward_from_embeddings(emb)[0]
             base = (torch.zeros_like(emb) if baseline == "pad" else
-                    emb_layer(torch.ones_like(ids_t)[None]).detach())
-        order = torch.argsort(logits, descending=True).tolist()
-        cls = order[0]
-        other = None
-        if target == "contrastive":
-            if len(order) < 2:
-                raise StateseerError("a contrastive attribution needs at least two classes")
-            other = order[1] if contrast is None else int(contrast)
-            if not 0 <= other < len(order) or other == cls:
-                raise StateseerError(f"contrast class {contrast} must be another class "
-                                     f"than the prediction ({cls})")
-        f = _target_fn(net, target, cls, other)
+                    model.embed(torch.ones_like(ids_t)[None]).detach())
+        cls, other = _classes(torch.argsort(logits, descending=True).tolist(), target,
+                              contrast)
+        f = _target_fn(model, target, cls, other)
         cudnn_off = torch.backends.cudnn.flags(enabled=False)
         with cudnn_off:
             baseline_out = delta = None
@@ -197,11 +181,44 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
         else:
             scores = attr[0].sum(dim=-1).detach().cpu().numpy().astype(np.float64)
     finally:
-        model.train(was_training)
+        if isinstance(model, nn.Module):
+            model.train(was_training)
     return Attribution(tokens=list(tokens), scores=scores, method=method, target=target,
                        target_class=cls, contrast_class=other, output=out,
                        baseline_output=baseline_out, delta=delta,
                        extra={"baseline": baseline})
+
+
+def _classes(order: list[int], target: str, contrast: int | None) -> tuple[int, int | None]:
+    """The explained class and, for a contrastive target, the one it is contrasted with."""
+    cls, other = order[0], None
+    if target == "contrastive":
+        if len(order) < 2:
+            raise StateseerError("a contrastive attribution needs at least two classes")
+        other = order[1] if contrast is None else int(contrast)
+        if not 0 <= other < len(order) or other == cls:
+            raise StateseerError(f"contrast class {contrast} must be another class "
+                                 f"than the prediction ({cls})")
+    return cls, other
+
+
+def _occlude_ids(model, ids: Tensor, tokens: list[str], target: str,
+                 contrast: int | None, baseline: str) -> Attribution:
+    """Occlusion by token id for a model without embeddings: one batch, the input and
+    the input with each token in turn replaced by ``<pad>`` (0) or ``<unk>`` (1)."""
+    n = len(ids)
+    batch = ids[None].repeat(n + 1, 1)
+    batch[torch.arange(1, n + 1), torch.arange(n)] = 0 if baseline == "pad" else 1
+    with torch.no_grad():
+        lengths = torch.full((n + 1,), n, dtype=torch.long, device=ids.device)
+        _, proba = model.trace(batch, lengths)
+        z = torch.log(proba[:, n - 1].clamp_min(1e-38))  # logits up to a constant per row
+    cls, other = _classes(torch.argsort(z[0], descending=True).tolist(), target, contrast)
+    f = torch.softmax(z, -1)[:, cls] if other is None else z[:, cls] - z[:, other]
+    scores = (f[0] - f[1:]).cpu().numpy().astype(np.float64)
+    return Attribution(tokens=list(tokens), scores=scores, method="occlusion", target=target,
+                       target_class=cls, contrast_class=other, output=float(f[0]),
+                       extra={"baseline": baseline, "by": "token id"})
 
 
 # -- aggregation --------------------------------------------------------------------------

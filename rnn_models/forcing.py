@@ -10,19 +10,26 @@ If the model's predictions survive, the abstract states carry what the model use
 The time recurrence is a loop over steps (it has to be: step ``t + 1`` depends on the
 replaced state of step ``t``), vectorised over the whole batch of inputs; ``assign`` is
 called once per step on all inputs together.
+
+Any model with the protocol's stepping methods can be forced (see
+:mod:`rnn_models.protocol`): ``initial_state``, ``step``, ``get_state``, ``set_state`` and
+``state_proba``; the model decides what "replace the traced state" means for the rest of
+its state (an LSTM traced on ``h`` keeps ``c``; the layers above the traced one redo the
+step).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from .errors import StateseerError
-from .models import RecurrentAdapter, RNNClassifier
+from .protocol import STEPPING, model_device, require
 
 __all__ = ["ForcedRun", "forced_run"]
 
@@ -55,27 +62,9 @@ class ForcedRun:
         return self.final_proba.argmax(axis=1)
 
 
-def _layers(model: nn.Module) -> tuple[nn.Module, list[nn.RNNBase], nn.Module, str]:
-    """Embedding, single-layer recurrent modules, head and traced state kind."""
-    if isinstance(model, RNNClassifier):
-        return model.embedding, list(model.rnns), model.head, model.state
-    if isinstance(model, RecurrentAdapter) and model.rnn.num_layers == 1:
-        return model.embedding, [model.rnn], model.head, "h"
-    raise StateseerError(
-        f"state forcing needs a stateseer RNNClassifier or a one-layer RecurrentAdapter, not "
-        f"{type(model).__name__}; wrap the model's layers as single-layer modules")
-
-
-def _split_state(rnn: nn.RNNBase, state) -> tuple[Tensor, Tensor | None]:
-    if isinstance(rnn, nn.LSTM):
-        h, c = state
-        return h[0], c[0]
-    return state[0], None
-
-
 @torch.no_grad()
 def forced_run(
-    model: nn.Module,
+    model: Any,
     ids: Tensor,
     lengths: Tensor,
     assign: Assign,
@@ -90,8 +79,9 @@ def forced_run(
 
     Parameters
     ----------
-    model : RNNClassifier or RecurrentAdapter (one layer)
-        In eval mode.
+    model : a model with the protocol's stepping methods
+        In eval mode (e.g. RNNClassifier, RecurrentAdapter, MinRNNClassifier,
+        MambaClassifier).
     ids : LongTensor of shape (batch, time)
         Right-padded token ids; ``time`` ≥ 1.
     lengths : LongTensor of shape (batch,)
@@ -114,46 +104,31 @@ def forced_run(
     -------
     ForcedRun
     """
-    emb, rnns, head, kind = _layers(model)
-    n_layers = len(rnns)
-    idx = layer + n_layers if layer < 0 else layer
-    if not 0 <= idx < n_layers:
-        raise StateseerError(f"layer {layer} does not exist; the model has {n_layers}")
+    require(model, ("initial", *STEPPING), "state forcing")
+    try:
+        h0, _ = model.initial(layer)
+    except ValueError as exc:  # the model's own message names the layers it has
+        raise StateseerError(str(exc).splitlines()[0]) from None
     B, T = ids.shape
     if mask is None:
         mask = np.ones((B, T), bool)
     mask = np.asarray(mask, bool)
     if mask.shape != (B, T):
         raise StateseerError(f"forcing mask has shape {mask.shape}, expected {(B, T)}")
-    device = next(model.parameters()).device  # run where the model lives
+    device = model_device(model)  # run where the model lives
     ids, lengths = ids.to(device), lengths.to(device)
     cent = torch.as_tensor(np.asarray(centroids, np.float32), device=device)
-    size = rnns[idx].hidden_size
-    want = size * (2 if kind == "hc" else 1)
+    want = int(h0.shape[-1])
     if cent.ndim != 2 or cent.shape[1] != want:
         raise StateseerError(f"centroids have shape {tuple(cent.shape)} but the traced state "
                              f"has {want} dimensions; recompute them for this model")
-    x = emb(ids)
-    for rnn in rnns[:idx]:  # layers below the traced one are not affected: run them at once
-        x, _ = rnn(x)
-    traced, upper = rnns[idx], rnns[idx + 1 :]
-
-    def run_upper(inp: Tensor, prev: list) -> tuple[Tensor, list]:
-        new = []
-        for rnn, st in zip(upper, prev, strict=True):
-            inp, st = rnn(inp, st)
-            new.append(st)
-        return inp[:, 0], new
-
-    state, prev_upper = None, [None] * len(upper)
+    state = model.initial_state(B)
     forced = np.zeros((B, T), bool)
     probas, assigned = [], np.empty((B, T), np.int64)
     for t in range(T):
-        out, state = traced(x[:, t : t + 1], state)
-        top, new_upper = run_upper(out, prev_upper)
-        p = torch.softmax(head(top), dim=-1)
-        h, c = _split_state(traced, state)
-        vec = h if kind == "h" else c if kind == "c" else torch.cat([h, c], dim=-1)
+        state = model.step(state, ids[:, t])
+        vec = model.get_state(state, layer)
+        p = model.state_proba(state)
         s = np.asarray(assign(vec.cpu().numpy(), p.cpu().numpy()), np.int64)
         assigned[:, t] = s
         mt = mask[:, t]
@@ -165,17 +140,11 @@ def forced_run(
         m = torch.as_tensor(mt, device=device)[:, None]
         if m.any():
             new = cent[torch.as_tensor(s, device=device)]
-            if kind in ("h", "hc"):
-                h = torch.where(m, new[:, :size], h)
-            if kind in ("c", "hc"):
-                c = torch.where(m, new[:, -size:], c)
-            state = (h[None], c[None]) if c is not None else h[None]
             # continue from the replaced state: the layers above and the head see it now
             # (rows that are not forced recompute exactly what they had)
-            top, new_upper = run_upper(h[:, None], prev_upper)
-            p = torch.softmax(head(top), dim=-1)
+            state = model.set_state(state, layer, torch.where(m, new, vec))
+            p = model.state_proba(state)
         probas.append(p)
-        prev_upper = new_upper
     probas = torch.stack(probas, dim=1).cpu().numpy()
     last = (lengths - 1).clamp(min=0).cpu().numpy()
     final = probas[np.arange(B), last]

@@ -1,66 +1,45 @@
-"""Recurrent classifiers and the adapter protocol that makes any model explorable.
+"""Recurrent classifiers, the adapters that make any model explorable, and the registry.
 
 stateseer needs two things from a model, for a batch of token ids: the hidden state of a
 chosen layer after every token, and the class probabilities the classifier head gives at
-that step (the *intermediate prediction*). :class:`Traceable` states this contract;
-:class:`RNNClassifier` (LSTM, GRU, Elman) implements it, and :class:`TraceAdapter` lets a
-user's own ``nn.Module`` implement it in a few lines (see ``RecurrentAdapter`` and the
-example in its docstring).
+that step (the *intermediate prediction*). :class:`Traceable` (in :mod:`rnn_models.protocol`,
+with the optional embedding and stepping capabilities) states this contract;
+:class:`RNNClassifier` (LSTM, GRU, Elman) implements all of it, and :class:`TraceAdapter`
+lets a user's own ``nn.Module`` implement it in a few lines (see ``RecurrentAdapter`` and
+the example in its docstring).
+
+:data:`ARCHITECTURES` lists the architectures ``stateseer train --arch`` builds (LSTM, GRU,
+Elman here; minGRU and minLSTM in :mod:`rnn_models.minrnn`; Mamba in
+:mod:`rnn_models.mamba`), with the ``--state`` choices of each; :func:`build_model` builds
+one from a run's ``config.json`` model section.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-__all__ = ["ARCHS", "RNNClassifier", "RecurrentAdapter", "TraceAdapter", "Traceable"]
+from .protocol import Traceable
+
+__all__ = ["ARCHITECTURES", "ARCHS", "Architecture", "RNNClassifier", "RecurrentAdapter",
+           "TraceAdapter", "Traceable", "build_model"]
 
 ARCHS = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}
 STATES = ("h", "c", "hc")
 
 
-@runtime_checkable
-class Traceable(Protocol):
-    """What stateseer needs from a model.
-
-    Attributes
-    ----------
-    n_classes : int
-    n_layers : int
-    """
-
-    n_classes: int
-    n_layers: int
-
-    def trace(self, ids: Tensor, lengths: Tensor, layer: int = -1) -> tuple[Tensor, Tensor]:
-        """Per-step hidden states and class probabilities.
-
-        Parameters
-        ----------
-        ids : LongTensor of shape (batch, time)
-            Token ids, right-padded with 0.
-        lengths : LongTensor of shape (batch,)
-            True lengths (≥ 1).
-        layer : int
-            Which recurrent layer's state to return (negative counts from the top).
-
-        Returns
-        -------
-        hidden : Tensor of shape (batch, time, state_size)
-        proba : Tensor of shape (batch, time, n_classes)
-            Values at padded positions are ignored by the caller.
-        """
-        ...
-
-    def initial(self, layer: int = -1) -> tuple[Tensor, Tensor]:
-        """Initial state h0, shape (state_size,), and head(h0) probabilities, (n_classes,)."""
-        ...
-
-
 class TraceAdapter(nn.Module):
-    """Base class for adapters: subclass it and implement :meth:`trace` and :meth:`initial`."""
+    """Base class for adapters: subclass it and implement :meth:`trace` and :meth:`initial`.
+
+    That is the required part of the protocol (recording, the explorer, occlusion). Add
+    ``embed`` and ``forward_from_embeddings`` for integrated gradients, and the stepping
+    methods (``initial_state``, ``step``, ``get_state``, ``set_state``, ``state_proba``)
+    for state forcing; see :mod:`rnn_models.protocol` and :class:`RecurrentAdapter`.
+    """
 
     n_classes: int
     n_layers: int = 1
@@ -129,6 +108,67 @@ class RecurrentAdapter(TraceAdapter):
         self._check_layer(layer)
         h0 = torch.zeros(self.rnn.hidden_size)
         return h0, torch.softmax(self.head(h0), dim=-1)
+
+    # -- embeddings (attribution) --------------------------------------------------------
+    def embed(self, ids: Tensor) -> Tensor:
+        """Embeddings, shape (batch, time, features)."""
+        return self.embedding(ids)
+
+    def forward_from_embeddings(self, emb: Tensor, lengths: Tensor | None = None) -> Tensor:
+        """Final logits (batch, n_classes) of the rnn and head run on ``emb``."""
+        out, _ = self.rnn(emb)
+        return self.head(_last(out, lengths))
+
+    # -- stepping (forcing): the state is nn.RNNBase's (h, or (h, c) for an LSTM) ----------
+    def initial_state(self, batch_size: int) -> Any:
+        return None  # nn.RNNBase starts from zeros
+
+    def step(self, state: Any, ids: Tensor) -> Any:
+        _, state = self.rnn(self.embedding(ids[:, None]), state)
+        return state
+
+    def get_state(self, state: Any, layer: int = -1) -> Tensor:
+        self._check_layer(layer)
+        return _h_of(state)[-1]
+
+    def set_state(self, state: Any, layer: int, value: Tensor) -> Any:
+        self._check_layer(layer)
+        h = _h_of(state).clone()
+        h[-1] = value
+        return (h, state[1]) if isinstance(state, tuple) else h
+
+    def state_proba(self, state: Any) -> Tensor:
+        return torch.softmax(self.head(_h_of(state)[-1]), dim=-1)
+
+
+def _h_of(state: Any) -> Tensor:
+    """``h`` (layers, batch, hidden) of an ``nn.RNNBase`` state (``(h, c)`` for LSTMs)."""
+    return state[0] if isinstance(state, tuple) else state
+
+
+def _last(out: Tensor, lengths: Tensor | None) -> Tensor:
+    """``out[b, lengths[b] - 1]`` (the last step when ``lengths`` is None), (batch, ...)."""
+    if lengths is None:
+        return out[:, -1]
+    return out[torch.arange(len(out)), (lengths.to(out.device) - 1).clamp(min=0)]
+
+
+@dataclass
+class StackState:
+    """The recurrent state of a stack of single-layer recurrent modules.
+
+    Attributes
+    ----------
+    layers : list
+        Per layer, the module's state after the current step (``h`` of shape
+        (1, batch, hidden), or ``(h, c)``), or None before the first step.
+    previous : list
+        The same before the current step (layers above a replaced one are recomputed
+        from it).
+    """
+
+    layers: list = field(default_factory=list)
+    previous: list = field(default_factory=list)
 
 
 class RNNClassifier(nn.Module):
@@ -252,3 +292,167 @@ class RNNClassifier(nn.Module):
             torch.zeros(self.state_size),
             torch.softmax(self.head.bias.detach().clone(), dim=-1),
         )
+
+    # -- embeddings (attribution) --------------------------------------------------------
+    def embed(self, ids: Tensor) -> Tensor:
+        """Embeddings, shape (batch, time, embed)."""
+        return self.embedding(ids)
+
+    def forward_from_embeddings(self, emb: Tensor, lengths: Tensor | None = None) -> Tensor:
+        """Final logits (batch, n_classes) of the recurrent layers and head run on ``emb``
+        (no dropout)."""
+        x = emb
+        for rnn in self.rnns:
+            x, _ = rnn(x)
+        return self.head(_last(x, lengths))
+
+    # -- stepping (forcing) ---------------------------------------------------------------
+    def initial_state(self, batch_size: int) -> StackState:
+        return StackState([None] * self.n_layers, [None] * self.n_layers)
+
+    def step(self, state: StackState, ids: Tensor) -> StackState:
+        """One token through every layer (eval mode: no dropout)."""
+        x = self.embedding(ids[:, None])
+        layers = []
+        for rnn, st in zip(self.rnns, state.layers, strict=True):
+            x, st = rnn(x, st)
+            layers.append(st)
+        return StackState(layers, state.layers)
+
+    def _parts(self, st: Any) -> tuple[Tensor, Tensor | None]:
+        return (st[0][0], st[1][0]) if self.arch == "lstm" else (st[0], None)
+
+    def get_state(self, state: StackState, layer: int = -1) -> Tensor:
+        h, c = self._parts(state.layers[self._layer_index(layer)])
+        return h if self.state == "h" else c if self.state == "c" else torch.cat([h, c], -1)
+
+    def set_state(self, state: StackState, layer: int, value: Tensor) -> StackState:
+        """Replace the traced vector of ``layer``; the layers above redo the current step
+        from the new ``h``."""
+        idx = self._layer_index(layer)
+        h, c = self._parts(state.layers[idx])
+        size = self.hidden_size
+        if self.state in ("h", "hc"):
+            h = value[:, :size]
+        if self.state in ("c", "hc"):
+            c = value[:, -size:]
+        layers = list(state.layers)
+        layers[idx] = (h[None], c[None]) if c is not None else h[None]
+        x = h[:, None]
+        for j in range(idx + 1, self.n_layers):
+            x, layers[j] = self.rnns[j](x, state.previous[j])
+        return StackState(layers, state.previous)
+
+    def state_proba(self, state: StackState) -> Tensor:
+        h, _ = self._parts(state.layers[-1])
+        return torch.softmax(self.head(h), dim=-1)
+
+
+# -- the architecture registry ---------------------------------------------------------------
+@dataclass(frozen=True)
+class Architecture:
+    """One architecture that ``stateseer train --arch NAME`` builds.
+
+    Attributes
+    ----------
+    name : str
+    build : callable
+        ``build(vocab_size, n_classes, *, embed, hidden, layers, dropout, state, **extra)``
+        → a model in the protocol (all three parts, see :mod:`rnn_models.protocol`).
+    states : dict of str to str
+        The ``--state`` choices (what is recorded), each with a one-line description; the
+        first is the default.
+    description : str
+    extra : dict of str to int
+        Further hyper-parameters of the arch and their defaults (e.g. Mamba's ``d_state``);
+        ``config.json``'s model section stores them.
+    """
+
+    name: str
+    build: Callable[..., nn.Module]
+    states: dict[str, str]
+    description: str
+    extra: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def default_state(self) -> str:
+        return next(iter(self.states))
+
+    def __call__(self, vocab_size: int, n_classes: int, **hp: Any) -> nn.Module:
+        return self.build(vocab_size, n_classes, **hp)
+
+
+def _rnn_builder(arch: str) -> Callable[..., nn.Module]:
+    def build(vocab_size: int, n_classes: int, *, embed: int = 128, hidden: int = 128,
+              layers: int = 1, dropout: float = 0.0, state: str = "h") -> nn.Module:
+        return RNNClassifier(arch, vocab_size, n_classes, embed=embed, hidden=hidden,
+                             layers=layers, dropout=dropout, state=state)
+    return build
+
+
+def _minrnn_builder(kind: str) -> Callable[..., nn.Module]:
+    def build(vocab_size: int, n_classes: int, **hp: Any) -> nn.Module:
+        from .minrnn import MinRNNClassifier
+
+        return MinRNNClassifier(kind, vocab_size, n_classes, **hp)
+    return build
+
+
+def _mamba(vocab_size: int, n_classes: int, **hp: Any) -> nn.Module:
+    from .mamba import MambaClassifier
+
+    return MambaClassifier(vocab_size, n_classes, **hp)
+
+
+_H = {"h": "the hidden state h_t"}
+_MAMBA_STATES = {
+    "full": "the traced layer's whole recurrent state: SSM state (hidden × d_state) then "
+            "the causal-conv buffer (hidden × (d_conv − 1)), flattened",
+    "ssm": "the SSM state alone (hidden × d_state), flattened",
+    "summary": "the SSM state averaged over d_state (hidden floats; forcing shifts the SSM "
+               "state so that its average is the centroid)",
+}
+ARCHITECTURES: dict[str, Architecture] = {
+    "lstm": Architecture("lstm", _rnn_builder("lstm"), {
+        "h": "the hidden state h_t", "c": "the cell state c_t", "hc": "h_t and c_t"},
+        "LSTM (nn.LSTM)"),
+    "gru": Architecture("gru", _rnn_builder("gru"), _H, "GRU (nn.GRU)"),
+    "rnn": Architecture("rnn", _rnn_builder("rnn"), _H, "Elman RNN (nn.RNN, tanh)"),
+    "mingru": Architecture("mingru", _minrnn_builder("mingru"), _H,
+                           "minGRU (Feng et al. 2024), log-space parallel scan"),
+    "minlstm": Architecture("minlstm", _minrnn_builder("minlstm"), _H,
+                            "minLSTM (Feng et al. 2024), log-space parallel scan"),
+    "mamba": Architecture("mamba", _mamba, _MAMBA_STATES,
+                          "Mamba (selective state space, Gu & Dao 2023), residual blocks",
+                          extra={"d_state": 16, "d_conv": 4}),
+}
+
+
+def build_model(section: dict[str, Any]) -> nn.Module:
+    """Build the (untrained) model a run's ``config.json`` ``model`` section describes.
+
+    Parameters
+    ----------
+    section : dict
+        ``arch``, ``vocab_size``, ``n_classes``, ``embed``, ``hidden``, ``layers`` and
+        optionally ``state`` and the arch's :attr:`Architecture.extra` keys.
+
+    Returns
+    -------
+    nn.Module
+        In eval mode, dropout 0.
+
+    Raises
+    ------
+    KeyError, ValueError, TypeError
+        An unknown arch or a missing or invalid entry (loading turns them into one line).
+    """
+    arch = ARCHITECTURES.get(section["arch"])
+    if arch is None:
+        raise ValueError(f"unknown arch {section['arch']!r}; choose one of "
+                         f"{', '.join(ARCHITECTURES)}")
+    extra = {k: section[k] for k in arch.extra if k in section}
+    model = arch(section["vocab_size"], section["n_classes"], embed=section["embed"],
+                 hidden=section["hidden"], layers=section["layers"], dropout=0.0,
+                 state=section.get("state", arch.default_state), **extra)
+    return model.eval()

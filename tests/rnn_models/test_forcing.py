@@ -98,7 +98,7 @@ def test_bad_centroids_and_models_get_one_line_errors(explored_run):
     assert "recompute" in one_line(e.value)
     with pytest.raises(StateseerError) as e:
         forced_run(torch.nn.Linear(2, 2), ids, lens, ab.assign, cent)
-    assert "RNNClassifier" in one_line(e.value)
+    assert "`initial(layer)`" in one_line(e.value)
     with pytest.raises(StateseerError) as e:
         forced_run(model, ids, lens, ab.assign, cent, mask=np.ones((1, 1), bool))
     assert "shape" in one_line(e.value)
