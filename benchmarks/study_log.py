@@ -1,11 +1,12 @@
 """Durability and throughput of the study log: simulated participants, then SIGKILL.
 
-Starts a real study server (``stateseer study`` in a subprocess, 127.0.0.1, a free port)
-on a run, registers 20 simulated participants (one thread each, keep-alive HTTP), each
-POSTing 1,000 events to ``/study/event``; once ``--kill-at`` of all events are
-acknowledged (default 0.8: mid-stream) the server is killed with SIGKILL. Then the
-database is opened: every acknowledged event must be in it, unchanged, and ``PRAGMA
-integrity_check`` must say ``ok``.
+Starts a real study server (``stateseer study`` in a subprocess, 127.0.0.1, a free port;
+the harness is ``tests/study/harness.py``) on a run, registers 20 simulated participants
+(one thread each, keep-alive HTTP, each with its own link secret), each POSTing 1,000
+events to ``/study/event``; once ``--kill-at`` of all events are acknowledged (default
+0.8: mid-stream) the server is killed with SIGKILL. Then the database is opened: every
+acknowledged event must be in it, unchanged, and ``PRAGMA integrity_check`` must say
+``ok``.
 
 Also, in the same run and without HTTP: the study log written from as many threads
 (group commit, ``synchronous=FULL``) beside the naive way (a lock and one FULL commit per
@@ -95,7 +96,7 @@ def in_process(folder: Path, n_threads: int, n_events: int) -> tuple[float, floa
 
 
 def main() -> None:
-    from app.study.simulate import StudyServer, audit, simulate
+    from tests.study.harness import StudyServer, audit, simulate
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--participants", type=int, default=20)

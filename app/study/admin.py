@@ -1,24 +1,35 @@
 """The admin page: participants in progress and done, per-task times, downloads.
 
 Off unless the server was started with an admin token (``--admin-token`` or
-``$STATESEER_ADMIN_TOKEN``); then every ``/study/admin...`` request must carry it, as the
-``X-Study-Token`` header, ``Authorization: Bearer TOKEN`` or ``?token=TOKEN``, and is
-refused with 403 otherwise. Tokens are compared in constant time (``hmac.compare_digest``).
+``$STATESEER_ADMIN_TOKEN``), which must be strong (:func:`check_token_strength`: at least
+16 characters, 8 of them different). Then every ``/study/admin...`` request must carry
+it as the ``X-Study-Token`` header or ``Authorization: Bearer TOKEN`` — never in the URL,
+where it would land in logs and browser history — or carry the admin cookie that the
+login form (``POST /study/admin/login``) sets: an HMAC of the token, ``HttpOnly``,
+``SameSite=Strict``. Everything else gets 403 (the login form, for a browser). Tokens are
+compared in constant time (``hmac.compare_digest``).
 
-``GET /study/admin``                                  the overview (HTML, escaped)
-``GET /study/admin/events.csv``                       the whole interaction log
-``GET /study/admin/answers.csv``                      every answer
-``GET /study/admin/summary.csv``                      one row per participant and task
-``GET /study/admin/participants/PID/answers.csv``     one participant's answers
+``GET  /study/admin``                                 the overview (HTML, escaped)
+``POST /study/admin/login``                           form field ``token`` -> cookie
+``GET  /study/admin/events.csv``                      the whole interaction log
+``GET  /study/admin/answers.csv``                     every answer
+``GET  /study/admin/summary.csv``                     one row per participant and task
+``GET  /study/admin/participants/PID/answers.csv``    one participant's answers
+``GET  /study/admin/links.csv``                       every participant's link (secret!)
+``POST /study/admin/links``                           ``{"pids": [...]}`` or ``{"n": 5}``
+                                                      -> new links (JSON)
+
+CSV cells are escaped against formula injection (:mod:`app.csvsafe`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from flask import Flask, Response, abort, render_template_string, request
+from flask import Flask, Response, abort, jsonify, redirect, render_template_string, request
 
 from .export import (
     ANSWER_COLUMNS,
@@ -26,6 +37,7 @@ from .export import (
     SUMMARY_COLUMNS,
     answer_rows,
     event_rows,
+    links_csv,
     participant_rows,
     summary_rows,
     to_csv,
@@ -35,9 +47,23 @@ from .spec import StudyError, check_pid
 if TYPE_CHECKING:
     from .server import StudyContext
 
-__all__ = ["MIN_TOKEN_CHARS", "check_token_strength", "given_token", "register", "token_ok"]
+__all__ = ["MIN_TOKEN_CHARS", "MIN_TOKEN_DISTINCT", "check_token_strength", "given_token",
+           "register", "session_value", "token_ok"]
 
-MIN_TOKEN_CHARS = 12
+MIN_TOKEN_CHARS = 16
+MIN_TOKEN_DISTINCT = 8
+COOKIE = "stateseer-admin"
+MAX_NEW_LINKS = 1000
+GENERATE = "python -c 'import secrets; print(secrets.token_urlsafe())'"
+LOGIN = """<!doctype html>
+<html><head><meta charset="utf-8"><title>stateseer study · admin</title>
+<meta name="referrer" content="no-referrer"></head>
+<body style="font-family: Helvetica, Arial, sans-serif; margin: 16px">
+<p>This page needs the admin token.</p>
+<form method="post" action="/study/admin/login">
+<label>Admin token <input type="password" name="token" autocomplete="current-password">
+</label> <button type="submit">Open</button></form></body></html>
+"""
 
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>stateseer study {{ study.id }} · admin</title>
@@ -53,9 +79,11 @@ th { background: #f3f4f6; } .done { color: #2a7; } .progress { color: #b60; }
 <p>{{ participants|length }} participants: {{ n_done }} done, {{ participants|length - n_done }}
 in progress · {{ study.tasks|length }} tasks · conditions:
 {% for c, n in counts %}{{ c }} ({{ n }}){% if not loop.last %}, {% endif %}{% endfor %}</p>
-<p>Downloads: <a href="admin/events.csv{{ q }}">events.csv</a> ·
-<a href="admin/answers.csv{{ q }}">answers.csv</a> ·
-<a href="admin/summary.csv{{ q }}">summary.csv</a></p>
+<p>Downloads: <a href="admin/events.csv">events.csv</a> ·
+<a href="admin/answers.csv">answers.csv</a> ·
+<a href="admin/summary.csv">summary.csv</a> ·
+<a href="admin/links.csv">links.csv</a> ({{ n_links }} participant links: keep them
+private, each one lets its holder answer as that participant)</p>
 <h3>Participants</h3>
 <table id="participants"><tr><th>participant</th><th>condition</th><th>assigned by</th>
 <th>joined (UTC)</th><th>status</th><th>tasks done</th><th>last event (UTC)</th>
@@ -65,7 +93,7 @@ in progress · {{ study.tasks|length }} tasks · conditions:
 <td class="{{ 'done' if p.tasks_done == study.tasks|length else 'progress' }}">
 {{ 'done' if p.tasks_done == study.tasks|length else 'in progress' }}</td>
 <td>{{ p.tasks_done }} / {{ study.tasks|length }}</td><td>{{ p.last_event or '' }}</td>
-<td><a href="admin/participants/{{ p.pid_url }}/answers.csv{{ q }}">CSV</a></td></tr>
+<td><a href="admin/participants/{{ p.pid_url }}/answers.csv">CSV</a></td></tr>
 {% else %}<tr><td colspan="8" class="muted">nobody yet</td></tr>{% endfor %}
 </table>
 <h3>Tasks</h3>
@@ -82,11 +110,31 @@ in progress · {{ study.tasks|length }} tasks · conditions:
 
 
 def check_token_strength(token: str | None) -> None:
-    """Refuse an admin token too short to guess (None turns the page off)."""
-    if token is not None and len(token) < MIN_TOKEN_CHARS:
-        raise StudyError(f"the admin token has {len(token)} characters; use at least "
-                         f"{MIN_TOKEN_CHARS} (e.g. python -c 'import secrets; "
-                         "print(secrets.token_urlsafe())')")
+    """Refuse an admin token that is short or of few different characters (None turns
+    the page off).
+
+    Examples
+    --------
+    >>> try:
+    ...     check_token_strength("aaaaaaaaaaaaaaaaaaaa")
+    ... except StudyError as exc:
+    ...     print(str(exc)[:58])
+    the admin token is weak (20 characters, 1 different); use
+    """
+    if token is None:
+        return
+    distinct = len(set(token))
+    if len(token) < MIN_TOKEN_CHARS or distinct < MIN_TOKEN_DISTINCT or token != token.strip():
+        raise StudyError(f"the admin token is weak ({len(token)} characters, {distinct} "
+                         f"different); use at least {MIN_TOKEN_CHARS} characters with "
+                         f"{MIN_TOKEN_DISTINCT} or more different ones — generate one: "
+                         f"{GENERATE}")
+
+
+def session_value(token: str) -> str:
+    """The admin cookie's value for ``token`` (an HMAC: the token itself never leaves)."""
+    return hmac.new(token.encode("utf-8"), b"stateseer-admin-session",
+                    hashlib.sha256).hexdigest()
 
 
 def token_ok(configured: str | None, given: str | None) -> bool:
@@ -105,21 +153,32 @@ def token_ok(configured: str | None, given: str | None) -> bool:
 
 
 def given_token() -> str | None:
-    """The token a request carries (header, bearer or ``?token=``)."""
+    """The token a request carries (``X-Study-Token`` or ``Authorization: Bearer``); a
+    token in the URL is not read."""
     auth = request.headers.get("Authorization", "")
     if auth.startswith("Bearer "):
         return auth[7:].strip()
-    return request.headers.get("X-Study-Token") or request.args.get("token")
+    return request.headers.get("X-Study-Token")
+
+
+def _authorised(sc: StudyContext) -> bool:
+    if token_ok(sc.admin_token, given_token()):
+        return True
+    cookie = request.cookies.get(COOKIE)
+    return bool(sc.admin_token and cookie) and hmac.compare_digest(
+        session_value(sc.admin_token).encode(), cookie.encode("utf-8", "replace"))
 
 
 def _guard(sc: StudyContext) -> None:
     if not sc.admin_token:
         abort(Response("the admin page is off — start `stateseer study` with --admin-token "
                        "(or $STATESEER_ADMIN_TOKEN)\n", status=404, mimetype="text/plain"))
-    if not token_ok(sc.admin_token, given_token()):
-        abort(Response("forbidden: this page needs the admin token (X-Study-Token header, "
-                       "Authorization: Bearer, or ?token=)\n", status=403,
-                       mimetype="text/plain"))
+    if not _authorised(sc):
+        if "text/html" in request.headers.get("Accept", ""):
+            abort(_private(Response(LOGIN, status=403, mimetype="text/html")))
+        abort(Response("forbidden: this page needs the admin token (X-Study-Token header "
+                       "or Authorization: Bearer; a token in the URL is not accepted)\n",
+                       status=403, mimetype="text/plain"))
 
 
 def _private(resp: Response) -> Response:
@@ -146,12 +205,38 @@ def register(server: Flask, sc: StudyContext) -> None:
         for p in people:
             p["pid_url"] = quote(p["pid"], safe="")
         counts = [(c, sum(p["condition"] == c for p in people)) for c in sc.study.conditions]
-        token = request.args.get("token")
         html = render_template_string(  # autoescaped: every value is shown as text
             PAGE, study=sc.study, participants=people, summary=summary_rows(conn),
             counts=counts, n_done=sum(p["tasks_done"] == len(sc.study.tasks) for p in people),
-            q=f"?token={quote(token, safe='')}" if token else "")
+            n_links=len(sc.log.links()))
         return _private(Response(html, mimetype="text/html"))
+
+    @server.route("/study/admin/login", methods=["POST"])
+    def admin_login():
+        if not sc.admin_token:
+            _guard(sc)
+        if not token_ok(sc.admin_token, request.form.get("token", "")):
+            return _private(Response(LOGIN, status=403, mimetype="text/html"))
+        resp = _private(redirect("/study/admin", code=303))
+        resp.set_cookie(COOKIE, session_value(sc.admin_token), httponly=True,
+                        samesite="Strict", secure=request.is_secure, path="/study/admin")
+        return resp
+
+    @server.route("/study/admin/links.csv")
+    def admin_links():
+        _guard(sc)
+        return _csv(links_csv(sc.log.links(), request.host_url), f"{sid}-links.csv")
+
+    @server.route("/study/admin/links", methods=["POST"])
+    def admin_new_links():
+        _guard(sc)
+        try:
+            made = _new_links(sc, request.get_json(silent=True))
+        except StudyError as exc:
+            return _private(Response(str(exc) + "\n", status=400, mimetype="text/plain"))
+        return _private(jsonify({"ok": True, "links": [
+            {"pid": pid, "link": request.host_url.rstrip("/") + f"/p/{secret}/"}
+            for pid, secret in made]}))
 
     @server.route("/study/admin/events.csv")
     def admin_events():
@@ -178,3 +263,17 @@ def register(server: Flask, sc: StudyContext) -> None:
             abort(Response(str(exc) + "\n", status=400, mimetype="text/plain"))
         return _csv(to_csv(answer_rows(sc.log.reader(), pid), ANSWER_COLUMNS),
                     f"{sid}-{pid}-answers.csv")
+
+
+def _new_links(sc: StudyContext, doc: Any) -> list[tuple[str, str]]:
+    """Links for ``{"pids": [...]}`` (existing ones kept) or ``{"n": N}`` fresh ids."""
+    if isinstance(doc, dict) and isinstance(doc.get("pids"), list):
+        pids = [check_pid(p) for p in doc["pids"]]
+    elif isinstance(doc, dict) and isinstance(doc.get("n"), int) and \
+            not isinstance(doc["n"], bool):
+        pids = [None] * doc["n"]
+    else:
+        raise StudyError("send JSON {\"pids\": [\"P01\", ...]} or {\"n\": 5}")
+    if not 1 <= len(pids) <= MAX_NEW_LINKS:
+        raise StudyError(f"ask for 1 to {MAX_NEW_LINKS} links at a time")
+    return [sc.log.link(p, prefix="p") for p in pids]

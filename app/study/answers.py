@@ -20,12 +20,16 @@ def parse_ids(text: str | None) -> list[int]:
     --------
     >>> parse_ids("12, 40 12;7")
     [12, 40, 7]
+    >>> parse_ids("15, ²")
+    Traceback (most recent call last):
+    ...
+    app.study.spec.StudyError: '²' is not a whole number — list ids separated by commas, e.g. 12, 40
     """
     out: list[int] = []
     for part in _SEP.split((text or "").strip()):
         if not part:
             continue
-        if not part.isdigit() or len(part) > 12:
+        if not (part.isascii() and part.isdigit()) or len(part) > 12:  # not "²" or "٣"
             raise StudyError(f"{part[:20]!r} is not a whole number — list ids separated by "
                              "commas, e.g. 12, 40")
         if int(part) not in out:

@@ -3,7 +3,10 @@ that store it.
 
 The callbacks listen to the explorer's own inputs (Dash lets many callbacks share an
 Input), write the events through the study log, and only then return an acknowledgement
-into the ``study-ack`` store: the page learns that an event is stored after it is.
+into the ``study-ack`` store: the page learns that an event is stored after it is. The
+participant is the one of the request's link secret (``participant()``), never the id in
+the page's ``study-info`` store; an event over the log's payload limit is refused and
+acknowledged as not saved.
 """
 
 from __future__ import annotations
@@ -65,14 +68,20 @@ def filter_event(trigger: str, values: dict[str, Any]) -> Event:
 
 
 class Logger:
-    """Writes a participant's events and returns the acknowledgement for the page."""
+    """Writes a participant's events and returns the acknowledgement for the page.
 
-    def __init__(self, write: Callable[..., list[int]]) -> None:
+    ``participant()`` names the participant of the current request (None: nothing is
+    written); the page's ``info`` only says that it is a study page.
+    """
+
+    def __init__(self, write: Callable[..., list[int]],
+                 participant: Callable[[], str | None]) -> None:
         self.write = write
+        self.participant = participant
 
     def __call__(self, info: dict[str, Any] | None, events: list[Event]) -> Any:
-        pid = (info or {}).get("pid")
-        if not pid or not events:
+        pid = self.participant() if info and events else None
+        if not pid:
             return no_update
         try:
             ids = self.write(pid, events)
@@ -82,9 +91,11 @@ class Logger:
 
 
 def register_event_callbacks(app: Dash, write: Callable[..., list[int]],
-                             row_id: Callable[[str, int], int | None]) -> None:
-    """Attach the logging callbacks; ``write(pid, events)`` stores and returns ids."""
-    log = Logger(write)
+                             row_id: Callable[[str, int], int | None],
+                             participant: Callable[[], str | None]) -> None:
+    """Attach the logging callbacks; ``write(pid, events)`` stores and returns ids,
+    ``participant()`` is the participant of the current request."""
+    log = Logger(write, participant)
     ack = Output("study-ack", "data", allow_duplicate=True)
     info = State("study-info", "data")
 

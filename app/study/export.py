@@ -1,23 +1,27 @@
 """The study log as tables: events, answers and a summary per participant and task.
 
 ``stateseer study-export DB --out DIR [--format csv|parquet]`` writes ``events``,
-``answers`` and ``summary`` files; the admin page serves the same tables as CSV.
+``answers`` and ``summary`` files; the admin page serves the same tables as CSV. CSV
+cells that a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab, CR at
+the start) get a leading ``'`` (:mod:`app.csvsafe`); Parquet keeps the values as stored.
+Participant link secrets are never exported (only :func:`links_csv`, for the researcher).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import sqlite3
 from pathlib import Path
 from typing import Any
 
+from ..csvsafe import rows_to_csv
+from .identity import link_path
 from .spec import StudyError
 from .store import connect_log
 
 __all__ = ["ANSWER_COLUMNS", "EVENT_COLUMNS", "SUMMARY_COLUMNS", "answer_rows",
-           "event_rows", "export_study", "participant_rows", "summary_rows", "to_csv"]
+           "event_rows", "export_study", "links_csv", "participant_rows", "summary_rows",
+           "to_csv"]
 
 EVENT_COLUMNS = ("id", "ts", "pid", "condition", "task", "kind", "source", "payload")
 ANSWER_COLUMNS = ("pid", "condition", "position", "task", "started_at", "submitted_at",
@@ -90,12 +94,15 @@ def participant_rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 
 
 def to_csv(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
-    """Rows as CSV text with a header (every field quoted where needed)."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
+    """Rows as CSV text with a header (quoted where needed, formulas escaped)."""
+    return rows_to_csv(rows, columns)
+
+
+def links_csv(links: list[dict[str, Any]], base_url: str = "") -> str:
+    """Participant links (:meth:`StudyLog.links`) as CSV: ``pid, condition, link``."""
+    rows = [{"pid": r["pid"], "condition": r.get("condition") or "",
+             "link": base_url.rstrip("/") + link_path(r["secret"])} for r in links]
+    return to_csv(rows, ("pid", "condition", "link"))
 
 
 def _write_parquet(rows: list[dict[str, Any]], columns: tuple[str, ...], path: Path) -> None:

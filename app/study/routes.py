@@ -1,13 +1,24 @@
 """HTTP routes of the study server (Flask, beside Dash's own).
 
-``GET  /?pid=PID``     redirects to the participant's page ``/p/PID/``
-``GET  /study/new``    a fresh participant id (when the study allows it)
+``GET  /p/SECRET/``    a participant's page (the secret comes from :meth:`StudyLog.link`);
+                       answering it sets the participant's cookie
+``GET  /?pid=CODE``    redirects to ``/p/CODE/`` (the landing page's form)
+``GET  /study/new``    a new participant's link, when the study allows it (a browser that
+                       already holds a link gets that one back: no re-rolled condition)
 ``GET  /study/health`` ``{"ok": true, "study": ID}``
-``POST /study/join``   ``{"pid"}`` -> ``{"pid", "condition", "task"}`` (assigns once)
-``POST /study/event``  ``{"pid", "kind", "payload"?, "task"?}`` or ``{"pid", "events":
-[{"kind", "payload"?}, ...]}`` -> ``200 {"ok": true, "ids": [...]}`` only after the
-events are committed to the database; 400 for a bad request, 404 for a participant that
-has not joined, 503 when the database cannot be written.
+``POST /study/join``   the participant of the request's secret (see
+                       :mod:`app.study.identity`) joins: ``{"pid", "condition", "new",
+                       "task"}``; without a secret, and when the study allows it, a new
+                       participant is made and joined, and its ``secret`` and ``link`` are
+                       returned too. A ``pid`` in the body is refused (400).
+``POST /study/event``  ``{"kind", "payload"?, "task"?}`` or ``{"events": [{"kind",
+                       "payload"?}, ...]}`` -> ``200 {"ok": true, "ids": [...]}`` only after
+                       the events are committed to the database; the participant is the
+                       one of the request's secret (a ``pid`` in the body is ignored).
+                       400 for a bad request, 403 without a valid secret, 404 for a
+                       participant that has not joined, 413 for a body over
+                       :data:`MAX_BODY` (refused before it is read, chunked bodies are cut
+                       off there), 503 when the database cannot be written or is full.
 
 The JSON endpoints take ``Content-Type: application/json`` only, so a page of another
 site cannot post to them with a plain form.
@@ -15,25 +26,30 @@ site cannot post to them with a plain form.
 
 from __future__ import annotations
 
+import json
 import re
-import secrets
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from flask import Flask, jsonify, redirect, request
+from flask import Flask, Response, jsonify, redirect, request
+from werkzeug.exceptions import RequestEntityTooLarge
 
-from .spec import StudyError, check_pid
-from .store import UnknownParticipant
+from .identity import link_path, request_secret, secret_from_url, set_secret_cookie
+from .spec import StudyError
+from .store import MAX_PAYLOAD_BYTES, StudyLimitError, UnknownParticipant
 
 if TYPE_CHECKING:
     from .server import StudyContext
 
-__all__ = ["parse_event_request", "register"]
+__all__ = ["MAX_BODY", "MAX_EVENTS", "MAX_PAYLOAD", "parse_event_request", "register"]
 
 KIND = re.compile(r"[a-z][a-z0-9_.:-]{0,63}")
 MAX_BODY = 256 * 1024
-MAX_PAYLOAD = 64 * 1024
+MAX_PAYLOAD = MAX_PAYLOAD_BYTES
 MAX_EVENTS = 1000
+NO_SECRET = ("this request carries no valid participant link — open the study link the "
+             "researcher sent you (it ends in a long code), or send its code as "
+             "X-Study-Secret")
 
 
 def _error(status: int, message: str):
@@ -43,20 +59,18 @@ def _error(status: int, message: str):
 
 
 def parse_event_request(doc: Any, task_ids: set[str]
-                        ) -> tuple[str, list[tuple[str, dict[str, Any]]], str | None]:
-    """``(pid, [(kind, payload)], task)`` of an event request, or StudyError.
+                        ) -> tuple[list[tuple[str, dict[str, Any]]], str | None]:
+    """``([(kind, payload)], task)`` of an event request, or StudyError.
+
+    A ``pid`` in the body is ignored: the participant comes from the request's secret.
 
     Examples
     --------
-    >>> parse_event_request({"pid": "P01", "kind": "state_clicked", "payload": {"s": 2}},
-    ...                     {"t1"})
-    ('P01', [('state_clicked', {'s': 2})], None)
+    >>> parse_event_request({"kind": "state_clicked", "payload": {"s": 2}}, {"t1"})
+    ([('state_clicked', {'s': 2})], None)
     """
-    import json
-
     if not isinstance(doc, dict):
-        raise StudyError("the body is not a JSON object — send {\"pid\": ..., \"kind\": ...}")
-    pid = check_pid(doc.get("pid"))
+        raise StudyError("the body is not a JSON object — send {\"kind\": ...}")
     raw = doc.get("events")
     if raw is None:
         raw = [{"kind": doc.get("kind"), "payload": doc.get("payload")}]
@@ -80,18 +94,37 @@ def parse_event_request(doc: Any, task_ids: set[str]
     if task is not None and task not in task_ids:
         raise StudyError(f"task {str(task)[:40]!r} is not in this study — use one of "
                          f"{', '.join(sorted(task_ids))}")
-    return pid, events, task
+    return events, task
+
+
+class BodyTooLarge(StudyError):
+    """A request body over :data:`MAX_BODY`."""
 
 
 def _json_body() -> Any:
+    """The request's JSON, read only if its size is within :data:`MAX_BODY`."""
     if not request.is_json:
         raise StudyError("send the body as Content-Type: application/json")
+    too_big = BodyTooLarge(f"the body is larger than {MAX_BODY // 1024} KiB — send fewer "
+                           "events")
     if (request.content_length or 0) > MAX_BODY:
-        raise StudyError(f"the body is larger than {MAX_BODY // 1024} KiB — send fewer events")
-    doc = request.get_json(silent=True)
+        raise too_big  # refused on its Content-Length, before a byte is read
+    request.max_content_length = MAX_BODY  # a chunked body is cut off at the limit
+    try:
+        doc = request.get_json(silent=True)
+    except RequestEntityTooLarge:
+        raise too_big from None
     if doc is None:
         raise StudyError("the body is not valid JSON")
     return doc
+
+
+def _study_error(exc: StudyError):
+    if isinstance(exc, BodyTooLarge):
+        return _error(413, str(exc))
+    if isinstance(exc, UnknownParticipant):
+        return _error(404, str(exc))
+    return _error(503 if isinstance(exc, StudyLimitError) else 400, str(exc))
 
 
 def register(server: Flask, sc: StudyContext) -> None:
@@ -99,44 +132,71 @@ def register(server: Flask, sc: StudyContext) -> None:
     task_ids = {t.id for t in sc.study.tasks}
 
     @server.before_request
-    def pid_link():
+    def code_link():
         if request.path == "/" and "pid" in request.args:
-            return redirect(f"/p/{quote(request.args['pid'], safe='')}/", code=302)
+            return redirect(link_path(quote(request.args["pid"], safe="")), code=302)
         return None
+
+    @server.after_request
+    def remember_link(resp: Response) -> Response:
+        secret, _, is_link = secret_from_url(request.path)
+        if is_link and request.method == "GET" and resp.status_code == 200 and \
+                sc.log.pid_of(secret):
+            set_secret_cookie(resp, secret)
+        return resp
 
     @server.route("/study/new")
     def new_participant():
+        if sc.participant() is not None:  # this browser holds a link already: that one
+            return redirect(link_path(request_secret() or ""), code=302)
         if not sc.study.allow_generated_ids:
-            return _error(404, "this study hands out no ids — ask the researcher for yours")
-        return redirect(f"/p/anon-{secrets.token_hex(4)}/", code=302)
+            return _error(404, "this study hands out no links — ask the researcher for yours")
+        try:
+            _, secret = sc.log.link()
+        except StudyError as exc:
+            return _study_error(exc)
+        return set_secret_cookie(redirect(link_path(secret), code=302), secret)
 
     @server.route("/study/health")
     def health():
         return jsonify({"ok": True, "study": sc.study.id})
 
-    @server.route("/study/join", methods=["POST"])
-    def join():
-        try:
-            doc = _json_body()
-            pid = check_pid(doc.get("pid") if isinstance(doc, dict) else None)
-            joined = sc.join(pid)
-        except StudyError as exc:
-            return _error(400, str(exc))
-        done = {r["task"] for r in sc.log.progress(pid) if r["submitted_at"]}
-        task = next((t.id for t in sc.study.tasks if t.id not in done), None)
-        return jsonify({"ok": True, "pid": pid, "condition": joined["condition"],
-                        "new": joined["new"], "task": task})
+    server.add_url_rule("/study/join", "study_join", lambda: _join(sc), methods=["POST"])
 
     @server.route("/study/event", methods=["POST"])
     def event():
+        pid = sc.participant()
+        if pid is None:
+            return _error(403, NO_SECRET)
         try:
-            pid, events, task = parse_event_request(_json_body(), task_ids)
-        except StudyError as exc:
-            return _error(400, str(exc))
-        try:
+            events, task = parse_event_request(_json_body(), task_ids)
             ids = sc.log.log_many(pid, events, task=task, source="http")
-        except UnknownParticipant as exc:
-            return _error(404, str(exc))
         except StudyError as exc:
-            return _error(503, str(exc))
+            return _study_error(exc)
         return jsonify({"ok": True, "ids": ids})
+
+
+def _join(sc: StudyContext):
+    """``POST /study/join`` (see the module notes)."""
+    try:
+        doc = _json_body()
+        if not isinstance(doc, dict) or "pid" in doc:
+            raise StudyError("a participant id is not accepted here — the participant is "
+                             "the one of the link's secret (X-Study-Secret, or none to get "
+                             "a new link where the study allows it)")
+        pid, secret = sc.participant(), None
+        if pid is None:
+            if request_secret() is not None or not sc.study.allow_generated_ids:
+                return _error(403, NO_SECRET)
+            pid, secret = sc.log.link()
+        joined = sc.join(pid)
+    except StudyError as exc:
+        return _study_error(exc)
+    done = {r["task"] for r in sc.log.progress(pid) if r["submitted_at"]}
+    task = next((t.id for t in sc.study.tasks if t.id not in done), None)
+    body = {"ok": True, "pid": pid, "condition": joined["condition"], "new": joined["new"],
+            "task": task}
+    if secret is None:
+        return jsonify(body)
+    return set_secret_cookie(jsonify({**body, "secret": secret, "link": link_path(secret)}),
+                             secret)

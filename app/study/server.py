@@ -5,21 +5,26 @@ callbacks (:func:`app.layout.build_layout`, :func:`app.callbacks.register_callba
 adds the study's callbacks and the HTTP routes of :mod:`app.study.routes` and
 :mod:`app.study.admin`, and returns it (``server = app.server``).
 
-A participant's page is ``/p/PID/`` (``/?pid=PID`` redirects there). Each page load
-registers the participant (their condition is chosen once and stored), starts their
-first unsubmitted task (a reload keeps its start time) and shows it with the views of
-their condition. Submitting stores the answer and reloads the page on the next task.
+A participant's page is their link ``/p/SECRET/`` (see :mod:`app.study.identity`: the
+server knows the participant from the secret only, never from an id the page sends).
+Each page load registers the participant (their condition is chosen once and stored),
+starts their first unsubmitted task (a reload keeps its start time) and shows it with
+the views of their condition. Submitting stores the answer to the participant's current
+task (time limits checked on the server's clock) and reloads the page on the next task.
+Every explorer callback is checked against the participant's condition
+(:mod:`app.study.guard`), request bodies and stored payloads are bounded, and every
+response carries the headers of :func:`app.security.secure_headers`.
 """
 
 from __future__ import annotations
 
-import re
+import os
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlparse
+from urllib.parse import parse_qs
 
 import dash_cytoscape as cyto
 import numpy as np
@@ -30,12 +35,14 @@ from ..callbacks import register_callbacks
 from ..data import RunData
 from ..layout import build_layout
 from ..main import ASSETS, initial_selection
+from ..security import MAX_REQUEST_BYTES, bind_warning, limit_request_bodies, secure_headers
 from ..selection import to_query
-from . import admin, routes
+from . import admin, guard, routes
 from .answers import add_selected, check_answer
 from .assign import choose_condition
 from .events import register_event_callbacks
-from .spec import Study, StudyError, Task, check_pid, load_study
+from .identity import link_path, request_secret, secret_from_url
+from .spec import Study, StudyError, Task, load_study
 from .store import StudyLog, seconds_between, utc_now
 from .views import done_page, landing_page, message_page, restrict_views, study_frame, task_panel
 
@@ -43,10 +50,11 @@ __all__ = ["StudyContext", "create_study_app", "serve_study"]
 
 CSS = Path(__file__).with_name("study.css").read_text(encoding="utf-8")
 JS = Path(__file__).with_name("study.js").read_text(encoding="utf-8")
-_PATH = re.compile(r"^/p/([^/]*)/?$")
 _SELECTION_KEYS = {"split", "state", "row", "pattern"}
 STATE_VIEWS = {"diagram", "card", "patterns"}
-TIMEOUT_GRACE_S = 2.0
+TIMEOUT_GRACE_S = 2.0  # a page may say "time is up" this early (clock skew)
+LATE_GRACE_S = 1.0  # an answer this late after the limit is still on time (in flight)
+MAX_QUERY_CHARS = 2000
 
 
 @dataclass
@@ -93,6 +101,21 @@ class StudyContext:
                                  f"which is not in split {split!r} of the run — use ids from "
                                  "the table's id column")
 
+    def participant(self) -> str | None:
+        """The participant of the current request's link secret, or None."""
+        return self.log.pid_of(request_secret()) if has_request_context() else None
+
+    def condition_views(self, pid: str) -> tuple[str, ...] | None:
+        """The views of ``pid``'s stored condition (None before they joined)."""
+        cond = self.log.condition_of(pid)
+        return None if cond is None else self.study.conditions.get(cond, ())
+
+    def current_task(self, pid: str) -> tuple[int, Task] | None:
+        """``(position, task)`` of the participant's first unsubmitted task, or None."""
+        done = {r["task"] for r in self.log.progress(pid) if r["submitted_at"]}
+        return next(((k, t) for k, t in enumerate(self.study.tasks) if t.id not in done),
+                    None)
+
     def join(self, pid: str) -> dict[str, Any]:
         names = list(self.study.conditions)
         return self.log.join(pid, lambda counts: choose_condition(
@@ -102,25 +125,15 @@ class StudyContext:
         return self.log.log_many(pid, events)
 
 
-def pid_from_url(url: str | None) -> tuple[str | None, str]:
-    """(participant id or None, query string) of a page URL ``/p/PID/?...``.
-
-    Examples
-    --------
-    >>> pid_from_url("http://127.0.0.1:8050/p/P01/?row=3")
-    ('P01', 'row=3')
-    >>> pid_from_url("http://127.0.0.1:8050/")
-    (None, '')
-    """
-    parsed = urlparse(url or "")
-    m = _PATH.match(parsed.path)
-    return (unquote(m.group(1)) if m else None), parsed.query
-
-
-def _task_selection(sc: StudyContext, task: Task, query: str) -> dict[str, Any]:
-    """The page's first selection: its URL's, else the task's first instance."""
+def _task_selection(sc: StudyContext, task: Task, query: str,
+                    views: tuple[str, ...]) -> dict[str, Any]:
+    """The page's first selection: its URL's, else the task's first instance (a condition
+    without state views cannot select a state or a pattern through the URL)."""
     if _SELECTION_KEYS & set(parse_qs(query)):
-        return initial_selection(sc.data, query)
+        sel = initial_selection(sc.data, query)
+        if not guard.STATE_VIEWS & set(views):
+            sel = {**sel, "state": None, "pattern": None}
+        return sel
     split = sc.split_of(task)
     rows = sc.rows_by_id(split)
     row = rows.get(task.open[0]) if task.open else None
@@ -132,19 +145,19 @@ def participant_page(sc: StudyContext, pid: str, query: str) -> html.Div:
     study = sc.study
     joined = sc.join(pid)
     views = study.conditions[joined["condition"]]
-    done = {r["task"] for r in sc.log.progress(pid) if r["submitted_at"]}
-    pending = [(k, t) for k, t in enumerate(study.tasks) if t.id not in done]
-    if not pending:
+    current = sc.current_task(pid)
+    if current is None:
         sc.log.log(pid, "page_opened", {"done": True}, source="server")
         return done_page(study, pid)
-    position, task = pending[0]
+    position, task = current
     started = sc.log.start_task(pid, task.id, position, {"views": list(views)})
     elapsed = seconds_between(started["started_at"], utc_now())
-    sc.log.log(pid, "page_opened", {"views": list(views), "query": query,
+    sc.log.log(pid, "page_opened", {"views": list(views), "query": query[:MAX_QUERY_CHARS],
                                     "reload": not started["new"]}, task=task.id,
                source="server")
-    initial = _task_selection(sc, task, query)
-    explorer = restrict_views(build_layout(sc.data, initial=initial), views)
+    initial = _task_selection(sc, task, query, views)
+    explorer = guard.blank_excluded(
+        restrict_views(build_layout(sc.data, initial=initial), views), views)
     info = {"pid": pid, "condition": joined["condition"], "task": task.id,
             "position": position, "elapsed": elapsed, "limit": task.time_limit_s,
             "split": sc.split_of(task), "answer": task.answer}
@@ -165,13 +178,14 @@ def serve_layout(sc: StudyContext) -> Any:
     if not has_request_context():
         return landing_page(sc.study)
     is_layout = request.path.endswith("_dash-layout")
-    pid, query = pid_from_url(request.referrer if is_layout else request.url)
-    if pid is None:
+    secret, query, is_link = secret_from_url(request.referrer if is_layout else request.url)
+    if not is_link:
         return landing_page(sc.study)
-    try:
-        check_pid(pid)
-    except StudyError as exc:
-        return message_page("This participant link is not valid", str(exc))
+    pid = sc.log.pid_of(secret)
+    if pid is None:
+        return message_page("This participant link is not valid",
+                            "open the study link the researcher sent you, as it is (it "
+                            "ends in a long code) — or ask them for a new one")
     if not is_layout:
         return landing_page(sc.study)
     # Dash may build the layout twice in one request (its first-request check): the page
@@ -233,17 +247,19 @@ def register_study_callbacks(app: Dash, sc: StudyContext) -> None:
                   prevent_initial_call=True)
     def open_instance(_clicks, sel, info):
         trig = ctx.triggered_id
-        if not isinstance(trig, dict) or not ctx.triggered[0]["value"] or not info:
+        pid = sc.participant()
+        current = sc.current_task(pid) if pid else None
+        if not isinstance(trig, dict) or not ctx.triggered[0]["value"] or not info or \
+                current is None:
             return no_update, no_update, no_update
-        task = sc.study.task(info["task"])
-        if trig["index"] >= len(task.open):
+        task = current[1]
+        if not isinstance(trig.get("index"), int) or not 0 <= trig["index"] < len(task.open):
             return no_update, no_update, no_update
         iid = task.open[trig["index"]]
         split = sc.split_of(task)
         new = {**(sel or {}), "split": split, "row": sc.rows_by_id(split)[iid]}
         try:
-            ids = sc.write(info["pid"], [("task_instance_opened", {"id": iid,
-                                                                   "split": split})])
+            ids = sc.write(pid, [("task_instance_opened", {"id": iid, "split": split})])
         except StudyError as exc:
             return new, to_query(new), {"ok": False, "error": str(exc)}
         return new, to_query(new), {"ok": True, "ids": ids}
@@ -270,18 +286,34 @@ def register_study_callbacks(app: Dash, sc: StudyContext) -> None:
     def submit(n, timeout, info, text, choice, ids):
         if not info or (ctx.triggered_id == "study-submit" and not n):
             return no_update, no_update
-        return submit_answer(sc, info, text=text, choice=choice, ids=ids,
+        pid = sc.participant()
+        if pid is None:
+            return "this page's participant link is not valid — reload the page", no_update
+        return submit_answer(sc, pid, info.get("task"), text=_text(text),
+                             choice=_text(choice), ids=_text(ids),
                              timed_out=ctx.triggered_id == "study-timeout" and bool(timeout))
 
 
-def submit_answer(sc: StudyContext, info: dict[str, Any], *, text: str | None,
-                  choice: str | None, ids: str | None, timed_out: bool) -> tuple[Any, Any]:
-    """Check and store an answer: ``(message, next page URL)`` (one of them no_update).
+def _text(value: Any) -> str | None:
+    """A widget's value as text (None for anything else a forged request may send)."""
+    return value if isinstance(value, str) else None
 
-    A time-out submits whatever the widgets hold, valid or not; the page's claim that
-    time is up is checked against the task's stored start.
+
+def submit_answer(sc: StudyContext, pid: str, page_task: str | None, *, text: str | None,
+                  choice: str | None, ids: str | None, timed_out: bool) -> tuple[Any, Any]:
+    """Check and store ``pid``'s answer: ``(message, next page URL)`` (one is no_update).
+
+    The answer goes to the participant's current task on the server; ``page_task``, the
+    task the page shows, must be that task (else the page is out of date). A time-out
+    submits whatever the widgets hold, valid or not; the page's claim that time is up is
+    checked against the task's stored start, and an answer later than the task's limit
+    is stored with ``timed_out = 1`` whatever the page says.
     """
-    pid, task = info["pid"], sc.study.task(info["task"])
+    current = sc.current_task(pid)
+    if current is None or current[1].id != page_task:
+        return ("this page is out of date (that task is done) — reload the page",
+                no_update)
+    task = current[1]
     if timed_out:
         started = next((r["started_at"] for r in sc.log.progress(pid)
                         if r["task"] == task.id), None)
@@ -298,14 +330,18 @@ def submit_answer(sc: StudyContext, info: dict[str, Any], *, text: str | None,
             sc.write(pid, [("answer_rejected", {"reason": str(exc)})])
             return str(exc), no_update
         raw = {"text": text, "choice": choice}.get(task.answer, ids)
-        answer = {"type": task.answer, "value": None, "raw": raw, "invalid": str(exc)}
-    sc.log.submit(pid, task.id, answer, timed_out=timed_out)
-    return "", f"/p/{pid}/?done={task.id}"
+        answer = {"type": task.answer, "value": None, "raw": (raw or "")[:task.max_chars],
+                  "invalid": str(exc)}
+    sc.log.submit(pid, task.id, answer, timed_out=timed_out, limit_s=task.time_limit_s,
+                  grace_s=LATE_GRACE_S)
+    return "", f"{link_path(sc.log.secret_of(pid) or '')}?done={task.id}"
 
 
 def create_study_app(study: Study | str | Path, *, db: str | Path,
                      admin_token: str | None = None, data: RunData | None = None,
-                     synchronous: str = "FULL") -> Dash:
+                     synchronous: str = "FULL", allowed_hosts: list[str] | None = None,
+                     bind_host: str | None = None,
+                     max_request_bytes: int = MAX_REQUEST_BYTES) -> Dash:
     """The Dash app of ``study`` logging into the SQLite file ``db``.
 
     Parameters
@@ -318,6 +354,15 @@ def create_study_app(study: Study | str | Path, *, db: str | Path,
         Turns the admin page on (``/study/admin``); requests need this token.
     data : RunData, optional
         The run, if already loaded (tests).
+    synchronous : {"FULL", "NORMAL"}
+        The log's durability (see :mod:`app.study.store`).
+    allowed_hosts : list of str, optional
+        Host names clients may use besides loopback and ``bind_host``
+        (:func:`app.security.secure_headers`).
+    bind_host : str, optional
+        The interface the server will bind.
+    max_request_bytes : int
+        The largest request body any route accepts (``/study/event`` takes less).
     """
     if not isinstance(study, Study):
         study = load_study(study)
@@ -331,6 +376,8 @@ def create_study_app(study: Study | str | Path, *, db: str | Path,
     log = StudyLog(db, study=study.id, digest=study.digest(), synchronous=synchronous)
     sc = StudyContext(study=study, data=data, log=log, admin_token=admin_token)
     sc.check_run()
+    for pid in study.participant_ids():
+        log.link(pid)
     cyto.load_extra_layouts()
     app = Dash(__name__, assets_folder=str(ASSETS), title=f"stateseer study · {study.id}",
                update_title=None, suppress_callback_exceptions=True)
@@ -338,8 +385,11 @@ def create_study_app(study: Study | str | Path, *, db: str | Path,
         "{%css%}", "{%css%}\n<style>" + CSS + "</style>").replace(
         "{%renderer%}", "{%renderer%}\n<script>" + JS + "</script>")
     app.layout = lambda: serve_layout(sc)
+    limit_request_bodies(app.server, max_request_bytes)
+    secure_headers(app.server, allowed_hosts, bind_host=bind_host)
+    guard.register(app.server, sc)
     register_callbacks(app, data)
-    register_event_callbacks(app, sc.write, sc.row_id)
+    register_event_callbacks(app, sc.write, sc.row_id, sc.participant)
     register_study_callbacks(app, sc)
     routes.register(app.server, sc)
     admin.register(app.server, sc)
@@ -352,8 +402,12 @@ def create_study_app(study: Study | str | Path, *, db: str | Path,
 
 def serve_study(study_file: str | Path, *, db: str | Path | None = None,
                 run: str | Path | None = None, host: str = "127.0.0.1", port: int = 8050,
-                admin_token: str | None = None, access_log: bool = False) -> int:
-    """``stateseer study``: load, check and serve a study until interrupted."""
+                admin_token: str | None = None, access_log: bool = False,
+                allowed_hosts: list[str] | None = None) -> int:
+    """``stateseer study``: load, check and serve a study until interrupted.
+
+    ``allowed_hosts`` defaults to ``$STATESEER_ALLOWED_HOSTS`` (comma-separated).
+    """
     import logging
     import signal
     import time
@@ -361,17 +415,26 @@ def serve_study(study_file: str | Path, *, db: str | Path | None = None,
     t0 = time.perf_counter()
     study = load_study(study_file, run=run)
     db = Path(db) if db else Path(f"study-{study.id}.sqlite")
-    app = create_study_app(study, db=db, admin_token=admin_token)
-    if app.study_context.log.digest_changed:
-        print(f"stateseer: warning: the conditions or tasks of study {study.id!r} changed "
-              f"since {db} was created; answers before and after may not compare",
-              file=sys.stderr)
+    if allowed_hosts is None:
+        allowed_hosts = os.environ.get("STATESEER_ALLOWED_HOSTS", "").split(",")
+    app = create_study_app(study, db=db, admin_token=admin_token,
+                           allowed_hosts=allowed_hosts, bind_host=host)
+    sc = app.study_context
+    warnings = [bind_warning(host, "the study server")]
+    if sc.log.digest_changed:
+        warnings.append(f"stateseer: warning: the conditions or tasks of study {study.id!r} "
+                        f"changed since {db} was created; answers before and after may not "
+                        "compare")
+    for line in filter(None, warnings):
+        print(line, file=sys.stderr)
     if not access_log:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
     url = f"http://{host}:{port}"
+    links = write_links(sc, db.with_name(db.stem + ".links.csv"), url)
     print(f"stateseer: study {study.id!r} ({len(study.tasks)} tasks, conditions "
-          f"{', '.join(study.conditions)}) on {url}/p/PID/ · log {db} · admin "
-          f"{url + '/study/admin' if admin_token else 'off'} · ready in "
+          f"{', '.join(study.conditions)}) on {url} · participant links in {links} "
+          f"{'and ' + url + '/study/new ' if study.allow_generated_ids else ''}· log {db} · "
+          f"admin {url + '/study/admin' if admin_token else 'off'} · ready in "
           f"{time.perf_counter() - t0:.1f} s (Ctrl+C to stop)", file=sys.stderr, flush=True)
     # SIGTERM stops the server like Ctrl+C, so the log is closed cleanly; SIGKILL loses
     # nothing acknowledged either (see app.study.store)
@@ -379,5 +442,18 @@ def serve_study(study_file: str | Path, *, db: str | Path | None = None,
     try:
         app.run(host=host, port=port, debug=False, threaded=True)
     finally:
-        app.study_context.log.close()
+        sc.log.close()
     return 0
+
+
+def write_links(sc: StudyContext, path: Path, base_url: str) -> Path:
+    """Write every participant link to ``path`` (CSV, mode 0600: links are secrets)."""
+    from .export import links_csv
+
+    text = links_csv(sc.log.links(), base_url)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+    return path

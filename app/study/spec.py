@@ -13,6 +13,12 @@ A study file is JSON (or YAML when PyYAML is installed)::
        {"id": "pick-state", "prompt": "Which state leads to 'rotten'?",
         "answer": {"type": "choice", "options": ["3", "7", "12"]}, "time_limit_s": 300}]}
 
+Participants join by their own link, ``/p/SECRET/`` (an unguessable secret per
+participant, see :mod:`app.study.identity`): ids listed in ``"participants": ["P01",
+...]`` or pre-assigned in ``assignment.participants`` get a link when the server starts
+(written to ``DB.links.csv``, readable by its owner only, and on the admin page); with
+``allow_generated_ids`` (the default) ``/study/new`` hands out new links.
+
 Relative run paths are read from the study file's folder. A study shows one run (start
 one study server per run to compare models). Every problem is reported as a
 one-line :class:`StudyError` that names the key and says what to write instead.
@@ -52,7 +58,7 @@ METHODS = ("counterbalanced", "random", "fixed")
 PID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _TOP_KEYS = ("study", "title", "intro", "run", "conditions", "assignment",
-             "task_time_limit_s", "allow_generated_ids", "tasks")
+             "task_time_limit_s", "allow_generated_ids", "participants", "tasks")
 _TASK_KEYS = ("id", "prompt", "open", "split", "answer", "time_limit_s")
 _ANSWER_KEYS = ("type", "options", "max_chars")
 _ASSIGN_KEYS = ("method", "seed", "condition", "participants")
@@ -121,6 +127,11 @@ class Study:
     intro: str = ""
     allow_generated_ids: bool = True
     source: Path | None = None
+    participants: tuple[str, ...] = ()
+
+    def participant_ids(self) -> tuple[str, ...]:
+        """Ids that get a link when the server starts (listed or pre-assigned)."""
+        return tuple(dict.fromkeys([*self.participants, *self.assignment.participants]))
 
     def task(self, task_id: str) -> Task:
         """The task called ``task_id`` (KeyError if none)."""
@@ -348,13 +359,22 @@ def parse_study(doc: Any, base: str | Path = ".", *, source: Path | None = None)
     for key in ("title", "intro"):
         if not isinstance(doc.get(key, ""), str):
             raise _fail(f"'{key}'", "is not text", "write a string")
+    listed = doc.get("participants", [])
+    if not isinstance(listed, list):
+        raise _fail("'participants'", "is not a list", "write e.g. [\"P01\", \"P02\"]")
+    for pid in listed:
+        try:
+            check_pid(pid)
+        except StudyError as exc:
+            raise _fail("'participants'", f"has a bad id: {exc}", "fix the id") from None
     run_path = Path(run).expanduser()
     if not run_path.is_absolute():
         run_path = Path(base) / run_path
     return Study(id=study_id, run=run_path, conditions=conditions, tasks=tasks,
                  assignment=_assignment(doc.get("assignment"), conditions),
                  title=doc.get("title", ""), intro=doc.get("intro", ""),
-                 allow_generated_ids=allow, source=source)
+                 allow_generated_ids=allow, source=source,
+                 participants=tuple(dict.fromkeys(listed)))
 
 
 def _read(path: Path) -> Any:

@@ -3,6 +3,7 @@
 Tables::
 
     meta(key, value)                        format, version, study id, study digest
+    links(secret, pid, created_at)          each participant's link secret (see below)
     participants(pid, condition, method, ordinal, joined_at)
     tasks(pid, task, position, started_at, submitted_at, answer, seconds, timed_out)
     events(id, pid, condition, task, ts, kind, payload, source)
@@ -17,12 +18,22 @@ fsync per commit, is paid once per *batch*: a single writer thread takes every w
 waiting in its queue, runs each in its own savepoint of one transaction, commits, and
 only then wakes the callers (group commit). Readers use their own connections (WAL lets
 them read while the writer writes). Timestamps are UTC, ISO 8601 with milliseconds.
+
+Identity and limits. A participant is known by the unguessable secret of their study
+link (:meth:`StudyLog.link`, 128 random bits); the database holds those secrets, so it is
+created readable by its owner only (0600; SQLite gives its ``-wal`` and ``-shm`` files the
+same mode). Every write is bounded: an event's payload at :data:`MAX_PAYLOAD_BYTES`, a
+participant's events at ``max_events`` (default :data:`MAX_EVENTS_PER_PARTICIPANT`), the
+number of participants at ``max_participants`` and the database at ``max_db_bytes``;
+a write over a limit is refused with a one-line :class:`StudyLimitError`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import queue
+import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
@@ -33,11 +44,17 @@ from typing import Any
 
 from .spec import StudyError
 
-__all__ = ["FORMAT", "StudyLog", "UnknownParticipant", "connect_log", "utc_now"]
+__all__ = ["FORMAT", "MAX_PAYLOAD_BYTES", "StudyLimitError", "StudyLog", "UnknownParticipant",
+           "connect_log", "new_secret", "utc_now"]
 
 FORMAT = "stateseer.study-log"
 VERSION = "1"
 MAX_BATCH = 1024
+MAX_PAYLOAD_BYTES = 64 * 1024
+MAX_ANSWER_BYTES = 1024 * 1024  # answers are bounded by their task's max_chars first
+MAX_EVENTS_PER_PARTICIPANT = 100_000
+MAX_PARTICIPANTS = 10_000
+MAX_DB_BYTES = 2 * 1024**3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,6 +70,8 @@ CREATE TABLE IF NOT EXISTS events(
     task TEXT, ts TEXT NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
     source TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS events_by_pid ON events(pid, task);
+CREATE TABLE IF NOT EXISTS links(
+    secret TEXT PRIMARY KEY, pid TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);
 """
 
 _CURRENT_TASK = ("SELECT task FROM tasks WHERE pid = ? AND submitted_at IS NULL "
@@ -61,6 +80,23 @@ _CURRENT_TASK = ("SELECT task FROM tasks WHERE pid = ? AND submitted_at IS NULL 
 
 class UnknownParticipant(StudyError):
     """An event for a participant id that has not joined the study."""
+
+
+class StudyLimitError(StudyError):
+    """A write over one of the log's size limits (payload, events, participants, bytes)."""
+
+
+def new_secret() -> str:
+    """A fresh link secret: 128 random bits, URL-safe (22 characters)."""
+    return secrets.token_urlsafe(16)
+
+
+def _create_private(path: Path) -> None:
+    """Create ``path`` empty with mode 0600 unless it exists (SQLite keeps the mode)."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
 
 
 def utc_now() -> str:
@@ -75,6 +111,15 @@ def _parse(ts: str) -> datetime:
 def seconds_between(start: str, end: str) -> float:
     """Seconds from one :func:`utc_now` stamp to another."""
     return round((_parse(end) - _parse(start)).total_seconds(), 3)
+
+
+def _payload_text(kind: str, payload: Any, limit: int = MAX_PAYLOAD_BYTES) -> str:
+    """``payload`` as stored (JSON), or :class:`StudyLimitError` over ``limit`` bytes."""
+    text = json.dumps(payload or {}, ensure_ascii=False, sort_keys=True)
+    if len(text) > limit or len(text.encode("utf-8")) > limit:
+        raise StudyLimitError(f"the {kind!r} payload has {len(text.encode('utf-8')):,} bytes; "
+                              f"the limit is {limit // 1024} KiB — send less")
+    return text
 
 
 def connect_log(path: str | Path, *, check: bool = True) -> sqlite3.Connection:
@@ -112,6 +157,8 @@ class StudyLog:
         :meth:`Study.digest` of the study file, kept to warn when the file changed.
     synchronous : {"FULL", "NORMAL"}
         SQLite's ``synchronous`` setting (see the module notes).
+    max_events, max_participants, max_db_bytes : int, optional
+        Store-size caps (see the module notes).
 
     Examples
     --------
@@ -126,12 +173,18 @@ class StudyLog:
     """
 
     def __init__(self, path: str | Path, *, study: str, digest: str = "",
-                 synchronous: str = "FULL") -> None:
+                 synchronous: str = "FULL", max_events: int = MAX_EVENTS_PER_PARTICIPANT,
+                 max_participants: int = MAX_PARTICIPANTS,
+                 max_db_bytes: int = MAX_DB_BYTES) -> None:
         if synchronous not in ("FULL", "NORMAL"):
             raise StudyError(f"synchronous={synchronous!r}; use FULL or NORMAL")
         self.path = Path(path)
         self.study = study
         self.digest_changed = False
+        self.max_events = max_events
+        self.max_participants = max_participants
+        self.max_db_bytes = max_db_bytes
+        self._n_events: dict[str, int] = {}  # per participant; the writer thread's own
         self._sync = synchronous
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._local = threading.local()
@@ -145,6 +198,7 @@ class StudyLog:
     # -- the writer thread ---------------------------------------------------------------------
     def _open(self, digest: str) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _create_private(self.path)
         conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None,
                                check_same_thread=False)
         try:
@@ -260,12 +314,52 @@ class StudyLog:
         rows = self.read("SELECT condition FROM participants WHERE pid = ?", (pid,))
         return rows[0][0] if rows else None
 
+    def pid_of(self, secret: str | None) -> str | None:
+        """The participant whose link holds ``secret``, or None."""
+        if not secret:
+            return None
+        rows = self.read("SELECT pid FROM links WHERE secret = ?", (secret,))
+        return rows[0][0] if rows else None
+
+    def secret_of(self, pid: str) -> str | None:
+        """The secret of ``pid``'s link, or None."""
+        rows = self.read("SELECT secret FROM links WHERE pid = ?", (pid,))
+        return rows[0][0] if rows else None
+
+    def links(self) -> list[dict[str, Any]]:
+        """Every participant link: ``{"pid", "secret", "created_at", "condition"}``."""
+        rows = self.read("SELECT l.pid, l.secret, l.created_at, p.condition FROM links l "
+                         "LEFT JOIN participants p USING (pid) ORDER BY l.created_at, l.pid")
+        return [dict(r) for r in rows]
+
     def progress(self, pid: str) -> list[dict[str, Any]]:
         """The participant's started tasks in order, with answers where submitted."""
         rows = self.read("SELECT * FROM tasks WHERE pid = ? ORDER BY position", (pid,))
         return [dict(r) for r in rows]
 
     # -- writing -------------------------------------------------------------------------------
+    def link(self, pid: str | None = None, *, prefix: str = "anon") -> tuple[str, str]:
+        """``(pid, secret)`` of a participant's link, made once (a fresh id if ``pid`` is
+        None: ``PREFIX-`` and 8 hex digits). Refused past ``max_participants`` links."""
+        def op(conn: sqlite3.Connection) -> tuple[str, str]:
+            if pid is not None:
+                row = conn.execute("SELECT secret FROM links WHERE pid = ?", (pid,)).fetchone()
+                if row:
+                    return pid, row[0]
+            n = conn.execute("SELECT COUNT(*) FROM links").fetchone()[0]
+            if n >= self.max_participants:
+                raise StudyLimitError(f"the study has {n:,} participant links, its limit — "
+                                      "start another study database (--db)")
+            who = pid
+            while who is None or conn.execute("SELECT 1 FROM links WHERE pid = ?",
+                                              (who,)).fetchone():
+                who = f"{prefix}-{secrets.token_hex(4)}"
+            secret = new_secret()
+            conn.execute("INSERT INTO links VALUES (?, ?, ?)", (secret, who, utc_now()))
+            return who, secret
+
+        return self._call(op)
+
     def join(self, pid: str, choose: Callable[[dict[str, int]], tuple[str, str]]) -> dict:
         """Register ``pid`` with the condition ``choose(counts)`` picks, once.
 
@@ -299,8 +393,7 @@ class StudyLog:
         ``task`` defaults to the participant's current (started, unsubmitted) task.
         Raises :class:`UnknownParticipant` for an id that has not joined.
         """
-        rows = [(kind, json.dumps(payload or {}, ensure_ascii=False, sort_keys=True))
-                for kind, payload in events]
+        rows = [(kind, _payload_text(kind, payload)) for kind, payload in events]
 
         def op(conn: sqlite3.Connection) -> list[int]:
             row = conn.execute("SELECT condition FROM participants WHERE pid = ?",
@@ -308,6 +401,7 @@ class StudyLog:
             if row is None:
                 raise UnknownParticipant(f"participant {pid!r} has not joined this study — "
                                          "open the study page (or POST /study/join) first")
+            self._check_room(conn, pid, len(rows))
             current = task
             if current is None:
                 hit = conn.execute(_CURRENT_TASK, (pid,)).fetchone()
@@ -320,9 +414,26 @@ class StudyLog:
                     "VALUES (?, ?, ?, ?, ?, ?, ?)", (pid, row[0], current, now, kind, payload,
                                                      source))
                 ids.append(int(cur.lastrowid))
+            self._n_events[pid] += len(rows)
             return ids
 
         return self._call(op) if rows else []
+
+    def _check_room(self, conn: sqlite3.Connection, pid: str, n: int) -> None:
+        """Refuse ``n`` more events of ``pid`` over the event or database caps (writer
+        thread only)."""
+        if pid not in self._n_events:
+            self._n_events[pid] = conn.execute("SELECT COUNT(*) FROM events WHERE pid = ?",
+                                               (pid,)).fetchone()[0]
+        if self._n_events[pid] + n > self.max_events:
+            raise StudyLimitError(f"participant {pid!r} has {self._n_events[pid]:,} events, "
+                                  f"the limit is {self.max_events:,} — nothing more is "
+                                  "logged for them")
+        pages, size = (conn.execute(f"PRAGMA {p}").fetchone()[0]
+                       for p in ("page_count", "page_size"))
+        if pages * size > self.max_db_bytes:
+            raise StudyLimitError(f"the study database is over {self.max_db_bytes:,} bytes, "
+                                  "its limit — export it and start another (--db)")
 
     def log(self, pid: str, kind: str, payload: dict[str, Any] | None = None, *,
             task: str | None = None, source: str = "ui") -> int:
@@ -355,12 +466,16 @@ class StudyLog:
         return self._call(op)
 
     def submit(self, pid: str, task: str, answer: dict[str, Any], *,
-               timed_out: bool = False) -> dict[str, Any] | None:
+               timed_out: bool = False, limit_s: float | None = None,
+               grace_s: float = 1.0) -> dict[str, Any] | None:
         """Store the answer to a started task once; None if it was already submitted.
 
-        Returns ``{"submitted_at", "seconds"}`` (seconds from the task's start).
+        The server's clock decides lateness: an answer stored more than ``limit_s +
+        grace_s`` seconds after the task's start is stored with ``timed_out = 1``, whatever
+        the page said (``grace_s`` covers the page's own time-out submit in flight).
+        Returns ``{"submitted_at", "seconds", "timed_out"}`` (seconds from the task's start).
         """
-        text = json.dumps(answer, ensure_ascii=False, sort_keys=True)
+        text = _payload_text("answer", answer, MAX_ANSWER_BYTES)
 
         def op(conn: sqlite3.Connection) -> dict[str, Any] | None:
             row = conn.execute(
@@ -373,15 +488,16 @@ class StudyLog:
                 return None
             now = utc_now()
             secs = seconds_between(row[0], now)
+            late = timed_out or (limit_s is not None and secs > limit_s + grace_s)
             conn.execute("UPDATE tasks SET submitted_at = ?, answer = ?, seconds = ?, "
                          "timed_out = ? WHERE pid = ? AND task = ?",
-                         (now, text, secs, int(timed_out), pid, task))
+                         (now, text, secs, int(late), pid, task))
             conn.execute("INSERT INTO events(pid, condition, task, ts, kind, payload, source) "
                          "VALUES (?, ?, ?, ?, 'task_submitted', ?, 'server')",
                          (pid, row[2], task, now, json.dumps(
-                             {"answer": answer, "seconds": secs, "timed_out": timed_out},
+                             {"answer": answer, "seconds": secs, "timed_out": late},
                              ensure_ascii=False, sort_keys=True)))
-            return {"submitted_at": now, "seconds": secs}
+            return {"submitted_at": now, "seconds": secs, "timed_out": late}
 
         return self._call(op)
 

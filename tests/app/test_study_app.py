@@ -40,8 +40,15 @@ def study_app(explored_run, tmp_path_factory):
     app.study_context.log.close()
 
 
-def _layout(client, pid):
-    r = client.get("/_dash-layout", headers={"Referer": f"http://localhost/p/{pid}/"})
+def link(app, pid):
+    """The secret of ``pid``'s study link (made once)."""
+    return app.study_context.log.link(pid)[1]
+
+
+def _layout(client, pid, app=None):
+    """The page of participant ``pid`` (through their link) as JSON."""
+    secret = link(app, pid) if app is not None else pid
+    r = client.get("/_dash-layout", headers={"Referer": f"http://localhost/p/{secret}/"})
     assert r.status_code == 200
     return json.loads(r.data)
 
@@ -118,8 +125,8 @@ def test_restrict_views_on_the_real_explorer(explored_run):
 
 def test_participants_get_a_stored_condition_and_their_views(study_app):
     client = study_app.server.test_client()
-    first = _layout(client, "P01")
-    second = _layout(client, "P02")
+    first = _layout(client, "P01", study_app)
+    second = _layout(client, "P02", study_app)
     info1 = _find(first, "study-info")["props"]["data"]
     info2 = _find(second, "study-info")["props"]["data"]
     assert (info1["condition"], info2["condition"]) == ("full", "baseline")
@@ -133,7 +140,7 @@ def test_participants_get_a_stored_condition_and_their_views(study_app):
     rows = study_app.study_context.rows_by_id("test")
     assert sel["row"] == rows[study_app.test_ids[0]]
     # a reload keeps the condition, the task and its start
-    again = _find(_layout(client, "P01"), "study-info")["props"]["data"]
+    again = _find(_layout(client, "P01", study_app), "study-info")["props"]["data"]
     assert again["condition"] == "full" and again["task"] == "why"
     assert again["elapsed"] >= info1["elapsed"]
     kinds = [r[0] for r in study_app.study_context.log.read(
@@ -143,44 +150,52 @@ def test_participants_get_a_stored_condition_and_their_views(study_app):
 
 def test_bad_links_and_landing(study_app):
     client = study_app.server.test_client()
-    bad = _layout(client, "%3Cscript%3E")
-    assert "not valid" in _find(bad, "study-error")["props"]["children"]
-    assert _find(bad, "study-info") is None
+    for bad_link in ("%3Cscript%3E", "P01", "x" * 22):  # not a secret, a bare id, a guess
+        bad = _layout(client, bad_link)
+        assert "researcher" in _find(bad, "study-error")["props"]["children"]
+        assert _find(bad, "study-info") is None
     landing = json.loads(client.get("/_dash-layout",
                                     headers={"Referer": "http://localhost/"}).data)
     assert _find(landing, "study-pid-input") is not None
     r = client.get("/?pid=P%2F..%2Fx")
     assert r.status_code == 302 and r.headers["Location"].endswith("/p/P%2F..%2Fx/")
     r = client.get("/study/new")
-    assert r.status_code == 302 and "/p/anon-" in r.headers["Location"]
+    secret = r.headers["Location"].split("/p/")[1].strip("/")
+    assert r.status_code == 302 and study_app.study_context.log.pid_of(secret).startswith("anon-")
+
+
+def _submit(sc, info, **widgets):
+    """Submit as the page of ``info`` would (the participant as the server knows them)."""
+    from app.study.server import submit_answer
+
+    kw = {"text": None, "choice": None, "ids": None, "timed_out": False, **widgets}
+    return submit_answer(sc, info["pid"], info["task"], **kw)
 
 
 def test_tasks_advance_on_valid_answers_only(study_app):
-    from app.study.server import submit_answer
-
     sc = study_app.study_context
     client = study_app.server.test_client()
-    info = _find(_layout(client, "P03"), "study-info")["props"]["data"]
-    msg, href = submit_answer(sc, info, text="  ", choice=None, ids=None, timed_out=False)
+    info = _find(_layout(client, "P03", study_app), "study-info")["props"]["data"]
+    msg, href = _submit(sc, info, text="  ", choice=None, ids=None, timed_out=False)
     assert "empty" in msg
-    msg, href = submit_answer(sc, info, text="<img src=x onerror=alert(1)>", choice=None,
+    msg, href = _submit(sc, info, text="<img src=x onerror=alert(1)>", choice=None,
                               ids=None, timed_out=False)
-    assert href == "/p/P03/?done=why"
-    info = _find(_layout(client, "P03"), "study-info")["props"]["data"]
+    assert href == f"/p/{link(study_app, 'P03')}/?done=why"
+    info = _find(_layout(client, "P03", study_app), "study-info")["props"]["data"]
     assert info["task"] == "which" and info["limit"] == 1
     # time is up: whatever is there is stored, flagged
     import time
 
     time.sleep(1.1)
-    _, href = submit_answer(sc, info, text=None, choice=None, ids=None, timed_out=True)
-    assert href == "/p/P03/?done=which"
-    info = _find(_layout(client, "P03"), "study-info")["props"]["data"]
-    msg, _ = submit_answer(sc, info, text=None, choice=None, ids="999999", timed_out=False)
+    _, href = _submit(sc, info, text=None, choice=None, ids=None, timed_out=True)
+    assert href.endswith("/?done=which")
+    info = _find(_layout(client, "P03", study_app), "study-info")["props"]["data"]
+    msg, _ = _submit(sc, info, text=None, choice=None, ids="999999", timed_out=False)
     assert "does not exist" in msg
-    _, href = submit_answer(sc, info, text=None, choice=None,
+    _, href = _submit(sc, info, text=None, choice=None,
                             ids=f"{study_app.test_ids[2]}, {study_app.test_ids[0]}",
                             timed_out=False)
-    done = _layout(client, "P03")
+    done = _layout(client, "P03", study_app)
     assert _find(done, "study-done") is not None and _find(done, "study-info") is None
     rows = {r["task"]: r for r in sc.log.progress("P03")}
     assert json.loads(rows["why"]["answer"])["value"] == "<img src=x onerror=alert(1)>"
@@ -193,77 +208,114 @@ def test_tasks_advance_on_valid_answers_only(study_app):
 def test_an_early_time_out_claim_is_ignored(study_app):
     from dash import no_update
 
-    from app.study.server import submit_answer
-
     sc = study_app.study_context
     client = study_app.server.test_client()
-    info = _find(_layout(client, "P04"), "study-info")["props"]["data"]
-    assert submit_answer(sc, info, text="x", choice=None, ids=None, timed_out=True) == \
+    info = _find(_layout(client, "P04", study_app), "study-info")["props"]["data"]
+    assert _submit(sc, info, text="x", choice=None, ids=None, timed_out=True) == \
         (no_update, no_update)
 
 
 def test_event_endpoint(study_app):
     client = study_app.server.test_client()
-    r = client.post("/study/join", json={"pid": "H01"})
+    r = client.post("/study/join", json={})  # no link: a new participant, with its link
     assert r.status_code == 200 and r.json["condition"] in ("full", "baseline")
-    r = client.post("/study/event", json={"pid": "H01", "kind": "state_clicked",
-                                          "payload": {"state": 2}})
+    pid, secret = r.json["pid"], r.json["secret"]
+    assert r.json["link"] == f"/p/{secret}/"
+    hdr = {"X-Study-Secret": secret}
+    r = client.post("/study/event", json={"kind": "state_clicked", "payload": {"state": 2}},
+                    headers=hdr)
     assert r.status_code == 200 and r.json["ok"] and len(r.json["ids"]) == 1
-    r = client.post("/study/event", json={"pid": "H01", "task": "which",
-                                          "events": [{"kind": "a"}, {"kind": "b"}]})
+    r = client.post("/study/event", json={"task": "which",
+                                          "events": [{"kind": "a"}, {"kind": "b"}]},
+                    headers=hdr)
     assert r.status_code == 200 and len(r.json["ids"]) == 2
     rows = study_app.study_context.log.read(
-        "SELECT kind, task, source FROM events WHERE id IN (?, ?)", r.json["ids"])
-    assert [tuple(x) for x in rows] == [("a", "which", "http"), ("b", "which", "http")]
-    for body, status, needle in [
-        ({"pid": "nobody", "kind": "x"}, 404, "has not joined"),
-        ({"pid": "bad id", "kind": "x"}, 400, "not valid"),
-        ({"pid": "H01", "kind": "Bad Kind"}, 400, "event kind"),
-        ({"pid": "H01", "kind": "x", "payload": [1]}, 400, "must be a JSON object"),
-        ({"pid": "H01", "kind": "x", "task": "nope"}, 400, "not in this study"),
-        ({"pid": "H01", "kind": "x", "payload": {"a": "x" * 70000}}, 400, "larger than"),
+        "SELECT pid, kind, task, source FROM events WHERE id IN (?, ?)", r.json["ids"])
+    assert [tuple(x) for x in rows] == [(pid, k, "which", "http") for k in "ab"]
+    unjoined = link(study_app, "never-opened")
+    bare = study_app.server.test_client(use_cookies=False)  # only the headers below count
+    for body, headers, status, needle in [
+        ({"kind": "x"}, {}, 403, "no valid participant link"),
+        ({"kind": "x"}, {"X-Study-Secret": "x" * 22}, 403, "no valid participant link"),
+        ({"kind": "x"}, {"X-Study-Secret": unjoined}, 404, "has not joined"),
+        ({"kind": "Bad Kind"}, hdr, 400, "event kind"),
+        ({"kind": "x", "payload": [1]}, hdr, 400, "must be a JSON object"),
+        ({"kind": "x", "task": "nope"}, hdr, 400, "not in this study"),
+        ({"kind": "x", "payload": {"a": "x" * 70000}}, hdr, 400, "larger than"),
     ]:
-        r = client.post("/study/event", json=body)
+        r = bare.post("/study/event", json=body, headers=headers)
         assert r.status_code == status and needle in one_line(StudyError(r.json["error"]))
-    r = client.post("/study/event", data="pid=H01&kind=x",
+    r = client.post("/study/event", data="kind=x", headers=hdr,
                     content_type="application/x-www-form-urlencoded")
     assert r.status_code == 400 and "application/json" in r.json["error"]
 
 
 def test_admin_page_needs_the_token(study_app):
     client = study_app.server.test_client()
-    client.post("/study/join", json={"pid": "A01"})
+    secret = client.post("/study/join", json={}).json["secret"]
     sc = study_app.study_context
-    sc.log.start_task("A01", "why", 0)
-    sc.log.submit("A01", "why", {"type": "text", "value": "<script>alert(1)</script>"})
+    pid = sc.log.pid_of(secret)
+    sc.log.start_task(pid, "why", 0)
+    sc.log.submit(pid, "why", {"type": "text", "value": "<script>alert(1)</script>"})
     for url in ("/study/admin", "/study/admin/events.csv", "/study/admin/answers.csv",
-                "/study/admin/summary.csv", "/study/admin/participants/A01/answers.csv"):
+                "/study/admin/summary.csv", f"/study/admin/participants/{pid}/answers.csv",
+                "/study/admin/links.csv"):
         assert client.get(url).status_code == 403, url
         assert client.get(url, headers={"X-Study-Token": "wrong" + TOKEN}).status_code == 403
-        assert client.get(url + "?token=" + TOKEN[:-1]).status_code == 403
+        assert client.get(url + "?token=" + TOKEN).status_code == 403  # never in the URL
         assert client.get(url, headers={"X-Study-Token": TOKEN}).status_code == 200, url
     r = client.get("/study/admin", headers={"Authorization": f"Bearer {TOKEN}"})
     page = r.data.decode()
     assert r.headers["Cache-Control"] == "no-store"
     assert "<script>alert(1)</script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "A01" in page and "in progress" in page
-    r = client.get(f"/study/admin/participants/A01/answers.csv?token={TOKEN}")
+    assert pid in page and "in progress" in page and "token=" not in page
+    hdr = {"X-Study-Token": TOKEN}
+    r = client.get(f"/study/admin/participants/{pid}/answers.csv", headers=hdr)
     rows = list(csv.DictReader(io.StringIO(r.data.decode())))
     assert rows[0]["answer"] == "<script>alert(1)</script>" and rows[0]["task"] == "why"
     assert "attachment" in r.headers["Content-Disposition"]
-    r = client.get(f"/study/admin/summary.csv?token={TOKEN}")
+    r = client.get("/study/admin/summary.csv", headers=hdr)
     summary = list(csv.DictReader(io.StringIO(r.data.decode())))
     assert {"pid", "task", "seconds", "n_events", "answer"} <= set(summary[0])
+    links = list(csv.DictReader(io.StringIO(
+        client.get("/study/admin/links.csv", headers=hdr).data.decode())))
+    assert {r["pid"]: r["link"] for r in links}[pid] == f"http://localhost/p/{secret}/"
+    r = client.post("/study/admin/links", json={"pids": ["L01"]}, headers=hdr)
+    assert r.status_code == 200 and r.json["links"][0]["pid"] == "L01"
+    assert r.json["links"][0]["link"].endswith(f"/p/{sc.log.secret_of('L01')}/")
+    assert client.post("/study/admin/links", json={"n": 10**6}, headers=hdr).status_code == 400
 
 
-def test_admin_is_off_without_a_token_and_refuses_weak_ones(explored_run, tmp_path):
+def test_admin_login_sets_a_cookie_not_the_token(study_app):
+    client = study_app.server.test_client()
+    r = client.get("/study/admin", headers={"Accept": "text/html"})
+    assert r.status_code == 403 and b'name="token"' in r.data  # the login form
+    r = client.post("/study/admin/login", data={"token": TOKEN[:-1]})
+    assert r.status_code == 403
+    r = client.post("/study/admin/login", data={"token": TOKEN})
+    assert r.status_code == 303
+    cookie = r.headers["Set-Cookie"]
+    assert TOKEN not in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert client.get("/study/admin").status_code == 200
+    assert client.get("/study/admin/events.csv").status_code == 200
+
+
+@pytest.mark.parametrize("token", ["short", "aaaaaaaaaaaaaaaaaaaaaaaa", "abababababababababab",
+                                   "0123456789012345 "])
+def test_weak_admin_tokens_are_refused(explored_run, tmp_path, token):
     from app.study.server import create_study_app
 
     study, _ = _study(explored_run)
     with pytest.raises(StudyError) as err:
-        create_study_app(study, db=tmp_path / "a.sqlite", admin_token="short")
-    assert "at least 12" in one_line(err.value)
+        create_study_app(study, db=tmp_path / "a.sqlite", admin_token=token)
+    assert "secrets.token_urlsafe()" in one_line(err.value)
+
+
+def test_admin_is_off_without_a_token(explored_run, tmp_path):
+    from app.study.server import create_study_app
+
+    study, _ = _study(explored_run)
     app = create_study_app(study, db=tmp_path / "b.sqlite")
     try:
         r = app.server.test_client().get("/study/admin", headers={"X-Study-Token": ""})

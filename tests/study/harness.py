@@ -2,8 +2,10 @@
 
 Used by ``benchmarks/study_log.py`` (20 participants x 1,000 events) and by the
 durability test (4 x 100). :class:`StudyServer` runs ``stateseer study`` in a
-subprocess on a free port of 127.0.0.1; :func:`simulate` posts events from one thread
-per participant over keep-alive connections and records every acknowledgement;
+subprocess on a free port of 127.0.0.1; :func:`simulate` makes one new participant per
+thread (``POST /study/join`` without a link hands out one, with its secret), posts its
+events with that secret (``X-Study-Secret``) over a keep-alive connection and records
+every acknowledgement;
 :func:`audit` opens the database after the kill and checks that each acknowledged
 event is there, unchanged, and that ``PRAGMA integrity_check`` says ``ok``.
 """
@@ -26,6 +28,8 @@ from typing import Any
 
 __all__ = ["Ack", "StudyServer", "audit", "free_port", "simulate"]
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def free_port() -> int:
     """A TCP port of 127.0.0.1 that is free now."""
@@ -34,9 +38,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _post(conn: http.client.HTTPConnection, path: str, doc: Any) -> tuple[int, Any]:
+def _post(conn: http.client.HTTPConnection, path: str, doc: Any,
+          secret: str | None = None) -> tuple[int, Any]:
     body = json.dumps(doc).encode()
-    conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
+    if secret:
+        headers["X-Study-Secret"] = secret
+    conn.request("POST", path, body=body, headers=headers)
     resp = conn.getresponse()
     data = resp.read()
     return resp.status, json.loads(data) if data else None
@@ -65,7 +73,7 @@ class StudyServer:
         out = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL
         cmd = [sys.executable, "-m", "app.cli", "study", str(self.study_file),
                "--db", str(self.db), "--host", "127.0.0.1", "--port", str(self.port)]
-        root = Path(__file__).resolve().parents[2]
+        root = ROOT
         env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep +
                os.environ.get("PYTHONPATH", "")}
         self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
@@ -110,20 +118,21 @@ class Ack:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _participant(port: int, pid: str, n_events: int, ack: Ack, stop: threading.Event) -> None:
+def _participant(port: int, n_events: int, ack: Ack, stop: threading.Event) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
-        status, _ = _post(conn, "/study/join", {"pid": pid})
+        status, joined = _post(conn, "/study/join", {})
         if status != 200:
-            raise RuntimeError(f"join {pid}: HTTP {status}")
+            raise RuntimeError(f"join: HTTP {status} {joined}")
+        pid, secret = joined["pid"], joined["secret"]
         for seq in range(n_events):
             if stop.is_set():
                 return
-            doc = {"pid": pid, "kind": "simulated_click",
+            doc = {"kind": "simulated_click",
                    "payload": {"seq": seq, "state": seq % 40, "pad": "x" * 64}}
             with ack.lock:
                 ack.sent += 1
-            status, body = _post(conn, "/study/event", doc)
+            status, body = _post(conn, "/study/event", doc, secret)
             if status != 200:
                 with ack.lock:
                     ack.errors += 1
@@ -146,9 +155,9 @@ def simulate(port: int, n_participants: int, n_events: int, *,
     Returns the acknowledgements and the wall time from start to kill (or to the end).
     """
     ack, stop = Ack(), threading.Event()
-    threads = [threading.Thread(target=_participant,
-                                args=(port, f"sim{p:03d}", n_events, ack, stop), daemon=True)
-               for p in range(n_participants)]
+    threads = [threading.Thread(target=_participant, args=(port, n_events, ack, stop),
+                                daemon=True)
+               for _ in range(n_participants)]
     t0 = time.perf_counter()
     for t in threads:
         t.start()

@@ -1,0 +1,170 @@
+"""HTTP hardening shared by ``stateseer serve`` and ``stateseer study`` (Flask only).
+
+Three reusable pieces, each a function of the Flask server (``app.server`` of a Dash app):
+
+- :func:`limit_request_bodies` sets ``MAX_CONTENT_LENGTH``: a body announced larger is
+  refused with 413 before it is read, and a chunked body is cut off at the limit.
+- :func:`secure_headers` answers only requests whose ``Host`` (and ``Origin``, when sent)
+  is on an allow-list — loopback names, the bound host and ``--allowed-hosts`` — which
+  defeats DNS rebinding, and gives every response a Content-Security-Policy,
+  ``X-Frame-Options: DENY``, ``X-Content-Type-Options: nosniff`` and a same-origin
+  ``Referrer-Policy``.
+- :func:`bind_warning` is the one-line warning printed when a server binds beyond
+  loopback (whatever it serves then crosses the network as plain HTTP).
+
+Examples
+--------
+>>> from flask import Flask
+>>> server = Flask("demo")
+>>> limit_request_bodies(server, 1024)
+>>> secure_headers(server, allowed_hosts=["lab-pc.example.org"])
+>>> client = server.test_client()
+>>> client.get("/", headers={"Host": "evil.example"}).status_code
+403
+>>> r = client.get("/nothing-here", headers={"Host": "localhost:8050"})
+>>> r.status_code, r.headers["X-Frame-Options"], r.headers["X-Content-Type-Options"]
+(404, 'DENY', 'nosniff')
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from flask import Flask, Response, request
+
+__all__ = ["CSP", "LOOPBACK_NAMES", "MAX_REQUEST_BYTES", "allowed_host_set", "bind_warning",
+           "host_allowed", "is_loopback", "limit_request_bodies", "secure_headers"]
+
+MAX_REQUEST_BYTES = 8 * 1024 * 1024
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
+# Dash renders with inline scripts (its config, the renderer and clientside callbacks) and
+# inline styles, so those stay allowed; everything is fetched from this origin only.
+CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; "
+       "style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; "
+       "connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'self'; "
+       "form-action 'self'; frame-ancestors 'none'")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is this machine only.
+
+    Examples
+    --------
+    >>> is_loopback("127.0.0.1"), is_loopback("localhost"), is_loopback("0.0.0.0")
+    (True, True, False)
+    """
+    host = host.strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind_warning(host: str, what: str = "the server") -> str | None:
+    """The warning to print when ``what`` binds to ``host`` beyond loopback, else None."""
+    if is_loopback(host):
+        return None
+    return (f"stateseer: warning: {what} listens on {host or '0.0.0.0'}, beyond this machine, "
+            "over plain HTTP: links, tokens and answers cross the network unencrypted — "
+            "bind 127.0.0.1 behind an HTTPS reverse proxy, or use a trusted network only")
+
+
+def _bare(host: str) -> str:
+    """``host`` without port and brackets, lower case (``[::1]:80`` -> ``::1``)."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    if host.count(":") == 1:
+        host = host.split(":", 1)[0]
+    return host
+
+
+def allowed_host_set(bind_host: str | None = None,
+                     allowed_hosts: Iterable[str] = ()) -> frozenset[str]:
+    """Loopback names, the bound host (for a wildcard bind: this machine's names and
+    addresses) and ``allowed_hosts`` (``*`` allows any host)."""
+    names = set(LOOPBACK_NAMES) | {_bare(h) for h in allowed_hosts if h.strip()}
+    if bind_host is not None:
+        if bind_host.strip("[]") in WILDCARD_BINDS:
+            name = socket.gethostname()
+            names |= {name.lower(), socket.getfqdn(name).lower()}
+            try:
+                names |= set(socket.gethostbyname_ex(name)[2])
+            except OSError:
+                pass
+        else:
+            names.add(_bare(bind_host))
+    return frozenset(names)
+
+
+def host_allowed(host: str | None, allowed: frozenset[str]) -> bool:
+    """Whether a ``Host`` header value names an allowed host.
+
+    Examples
+    --------
+    >>> ok = allowed_host_set("127.0.0.1")
+    >>> host_allowed("localhost:8050", ok), host_allowed("attacker.example:8050", ok)
+    (True, False)
+    """
+    return "*" in allowed or (bool(host) and _bare(host or "") in allowed)
+
+
+def limit_request_bodies(server: Flask, max_bytes: int = MAX_REQUEST_BYTES) -> None:
+    """Refuse request bodies over ``max_bytes`` (413) on every route of ``server``."""
+    server.config["MAX_CONTENT_LENGTH"] = int(max_bytes)
+
+
+def _refuse(message: str) -> Response:
+    return Response(message + "\n", status=403, mimetype="text/plain")
+
+
+def secure_headers(server: Flask, allowed_hosts: Iterable[str] | None = None, *,
+                   bind_host: str | None = None, csp: str = CSP) -> frozenset[str]:
+    """Check ``Host``/``Origin`` against an allow-list and add security headers.
+
+    Parameters
+    ----------
+    server : Flask
+        The server (``app.server`` of a Dash app).
+    allowed_hosts : iterable of str, optional
+        Host names (or addresses) clients may use besides loopback and ``bind_host``;
+        ``"*"`` turns the check off.
+    bind_host : str, optional
+        The interface the server binds (allowed as a host name too).
+    csp : str
+        The Content-Security-Policy of every response.
+
+    Returns
+    -------
+    frozenset of str
+        The allowed host names.
+    """
+    allowed = allowed_host_set(bind_host, allowed_hosts or ())
+
+    @server.before_request
+    def _check_host():
+        if not host_allowed(request.host, allowed):
+            return _refuse(f"forbidden: host {request.host[:80]!r} is not served here — "
+                           "open the server by the name it was started with, or start it "
+                           "with --allowed-hosts NAME")
+        origin = request.headers.get("Origin")
+        if origin is not None and not host_allowed(urlsplit(origin).netloc, allowed):
+            return _refuse(f"forbidden: requests from origin {origin[:80]!r} are refused — "
+                           "use the page this server serves")
+        return None
+
+    @server.after_request
+    def _headers(resp: Response) -> Response:
+        resp.headers.setdefault("Content-Security-Policy", csp)
+        resp.headers["X-Frame-Options"] = "DENY"
+        resp.headers["X-Content-Type-Options"] = "nosniff"
+        resp.headers.setdefault("Referrer-Policy", "same-origin")
+        return resp
+
+    return allowed

@@ -1,0 +1,229 @@
+"""The server-side check of a participant's condition on every explorer callback.
+
+Hiding a view with CSS hides nothing from a participant who calls its callbacks
+directly. So every ``POST /_dash-update-component`` of the study server passes here
+first: the participant comes from the request's link secret
+(:mod:`app.study.identity`; none: 403) and their condition from the log; then
+
+- a callback *triggered* by a component of a view the condition excludes, or whose
+  outputs *all* belong to excluded views, is not run (``204``, Dash's "no update");
+- in a callback that also updates allowed views, the outputs of excluded views are
+  dropped from the response (as if the callback had returned ``no_update`` for them);
+- a condition without state views (diagram, card, patterns) may not send a selection
+  that names a state or a pattern (``204``): the table would otherwise filter by it.
+
+The page itself holds no data of excluded views either: :func:`blank_excluded` empties
+their components (the components stay, with their ids, so the explorer's callbacks keep
+their shape). Which components belong to which view comes from one function,
+:func:`component_ids`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from flask import Flask, Response, g, jsonify, request
+
+from . import views as study_views
+from .spec import VIEWS
+
+if TYPE_CHECKING:
+    from .server import StudyContext
+
+__all__ = ["DASH_UPDATE", "STATE_VIEWS", "blank_excluded", "callback_ids", "component_ids",
+           "excluded_ids", "register"]
+
+DASH_UPDATE = "/_dash-update-component"
+STATE_VIEWS = frozenset({"diagram", "card", "patterns"})
+_CONTENT_PROPS = {"children": None, "elements": [], "figure": {}, "data": None}
+
+# The explorer's callback components per view, until the explorer's view registry lists
+# them (it replaces VIEW_TARGETS; then component_ids reads the registry). Pattern-matching
+# ids are named by their "type".
+_CALLBACK_IDS: dict[str, tuple[str, ...]] = {
+    "diagram": ("diagram", "edge-info", "topk", "mincount", "loops", "layout", "color-by",
+                "color-note", "hover-state", "dl-svg", "dl-png", "dl-dot", "dl-json"),
+    "card": ("state-card",),
+    "patterns": ("influential", "buggy", "pattern"),
+    "table": ("table", "table-message", "filter-chips", "search", "regex", "f-label",
+              "f-pred", "f-correct", "dl-table"),
+    "trace_text": ("trace-title", "trace-tokens", "token"),
+    "trace_chart": ("trace-chart-box", "trace-chart", "dl-figure"),
+    "input": ("new-text", "trace-btn", "input-message"),
+    "attribution": ("attr-strip", "attr-note", "attr-method", "attr-target", "attr-level",
+                    "attr-regex", "attr-intensity", "attr-baseline"),
+    "nearest": ("nn-list", "proj-box", "nn-k", "nn-window", "nn-row"),
+    "compare": ("compare-panel", "edit-btn", "pin-btn", "pin-info", "pinned", "cmp-row",
+                "compare-mode"),
+    "forcing": ("forced", "force-note", "force-all", "force-step", "force-clear"),
+}
+
+
+def component_ids(view: str) -> frozenset[str]:
+    """The ids of the components that belong to ``view`` (pattern-matching: their type).
+
+    Read from :func:`app.study.views.component_ids` when the explorer's registry provides
+    it; until then from ``VIEW_TARGETS`` and this module's table of callback ids.
+
+    Examples
+    --------
+    >>> "diagram" in component_ids("diagram"), "table" in component_ids("diagram")
+    (True, False)
+    """
+    registry = getattr(study_views, "component_ids", None)
+    if registry is not None:
+        return frozenset(registry(view))
+    targets = getattr(study_views, "VIEW_TARGETS", {}).get(view, ())
+    return frozenset({name for kind, name in targets if kind == "id"}
+                     | set(_CALLBACK_IDS.get(view, ())))
+
+
+def excluded_ids(views: tuple[str, ...]) -> frozenset[str]:
+    """Ids that only views outside ``views`` own (a shared id stays allowed)."""
+    allowed = set().union(*(component_ids(v) for v in views)) if views else set()
+    hidden = set().union(*(component_ids(v) for v in VIEWS if v not in views))
+    return frozenset(hidden - allowed)
+
+
+def _key(cid: Any) -> str | None:
+    """A component id as :func:`component_ids` names it (dict ids: their type)."""
+    if isinstance(cid, dict):
+        return str(cid.get("type")) if "type" in cid else None
+    if isinstance(cid, str) and cid.startswith("{"):
+        try:
+            return _key(json.loads(cid))
+        except ValueError:
+            return None
+    return cid if isinstance(cid, str) else None
+
+
+def _spec_ids(spec: Any) -> Iterator[str | None]:
+    """Ids in a Dash request's ``outputs``/``inputs``/``state`` (nested for ALL)."""
+    if isinstance(spec, list):
+        for s in spec:
+            yield from _spec_ids(s)
+    elif isinstance(spec, dict):
+        yield _key(spec.get("id"))
+
+
+def callback_ids(body: Any) -> tuple[list[str | None], list[str | None]]:
+    """``(output ids, triggering ids)`` of a ``/_dash-update-component`` body.
+
+    Examples
+    --------
+    >>> callback_ids({"outputs": [{"id": "state-card", "property": "children"}],
+    ...               "changedPropIds": ['{"index":2,"type":"token"}.n_clicks']})
+    (['state-card'], ['token'])
+    """
+    if not isinstance(body, dict):
+        return [], []
+    outputs = list(_spec_ids(body.get("outputs")))
+    changed = body.get("changedPropIds") or []
+    triggers = [_key(str(c).rsplit(".", 1)[0]) for c in changed] if isinstance(changed, list) \
+        else [None]
+    return outputs, triggers
+
+
+def _names_a_state(body: dict[str, Any]) -> bool:
+    """Whether the request sends a selection that names a state or a pattern."""
+    for spec in (*(body.get("inputs") or []), *(body.get("state") or [])):
+        if isinstance(spec, dict) and spec.get("id") == "selection":
+            value = spec.get("value")
+            if isinstance(value, dict) and (value.get("state") is not None or
+                                            value.get("pattern")):
+                return True
+    return False
+
+
+def check(body: Any, views: tuple[str, ...]) -> str | None:
+    """Why a callback request is refused for a condition showing ``views``, or None."""
+    hidden = excluded_ids(views)
+    outputs, triggers = callback_ids(body)
+    bad = next((t for t in triggers if t in hidden), None)
+    if bad is not None:
+        return f"{bad!r} belongs to a view this condition does not show"
+    if outputs and all(o in hidden for o in outputs):
+        return "its outputs belong to views this condition does not show"
+    if not STATE_VIEWS & set(views) and isinstance(body, dict) and _names_a_state(body):
+        return "this condition shows no states"
+    return None
+
+
+def _drop_hidden(resp: Response, hidden: frozenset[str]) -> Response:
+    """Remove the outputs of hidden views from a callback response."""
+    doc = resp.get_json(silent=True)
+    if not isinstance(doc, dict):
+        return resp
+    kept = False
+    for part in ("response", "sideUpdate"):
+        if isinstance(doc.get(part), dict):
+            doc[part] = {k: v for k, v in doc[part].items() if _key(k) not in hidden}
+            kept = kept or bool(doc[part])
+    if not kept:
+        return Response(status=204)
+    resp.set_data(json.dumps(doc))
+    return resp
+
+
+def register(server: Flask, sc: StudyContext) -> None:
+    """Check every Dash callback request of ``server`` (see the module notes)."""
+
+    @server.before_request
+    def guard_callbacks():
+        if request.path != DASH_UPDATE:
+            return None
+        pid = sc.participant()
+        views = sc.condition_views(pid) if pid else None
+        if views is None:
+            resp = jsonify({"ok": False, "error": "this request carries no valid participant "
+                            "link — reload the study page from your link"})
+            resp.status_code = 403
+            return resp
+        reason = check(request.get_json(silent=True), tuple(views))
+        if reason is not None:
+            return Response(status=204, headers={"X-Study-Refused": reason[:200]})
+        g.study_hidden = excluded_ids(tuple(views))
+        return None
+
+    @server.after_request
+    def drop_hidden_outputs(resp: Response) -> Response:
+        hidden = g.pop("study_hidden", None)
+        if hidden and request.path == DASH_UPDATE and resp.status_code == 200:
+            return _drop_hidden(resp, hidden)
+        return resp
+
+
+def _kids(c: Any) -> list[Any]:
+    kids = getattr(c, "children", None)
+    if kids is None:
+        return []
+    return [k for k in (kids if isinstance(kids, (list, tuple)) else [kids])
+            if hasattr(k, "to_plotly_json")]
+
+
+def _has_named_child(c: Any) -> bool:
+    """Whether a component holds a component with a plain (string) id."""
+    return any(isinstance(getattr(k, "id", None), str) or _has_named_child(k)
+               for k in _kids(c))
+
+
+def blank_excluded(layout: Any, views: Iterable[str]) -> Any:
+    """Empty, in place, the components of views outside ``views``; returns ``layout``.
+
+    A component of an excluded view that holds no component with a plain id (its content:
+    text, rows, elements, a figure) loses that content; components with ids stay, so the
+    explorer's callbacks find what they expect.
+    """
+    hidden = excluded_ids(tuple(views))
+    stack = [layout]
+    while stack:
+        c = stack.pop()
+        if _key(getattr(c, "id", None)) in hidden and not _has_named_child(c):
+            for prop, empty in _CONTENT_PROPS.items():
+                if getattr(c, prop, None) is not None:
+                    setattr(c, prop, empty)
+            continue
+        stack.extend(_kids(c))
+    return layout
