@@ -1,35 +1,221 @@
-"""The ``stateseer`` command line.
+"""The ``stateseer`` command line: a thin layer over :mod:`app.workflows` and the engine.
 
-Every command takes a run directory (see :mod:`rnn_models.run`). Errors in the user's
-input are printed as one line (``stateseer: error: ...``) with exit status 2; heavy
-imports happen inside the command that needs them so ``stateseer --help`` is instant.
+Every command takes a run directory (see :mod:`rnn_models.run`). Choices come from the
+registries of the packages that implement them (architectures, abstractors, export
+writers, data sets), read only when a command needs them, so ``stateseer --help`` imports
+nothing heavy. Errors in the user's input — bad option values included — are printed as
+one line (``stateseer: error: ...``) with exit status 2, never as a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
+import math
+import os
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 from rnn_models.errors import StateseerError
 
 __all__ = ["build_parser", "main"]
 
+SPLITS = ("train", "val", "test")
 
-def _positive_int(text: str) -> int:
+
+# -- registries (read on first use) -------------------------------------------------------
+class _Registry(Sequence[str]):
+    """Names read from a registry the first time argparse looks at them."""
+
+    def __init__(self, load: Callable[[], Any], fallback: Sequence[str]) -> None:
+        self._load, self._fallback, self._names = load, tuple(fallback), None
+
+    def names(self) -> tuple[str, ...]:
+        if self._names is None:
+            try:
+                self._names = tuple(self._load())
+            except (ImportError, AttributeError):  # registry not there (yet): known names
+                self._names = self._fallback
+        return self._names
+
+    def __getitem__(self, i):  # type: ignore[override]
+        return self.names()[i]
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names()
+
+
+def _architectures() -> Any:
+    from rnn_models.models import ARCHITECTURES
+
+    return ARCHITECTURES
+
+
+def _abstractors() -> Any:
+    from abstraction import ABSTRACTORS
+
+    return ABSTRACTORS
+
+
+def _export_formats() -> Any:
     try:
-        value = int(text)
+        from app.workflows import exports
+    except ImportError:
+        from abstraction.export import FORMATS
+        return FORMATS
+    return getattr(exports, "WRITERS", None) or exports.FORMATS
+
+
+ARCHS = _Registry(_architectures, ("lstm", "gru", "rnn"))
+METHODS = _Registry(_abstractors, ("kmeans", "gmm", "grid"))
+FORMATS = _Registry(_export_formats, ("json", "dot", "svg", "png", "pdf", "graphml",
+                                      "node-link", "traces-csv"))
+
+
+def _dataset_names() -> str:
+    try:
+        from rnn_models.datasets import BUILTIN
+    except ImportError:  # pragma: no cover
+        BUILTIN = ("rotten_tomatoes", "amazon_food", "tomita1..7", "parens")
+    return ", ".join(BUILTIN)
+
+
+# -- argument types (range checks) --------------------------------------------------------
+def _int(text: str) -> int:
+    try:
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+def _positive_int(text: str) -> int:
+    value = _int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
 
 
+def _seed(text: str) -> int:
+    value = _int(text)
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"a seed is between 0 and 2**32 - 1, not {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is between 1 and 65535, not {value}")
+    return value
+
+
+def _float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, not {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, not {text}")
+    return value
+
+
+def _dropout(text: str) -> float:
+    value = _float(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"a dropout rate is in [0, 1), not {text}")
+    return value
+
+
+def _states_arg(text: str) -> int | str:
+    return text if text == "auto" else _positive_int(text)
+
+
+def _states_list(text: str) -> list[int]:
+    parts = [p for p in text.replace(" ", "").split(",") if p]
+    if not parts:
+        raise argparse.ArgumentTypeError("give state counts separated by commas, e.g. 4,8,16")
+    return sorted({_positive_int(p) for p in parts})
+
+
+# -- checks before the work starts --------------------------------------------------------
+def _writable_ancestor(path: Path) -> None:
+    """Refuse ``path`` unless its nearest existing ancestor is a directory we can write."""
+    anc = path.parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise StateseerError(f"cannot write {path}: {anc} is a file, not a directory; "
+                             "choose another --out")
+    try:
+        tempfile.TemporaryFile(dir=anc).close()
+    except OSError as exc:
+        raise StateseerError(f"cannot write {path}: {anc} is not writable "
+                             f"({exc.strerror}); choose another --out") from None
+
+
+def _check_out_dir(out: str | Path) -> Path:
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise StateseerError(f"--out {path} is a file; give a directory path")
+    _writable_ancestor(path / "x")
+    return path
+
+
+def _check_out_file(out: str | Path, force: bool = False) -> None:
+    path = Path(out)
+    if path.is_dir():
+        raise StateseerError(f"--out {path} is a directory; give a file path")
+    if path.exists() and not force:
+        raise StateseerError(f"{path} exists; pass --force to overwrite it")
+    _writable_ancestor(path)
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_bind(host: str, what: str, debug: bool = False) -> None:
+    """``--debug`` only on loopback; a warning on stderr for any other interface."""
+    if _is_loopback(host):
+        return
+    if debug:
+        raise StateseerError(f"--debug runs the Werkzeug debugger (code typed in the browser "
+                             f"runs here) and is refused on --host {host}; use --host "
+                             "127.0.0.1 or drop --debug")
+    print(f"stateseer: warning: {what} listens on {host}: anyone who can reach this machine "
+          "can use it, over plain HTTP; prefer --host 127.0.0.1 and an SSH tunnel",
+          file=sys.stderr)
+
+
+# -- commands -----------------------------------------------------------------------------
 def _cmd_train(args: argparse.Namespace) -> int:
+    from rnn_models.run import Run
     from rnn_models.train import TrainConfig, train_run
 
+    _check_out_dir(args.out)
+    Run(args.out).require_new(args.force)
     cfg = TrainConfig(
         dataset=args.dataset, arch=args.arch, embed=args.embed, hidden=args.hidden,
         layers=args.layers, dropout=args.dropout, epochs=args.epochs,
@@ -54,22 +240,39 @@ def _cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
-def _states_arg(text: str) -> int | str:
-    if text == "auto":
-        return text
-    return _positive_int(text)
+def _abstraction_params(args: argparse.Namespace) -> dict[str, Any]:
+    return {"method": args.method, "pca": args.pca, "features": args.features,
+            "fallback": args.fallback,
+            "split_by_prediction": not args.no_split_by_prediction,
+            "random_state": args.seed}
+
+
+def _auto_states(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
+    from .workflows.sweep import auto_states
+
+    k, reason, curve = auto_states(args.run, cap=args.auto_cap, **_abstraction_params(args))
+    print(f"stateseer: note: --states auto {reason}", file=sys.stderr)
+    return k, {"cap": args.auto_cap, "reason": reason, "curve": curve}
 
 
 def _cmd_abstract(args: argparse.Namespace) -> int:
     from abstraction.pipeline import abstract_run
 
-    ab = abstract_run(args.run, n_states=args.states, method=args.method, pca=args.pca,
-                      features=args.features, layer=args.layer, fallback=args.fallback,
-                      split_by_prediction=not args.no_split_by_prediction,
-                      random_state=args.seed)
+    n_states, auto = args.states, None
+    if n_states == "auto":
+        n_states, auto = _auto_states(args)
+    ab = abstract_run(args.run, n_states=n_states, layer=args.layer,
+                      **_abstraction_params(args))
     keys = ("n_states", "label_fidelity", "simulation_fidelity", "state_purity",
             "state_coverage", "transition_coverage", "evaluated_on", "seconds")
-    out = {k: ab.metrics[k] for k in keys}
+    out = {k: ab.metrics[k] for k in keys if k in ab.metrics}
+    if auto is not None:
+        from rnn_models.run import Run
+
+        run = Run(args.run)
+        m = run.metrics().get("abstraction", {})
+        run.update_metrics(abstraction={**m, "auto": auto})
+        out["auto"] = {"cap": auto["cap"], "reason": auto["reason"]}
     if not args.no_forcing:
         try:
             out["forcing_agreement"] = _forcing(args.run)["forcing_agreement"]
@@ -82,7 +285,7 @@ def _cmd_abstract(args: argparse.Namespace) -> int:
 
 
 def _forcing(run: str, split: str = "test") -> dict:
-    from .analysis import measure_forcing
+    from .workflows.forcing import measure_forcing
 
     return measure_forcing(run, split=split)
 
@@ -91,7 +294,7 @@ def _index(run: str) -> None:
     from rnn_models.run import Run
     from rnn_models.traces import Traces
 
-    from .analysis import context_index
+    from .workflows.contexts import context_index
 
     r = Run(run)
     context_index(r, Traces(r.traces_dir))
@@ -103,38 +306,61 @@ def _cmd_force(args: argparse.Namespace) -> int:
     worst = sorted(per.items(), key=lambda kv: kv[1]["agreement"])[:5]
     print(json.dumps({"forcing_agreement": figs["forcing_agreement"],
                       "split": args.split, "n_inputs": figs["forcing"]["n_inputs"],
-                      "least_faithful_states": {k: v for k, v in worst},
+                      "least_faithful_states": dict(worst),
                       "seconds": figs["forcing"]["seconds"]}))
     return 0
 
 
-def _cmd_compare(args: argparse.Namespace) -> int:
-    from pathlib import Path
+def _same_inputs(data: Any, other: Any, run_a: str, run_b: str, split: str) -> None:
+    """Refuse two runs whose ``split`` holds different inputs, saying what differs."""
+    from rnn_models.run import Run
 
+    from .workflows.inputs import input_difference
+
+    if split not in data.traces or split not in other.traces:
+        return  # the comparison itself says which run lacks the split
+
+    def data_section(path: str) -> Any:
+        try:
+            return Run(path).config.get("data")
+        except (StateseerError, AttributeError):
+            return None
+
+    msg = input_difference(split, data.traces[split].texts, other.traces[split].texts,
+                           data_a=data_section(run_a), data_b=data_section(run_b))
+    if msg:
+        raise StateseerError(msg)
+
+
+def _comparison_doc(args: argparse.Namespace, data: Any, cmp_: dict) -> dict[str, Any]:
+    tr = data.traces[args.split]
+    ch, classes = cmp_["changed"], data.classes
+    changed = [
+        {"index": int(i), "id": int(tr.rows[i]), "label": classes[int(tr.labels[i])],
+         "prediction_a": classes[int(tr.predictions[i])],
+         "prediction_b": classes[int(cmp_["pred_b"][i])],
+         "n_steps": int(ch["n_steps"][i]), "n_diff": int(ch["n_diff"][i]),
+         "first_diff": int(ch["first_diff"][i])}
+        for i in range(tr.n_inputs) if ch["path_changed"][i] or ch["prediction_changed"][i]]
+    return {"format": "stateseer.comparison", "version": 1, "run_a": str(args.run),
+            "run_b": str(args.other), "summary": cmp_["summary"],
+            "matching": cmp_["matching"].pairs(), "changed": changed}
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
     from rnn_models.run import atomic_write_text
 
     from .data import RunData
 
+    if args.out:
+        _check_out_file(args.out, args.force)
     data = RunData(args.run)
     data.other = RunData(args.other)
+    _same_inputs(data, data.other, args.run, args.other, args.split)
     cmp_ = data.comparison(args.split)
     if args.out:
-        out = Path(args.out)
-        if out.exists() and not args.force:
-            raise StateseerError(f"{out} exists; pass --force to overwrite it")
-        tr = data.traces[args.split]
-        ch, classes = cmp_["changed"], data.classes
-        changed = [
-            {"index": int(i), "id": int(tr.rows[i]), "label": classes[int(tr.labels[i])],
-             "prediction_a": classes[int(tr.predictions[i])],
-             "prediction_b": classes[int(cmp_["pred_b"][i])],
-             "n_steps": int(ch["n_steps"][i]), "n_diff": int(ch["n_diff"][i]),
-             "first_diff": int(ch["first_diff"][i])}
-            for i in range(tr.n_inputs) if ch["path_changed"][i] or ch["prediction_changed"][i]]
-        doc = {"format": "stateseer.comparison", "version": 1, "run_a": str(args.run),
-               "run_b": str(args.other), "summary": cmp_["summary"],
-               "matching": cmp_["matching"].pairs(), "changed": changed}
-        atomic_write_text(out, json.dumps(doc, indent=1))
+        atomic_write_text(Path(args.out), json.dumps(_comparison_doc(args, data, cmp_),
+                                                     indent=1))
     print(json.dumps(cmp_["summary"]))
     return 0
 
@@ -150,7 +376,10 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
 
 def _cmd_extract_dfa(args: argparse.Namespace) -> int:
-    from abstraction.exporting import extract_run_dfa
+    try:
+        from .workflows.dfa import extract_run_dfa
+    except ImportError:  # before the move out of abstraction
+        from abstraction.exporting import extract_run_dfa
 
     dfa = extract_run_dfa(args.run, max_states=args.max_states, random_state=args.seed)
     keys = ("n_states", "n_states_before_minimisation", "seconds", "budget_exhausted",
@@ -160,8 +389,13 @@ def _cmd_extract_dfa(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from abstraction.exporting import export_run
+    try:
+        from .workflows.exports import export_run
+    except ImportError:  # before the move out of abstraction
+        from abstraction.exporting import export_run
 
+    if str(args.out) != "-":
+        _check_out_file(args.out, force=True)  # export_run refuses to overwrite by itself
     path = export_run(args.run, args.format, args.out, dfa=args.dfa, top_k=args.top_k,
                       min_count=args.min_count, overwrite=args.force)
     print(json.dumps({"written": str(path), "format": args.format}),
@@ -169,48 +403,20 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def prepare_run(run_dir: str, *, dataset: str = "rotten_tomatoes", arch: str = "lstm",
-                n_states: int = 40, log=print) -> None:
-    """Train, record and abstract ``run_dir`` unless each step's output is already there
-    and up to date (the demo's "trains or reuses")."""
-    from abstraction.pipeline import abstract_run
-    from rnn_models.record import record_run
-    from rnn_models.run import Run
-    from rnn_models.traces import Traces
-    from rnn_models.train import TrainConfig, train_run
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from .workflows.sweep import sweep_run, sweep_table, write_sweep
 
-    run = Run(run_dir)
-    if run.exists() and run.model_path.exists():
-        log(f"reusing the model in {run.path}")
-    else:
-        article = "a" if arch == "gru" else "an"  # "an LSTM", "an RNN"
-        log(f"training {article} {arch.upper()} on {dataset} into {run.path} (a minute or two)")
-        train_run(TrainConfig(dataset=dataset, arch=arch), run.path, force=True)
-    sha = run.model_sha256()
-    fresh = (run.traces_dir / "meta.json").exists() and \
-        Traces(run.traces_dir).meta.get("model_sha256") == sha
-    if not fresh:
-        log("recording traces")
-        record_run(run)
-    meta = run.abstraction_dir / "meta.json"
-    if not fresh or not meta.exists() or \
-            json.loads(meta.read_text())["info"].get("model_sha256") != sha:
-        log(f"abstracting into {n_states} states")
-        abstract_run(run, n_states=n_states)
-    if "forcing_agreement" not in run.metrics().get("abstraction", {}):
-        log("forcing states to their centroids (interventional faithfulness)")
-        try:
-            _forcing(str(run.path))
-        except StateseerError as exc:
-            log(f"state forcing skipped ({exc})")
-    log("indexing training contexts")
-    _index(str(run.path))
-    m = run.metrics()
-    a = m.get("abstraction", {})
-    log(f"test accuracy {m.get('test_accuracy', float('nan')):.3f}; label fidelity "
-        f"{a.get('label_fidelity', float('nan')):.3f}; simulation fidelity "
-        f"{a.get('simulation_fidelity', float('nan')):.3f}; forcing agreement "
-        f"{a.get('forcing_agreement', float('nan')):.3f}")
+    out = _check_out_dir(args.out or Path(args.run) / "sweep")
+    points = sweep_run(args.run, args.states, split=args.split, forcing=not args.no_forcing,
+                       log=lambda msg: print(f"stateseer sweep: {msg}", file=sys.stderr),
+                       **_abstraction_params(args))
+    written = write_sweep(points, out)
+    print(sweep_table(points))
+    if written["png"] is None:
+        print("stateseer: note: sweep.png skipped (matplotlib is not installed)",
+              file=sys.stderr)
+    print(json.dumps({"written": written, "split": args.split}))
+    return 0
 
 
 def _serve(run: str, host: str, port: int, debug: bool = False,
@@ -219,6 +425,7 @@ def _serve(run: str, host: str, port: int, debug: bool = False,
 
     from .main import create_app
 
+    _check_bind(host, "the explorer", debug)
     t0 = time.perf_counter()
     app = create_app(run, compare=compare)
     print(f"stateseer: serving {run} on http://{host}:{port}/ (ready in "
@@ -232,6 +439,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from .workflows.prepare import prepare_run
+
+    if not args.no_serve:
+        _check_bind(args.host, "the explorer")
     prepare_run(args.run, n_states=args.states,
                 log=lambda msg: print(f"stateseer demo: {msg}", file=sys.stderr))
     if args.no_serve:
@@ -241,11 +452,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_study(args: argparse.Namespace) -> int:
-    import os
-
     from .study.server import serve_study
 
     token = args.admin_token or os.environ.get("STATESEER_ADMIN_TOKEN") or None
+    _check_bind(args.host, "the study server" + (" (and its admin token)" if token else ""))
     return serve_study(args.study_file, db=args.db, run=args.run, host=args.host,
                        port=args.port, admin_token=token, access_log=args.access_log)
 
@@ -253,160 +463,243 @@ def _cmd_study(args: argparse.Namespace) -> int:
 def _cmd_study_export(args: argparse.Namespace) -> int:
     from .study.export import export_study
 
+    _check_out_dir(args.out)
     print(json.dumps({"written": export_study(args.db, args.out, args.format)}))
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="stateseer",
-        description="Explain recurrent text classifiers by state abstraction.",
-    )
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+# -- the parser: one small function per command -------------------------------------------
+class _HelpFormatter(argparse.HelpFormatter):
+    """Shows every option's default (when it has one worth showing)."""
 
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("%(default)" in text or not action.option_strings or action.default is None
+                or action.default is False or action.default is argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line that points at ``--help``; every help shows defaults."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"stateseer: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _add_train(sub: Any) -> None:
     t = sub.add_parser("train", help="train an LSTM/GRU/Elman classifier into a run directory")
     t.add_argument("--dataset", required=True,
-                   help="rotten_tomatoes, amazon_food, tomita1..7, parens, csv:PATH, jsonl:PATH")
-    t.add_argument("--arch", choices=("lstm", "gru", "rnn"), default="lstm")
+                   help=f"a built-in data set ({_dataset_names()}), csv:PATH or jsonl:PATH")
+    t.add_argument("--arch", choices=ARCHS, default="lstm", metavar="ARCH",
+                   help="architecture: %(choices)s")
     t.add_argument("--out", required=True, help="run directory to create, e.g. runs/rt")
-    t.add_argument("--layers", type=_positive_int)
-    t.add_argument("--hidden", type=_positive_int)
-    t.add_argument("--embed", type=_positive_int)
-    t.add_argument("--epochs", type=_positive_int)
-    t.add_argument("--batch-size", type=_positive_int)
-    t.add_argument("--lr", type=float)
-    t.add_argument("--dropout", type=float)
-    t.add_argument("--patience", type=_positive_int)
-    t.add_argument("--min-freq", type=_positive_int)
-    t.add_argument("--seed", type=int, default=0)
+    per_set = "(default: chosen for the data set)"
+    for name, text in (("layers", "recurrent layers"), ("hidden", "hidden state size"),
+                       ("embed", "embedding size"), ("epochs", "most epochs"),
+                       ("batch-size", "training batch size"),
+                       ("patience", "epochs without validation gain before stopping"),
+                       ("min-freq", "fewest occurrences for a token to get an id")):
+        t.add_argument(f"--{name}", type=_positive_int, help=f"{text} {per_set}")
+    t.add_argument("--lr", type=_positive_float, help=f"learning rate {per_set}")
+    t.add_argument("--dropout", type=_dropout, help=f"dropout rate in [0, 1) {per_set}")
+    t.add_argument("--seed", type=_seed, default=0, help="random seed (split and weights)")
     t.add_argument("--state", choices=("h", "c", "hc"), default="h",
-                   help="LSTM state to trace: h, c or both (default h)")
+                   help="LSTM state to trace: h, c or both")
     t.add_argument("--prefix-loss", choices=("auto", "on", "off"), default="auto",
                    help="train on the label of every prefix (auto: formal languages)")
-    t.add_argument("--text-col", default="text")
-    t.add_argument("--label-col", default="label")
-    t.add_argument("--tokenizer", choices=("word", "char", "space"), default="word")
+    t.add_argument("--text-col", default="text", help="text column (csv:/jsonl:)")
+    t.add_argument("--label-col", default="label", help="label column (csv:/jsonl:)")
+    t.add_argument("--tokenizer", choices=("word", "char", "space"), default="word",
+                   help="tokenizer for csv:/jsonl: data")
     t.add_argument("--max-tokens", type=_positive_int, default=2000,
                    help="refuse texts longer than this many tokens")
     t.add_argument("--force", action="store_true", help="overwrite an existing run")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_cmd_train)
 
+
+def _add_record(sub: Any) -> None:
     r = sub.add_parser("record", help="record hidden-state traces for every split")
-    r.add_argument("run")
-    r.add_argument("--splits", nargs="+", default=["train", "val", "test"],
-                   choices=("train", "val", "test"))
-    r.add_argument("--layer", type=int, default=-1, help="recurrent layer (default: top)")
-    r.add_argument("--dtype", choices=("float32", "float16"), default="float32")
-    r.add_argument("--batch-size", type=_positive_int, default=256)
+    r.add_argument("run", help="run directory")
+    r.add_argument("--splits", nargs="+", default=list(SPLITS), choices=SPLITS,
+                   help="splits to record")
+    r.add_argument("--layer", type=_int, default=-1, help="recurrent layer (-1: the top)")
+    r.add_argument("--dtype", choices=("float32", "float16"), default="float32",
+                   help="storage type of the hidden states")
+    r.add_argument("--batch-size", type=_positive_int, default=256, help="inputs per batch")
     r.set_defaults(func=_cmd_record)
 
-    a = sub.add_parser("abstract", help="cluster hidden states into abstract states and an FSM")
-    a.add_argument("run")
-    a.add_argument("--states", type=_states_arg, default=40,
-                   help="abstract states (the FSM adds the initial state), or 'auto'")
-    a.add_argument("--method", choices=("kmeans", "gmm", "grid"), default="kmeans")
+
+def _add_abstraction_options(a: argparse.ArgumentParser) -> None:
+    a.add_argument("--method", choices=METHODS, default="kmeans", metavar="METHOD",
+                   help="clustering: %(choices)s")
     a.add_argument("--features", choices=("margin", "pca"), default="margin",
-                   help="cluster in the classifier's logit-margin space (default) or in PCA "
-                   "space (DeepSeer)")
+                   help="cluster in the classifier's logit-margin space or in PCA space "
+                   "(DeepSeer)")
     a.add_argument("--pca", type=_positive_int, default=20,
                    help="PCA components (with --features pca)")
-    a.add_argument("--layer", type=int, help="check the traces come from this layer")
     a.add_argument("--fallback", choices=("displacement", "nearest", "token", "stay"),
                    default="displacement",
                    help="FSM simulation rule for unseen (state, token) pairs")
     a.add_argument("--no-split-by-prediction", action="store_true",
                    help="let states mix hidden states of different predicted classes")
-    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--seed", type=_seed, default=0, help="random seed of the clustering")
+
+
+def _add_abstract(sub: Any) -> None:
+    a = sub.add_parser("abstract", help="cluster hidden states into abstract states and an FSM")
+    a.add_argument("run", help="run directory")
+    a.add_argument("--states", type=_states_arg, default=40,
+                   help="abstract states (the FSM adds the initial state), or 'auto': the "
+                   "knee of the validation fidelity curve, at most --auto-cap")
+    a.add_argument("--auto-cap", type=_positive_int, default=40,
+                   help="readability cap on the states --states auto may choose")
+    _add_abstraction_options(a)
+    a.add_argument("--layer", type=_int,
+                   help="check the traces come from this layer (default: no check)")
     a.add_argument("--no-forcing", action="store_true",
-                   help="skip the state-forcing figures (they need model.pt)")
+                   help="skip the state-forcing figures (they need the model)")
     a.add_argument("--no-index", action="store_true",
                    help="skip building the nearest-context index")
     a.set_defaults(func=_cmd_abstract)
 
+
+def _add_sweep(sub: Any) -> None:
+    w = sub.add_parser("sweep", help="simulation fidelity (95%% CI) and forcing agreement "
+                       "against the number of states; a table, sweep.json/png/html")
+    w.add_argument("run", help="run directory (recorded)")
+    w.add_argument("--states", type=_states_list, default=[4, 8, 16, 32, 40],
+                   help="candidate state counts, comma-separated (e.g. 4,8,16,32,40)")
+    w.add_argument("--out", help="output directory (default: RUN/sweep)")
+    w.add_argument("--split", choices=SPLITS, default="test", help="split measured on")
+    w.add_argument("--no-forcing", action="store_true", help="skip forcing agreement")
+    _add_abstraction_options(w)
+    w.set_defaults(func=_cmd_sweep)
+
+
+def _add_force_compare_index(sub: Any) -> None:
     f = sub.add_parser("force", help="state forcing: how often predictions survive when "
                        "hidden states are replaced by their state's centroid")
-    f.add_argument("run")
-    f.add_argument("--split", default="test", choices=("train", "val", "test"))
+    f.add_argument("run", help="run directory")
+    f.add_argument("--split", default="test", choices=SPLITS, help="split to force")
     f.set_defaults(func=_cmd_force)
 
     c = sub.add_parser("compare", help="match the states of two runs on the same data and "
                        "list the inputs whose path or prediction changed")
-    c.add_argument("run")
+    c.add_argument("run", help="the first run")
     c.add_argument("other", help="the second run (same data set, split and tokenizer)")
-    c.add_argument("--split", default="test", choices=("train", "val", "test"))
-    c.add_argument("--out", help="write the matching and the changed inputs as JSON")
+    c.add_argument("--split", default="test", choices=SPLITS, help="split to compare")
+    c.add_argument("--out", help="write the matching and the changed inputs as JSON "
+                   "(default: print the summary only)")
     c.add_argument("--force", action="store_true", help="overwrite --out")
     c.set_defaults(func=_cmd_compare)
 
     ix = sub.add_parser("index", help="build the nearest-training-context index of a run")
-    ix.add_argument("run")
+    ix.add_argument("run", help="run directory")
     ix.set_defaults(func=_cmd_index)
 
+
+def _add_dfa_export(sub: Any) -> None:
     x = sub.add_parser("extract-dfa", help="refine the abstraction into a deterministic, "
                        "minimised automaton (formal languages)")
-    x.add_argument("run")
+    x.add_argument("run", help="run directory")
     x.add_argument("--max-states", type=_positive_int, default=200,
                    help="state budget before minimisation")
-    x.add_argument("--seed", type=int, default=0)
+    x.add_argument("--seed", type=_seed, default=0, help="random seed")
     x.set_defaults(func=_cmd_extract_dfa)
 
     e = sub.add_parser("export", help="export the FSM/DFA or the traces")
-    e.add_argument("run")
-    e.add_argument("--format", required=True, choices=(
-        "json", "dot", "svg", "png", "pdf", "graphml", "node-link", "traces-csv"))
+    e.add_argument("run", help="run directory")
+    e.add_argument("--format", required=True, choices=FORMATS, metavar="FORMAT",
+                   help="one of: %(choices)s")
     e.add_argument("--out", required=True, help="output file ('-' for stdout, text formats)")
     e.add_argument("--dfa", action="store_true", help="export the extracted DFA")
     e.add_argument("--top-k", type=_positive_int,
-                   help="keep the top-k outgoing edges per state (dot/svg/png/pdf)")
-    e.add_argument("--min-count", type=_positive_int, default=1)
+                   help="keep the top-k outgoing edges per state (dot/svg/png/pdf; default: all)")
+    e.add_argument("--min-count", type=_positive_int, default=1,
+                   help="drop transitions seen fewer times")
     e.add_argument("--force", action="store_true", help="overwrite an existing file")
     e.set_defaults(func=_cmd_export)
 
+
+def _add_host_port(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1",
+                   help="interface to bind (127.0.0.1: this machine only; others get a warning)")
+    p.add_argument("--port", type=_port, default=8050, help="TCP port")
+
+
+def _add_serving(sub: Any) -> None:
     d = sub.add_parser("demo", help="train or reuse the default LSTM on rotten_tomatoes, "
                        "record, abstract and serve it")
-    d.add_argument("--run", default="runs/rt", help="run directory (default runs/rt)")
-    d.add_argument("--states", type=_positive_int, default=40)
-    d.add_argument("--host", default="127.0.0.1")
-    d.add_argument("--port", type=int, default=8050)
+    d.add_argument("--run", default="runs/rt", help="run directory")
+    d.add_argument("--states", type=_positive_int, default=40, help="abstract states")
+    _add_host_port(d)
     d.add_argument("--no-serve", action="store_true", help="prepare the run but do not serve")
     d.set_defaults(func=_cmd_demo)
 
     s = sub.add_parser("serve", help="serve the explorer app for a run")
-    s.add_argument("run")
-    s.add_argument("--host", default="127.0.0.1",
-                   help="interface to bind (default 127.0.0.1: this machine only)")
-    s.add_argument("--port", type=int, default=8050)
-    s.add_argument("--debug", action="store_true")
+    s.add_argument("run", help="run directory")
+    _add_host_port(s)
+    s.add_argument("--debug", action="store_true",
+                   help="Dash debug mode (loopback --host only: it can run code)")
     s.add_argument("--compare", metavar="OTHER_RUN",
                    help="a second run on the same data to compare with (states matched by "
-                   "co-occurrence; changed inputs listed)")
+                   "co-occurrence; changed inputs listed; default: none)")
     s.set_defaults(func=_cmd_serve)
 
+
+def _add_study(sub: Any) -> None:
     st = sub.add_parser("study", help="serve a user study: participants, conditions, tasks "
                         "and an interaction log")
     st.add_argument("study_file", help="the study file (JSON, or YAML with PyYAML)")
-    st.add_argument("--run", help="run directory to show instead of the study file's 'run'")
-    st.add_argument("--db", help="SQLite interaction log (default study-ID.sqlite here)")
-    st.add_argument("--host", default="127.0.0.1",
-                    help="interface to bind (default 127.0.0.1: this machine only)")
-    st.add_argument("--port", type=int, default=8050)
+    st.add_argument("--run", help="run directory to show (default: the study file's 'run')")
+    st.add_argument("--db", help="SQLite interaction log (default: study-ID.sqlite here)")
+    _add_host_port(st)
     st.add_argument("--admin-token", help="turn the admin page on (/study/admin) with this "
-                    "token (or set $STATESEER_ADMIN_TOKEN); off by default")
+                    "token (or set $STATESEER_ADMIN_TOKEN; default: off)")
     st.add_argument("--access-log", action="store_true", help="print every HTTP request")
     st.set_defaults(func=_cmd_study)
 
     se = sub.add_parser("study-export", help="a study's interaction log as CSV/Parquet tables")
     se.add_argument("db", help="the SQLite log written by `stateseer study`")
     se.add_argument("--out", required=True, help="folder for events, answers and summary")
-    se.add_argument("--format", choices=("csv", "parquet"), default="csv")
+    se.add_argument("--format", choices=("csv", "parquet"), default="csv",
+                    help="table format")
     se.set_defaults(func=_cmd_study_export)
+
+
+COMMANDS = (_add_train, _add_record, _add_abstract, _add_sweep, _add_force_compare_index,
+            _add_dfa_export, _add_serving, _add_study)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``stateseer`` argument parser (one sub-parser per command)."""
+    p = _Parser(prog="stateseer",
+                description="Explain recurrent text classifiers by state abstraction.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(sub)
     return p
 
 
+def _unexpected(command: str, exc: Exception) -> str:
+    first = (str(exc).strip().splitlines() or [""])[0][:200]
+    return (f"`stateseer {command}` stopped on unexpected input ({type(exc).__name__}"
+            f"{': ' + first if first else ''}); a file it read may be damaged — re-run the "
+            "step that wrote it (STATESEER_TRACEBACK=1 shows where)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Run the command line; returns the exit status (2 for any error in the input)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a one-line usage error
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         return int(args.func(args) or 0)
     except StateseerError as exc:
@@ -415,6 +708,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("stateseer: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a loader that did not wrap its failure: still one line
+        if os.environ.get("STATESEER_TRACEBACK"):
+            raise
+        print(f"stateseer: error: {_unexpected(args.command, exc)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -84,7 +84,8 @@ def explored_run(tmp_path_factory, text_run) -> Path:
 @pytest.fixture(scope="session")
 def analysed_run(tmp_path_factory, explored_run) -> Path:
     """The explored run plus forcing figures and its nearest-context index."""
-    from app.analysis import context_index, measure_forcing
+    from app.workflows.contexts import context_index
+    from app.workflows.forcing import measure_forcing
     from rnn_models.run import Run
     from rnn_models.traces import Traces
 

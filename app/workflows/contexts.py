@@ -1,0 +1,135 @@
+"""Nearest training contexts: which training steps the model was in a state like this one.
+
+Files kept in a run directory::
+
+    RUN/index/train.contexts.npz    nearest-context index over the training steps
+    RUN/index/train.contexts.json   what it was built from (traces' model and size)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from abstraction.neighbors import ContextIndex
+from rnn_models.errors import StateseerError
+from rnn_models.run import Run, atomic_write_text
+from rnn_models.traces import SplitTraces, Traces
+
+__all__ = ["context_index", "nearest_contexts", "projection_sample"]
+
+
+# -- nearest training contexts ------------------------------------------------------------
+def _index_paths(run: Run) -> tuple[Path, Path]:
+    d = run.path / "index"
+    return d / "train.contexts.npz", d / "train.contexts.json"
+
+
+def context_index(run: Run, traces: Traces, *, build: bool = True) -> ContextIndex | None:
+    """The nearest-context index over the run's training steps (built once, then read).
+
+    Rebuilt when the traces were re-recorded (another model or size). ``None`` when
+    ``build`` is false and no up-to-date index exists.
+    """
+    npz, meta_path = _index_paths(run)
+    train = traces["train"]
+    want = {"model_sha256": traces.meta.get("model_sha256"), "n_steps": int(train.n_steps),
+            "layer": traces.meta.get("layer"), "dim": int(train.hidden.shape[1])}
+    if npz.exists() and meta_path.exists():
+        try:
+            meta = json.loads(meta_path.read_text())
+        except ValueError:
+            meta = {}
+        if all(meta.get(k) == v for k, v in want.items()):
+            return ContextIndex.load(npz)
+    if not build:
+        return None
+    if train.n_steps == 0:
+        raise StateseerError("the training split has no steps to index")
+    t0 = time.perf_counter()
+    index = ContextIndex().fit(train.hidden)
+    try:
+        npz.parent.mkdir(parents=True, exist_ok=True)
+        index.save(npz)
+        atomic_write_text(meta_path, json.dumps({**want, "seconds": round(
+            time.perf_counter() - t0, 2)}))
+    except OSError as exc:  # e.g. a read-only run: use the index, rebuild it next time
+        logging.getLogger("stateseer").warning(
+            "could not save the context index in %s (%s); it is kept in memory only",
+            npz.parent, exc)
+    return index
+
+
+def nearest_contexts(index: ContextIndex, train: SplitTraces, train_states: np.ndarray,
+                     classes: list[str], query: np.ndarray, *, k: int = 8, window: int = 5,
+                     query_state: int | None = None) -> dict[str, Any]:
+    """The ``k`` training steps nearest to a hidden state, with context and a summary.
+
+    Parameters
+    ----------
+    index : ContextIndex
+        Built over ``train.hidden``.
+    train : SplitTraces
+    train_states : ndarray of shape (n_train_steps,)
+        FSM state of every training step.
+    classes : list of str
+    query : ndarray of shape (state_size,)
+    k, window : int
+        Neighbours, and tokens of context on each side.
+    query_state : int, optional
+        The query's own FSM state (for "how many share the state").
+
+    Returns
+    -------
+    dict
+        ``rows``: one dict per neighbour (``input``, ``id``, ``position``, ``left``,
+        ``token``, ``right``, ``state``, ``label``, ``prediction``, ``correct``,
+        ``distance``); ``summary``: ``k``, ``same_state``, ``labels`` (counts),
+        ``correct``, ``tokens`` (most common current tokens with counts), ``states``.
+    """
+    dist, idx = index.kneighbors(query, k, X=train.hidden)
+    inp = train.step_input[idx]
+    pos = train.step_position[idx]
+    rows = []
+    for d, r, i, p in zip(dist, idx, inp, pos, strict=True):
+        toks = train.tokens(int(i))
+        lab, pr = int(train.labels[i]), int(train.predictions[i])
+        rows.append({"input": int(i), "id": int(train.rows[i]), "position": int(p),
+                     "left": toks[max(0, p - window) : p], "token": toks[p],
+                     "right": toks[p + 1 : p + 1 + window],
+                     "cut_left": p - window > 0, "cut_right": p + 1 + window < len(toks),
+                     "state": int(train_states[r]), "label": classes[lab],
+                     "prediction": classes[pr], "correct": lab == pr,
+                     "distance": round(float(d), 4)})
+    states = Counter(r["state"] for r in rows)
+    summary = {
+        "k": len(rows),
+        "same_state": sum(r["state"] == query_state for r in rows)
+        if query_state is not None else None,
+        "labels": dict(Counter(r["label"] for r in rows)),
+        "correct": sum(r["correct"] for r in rows),
+        "tokens": Counter(r["token"] for r in rows).most_common(5),
+        "states": states.most_common(5),
+    }
+    return {"rows": rows, "summary": summary}
+
+
+def projection_sample(index: ContextIndex, train: SplitTraces, train_states: np.ndarray, *,
+                      n: int = 4000, seed: int = 0) -> dict[str, np.ndarray]:
+    """A sample of training steps on the index's first two principal axes.
+
+    Returns
+    -------
+    dict
+        ``xy`` (n, 2), ``states`` (n,), ``rows`` (n,) (step numbers in the split).
+    """
+    rng = np.random.default_rng(seed)
+    rows = np.sort(rng.choice(train.n_steps, min(n, train.n_steps), replace=False))
+    xy = index.transform(np.asarray(train.hidden[rows], np.float32))[:, :2]
+    return {"xy": xy, "states": np.asarray(train_states)[rows], "rows": rows}

@@ -1,0 +1,232 @@
+"""State forcing: replace hidden states by their abstract state's centroid and see whether
+the model's prediction survives (the abstraction's interventional faithfulness).
+
+Works on any model that :func:`rnn_models.forcing.forced_run` accepts (the model protocol
+of :mod:`rnn_models.models`); a model lacking what forcing needs is refused there with a
+one-line message naming the missing method.
+
+Files kept in a run directory::
+
+    RUN/abstraction/centroids.npy   hidden-space centroid of every FSM state (float32,
+                                    removed whenever the abstraction is rewritten)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from abstraction.centroids import state_centroids
+from abstraction.pipeline import Abstraction
+from rnn_models.errors import StateseerError
+from rnn_models.run import Run
+from rnn_models.traces import SplitTraces, Traces
+
+__all__ = ["forced_trace", "forcing_figures", "forcing_survival", "load_centroids",
+           "load_model", "measure_forcing"]
+
+
+def load_model(run: Run) -> Any:
+    """The run's model in eval mode, through the project's model loader.
+
+    Raises
+    ------
+    StateseerError
+        Missing, corrupt or mismatching model files (one line, from the loader).
+    """
+    try:
+        from rnn_models.loading import load_model as _load
+    except ImportError:  # the loader before it moved out of Run
+        return run.load_model()
+    return _load(run)
+
+
+# -- centroids ----------------------------------------------------------------------------
+def load_centroids(run: Run, ab: Abstraction, traces: Traces) -> np.ndarray:
+    """Hidden-space centroids of the FSM states.
+
+    Read from ``RUN/abstraction/centroids.npy`` or computed from the training split's
+    states (and saved). State 0, the initial state, is the initial hidden state.
+
+    Returns
+    -------
+    ndarray of shape (n_fsm_states, state_size)
+    """
+    path = run.abstraction_dir / "centroids.npy"
+    train = traces["train"]
+    shape = (ab.fsm.n_states, train.hidden.shape[1])
+    if path.exists():
+        try:
+            c = np.load(path, allow_pickle=False)
+        except (OSError, ValueError):  # damaged: recomputed below
+            c = None
+        if c is not None and c.shape == shape and np.isfinite(c).all():
+            return c
+    c, _ = state_centroids(train.hidden, ab.states["train"], ab.fsm.n_states,
+                           initial=traces.initial_hidden)
+    # a temporary name of its own: two threads or processes may compute them at once
+    tmp = path.with_name(f"centroids.{os.getpid()}.{threading.get_ident()}.tmp.npy")
+    try:
+        np.save(tmp, c)
+        tmp.replace(path)
+    except OSError as exc:
+        logging.getLogger("stateseer").warning("could not save %s (%s)", path, exc)
+    return c
+
+
+def _batches(tr: SplitTraces, idx: np.ndarray, batch_size: int) -> Iterator[tuple]:
+    """Padded id batches ``(positions, ids, lengths)`` of inputs ``idx`` (length-sorted)."""
+    import torch
+
+    from rnn_models.batching import length_batches, pad_batch
+
+    seqs = [np.asarray(tr.token_ids[tr.steps(int(i))], np.int64) for i in idx]
+    for b in length_batches(np.array([len(s) for s in seqs]), batch_size):
+        ids, lens = pad_batch(seqs, b)
+        yield b, torch.as_tensor(ids), torch.as_tensor(lens)
+
+
+# -- state forcing ------------------------------------------------------------------------
+def _per_state(model: Any, ab: Abstraction, centroids: np.ndarray, tr: SplitTraces,
+               layer: int, batch_size: int) -> dict[str, dict[str, Any]]:
+    """Agreement when only state ``s`` is forced, over the inputs whose path visits ``s``."""
+    from rnn_models.forcing import forced_run
+
+    if tr.name not in ab.states:
+        raise StateseerError(f"the abstraction has no states for split {tr.name!r}; "
+                             "re-run `stateseer abstract`")
+    states = ab.states[tr.name]
+    # inputs visiting each state, from the (state, input) pairs of every step
+    pairs = np.unique(states.astype(np.int64) * tr.n_inputs + tr.step_input)
+    # all (input, state) experiments in one set of batches: row b forces state st[b]
+    # wherever the run is in it
+    st, inp = pairs // tr.n_inputs, pairs % tr.n_inputs
+    keep = st > 0
+    st, inp = st[keep], inp[keep]
+    ok = np.zeros(len(st), bool)
+    for b, ids, lens in _batches(tr, inp, batch_size):
+        r = forced_run(model, ids, lens, ab.assign, centroids, layer=layer, row_state=st[b])
+        ok[b] = r.predictions == tr.predictions[inp[b]]
+    n = np.bincount(st, minlength=ab.fsm.n_states)
+    good = np.bincount(st, weights=ok, minlength=ab.fsm.n_states)
+    return {str(s): {"n_inputs": int(n[s]), "agreement": round(float(good[s] / n[s]), 4)}
+            for s in np.flatnonzero(n)}
+
+
+def forcing_survival(model: Any, ab: Abstraction, centroids: np.ndarray, tr: SplitTraces,
+                     *, layer: int = -1, batch_size: int = 512) -> np.ndarray:
+    """Whether each non-empty input's prediction survives forcing at every step.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_nonempty_inputs,)
+        In input order, empty inputs left out (they have no hidden state to force).
+    """
+    from rnn_models.forcing import forced_run  # runs without autograd
+
+    nonempty = np.flatnonzero(tr.lengths > 0)
+    survived = np.zeros(tr.n_inputs, bool)
+    for b, ids, lens in _batches(tr, nonempty, batch_size):
+        r = forced_run(model, ids, lens, ab.assign, centroids, layer=layer)
+        survived[nonempty[b]] = r.predictions == tr.predictions[nonempty[b]]
+    return survived[nonempty]
+
+
+def forcing_figures(model: Any, ab: Abstraction, centroids: np.ndarray, tr: SplitTraces, *,
+                    layer: int = -1, per_state: bool = True,
+                    batch_size: int = 512) -> dict[str, Any]:
+    """How often the model's prediction survives state forcing on a split.
+
+    Every step forced: each hidden state of the traced layer is replaced by its abstract
+    state's centroid and the forward pass continues from it. Per state ``s``: only the
+    steps where the (forced) run is in ``s`` are replaced, over the inputs whose
+    recorded path visits ``s``.
+
+    Parameters
+    ----------
+    model : model implementing the forcing protocol
+    ab : Abstraction
+    centroids : ndarray of shape (n_fsm_states, state_size)
+    tr : SplitTraces
+    layer : int
+        The traced layer.
+
+    Returns
+    -------
+    dict
+        ``forcing_agreement`` (share of non-empty inputs whose final prediction is
+        unchanged with every step forced) and ``forcing`` (details: ``n_inputs``,
+        ``per_state`` ``{state: {"n_inputs", "agreement"}}``, ``seconds``).
+    """
+    t0 = time.perf_counter()
+    survived = forcing_survival(model, ab, centroids, tr, layer=layer, batch_size=batch_size)
+    out: dict[str, Any] = {
+        "forcing_agreement": float(survived.mean()) if len(survived) else 1.0}
+    details: dict[str, Any] = {"split": tr.name, "n_inputs": len(survived),
+                               "every_step": out["forcing_agreement"]}
+    if per_state:
+        details["per_state"] = _per_state(model, ab, centroids, tr, layer, batch_size * 4)
+    details["seconds"] = round(time.perf_counter() - t0, 2)
+    out["forcing"] = details
+    return out
+
+
+def measure_forcing(run_dir: str | Path, *, split: str = "test", per_state: bool = True,
+                    save: bool = True) -> dict[str, Any]:
+    """:func:`forcing_figures` for a run, merged into ``metrics.json["abstraction"]``."""
+    run = Run(run_dir)
+    traces = Traces(run.traces_dir)
+    ab = Abstraction.load(run.abstraction_dir)
+    if split not in traces:
+        raise StateseerError(f"split {split!r} was not recorded; record it first")
+    model = load_model(run)
+    cent = load_centroids(run, ab, traces)
+    figs = forcing_figures(model, ab, cent, traces[split], layer=traces.meta.get("layer", -1),
+                           per_state=per_state)
+    if save:
+        m = run.metrics()
+        run.update_metrics(abstraction={**m.get("abstraction", {}), **figs})
+    return figs
+
+
+def forced_trace(model: Any, ab: Abstraction, centroids: np.ndarray, ids: np.ndarray, *,
+                 layer: int = -1, step: int | None = None) -> dict[str, Any]:
+    """One input run with forcing at every step (``step=None``) or at one step.
+
+    Parameters
+    ----------
+    ids : ndarray of shape (n_tokens,)
+        Token ids of the input.
+
+    Returns
+    -------
+    dict
+        ``proba`` (n_tokens, n_classes) list, ``states`` (FSM states after every step,
+        the initial state first), ``forced`` (bool per step), ``prediction``, ``step``.
+    """
+    import torch
+
+    from rnn_models.forcing import forced_run
+
+    ids = np.asarray(ids, np.int64)
+    if len(ids) == 0:
+        raise StateseerError("an empty input has no hidden state to force; type some text")
+    mask = np.ones((1, len(ids)), bool)
+    if step is not None:
+        if not 0 <= step < len(ids):
+            raise StateseerError(f"step {step} does not exist; the input has {len(ids)} tokens")
+        mask[:] = False
+        mask[0, step] = True
+    r = forced_run(model, torch.as_tensor(ids)[None], torch.tensor([len(ids)]), ab.assign,
+                   centroids, layer=layer, mask=mask)
+    return {"proba": r.proba[0].round(5).tolist(),
+            "states": [ab.fsm.initial, *r.states[0].tolist()],
+            "forced": r.forced[0].tolist(), "prediction": int(r.predictions[0]),
+            "step": step}

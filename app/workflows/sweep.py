@@ -1,0 +1,365 @@
+"""Fidelity against the number of abstract states, and the ``--states auto`` choice.
+
+For every candidate count the abstraction is fitted on the training split and measured
+on one split (the test split by default) with the two figures that discriminate:
+
+* **simulation fidelity** — the FSM alone, run on the tokens, ends in a state whose
+  label is the RNN's final prediction — with a 95 % bootstrap interval over inputs;
+* **forcing agreement** — the prediction survives when every hidden state is replaced by
+  its abstract state's centroid (needs the model; ``None`` without one).
+
+``auto`` picks the *knee* of the simulation-fidelity curve (Kneedle: the point furthest
+above the chord of the normalised curve) among the candidates under a readability cap,
+measured on the validation split so the test figures stay unbiased.
+
+Files written by :func:`write_sweep`::
+
+    DIR/sweep.json   list of {n_states, simulation_fidelity, simulation_fidelity_ci,
+                     forcing_agreement, seconds}
+    DIR/sweep.png    the curve with its intervals (matplotlib)
+    DIR/sweep.html   the same, interactive (plotly, self-contained)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rnn_models.errors import StateseerError
+
+__all__ = [
+    "AUTO_CANDIDATES",
+    "AUTO_CAP",
+    "DEFAULT_STATES",
+    "auto_states",
+    "bootstrap_ci",
+    "choose_knee",
+    "simulation_agreement",
+    "sweep_run",
+    "sweep_table",
+    "write_sweep",
+]
+
+DEFAULT_STATES = (4, 8, 16, 32, 40)
+AUTO_CANDIDATES = (4, 8, 12, 16, 24, 32, 40)
+AUTO_CAP = 40
+
+
+def bootstrap_ci(agree: np.ndarray, *, level: float = 0.95, n_boot: int = 4000,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of a 0/1 agreement vector.
+
+    Resampling ``n`` inputs with replacement from a vector holding ``k`` ones gives a
+    count of ones distributed Binomial(n, k/n), so the bootstrap distribution is drawn
+    exactly and cheaply, whatever ``n``.
+
+    Parameters
+    ----------
+    agree : ndarray of bool of shape (n_inputs,)
+    level : float
+        Coverage of the interval.
+    n_boot : int
+        Bootstrap resamples.
+    seed : int
+
+    Returns
+    -------
+    (low, high) : tuple of float
+
+    Examples
+    --------
+    >>> lo, hi = bootstrap_ci(np.r_[np.ones(80, bool), np.zeros(20, bool)])
+    >>> lo < 0.8 < hi
+    True
+    """
+    agree = np.asarray(agree, bool).ravel()
+    n = len(agree)
+    if n == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = rng.binomial(n, agree.mean(), size=n_boot) / n
+    tail = (1.0 - level) / 2
+    lo, hi = np.quantile(means, [tail, 1.0 - tail])
+    return float(lo), float(hi)
+
+
+def simulation_agreement(ab: Any, tr: Any) -> np.ndarray:
+    """Whether the FSM run on the tokens alone predicts what the RNN predicted.
+
+    Parameters
+    ----------
+    ab : Abstraction
+        Holding ``simulated`` paths for ``tr``'s split.
+    tr : SplitTraces
+
+    Returns
+    -------
+    ndarray of bool of shape (n_inputs,)
+    """
+    fsm = ab.fsm
+    final = fsm.final_states(ab.simulated[tr.name], tr.offsets)
+    return np.asarray(fsm.labels[final] == np.asarray(tr.predictions), bool)
+
+
+def _forcing_agreement(model: Any, ab: Any, traces: Any, split: str) -> float:
+    from abstraction.centroids import state_centroids
+
+    from .forcing import forcing_survival
+
+    cent, _ = state_centroids(traces["train"].hidden, ab.states["train"], ab.fsm.n_states,
+                              initial=traces.initial_hidden)
+    ok = forcing_survival(model, ab, cent, traces[split],
+                          layer=traces.meta.get("layer", -1))
+    return float(ok.mean()) if len(ok) else 1.0
+
+
+def _load(run: Any, split: str) -> tuple[Any, Any, list[str]]:
+    from abstraction.pipeline import fresh_traces
+    from rnn_models.run import Run
+
+    run = run if isinstance(run, Run) else Run(run)
+    if not run.exists():
+        raise StateseerError(f"{run.path} is not a stateseer run (no config.json); create "
+                             "one with `stateseer train`")
+    traces = fresh_traces(run)
+    if split not in traces or traces[split].n_inputs == 0:
+        raise StateseerError(f"the run has no recorded {split} inputs to measure on; record "
+                             f"them with `stateseer record {run.path}`")
+    try:
+        alphabet = list(json.loads(run.vocab_path.read_text(encoding="utf-8"))["tokens"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise StateseerError(f"{run.vocab_path} is missing or damaged; retrain the run") \
+            from None
+    return run, traces, alphabet
+
+
+def sweep_run(run: Any, states: Sequence[int] = DEFAULT_STATES, *, split: str = "test",
+              forcing: bool = True, method: str = "kmeans", features: str = "margin",
+              pca: int = 20, fallback: str = "displacement", split_by_prediction: bool = True,
+              random_state: int = 0, log: Callable[[str], None] | None = None
+              ) -> list[dict[str, Any]]:
+    """Fit an abstraction per candidate state count and measure it on ``split``.
+
+    Parameters
+    ----------
+    run : Run or path
+        A recorded run.
+    states : sequence of int
+        Candidate numbers of abstract states.
+    split : str
+        Where the figures are measured.
+    forcing : bool
+        Also measure forcing agreement (skipped, ``None``, when the model cannot be
+        loaded or forced; the reason goes to ``log``).
+    method, features, pca, fallback, split_by_prediction, random_state
+        As for :func:`abstraction.pipeline.abstract_run`.
+
+    Returns
+    -------
+    list of dict
+        One per candidate, ascending: ``n_states``, ``simulation_fidelity``,
+        ``simulation_fidelity_ci`` [low, high], ``forcing_agreement``, ``seconds``.
+    """
+    from abstraction.pipeline import fit_abstraction
+
+    counts = sorted({int(k) for k in states})
+    if not counts or counts[0] < 1:
+        raise StateseerError("--states needs positive state counts, e.g. 4,8,16,32,40")
+    run, traces, alphabet = _load(run, split)
+    model = None
+    if forcing:
+        from .forcing import load_model
+
+        try:
+            model = load_model(run)
+        except StateseerError as exc:
+            if log:
+                log(f"forcing agreement skipped ({exc})")
+    points = []
+    for k in counts:
+        t0 = time.perf_counter()
+        ab = fit_abstraction(traces, alphabet, n_states=k, method=method, pca=pca,
+                             features=features, fallback=fallback,
+                             split_by_prediction=split_by_prediction,
+                             splits=("train", split), random_state=random_state)
+        agree = simulation_agreement(ab, traces[split])
+        seconds = time.perf_counter() - t0
+        fa = None
+        if model is not None:
+            try:
+                fa = round(_forcing_agreement(model, ab, traces, split), 4)
+            except StateseerError as exc:  # a model without the forcing methods
+                model = None
+                if log:
+                    log(f"forcing agreement skipped ({exc})")
+        lo, hi = bootstrap_ci(agree, seed=random_state)
+        points.append({"n_states": k, "simulation_fidelity": round(float(agree.mean()), 4),
+                       "simulation_fidelity_ci": [round(lo, 4), round(hi, 4)],
+                       "forcing_agreement": fa, "seconds": round(seconds, 2)})
+        if log:
+            log(f"{k} states: simulation fidelity {agree.mean():.3f}")
+    return points
+
+
+def choose_knee(points: Sequence[dict[str, Any]], *, cap: int = AUTO_CAP,
+                key: str = "simulation_fidelity", flat: float = 0.005) -> tuple[int, str]:
+    """The knee of a fidelity-against-states curve, never above ``cap``.
+
+    Kneedle (Satopää et al., 2011): both axes scaled to [0, 1], the knee is the point
+    furthest above the chord, i.e. where ``y - x`` is largest. A curve whose range is below
+    ``flat`` gives the fewest states.
+
+    Parameters
+    ----------
+    points : sequence of dict
+        With ``n_states`` and ``key``.
+    cap : int
+        Readability cap: candidates above it are ignored.
+
+    Returns
+    -------
+    n_states : int
+    reason : str
+        One line saying why.
+    """
+    pts = sorted((p for p in points if p["n_states"] <= cap), key=lambda p: p["n_states"])
+    if not pts:
+        raise StateseerError(f"no candidate state count is within the cap of {cap}; pass "
+                             "smaller counts or a larger cap")
+    x = np.array([p["n_states"] for p in pts], float)
+    y = np.array([p[key] for p in pts], float)
+    best = int(np.nanargmax(y))
+    span = f"{int(x[0])}–{int(x[-1])}"
+    if len(pts) == 1 or np.nanmax(y) - np.nanmin(y) < flat:
+        k = int(x[0])
+        return k, (f"{k} states: the fidelity curve over {span} states is flat (range "
+                   f"{np.nanmax(y) - np.nanmin(y):.3f}), so the fewest states "
+                   f"(cap {cap} for a readable diagram)")
+    xn = (x - x[0]) / (x[-1] - x[0])
+    yn = (y - np.nanmin(y)) / (np.nanmax(y) - np.nanmin(y))
+    i = int(np.nanargmax(yn - xn))
+    k = int(x[i])
+    return k, (f"{k} states: the knee of the fidelity curve over {span} states ({y[i]:.3f} "
+               f"at {k}; best {y[best]:.3f} at {int(x[best])}; cap {cap} for a readable "
+               "diagram)")
+
+
+def auto_states(run: Any, *, cap: int = AUTO_CAP,
+                candidates: Sequence[int] = AUTO_CANDIDATES, **params: Any
+                ) -> tuple[int, str, list[dict[str, Any]]]:
+    """Choose a state count for ``run``: the knee of its validation curve under ``cap``.
+
+    Parameters
+    ----------
+    cap : int
+        The largest count allowed (the cap itself is always a candidate).
+    candidates : sequence of int
+    **params
+        For :func:`sweep_run` (``method``, ``features``, ...).
+
+    Returns
+    -------
+    n_states : int
+        At most ``cap``.
+    reason : str
+    curve : list of dict
+        The validation sweep (without forcing).
+    """
+    cands = sorted({c for c in candidates if c <= cap} | {cap})
+    curve = sweep_run(run, cands, split="val", forcing=False, **params)
+    k, reason = choose_knee(curve, cap=cap)
+    return k, f"chose {reason}; measured on the validation split", curve
+
+
+def sweep_table(points: Sequence[dict[str, Any]]) -> str:
+    """The sweep as a plain-text table (one row per candidate)."""
+    head = f"{'states':>6}  {'simulation fidelity (95% CI)':<30}{'forcing':>8}  {'seconds':>7}"
+    rows = [head]
+    for p in points:
+        lo, hi = p["simulation_fidelity_ci"]
+        fa = "—" if p["forcing_agreement"] is None else f"{p['forcing_agreement']:.3f}"
+        sf = f"{p['simulation_fidelity']:.3f} [{lo:.3f}, {hi:.3f}]"
+        rows.append(f"{p['n_states']:>6}  {sf:<30}{fa:>8}  {p['seconds']:>7.2f}")
+    return "\n".join(rows)
+
+
+def _png(points: Sequence[dict[str, Any]], path: Path, chosen: int | None) -> bool:
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        return False
+    x = [p["n_states"] for p in points]
+    y = np.array([p["simulation_fidelity"] for p in points])
+    ci = np.array([p["simulation_fidelity_ci"] for p in points]).reshape(-1, 2)
+    fig = Figure(figsize=(6, 3.6), dpi=120)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.errorbar(x, y, yerr=[y - ci[:, 0], ci[:, 1] - y], marker="o", capsize=3,
+                label="simulation fidelity (95% CI)")
+    fa = [(p["n_states"], p["forcing_agreement"]) for p in points
+          if p["forcing_agreement"] is not None]
+    if fa:
+        ax.plot(*zip(*fa, strict=True), marker="s", linestyle="--", label="forcing agreement")
+    if chosen is not None:
+        ax.axvline(chosen, color="grey", linestyle=":", label=f"chosen: {chosen}")
+    ax.set(xlabel="abstract states", ylabel="agreement with the RNN")
+    ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path)
+    return True
+
+
+def _html(points: Sequence[dict[str, Any]], path: Path, chosen: int | None) -> None:
+    import plotly.graph_objects as go
+
+    x = [p["n_states"] for p in points]
+    y = [p["simulation_fidelity"] for p in points]
+    ci = [p["simulation_fidelity_ci"] for p in points]
+    fig = go.Figure(go.Scatter(
+        x=x, y=y, mode="lines+markers", name="simulation fidelity (95% CI)",
+        error_y={"type": "data", "symmetric": False,
+                 "array": [h - v for v, (_, h) in zip(y, ci, strict=True)],
+                 "arrayminus": [v - lo for v, (lo, _) in zip(y, ci, strict=True)]}))
+    fa = [(p["n_states"], p["forcing_agreement"]) for p in points
+          if p["forcing_agreement"] is not None]
+    if fa:
+        fx, fy = zip(*fa, strict=True)
+        fig.add_trace(go.Scatter(x=fx, y=fy, mode="lines+markers", name="forcing agreement",
+                                 line={"dash": "dash"}))
+    if chosen is not None:
+        fig.add_vline(x=chosen, line_dash="dot", annotation_text=f"chosen: {chosen}")
+    fig.update_layout(xaxis_title="abstract states", yaxis_title="agreement with the RNN",
+                      template="plotly_white")
+    fig.write_html(path, include_plotlyjs=True, full_html=True)
+
+
+def write_sweep(points: Sequence[dict[str, Any]], out_dir: str | Path, *,
+                chosen: int | None = None) -> dict[str, str]:
+    """Write ``sweep.json``, ``sweep.png`` (when matplotlib is installed) and
+    ``sweep.html`` into ``out_dir``.
+
+    Returns
+    -------
+    dict
+        ``json``, ``html`` and ``png`` (``None`` without matplotlib) paths.
+    """
+    from rnn_models.run import atomic_write_text
+
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StateseerError(f"cannot create {out} ({exc.strerror}); choose another --out") \
+            from None
+    atomic_write_text(out / "sweep.json", json.dumps(list(points), indent=1))
+    png = out / "sweep.png"
+    has_png = _png(points, png, chosen)
+    _html(points, out / "sweep.html", chosen)
+    return {"json": str(out / "sweep.json"), "png": str(png) if has_png else None,
+            "html": str(out / "sweep.html")}

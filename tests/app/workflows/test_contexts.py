@@ -1,0 +1,68 @@
+"""The nearest-context index (app.workflows.contexts) on a real run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+
+def test_context_index_is_reused_then_rebuilt_for_new_traces(copy_run, analysed_run):
+    from app.workflows.contexts import context_index
+    from rnn_models.run import Run
+    from rnn_models.traces import Traces
+
+    run_dir = copy_run(analysed_run)
+    run = Run(run_dir)
+    npz = run_dir / "index" / "train.contexts.npz"
+    before = npz.stat().st_mtime_ns
+    context_index(run, Traces(run.traces_dir))
+    assert npz.stat().st_mtime_ns == before  # read, not rebuilt
+    meta = json.loads((run_dir / "index" / "train.contexts.json").read_text())
+    meta["n_steps"] += 1  # as if the traces had been re-recorded
+    (run_dir / "index" / "train.contexts.json").write_text(json.dumps(meta))
+    assert context_index(run, Traces(run.traces_dir), build=False) is None
+    context_index(run, Traces(run.traces_dir))
+    assert npz.stat().st_mtime_ns != before
+
+
+def test_an_index_that_cannot_be_saved_is_still_used(copy_run, analysed_run, monkeypatch):
+    from abstraction.neighbors import ContextIndex
+    from app.workflows.contexts import context_index
+    from rnn_models.run import Run
+    from rnn_models.traces import Traces
+
+    run_dir = copy_run(analysed_run)
+    shutil.rmtree(run_dir / "index")
+
+    def refuse(self, path):
+        raise OSError("read-only file system")
+
+    monkeypatch.setattr(ContextIndex, "save", refuse)
+    run = Run(run_dir)
+    ix = context_index(run, Traces(run.traces_dir))
+    assert ix.n_indexed_ == Traces(run.traces_dir)["train"].n_steps
+    assert not (run_dir / "index" / "train.contexts.npz").exists()
+
+
+def test_nearest_contexts_and_projection_of_a_training_step(analysed_run):
+    import numpy as np
+
+    from abstraction.pipeline import Abstraction
+    from app.workflows.contexts import context_index, nearest_contexts, projection_sample
+    from rnn_models.run import Run
+    from rnn_models.traces import Traces
+
+    run = Run(analysed_run)
+    traces = Traces(run.traces_dir)
+    train = traces["train"]
+    states = Abstraction.load(run.abstraction_dir).states["train"]
+    ix = context_index(run, traces)
+    step = int(train.offsets[3])  # first step of input 3
+    res = nearest_contexts(ix, train, states, traces.classes,
+                           np.asarray(train.hidden[step]), k=4, window=2,
+                           query_state=int(states[step]))
+    top = res["rows"][0]
+    assert top["distance"] < 1e-3 and top["state"] == int(states[step])
+    assert res["summary"]["k"] == 4 and res["summary"]["same_state"] >= 1
+    proj = projection_sample(ix, train, states, n=50)
+    assert proj["xy"].shape == (50, 2) and len(proj["states"]) == 50
