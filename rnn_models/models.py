@@ -251,6 +251,10 @@ class RNNClassifier(nn.Module):
         top, _ = self._run(ids)
         return self.head(self.dropout(top))
 
+    def initial_logits(self) -> Tensor:
+        """Head logits for the empty input, ``head(h0)``, shape (n_classes,)."""
+        return self.head.bias
+
     def forward(self, ids: Tensor, lengths: Tensor) -> Tensor:
         """Final logits, shape (batch, n_classes); empty inputs get ``head(h0)``."""
         bias = self.head.bias.expand(len(ids), -1)

@@ -5,12 +5,17 @@
 is taken on the label of *every prefix* (known from the grammar, or from the data when
 each prefix is itself a labelled training string), which makes small RNNs learn the exact
 automaton in seconds; natural-language data is trained on the final label only.
+
+The model comes from :data:`rnn_models.models.ARCHITECTURES` (``--arch``); training needs
+of it ``step_logits(ids)`` (per-step logits, for the prefix loss), ``initial_logits()``
+and ``forward(ids, lengths)`` (final logits), which every built-in architecture has.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,11 +28,11 @@ from torch import nn
 from .batching import length_batches, pad_batch
 from .datasets import TextDataset, load_dataset
 from .errors import DataError
-from .models import ARCHS, RNNClassifier
+from .models import ARCHITECTURES
 from .run import Run, atomic_write_text, data_section, sha256_file
 from .tokenizers import Vocab
 
-__all__ = ["DEFAULTS", "TrainConfig", "evaluate", "train_run"]
+__all__ = ["ARCH_DEFAULTS", "DEFAULTS", "TrainConfig", "evaluate", "train_run"]
 
 IGNORE = -100
 
@@ -36,6 +41,13 @@ DEFAULTS: dict[str, dict[str, Any]] = {
                  lr=2e-3, patience=3, min_freq=2, weight_decay=0.0),
     "formal": dict(embed=8, hidden=32, layers=1, dropout=0.0, epochs=60, batch_size=64,
                    lr=1e-2, patience=8, min_freq=1, weight_decay=0.0),
+}
+#: per arch and data kind, defaults that differ from :data:`DEFAULTS` (and the arch's extras)
+ARCH_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
+    # Mamba's recorded state is hidden · (d_state + d_conv − 1) floats per step: keep it
+    # near 700 on text (an LSTM's h is 128)
+    "mamba": {"text": dict(embed=64, hidden=64, d_state=8),
+              "formal": dict(embed=16, hidden=16, d_state=4)},
 }
 
 
@@ -57,23 +69,40 @@ class TrainConfig:
     weight_decay: float | None = None
     max_vocab: int | None = 30000
     seed: int = 0
-    state: str = "h"
+    state: str | None = None
     prefix_loss: str = "auto"
     tokenizer: str = "word"
     text_col: str = "text"
     label_col: str = "label"
     max_tokens: int | None = 2000
+    d_state: int | None = None
+    d_conv: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolve(self, ds: TextDataset) -> dict[str, Any]:
+        """Hyper-parameters: the data kind's defaults, the arch's, then the ones given."""
         kind = "text" if ds.tokenizer == "word" else "formal"
-        out = dict(DEFAULTS[kind])
+        arch = ARCHITECTURES[self.arch]
+        out = {**DEFAULTS[kind], **arch.extra, **ARCH_DEFAULTS.get(self.arch, {}).get(kind, {})}
         for k in out:
-            v = getattr(self, k)
+            v = getattr(self, k, None)
             if v is not None:
                 out[k] = v
         out["kind"] = kind
+        out["state"] = self.state or arch.default_state
         return out
+
+    def check(self) -> None:
+        """Refuse an unknown arch, a state the arch does not have, or a bad option."""
+        arch = ARCHITECTURES.get(self.arch)
+        if arch is None:
+            raise DataError(f"unknown --arch {self.arch!r}; choose one of: "
+                            f"{', '.join(ARCHITECTURES)}")
+        if self.state is not None and self.state not in arch.states:
+            raise DataError(f"--state {self.state} does not exist for --arch {self.arch}; "
+                            f"choose one of: {', '.join(arch.states)}")
+        if self.prefix_loss not in ("auto", "on", "off"):
+            raise DataError(f"--prefix-loss must be auto, on or off, not {self.prefix_loss!r}")
 
 
 def _prefix_targets(ds: TextDataset, idx: np.ndarray, mode: str) -> list[np.ndarray] | None:
@@ -100,7 +129,7 @@ def _prefix_targets(ds: TextDataset, idx: np.ndarray, mode: str) -> list[np.ndar
 
 
 @torch.no_grad()
-def evaluate(model: RNNClassifier, seqs: list[np.ndarray], labels: np.ndarray,
+def evaluate(model: nn.Module, seqs: list[np.ndarray], labels: np.ndarray,
              batch_size: int = 256) -> tuple[float, np.ndarray]:
     """Accuracy and predictions (n,) of ``model`` on encoded sequences."""
     was_training = model.training
@@ -112,6 +141,169 @@ def evaluate(model: RNNClassifier, seqs: list[np.ndarray], labels: np.ndarray,
     model.train(was_training)
     acc = float((pred == labels).mean()) if len(labels) else float("nan")
     return acc, pred
+
+
+@dataclass
+class _Data:
+    """A data set encoded for training: vocabulary, ids per row and split indices."""
+
+    ds: TextDataset
+    vocab: Vocab
+    seqs: list[np.ndarray]
+    split: dict[str, np.ndarray]
+    prefix: list[np.ndarray] | None  # per-prefix targets of the training rows
+
+    def encoded(self, name: str) -> tuple[list[np.ndarray], np.ndarray]:
+        idx = self.split[name]
+        return [self.seqs[i] for i in idx], self.ds.labels[idx]
+
+
+def _prepare_data(cfg: TrainConfig, dataset: TextDataset | None) -> tuple[_Data, dict]:
+    """Load and encode the data set; resolve the hyper-parameters for its kind."""
+    ds = dataset or load_dataset(
+        cfg.dataset, text_col=cfg.text_col, label_col=cfg.label_col, tokenizer=cfg.tokenizer,
+        seed=cfg.seed, max_tokens=cfg.max_tokens,
+    )
+    hp = cfg.resolve(ds)
+    for split in ("train", "val"):
+        if len(ds.splits[split]) == 0:
+            raise DataError(f"the {split} split of {ds.name!r} is empty; add rows or drop 'split'")
+    tr = ds.splits["train"]
+    vocab = Vocab.build([ds.tokens[i] for i in tr], min_freq=hp["min_freq"],
+                        max_size=cfg.max_vocab)
+    data = _Data(ds, vocab, [vocab.encode(t) for t in ds.tokens],
+                 {s: ds.splits[s] for s in ("train", "val", "test")},
+                 _prefix_targets(ds, tr, cfg.prefix_loss))
+    return data, hp
+
+
+def _model_section(cfg: TrainConfig, hp: dict, vocab_size: int, n_classes: int) -> dict:
+    """``config.json``'s ``model`` section: everything :func:`build_model` needs."""
+    extra = {k: hp[k] for k in ARCHITECTURES[cfg.arch].extra}
+    return {"arch": cfg.arch, "vocab_size": vocab_size, "n_classes": n_classes,
+            "embed": hp["embed"], "hidden": hp["hidden"], "layers": hp["layers"],
+            "state": hp["state"], **extra}
+
+
+def _build(section: dict, hp: dict) -> nn.Module:
+    """The untrained model, seeded by the caller, with the training dropout."""
+    arch = ARCHITECTURES[section["arch"]]
+    extra = {k: section[k] for k in arch.extra}
+    return arch(section["vocab_size"], section["n_classes"], embed=section["embed"],
+                hidden=section["hidden"], layers=section["layers"], dropout=hp["dropout"],
+                state=section["state"], **extra)
+
+
+def _batch_loss(model: nn.Module, data: _Data, b: np.ndarray, loss_fn: nn.Module,
+                tr_seqs: list[np.ndarray]) -> torch.Tensor:
+    """The loss of one training batch (rows ``b`` of the training split)."""
+    ids_np, len_np = pad_batch(tr_seqs, b)
+    ids, lengths = torch.from_numpy(ids_np), torch.from_numpy(len_np)
+    if data.prefix is None:
+        labels = data.ds.labels[data.split["train"][b]]
+        return loss_fn(model(ids, lengths), torch.from_numpy(labels))
+    tgt = np.full((len(b), ids.shape[1] + 1), IGNORE, dtype=np.int64)
+    mask = np.arange(tgt.shape[1]) <= len_np[:, None]
+    tgt[mask] = np.concatenate([data.prefix[i] for i in b])
+    init = model.initial_logits()
+    steps = model.step_logits(ids) if ids.shape[1] else init[None, None]
+    logits = torch.cat([init.expand(len(b), 1, -1), steps.expand(len(b), -1, -1)], dim=1)
+    return loss_fn(logits.reshape(-1, logits.shape[-1]), torch.from_numpy(tgt).reshape(-1))
+
+
+def _epoch(model: nn.Module, opt: torch.optim.Optimizer, data: _Data, hp: dict,
+           rng: np.random.Generator) -> float:
+    """One pass over the training split in shuffled length buckets; the mean loss."""
+    loss_fn = nn.CrossEntropyLoss(ignore_index=IGNORE)
+    tr_seqs, _ = data.encoded("train")
+    total, n_batches = 0.0, 0
+    for b in length_batches(np.array([len(s) for s in tr_seqs]), hp["batch_size"], rng=rng):
+        loss = _batch_loss(model, data, b, loss_fn, tr_seqs)
+        opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        opt.step()
+        total += loss.item()
+        n_batches += 1
+    return total / max(n_batches, 1)
+
+
+def _fit(model: nn.Module, data: _Data, hp: dict, cfg: TrainConfig,
+         progress: bool) -> tuple[dict[str, Any], list[dict[str, Any]], float]:
+    """Train with early stopping; returns the best epoch's record (with its weights),
+    the per-epoch history and the training seconds. The best weights are loaded."""
+    rng = np.random.default_rng(cfg.seed)
+    opt = torch.optim.Adam(model.parameters(), lr=hp["lr"], weight_decay=hp["weight_decay"])
+    va_seqs, va_labels = data.encoded("val")
+    best: dict[str, Any] = {"val_accuracy": -1.0, "loss": np.inf, "epoch": 0, "state": None}
+    history = []
+    t0 = time.perf_counter()
+    if progress:
+        from tqdm.auto import tqdm
+    else:  # tqdm.auto warns in notebooks without ipywidgets even when disabled
+        from tqdm.std import tqdm
+
+    bar = tqdm(range(1, hp["epochs"] + 1), desc=f"train {cfg.arch} on {data.ds.name}",
+               disable=not progress, unit="epoch")
+    model.train()
+    for epoch in bar:
+        loss_avg = _epoch(model, opt, data, hp, rng)
+        val_acc, _ = evaluate(model, va_seqs, va_labels)
+        history.append({"epoch": epoch, "loss": loss_avg, "val_accuracy": val_acc})
+        bar.set_postfix(loss=f"{loss_avg:.4f}", val_acc=f"{val_acc:.4f}")
+        if val_acc > best["val_accuracy"] or (
+            val_acc == best["val_accuracy"] and loss_avg < best["loss"]
+        ):  # ties go to the better-fitted model
+            best = {"val_accuracy": val_acc, "loss": loss_avg, "epoch": epoch,
+                    "state": copy.deepcopy(model.state_dict())}
+        if epoch - best["epoch"] >= hp["patience"]:
+            break
+        if hp["kind"] == "formal" and val_acc == 1.0 and loss_avg < 1e-3:
+            break
+    bar.close()
+    seconds = time.perf_counter() - t0
+    model.load_state_dict(best["state"])
+    model.eval()
+    return best, history, seconds
+
+
+def _accuracies(model: nn.Module, data: _Data) -> dict[str, float]:
+    """``train_accuracy``, ``val_accuracy``, ``test_accuracy`` (NaN without a test split)."""
+    out = {}
+    for split in ("train", "val", "test"):
+        seqs, labels = data.encoded(split)
+        out[f"{split}_accuracy"] = (evaluate(model, seqs, labels)[0] if len(seqs)
+                                    else float("nan"))
+    return out
+
+
+def _write_run(run: Run, model: nn.Module, cfg: TrainConfig, data: _Data, hp: dict,
+               section: dict, metrics: dict[str, Any]) -> None:
+    """Write ``vocab.json``, ``model.pt``, ``config.json`` and ``metrics.json``; remove
+    traces and abstraction of an earlier model."""
+    run.path.mkdir(parents=True, exist_ok=True)
+    for stale in (run.traces_dir, run.abstraction_dir):  # derived from the old model
+        if stale.exists():
+            shutil.rmtree(stale)
+    data.vocab.save(run.vocab_path)
+    tmp = run.model_path.with_suffix(".pt.tmp")
+    torch.save(model.state_dict(), tmp)
+    tmp.replace(run.model_path)
+    config = {
+        "format": "stateseer.run", "version": 1,
+        "data": data_section(data.ds, text_col=cfg.text_col, label_col=cfg.label_col,
+                             seed=cfg.seed, max_tokens=cfg.max_tokens),
+        "model": section,
+        "training": {**{k: hp[k] for k in ("dropout", "epochs", "batch_size", "lr", "patience",
+                                            "min_freq", "weight_decay")},
+                     "prefix_loss": data.prefix is not None, "optimizer": "adam",
+                     "max_vocab": cfg.max_vocab, "seed": cfg.seed, "torch": torch.__version__},
+        "config": asdict(cfg),
+    }
+    atomic_write_text(run.config_path, json.dumps(config, indent=2))
+    if run.metrics_path.exists():
+        run.metrics_path.unlink()
+    run.update_metrics(**metrics, model_sha256=sha256_file(run.model_path))
 
 
 def train_run(
@@ -139,126 +331,15 @@ def train_run(
     -------
     Run
     """
-    if cfg.arch not in ARCHS:
-        raise DataError(f"unknown --arch {cfg.arch!r}; choose one of: {', '.join(ARCHS)}")
-    if cfg.prefix_loss not in ("auto", "on", "off"):
-        raise DataError(f"--prefix-loss must be auto, on or off, not {cfg.prefix_loss!r}")
+    cfg.check()
     run = Run(out)
     run.require_new(force)
-    ds = dataset or load_dataset(
-        cfg.dataset, text_col=cfg.text_col, label_col=cfg.label_col, tokenizer=cfg.tokenizer,
-        seed=cfg.seed, max_tokens=cfg.max_tokens,
-    )
-    hp = cfg.resolve(ds)
-    for split in ("train", "val"):
-        if len(ds.splits[split]) == 0:
-            raise DataError(f"the {split} split of {ds.name!r} is empty; add rows or drop 'split'")
-
+    data, hp = _prepare_data(cfg, dataset)
     torch.manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
-    tr, va, te = (ds.splits[s] for s in ("train", "val", "test"))
-    vocab = Vocab.build([ds.tokens[i] for i in tr], min_freq=hp["min_freq"],
-                        max_size=cfg.max_vocab)
-    seqs = [vocab.encode(t) for t in ds.tokens]
-    labels = ds.labels
-    prefix = _prefix_targets(ds, tr, cfg.prefix_loss)
-
-    model = RNNClassifier(cfg.arch, len(vocab), len(ds.classes), embed=hp["embed"],
-                          hidden=hp["hidden"], layers=hp["layers"], dropout=hp["dropout"],
-                          state=cfg.state)
-    opt = torch.optim.Adam(model.parameters(), lr=hp["lr"], weight_decay=hp["weight_decay"])
-    loss_fn = nn.CrossEntropyLoss(ignore_index=IGNORE)
-    tr_seqs = [seqs[i] for i in tr]
-    tr_lengths = np.array([len(s) for s in tr_seqs])
-    va_seqs, te_seqs = [seqs[i] for i in va], [seqs[i] for i in te]
-
-    best: dict[str, Any] = {"val_accuracy": -1.0, "loss": np.inf, "epoch": 0, "state": None}
-    history = []
-    t0 = time.perf_counter()
-    if progress:
-        from tqdm.auto import tqdm
-    else:  # tqdm.auto warns in notebooks without ipywidgets even when disabled
-        from tqdm.std import tqdm
-
-    bar = tqdm(range(1, hp["epochs"] + 1), desc=f"train {cfg.arch} on {ds.name}",
-               disable=not progress, unit="epoch")
-    model.train()
-    for epoch in bar:
-        total, n_batches = 0.0, 0
-        for b in length_batches(tr_lengths, hp["batch_size"], rng=rng):
-            ids_np, len_np = pad_batch(tr_seqs, b)
-            ids, lengths = torch.from_numpy(ids_np), torch.from_numpy(len_np)
-            if prefix is not None:
-                tgt = np.full((len(b), ids.shape[1] + 1), IGNORE, dtype=np.int64)
-                mask = np.arange(tgt.shape[1]) <= len_np[:, None]
-                tgt[mask] = np.concatenate([prefix[i] for i in b])
-                steps = model.step_logits(ids) if ids.shape[1] else model.head.bias[None, None]
-                init = model.head.bias.expand(len(b), 1, -1)
-                logits = torch.cat([init, steps.expand(len(b), -1, -1)], dim=1)
-                loss = loss_fn(logits.reshape(-1, logits.shape[-1]),
-                               torch.from_numpy(tgt).reshape(-1))
-            else:
-                loss = loss_fn(model(ids, lengths), torch.from_numpy(labels[tr[b]]))
-            opt.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-            opt.step()
-            total += loss.item()
-            n_batches += 1
-        val_acc, _ = evaluate(model, va_seqs, labels[va])
-        history.append({"epoch": epoch, "loss": total / max(n_batches, 1),
-                        "val_accuracy": val_acc})
-        bar.set_postfix(loss=f"{total / max(n_batches, 1):.4f}", val_acc=f"{val_acc:.4f}")
-        loss_avg = history[-1]["loss"]
-        if val_acc > best["val_accuracy"] or (
-            val_acc == best["val_accuracy"] and loss_avg < best["loss"]
-        ):  # ties go to the better-fitted model
-            best = {"val_accuracy": val_acc, "loss": loss_avg, "epoch": epoch,
-                    "state": copy.deepcopy(model.state_dict())}
-        if epoch - best["epoch"] >= hp["patience"]:
-            break
-        if hp["kind"] == "formal" and val_acc == 1.0 and loss_avg < 1e-3:
-            break
-    bar.close()
-    train_seconds = time.perf_counter() - t0
-    model.load_state_dict(best["state"])
-    model.eval()
-
-    train_acc, _ = evaluate(model, tr_seqs, labels[tr])
-    val_acc, _ = evaluate(model, va_seqs, labels[va])
-    test_acc, _ = evaluate(model, te_seqs, labels[te]) if len(te) else (float("nan"), None)
-
-    run.path.mkdir(parents=True, exist_ok=True)
-    # A retrained model invalidates anything derived from the old one.
-    for stale in (run.traces_dir, run.abstraction_dir):
-        if stale.exists():
-            import shutil
-
-            shutil.rmtree(stale)
-    vocab.save(run.vocab_path)
-    tmp = run.model_path.with_suffix(".pt.tmp")
-    torch.save(model.state_dict(), tmp)
-    tmp.replace(run.model_path)
-    config = {
-        "format": "stateseer.run", "version": 1,
-        "data": data_section(ds, text_col=cfg.text_col, label_col=cfg.label_col,
-                             seed=cfg.seed, max_tokens=cfg.max_tokens),
-        "model": {"arch": cfg.arch, "vocab_size": len(vocab), "n_classes": len(ds.classes),
-                  "embed": hp["embed"], "hidden": hp["hidden"], "layers": hp["layers"],
-                  "state": cfg.state},
-        "training": {**{k: hp[k] for k in ("dropout", "epochs", "batch_size", "lr", "patience",
-                                            "min_freq", "weight_decay")},
-                     "prefix_loss": prefix is not None, "optimizer": "adam",
-                     "max_vocab": cfg.max_vocab, "seed": cfg.seed, "torch": torch.__version__},
-        "config": asdict(cfg),
-    }
-    atomic_write_text(run.config_path, json.dumps(config, indent=2))
-    metrics = {
-        "train_accuracy": train_acc, "val_accuracy": val_acc, "test_accuracy": test_acc,
-        "best_epoch": best["epoch"], "epochs_run": len(history), "train_seconds": train_seconds,
-        "model_sha256": sha256_file(run.model_path), "history": history,
-    }
-    if run.metrics_path.exists():
-        run.metrics_path.unlink()
-    run.update_metrics(**metrics)
+    section = _model_section(cfg, hp, len(data.vocab), len(data.ds.classes))
+    model = _build(section, hp)
+    best, history, seconds = _fit(model, data, hp, cfg, progress)
+    metrics = {**_accuracies(model, data), "best_epoch": best["epoch"],
+               "epochs_run": len(history), "train_seconds": seconds, "history": history}
+    _write_run(run, model, cfg, data, hp, section, metrics)
     return run
