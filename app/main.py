@@ -8,38 +8,54 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import dash_cytoscape as cyto
 from dash import Dash
 from flask import has_request_context, request
 
-from .callbacks import register_callbacks
-from .data import RunData
-from .layout import build_layout
+from .explorer.context import ExplorerContext, RunView
+from .explorer.registry import REGISTRY, Registry
 from .selection import from_query
 
-__all__ = ["create_app", "server_from_env"]
+__all__ = ["create_app", "initial_selection", "server_from_env"]
 
 ASSETS = Path(__file__).parent / "assets"
 
 
-def create_app(run_dir: str | Path, *, data: RunData | None = None,
-               compare: str | Path | None = None, model=None) -> Dash:
+def create_app(run_dir: str | Path | None = None, *, data: Any = None,
+               compare: str | Path | None = None, model: Any = None,
+               context: ExplorerContext | None = None,
+               registry: Registry = REGISTRY) -> Dash:
     """The Dash explorer for ``run_dir`` (a run with traces and an abstraction).
 
-    ``compare`` names a second run on the same data (e.g. the model after a fix): its
-    states are matched to this run's and the inputs whose path changed are listed.
-    ``model`` is your own model (a :class:`rnn_models.models.Traceable`) when the run's
-    ``model.pt`` is not one of the built-in classifiers.
+    Parameters
+    ----------
+    run_dir : str or Path
+    compare : str or Path, optional
+        A second run on the same data (e.g. the model after a fix): its states are
+        matched to this run's and the inputs whose path changed are listed.
+    model : Traceable, optional
+        Your own model (a :class:`rnn_models.models.Traceable`) when the run's
+        ``model.pt`` is not one of the built-in classifiers.
+    context : ExplorerContext, optional
+        An already loaded run (instead of ``run_dir``; tests, study mode).
+    data : RunData, optional
+        Deprecated: an :class:`app.data.RunData` (its context is used).
+    registry : Registry
+        The views (default: every view of :data:`app.explorer.registry.VIEWS`).
     """
-    data = data or RunData(run_dir, model=model)
-    if compare is not None:
-        data.other = RunData(compare)
-        data.comparison(data.splits[0] if "test" not in data.splits else "test")
+    if context is None and data is not None:
+        context = data.context
+    if context is None:
+        context = ExplorerContext.load(run_dir, model=model, compare=compare)
+    if context.comparison is not None:  # fail at start-up, not on the first click
+        context.comparison.compare(context.data.default_split)
     cyto.load_extra_layouts()  # dagre etc., bundled with dash-cytoscape (no network)
-    app = Dash(__name__, assets_folder=str(ASSETS), title=f"stateseer · {data.name}",
+    app = Dash(__name__, assets_folder=str(ASSETS), title=f"stateseer · {context.data.name}",
                update_title=None, suppress_callback_exceptions=True)
+
     def serve_layout():
         # Each page load is built with the selection in its URL, so a shared link shows
         # its view from the first render (no wait for the URL to reach the callbacks).
@@ -49,46 +65,47 @@ def create_app(run_dir: str | Path, *, data: RunData | None = None,
         if has_request_context():
             query = (urlparse(request.referrer).query if request.referrer
                      else request.query_string.decode(errors="replace"))
-        return build_layout(data, initial=initial_selection(data, query))
+        return registry.layout(context, initial_selection(context, query))
 
     app.layout = serve_layout
-    register_callbacks(app, data)
-    app.stateseer_data = data  # read-only, for tests and benchmarks
-    # Do once at start-up what the first page would otherwise wait for.
-    _ = data.positions
-    data.index("test" if "test" in data.splits else data.splits[0])
-    # The nearest-context index (built once per run, saved in RUN/index), the model, Captum
-    # and the centroids load in the background, started by the first request of each
-    # process (not here: under ``gunicorn --preload`` this runs before the workers fork).
+    registry.register(app, context)
+    _prepare(app, context)
+    return app
+
+
+def _prepare(app: Dash, context: ExplorerContext) -> None:
+    """Do once at start-up what the first page would otherwise wait for; load the rest in
+    the background on the first request of each process (not at import: under
+    ``gunicorn --preload`` that runs before the workers fork)."""
+    _ = context.data.positions
+    context.data.index(context.data.default_split)
     started = threading.Event()
 
     @app.server.before_request
     def _warm_once():
         if not started.is_set():
             started.set()
-            threading.Thread(target=_warm, args=(data,), daemon=True).start()
-    return app
+            threading.Thread(target=warm, args=(context,), daemon=True).start()
 
 
-def _warm(data: RunData) -> None:
-    """Load what the first trace's analyses need (model, Captum, centroids) off the
-    request path; a failure here only means the first click pays for it."""
+def warm(context: ExplorerContext) -> None:
+    """Load what the first trace's analyses need (the nearest-context index, the model,
+    Captum, the centroids, the projection) off the request path; a failure here only
+    means the first click pays for it."""
     try:
-        data.context_index()
-        import captum.attr  # noqa: F401
-
-        data._load_model()
-        _ = data.centroids
-        _ = data.projection
+        context.contexts.index()
+        context.models.warm()
+        _ = context.contexts.projection
     except Exception:
         pass
 
 
-def initial_selection(data: RunData, query: str) -> dict:
+def initial_selection(data: ExplorerContext | RunView | Any, query: str) -> dict:
     """The selection a page starts with, read from its URL query string."""
-    return from_query(query, data.splits, data.fsm.n_states,
-                      {s: data.traces[s].n_inputs for s in data.splits},
-                      data.abstraction.patterns)
+    view = data.data if isinstance(data, ExplorerContext) else data
+    return from_query(query, view.splits, view.fsm.n_states,
+                      {s: view.traces[s].n_inputs for s in view.splits},
+                      view.abstraction.patterns)
 
 
 def server_from_env():

@@ -13,33 +13,36 @@ from typing import Any
 
 from dash import dcc, html
 
+from ..explorer.registry import REGISTRY, Registry
 from .spec import VIEWS, Study, Task
 
-__all__ = ["VIEW_TARGETS", "done_page", "hidden_views", "landing_page", "message_page",
-           "restrict_views", "study_frame", "task_panel"]
+__all__ = ["VIEW_TARGETS", "component_ids", "done_page", "hidden_views", "landing_page",
+           "message_page", "restrict_views", "study_frame", "task_panel", "view_targets"]
 
 HIDDEN = {"display": "none"}
 
-# view -> components that belong to it: ("id", X), ("class", X) (one of the component's
-# CSS classes) or ("tab", X) (the dcc.Tab whose value is X). Targets missing from the
-# explorer (views still being built) are ignored.
-VIEW_TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
-    "diagram": (("id", "diagram-panel"), ("class", "diagram-panel")),
-    "card": (("tab", "card"), ("id", "state-card"), ("id", "card-panel")),
-    "patterns": (("tab", "influential"), ("tab", "buggy"), ("id", "influential"),
-                 ("id", "buggy"), ("id", "patterns-panel")),
-    "table": (("id", "table-panel"), ("class", "table-panel")),
-    "trace_text": (("id", "trace-title"), ("id", "trace-tokens"), ("id", "trace-text-panel")),
-    "trace_chart": (("id", "trace-chart-box"), ("id", "dl-figure"),
-                    ("id", "trace-chart-panel")),
-    "input": (("class", "input-box"), ("id", "input-message"), ("id", "input-panel")),
-    "attribution": (("id", "attribution-panel"), ("class", "attribution-panel")),
-    "nearest": (("id", "nearest-panel"), ("class", "nearest-panel"),
-                ("id", "projection-panel")),
-    "compare": (("id", "compare-panel"), ("class", "compare-panel"), ("tab", "compare"),
-                ("id", "edit-btn"), ("id", "pin-btn"), ("id", "pin-info")),
-    "forcing": (("id", "forcing-panel"), ("class", "forcing-panel")),
-}
+
+def view_targets(registry: Registry = REGISTRY) -> dict[str, tuple[tuple[str, str], ...]]:
+    """View -> what it places on the page: ``("id", X)`` or ``("tab", X)`` (the ``dcc.Tab``
+    whose value is X), read from the explorer's view registry."""
+    return registry.targets()
+
+
+def component_ids(view: str, registry: Registry = REGISTRY) -> frozenset[str]:
+    """The ids of the components that belong to ``view`` (pattern-matching ids: their
+    ``type``): what it places and what its callbacks update or listen to, read from the
+    explorer's view registry (:meth:`app.explorer.registry.Registry.component_ids`).
+
+    Examples
+    --------
+    >>> "diagram" in component_ids("diagram"), "table" in component_ids("diagram")
+    (True, False)
+    """
+    return registry.component_ids(view)
+
+
+# Kept for callers of the old name: the same data, read from the registry.
+VIEW_TARGETS = view_targets()
 
 
 def hidden_views(views: Iterable[str]) -> list[str]:
@@ -63,17 +66,12 @@ def _walk(c: Any) -> Iterator[Any]:
             yield from _walk(k)
 
 
-def _classes(c: Any) -> set[str]:
-    return set(str(getattr(c, "className", "") or "").split())
-
-
-def _view_of(c: Any) -> str | None:
+def _view_of(c: Any, targets: dict[str, tuple[tuple[str, str], ...]]) -> str | None:
     cid = getattr(c, "id", None)
-    cls = _classes(c)
     is_tab = type(c).__name__ == "Tab"
-    for view, targets in VIEW_TARGETS.items():
-        for kind, name in targets:
-            if (kind == "id" and cid == name) or (kind == "class" and name in cls) or \
+    for view, items in targets.items():
+        for kind, name in items:
+            if (kind == "id" and cid == name) or \
                     (kind == "tab" and is_tab and getattr(c, "value", None) == name):
                 return view
     return None
@@ -87,25 +85,40 @@ def _is_hidden(c: Any) -> bool:
     return (getattr(c, "style", None) or {}).get("display") == "none"
 
 
-def restrict_views(layout: Any, views: Iterable[str]) -> Any:
+def _hide_empty_containers(layout: Any, nodes: list[Any], owner: dict[int, str]) -> None:
+    """Hide every container (not a view's own component, not the page) whose view
+    components are all hidden: a panel, the input box, a row, the side tabs."""
+    for c in reversed(nodes):  # innermost containers first
+        if c is layout or id(c) in owner or _is_hidden(c):
+            continue
+        inner = [k for k in _walk(c) if k is not c and id(k) in owner]
+        if inner and all(_is_hidden(k) or any(_is_hidden(a) for a in _ancestors(c, k))
+                         for k in inner):
+            _hide(c)
+
+
+def restrict_views(layout: Any, views: Iterable[str], registry: Registry = REGISTRY) -> Any:
     """A copy of the explorer's layout that shows only ``views``.
 
-    Components of the other views get ``style={"display": "none"}`` (they stay in the
-    page so the explorer's callbacks keep working). A panel (CSS class ``panel``) whose
-    view components are all hidden is hidden too, and a ``dcc.Tabs`` whose selected tab is
-    hidden opens its first visible tab.
+    Components of the other views (what each view places, as its entry in the explorer's
+    registry declares) get ``style={"display": "none"}`` (they stay in the page so the
+    explorer's callbacks keep working). A container (a panel, the input box, the side
+    tabs) whose view components are all hidden is hidden too, and a ``dcc.Tabs`` whose
+    selected tab is hidden opens its first visible tab.
 
     Parameters
     ----------
     layout : dash component
-        The explorer's layout (:func:`app.layout.build_layout`).
+        The explorer's layout (:meth:`app.explorer.registry.Registry.layout`).
     views : iterable of str
         The views to show (names from :data:`app.study.spec.VIEWS`).
+    registry : Registry
+        The explorer's views (default: :data:`app.explorer.registry.REGISTRY`).
 
     Examples
     --------
     >>> from dash import html
-    >>> page = html.Div([html.Div(id="trace-title"), html.Div(className="panel diagram-panel")])
+    >>> page = html.Div([html.Div(id="trace-title"), html.Div(id="diagram-panel")])
     >>> out = restrict_views(page, ["trace_text"])
     >>> out.children[1].style, getattr(out.children[0], "style", None)
     ({'display': 'none'}, None)
@@ -114,18 +127,14 @@ def restrict_views(layout: Any, views: Iterable[str]) -> Any:
     unknown = shown - set(VIEWS)
     if unknown:
         raise ValueError(f"unknown views {sorted(unknown)}; views are {VIEWS}")
+    targets = registry.targets()
     layout = copy.deepcopy(layout)
     nodes = list(_walk(layout))
+    owner = {id(c): v for c in nodes if (v := _view_of(c, targets)) is not None}
     for c in nodes:
-        view = _view_of(c)
-        if view is not None and view not in shown:
+        if id(c) in owner and owner[id(c)] not in shown:
             _hide(c)
-    for c in reversed(nodes):  # innermost panels first
-        if "panel" in _classes(c) and not _is_hidden(c):
-            inner = [k for k in _walk(c) if k is not c and _view_of(k) is not None]
-            if inner and all(_is_hidden(k) or any(_is_hidden(a) for a in _ancestors(c, k))
-                             for k in inner):
-                _hide(c)
+    _hide_empty_containers(layout, nodes, owner)
     for c in nodes:
         if type(c).__name__ == "Tabs":
             tabs = [t for t in _children(c) if type(t).__name__ == "Tab"]

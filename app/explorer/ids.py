@@ -1,0 +1,127 @@
+"""Every component id of the explorer, in one place.
+
+The values are the page's DOM ids (browser tests and benchmarks address them, e.g.
+``#selection``, ``#diagram``, ``#table``, ``#trace-chart``): change a value only
+together with everything outside this package that addresses it. Components created
+many times (one per token, pattern, row) get their ids from the functions at the end,
+which take ``dash.ALL`` for a callback that listens to every one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# -- stores shared by the views (the page's per-user state) ------------------------------
+URL = "url"
+SELECTION = "selection"
+ACTIVE_TRACE = "active-trace"
+HOVER_STATE = "hover-state"
+STEP = "step"
+FORCED = "forced"
+PINNED = "pinned"
+DOWNLOAD = "download"
+
+# -- diagram ------------------------------------------------------------------------------
+DIAGRAM_PANEL = "diagram-panel"
+DIAGRAM = "diagram"
+TOPK = "topk"
+MINCOUNT = "mincount"
+LOOPS = "loops"
+LAYOUT = "layout"
+COLOR_BY = "color-by"
+COLOR_NOTE = "color-note"
+CLEAR = "clear"
+DL_SVG = "dl-svg"
+DL_PNG = "dl-png"
+DL_DOT = "dl-dot"
+DL_JSON = "dl-json"
+EDGE_INFO = "edge-info"
+
+# -- side panel: tabs of the card, the patterns and the run comparison -------------------
+SIDE_TABS = "side-tabs"
+TAB_CARD = "card"
+TAB_INFLUENTIAL = "influential"
+TAB_BUGGY = "buggy"
+TAB_COMPARE = "compare"
+STATE_CARD = "state-card"
+INFLUENTIAL = "influential"
+BUGGY = "buggy"
+COMPARE_PANEL = "compare-panel"
+
+# -- instance table -------------------------------------------------------------------------
+TABLE_PANEL = "table-panel"
+TABLE = "table"
+SPLIT = "split"
+SEARCH = "search"
+REGEX = "regex"
+F_LABEL = "f-label"
+F_PRED = "f-pred"
+F_CORRECT = "f-correct"
+FILTER_CHIPS = "filter-chips"
+TABLE_MESSAGE = "table-message"
+DL_TABLE = "dl-table"
+
+# -- trace panel: input box, pin/edit, trace text, attribution, forcing, chart -------------
+TRACE_PANEL = "trace-panel"
+INPUT_BOX = "input-box"
+NEW_TEXT = "new-text"
+TRACE_BTN = "trace-btn"
+COMPARE_MODE = "compare-mode"
+INPUT_MESSAGE = "input-message"
+EDIT_BTN = "edit-btn"
+PIN_BTN = "pin-btn"
+PIN_INFO = "pin-info"
+TRACE_TITLE = "trace-title"
+TRACE_TOKENS = "trace-tokens"
+ATTRIBUTION_PANEL = "attribution-panel"
+ATTR_METHOD = "attr-method"
+ATTR_TARGET = "attr-target"
+ATTR_LEVEL = "attr-level"
+ATTR_BASELINE = "attr-baseline"
+ATTR_REGEX = "attr-regex"
+ATTR_INTENSITY = "attr-intensity"
+ATTR_STRIP = "attr-strip"
+ATTR_NOTE = "attr-note"
+FORCING_PANEL = "forcing-panel"
+FORCE_ALL = "force-all"
+FORCE_STEP = "force-step"
+FORCE_CLEAR = "force-clear"
+FORCE_NOTE = "force-note"
+TRACE_CHART_BOX = "trace-chart-box"
+TRACE_CHART = "trace-chart"
+DL_FIGURE = "dl-figure"
+
+# -- nearest contexts and the projection -------------------------------------------------
+NEAREST_PANEL = "nearest-panel"
+NN_K = "nn-k"
+NN_WINDOW = "nn-window"
+NN_LIST = "nn-list"
+PROJECTION_PANEL = "projection-panel"
+PROJ_BOX = "proj-box"
+PROJ_CHART = "proj-chart"
+
+
+# -- ids of repeated components (pattern-matching ids) -----------------------------------
+def token(index: Any, kind: str = "token") -> dict[str, Any]:
+    """A chip of a token strip; ``kind`` ``"cmp-token"`` for the compared strip."""
+    return {"type": kind, "index": index}
+
+
+def pattern(kind: Any, index: Any) -> dict[str, Any]:
+    """A pattern's button (``kind`` ``"influential"`` or ``"buggy"``)."""
+    return {"type": "pattern", "kind": kind, "index": index}
+
+
+def cmp_row(index: Any) -> dict[str, Any]:
+    """A changed input of the run comparison (``index``: its row in the split)."""
+    return {"type": "cmp-row", "index": index}
+
+
+def nn_row(index: Any, input: Any) -> dict[str, Any]:
+    """A nearest training context (``input``: the training input it belongs to)."""
+    return {"type": "nn-row", "index": index, "input": input}
+
+
+def attr_seg(index: Any) -> dict[str, Any]:
+    """A segment of the attribution strip."""
+    return {"type": "attr-seg", "index": index}

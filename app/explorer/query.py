@@ -1,0 +1,175 @@
+"""The instance table's query: filters, sorting and paging over one split (pure numpy).
+
+:class:`SplitIndex` holds per-split arrays built once (which inputs pass through each
+state, the collapsed state paths); :func:`query_instances` answers an
+:class:`InstanceQuery` with one page of rows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+import numpy as np
+
+from abstraction.patterns import collapsed_paths, window_keys
+from rnn_models.traces import SplitTraces
+
+__all__ = ["InstanceQuery", "SplitIndex", "query_instances"]
+
+
+@dataclass(frozen=True)
+class InstanceQuery:
+    """Filters, sorting and paging of the instance table (all optional)."""
+
+    split: str = "test"
+    search: str = ""
+    regex: bool = False
+    label: str | None = None
+    prediction: str | None = None
+    correct: str | None = None  # "correct" | "wrong" | None
+    state: int | None = None
+    pattern: tuple[int, ...] | None = None
+    sort_by: str | None = None
+    descending: bool = False
+    page: int = 0
+    page_size: int = 12
+
+    def first_page(self) -> InstanceQuery:
+        return replace(self, page=0)
+
+
+class SplitIndex:
+    """Per-split arrays for fast filtering: states visited per input, collapsed paths.
+
+    Parameters
+    ----------
+    tr : SplitTraces
+    states : ndarray of shape (n_steps,)
+        The abstract state of every step of the split.
+    n_states : int
+    """
+
+    def __init__(self, tr: SplitTraces, states: np.ndarray, n_states: int) -> None:
+        self.tr = tr
+        self.n_inputs = tr.n_inputs
+        inp = tr.step_input
+        # (state, input) presence as a CSR index: inputs_of_state[s] = sorted inputs
+        key = np.unique(states.astype(np.int64) * max(self.n_inputs, 1) + inp)
+        s, i = key // max(self.n_inputs, 1), key % max(self.n_inputs, 1)
+        self._state_ptr = np.searchsorted(s, np.arange(n_states + 1))
+        self._state_inputs = i
+        self.cstates, self.cinput, _, _ = collapsed_paths(states, tr.offsets)
+        self.n_states = n_states
+        self.lower = [t.lower() for t in tr.texts]
+
+    def inputs_through(self, state: int) -> np.ndarray:
+        if state == 0:
+            return np.arange(self.n_inputs)
+        if not 0 <= state < self.n_states:
+            return np.zeros(0, np.int64)
+        return self._state_inputs[self._state_ptr[state] : self._state_ptr[state + 1]]
+
+    def inputs_with_pattern(self, pattern: tuple[int, ...]) -> np.ndarray:
+        w = len(pattern)
+        key = 0
+        for s in pattern:
+            key = key * self.n_states + int(s)
+        keys = window_keys(self.cstates, self.cinput, w, self.n_states)
+        return np.unique(self.cinput[keys == key])
+
+
+class Indexed(Protocol):
+    """What :func:`query_instances` reads: the classes and a split's index."""
+
+    classes: list[str]
+
+    def index(self, split: str) -> SplitIndex: ...
+
+
+def _filter_mask(idx: SplitIndex, q: InstanceQuery, classes: list[str]) -> np.ndarray:
+    tr = idx.tr
+    n = tr.n_inputs
+    mask = np.ones(n, bool)
+    pred, labels = tr.predictions, np.asarray(tr.labels)
+    if q.label in classes:
+        mask &= labels == classes.index(q.label)
+    if q.prediction in classes:
+        mask &= pred == classes.index(q.prediction)
+    if q.correct == "correct":
+        mask &= pred == labels
+    elif q.correct == "wrong":
+        mask &= pred != labels
+    if q.state is not None:
+        m = np.zeros(n, bool)
+        m[idx.inputs_through(int(q.state))] = True
+        mask &= m
+    if q.pattern:
+        m = np.zeros(n, bool)
+        m[idx.inputs_with_pattern(tuple(q.pattern))] = True
+        mask &= m
+    return mask
+
+
+def _search(idx: SplitIndex, q: InstanceQuery, mask: np.ndarray) -> str:
+    """Narrow ``mask`` to the rows matching the search; a message if the regex is bad."""
+    cand = np.flatnonzero(mask)
+    if q.regex:
+        try:
+            rx = re.compile(q.search, re.IGNORECASE)
+        except re.error as exc:
+            return f"invalid regular expression ({exc}); showing all rows"
+        texts = idx.tr.texts
+        hit = np.fromiter((rx.search(texts[i]) is not None for i in cand), bool,
+                          count=len(cand))
+    else:
+        needle = q.search.lower()
+        hit = np.fromiter((needle in idx.lower[i] for i in cand), bool, count=len(cand))
+    mask[cand[~hit]] = False
+    return ""
+
+
+def query_instances(data: Indexed, q: InstanceQuery) -> tuple[list[dict[str, Any]], int, str]:
+    """Filter, sort and page the instance table.
+
+    Parameters
+    ----------
+    data : RunView (or anything with ``classes`` and ``index(split)``)
+    q : InstanceQuery
+
+    Returns
+    -------
+    rows : list of dict
+        The page's rows (``index, id, text, label, prediction, correct, confidence, length``).
+    total : int
+        Rows matching the filters.
+    message : str
+        Empty, or a one-line explanation (e.g. an invalid regular expression).
+    """
+    idx = data.index(q.split)
+    tr = idx.tr
+    classes = data.classes
+    pred, labels = tr.predictions, np.asarray(tr.labels)
+    mask = _filter_mask(idx, q, classes)
+    message = _search(idx, q, mask) if q.search else ""
+    sel = np.flatnonzero(mask)
+    conf = np.asarray(tr.final_proba)[sel, pred[sel]] if len(sel) else np.zeros(0)
+    if q.sort_by in ("confidence", "length", "id", "label", "prediction", "correct"):
+        keys = {"confidence": conf, "length": tr.lengths[sel], "id": tr.rows[sel],
+                "label": labels[sel], "prediction": pred[sel],
+                "correct": (pred[sel] == labels[sel]).astype(int)}[q.sort_by]
+        order = np.argsort(keys, kind="stable")
+        if q.descending:
+            order = order[::-1]
+        sel, conf = sel[order], conf[order]
+    total = len(sel)
+    start = max(0, q.page) * q.page_size
+    page = sel[start : start + q.page_size]
+    pconf = conf[start : start + q.page_size]
+    rows = [{"index": int(i), "id": int(tr.rows[i]), "text": tr.texts[i],
+             "label": classes[int(labels[i])], "prediction": classes[int(pred[i])],
+             "correct": "✓" if pred[i] == labels[i] else "✗",
+             "confidence": round(float(c), 3), "length": int(tr.lengths[i])}
+            for i, c in zip(page, pconf, strict=True)]
+    return rows, total, message

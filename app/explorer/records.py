@@ -1,0 +1,130 @@
+"""The trace record: what the explorer knows of one input's run through the model.
+
+A :class:`TraceRecord` is built from a recorded instance (:meth:`RunView.trace_instance
+<app.explorer.context.RunView.trace_instance>`) or from a typed text
+(:meth:`ModelService.trace_text <app.explorer.services.ModelService.trace_text>`) and
+travels between callbacks in ``dcc.Store`` as JSON (:meth:`TraceRecord.to_store`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+__all__ = ["TraceRecord", "record_of"]
+
+_SEQ = {"tokens": str, "known": bool, "initial_proba": float, "states": int,
+        "simulated": int, "final_proba": float, "states_own": int}
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    """One input's trace: tokens, per-step probabilities, abstract states, prediction.
+
+    Parameters
+    ----------
+    text : str
+    tokens : tuple of str, shape (n_tokens,)
+    known : tuple of bool, shape (n_tokens,)
+        False for words outside the vocabulary.
+    proba : tuple of tuple of float, shape (n_tokens, n_classes)
+        Class probabilities after every token.
+    initial_proba : tuple of float, shape (n_classes,)
+        The classifier head on the initial hidden state.
+    states : tuple of int, shape (n_tokens + 1,)
+        Abstract states, the initial state first.
+    simulated : tuple of int, shape (n_tokens + 1,)
+        The FSM's own path on the tokens.
+    prediction : int
+    final_proba : tuple of float, shape (n_classes,)
+    label : int, optional
+        The data set's label (recorded instances only).
+    split, index, id : optional
+        Where a recorded instance comes from: split name, row in the split, data set id.
+    run : str, optional
+        Set when the trace belongs to a compared run (its states renamed to this run's).
+    states_own : tuple of int, optional
+        A compared run's trace: its states before renaming.
+    """
+
+    text: str
+    tokens: tuple[str, ...]
+    known: tuple[bool, ...]
+    proba: tuple[tuple[float, ...], ...]
+    initial_proba: tuple[float, ...]
+    states: tuple[int, ...]
+    simulated: tuple[int, ...]
+    prediction: int
+    final_proba: tuple[float, ...] = ()
+    label: int | None = None
+    split: str | None = None
+    index: int | None = None
+    id: int | None = None
+    run: str | None = None
+    states_own: tuple[int, ...] | None = None
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the trace is a recorded instance of the run (else a typed text)."""
+        return self.index is not None and bool(self.split)
+
+    @property
+    def key(self) -> str:
+        """A stable name: ``test:12`` for a recorded instance, else ``text:`` + its text."""
+        return f"{self.split}:{int(self.index)}" if self.recorded else "text:" + self.text
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def name(self) -> str:
+        """How the page names it: ``#12`` (the data set id) or ``the typed input``."""
+        return f"#{self.id}" if self.id is not None else "the typed input"
+
+    def renamed(self, rename, run: str) -> TraceRecord:
+        """The same trace with its states mapped by ``rename`` (a compared run's)."""
+        return replace(self, states=tuple(rename(s) for s in self.states),
+                       simulated=tuple(rename(s) for s in self.simulated),
+                       states_own=self.states, run=run)
+
+    def to_store(self) -> dict[str, Any]:
+        """A JSON-ready dict for ``dcc.Store`` (optional fields left out when unset)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if v is None and f.name not in ("label",):
+                continue
+            if f.name == "proba":
+                v = [list(p) for p in v]
+            elif isinstance(v, tuple):
+                v = list(v)
+            out[f.name] = v
+        return out
+
+    @classmethod
+    def from_store(cls, d: Mapping[str, Any]) -> TraceRecord:
+        """The record of a store dict (:meth:`to_store`'s output; unknown keys ignored)."""
+        kw: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in d:
+                continue
+            v = d[f.name]
+            if f.name == "proba":
+                v = tuple(tuple(float(x) for x in p) for p in v)
+            elif f.name in _SEQ and v is not None:
+                v = tuple(_SEQ[f.name](x) for x in v)
+            elif f.name in ("prediction", "label", "index", "id") and v is not None:
+                v = int(v)
+            kw[f.name] = v
+        return cls(**kw)
+
+
+def record_of(d: TraceRecord | Mapping[str, Any] | None) -> TraceRecord | None:
+    """A record from a store dict, a record, or None."""
+    if d is None or isinstance(d, TraceRecord):
+        return d
+    return TraceRecord.from_store(d)
+
+

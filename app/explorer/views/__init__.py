@@ -1,0 +1,1 @@
+"""The explorer's views, one module each (layout, callbacks, pure helpers, ``VIEW``)."""

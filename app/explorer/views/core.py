@@ -1,0 +1,112 @@
+"""The page's core: the stores every view shares, and the trace on display.
+
+Not a view a study condition can leave out. ``selection`` (state, row, pattern, split;
+mirrored in the URL) is written by the views that are clicked; ``active-trace`` holds the
+trace on display (``{"main": record, "compare": record or None}``), computed here from the
+selected row, the typed input, the pinned trace and the compared run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dash import Input, Output, State, dcc, no_update
+
+from app.selection import EMPTY
+from rnn_models.errors import StateseerError
+
+from .. import ids
+from ..records import TraceRecord, record_of
+from ..view import Callback, Trigger, View
+
+__all__ = ["VIEW", "active_of", "active_store", "choose_trace"]
+
+
+def active_of(active: dict[str, Any] | None
+              ) -> tuple[TraceRecord | None, TraceRecord | None]:
+    """``(main, compare)`` records of the ``active-trace`` store."""
+    active = active or {}
+    return record_of(active.get("main")), record_of(active.get("compare"))
+
+
+def active_store(main: TraceRecord | None, compare: TraceRecord | dict | None = None
+                 ) -> dict[str, Any] | None:
+    """The ``active-trace`` store of a trace on display (and the one compared with)."""
+    if main is None:
+        return None
+    if isinstance(compare, TraceRecord):
+        compare = compare.to_store()
+    return {"main": main.to_store(), "compare": compare}
+
+
+def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
+    return {"stores": [dcc.Location(id=ids.URL, refresh=False),
+                       dcc.Store(id=ids.SELECTION, data=initial),
+                       dcc.Store(id=ids.ACTIVE_TRACE), dcc.Store(id=ids.STEP),
+                       dcc.Download(id=ids.DOWNLOAD)]}
+
+
+def _row_trace(ctx, sel: dict[str, Any]) -> TraceRecord | None:
+    if sel.get("row") is None or not sel.get("split"):
+        return None
+    try:
+        return ctx.data.trace_instance(sel["split"], int(sel["row"]))
+    except (StateseerError, TypeError, ValueError):
+        return None  # a stale or forged selection: nothing to show
+
+
+def _other(ctx, tr: TraceRecord, pinned: dict | None) -> dict | TraceRecord | None:
+    """What ``tr`` is compared with: the pinned trace, else the compared run's."""
+    if pinned and record_of(pinned).key != tr.key:
+        return pinned
+    if ctx.comparison is not None and tr.recorded:
+        try:
+            return ctx.comparison.other_trace(tr.split, int(tr.index))
+        except StateseerError:
+            return None
+    return None
+
+
+def choose_trace(ctx, trigger: Trigger, sel, _n, pinned, text, compare_mode, current):
+    """The trace on display and the input box's message.
+
+    A click on "trace" traces the typed text (compared with the selected row when
+    "compare" is ticked, else with the pinned trace); a selected row shows that row; a
+    typed trace stays when the selection changes without a row.
+    """
+    sel = sel or EMPTY
+    row = _row_trace(ctx, sel)
+    if trigger.id == ids.TRACE_BTN:
+        if not text or not text.strip():
+            return no_update, "Type some text first."
+        try:
+            typed = ctx.models.trace_text(text)
+        except StateseerError as exc:
+            return no_update, str(exc)
+        unknown = [t for t, k in zip(typed.tokens, typed.known, strict=True) if not k]
+        msg = f"{len(unknown)} unknown word(s): {', '.join(unknown[:8])}" if unknown else ""
+        pin = pinned if pinned and record_of(pinned).key != typed.key else None
+        return active_store(typed, (row if compare_mode else None) or pin), msg
+    main, _ = active_of(current)
+    if trigger.id == ids.PINNED:
+        if main is None:
+            return no_update, no_update
+        return active_store(main, _other(ctx, main, pinned)), no_update
+    if main is not None and not main.recorded and trigger.id == ids.SELECTION and row is None:
+        return no_update, no_update  # keep a typed trace when the selection changes
+    if row is None:
+        return None, ""
+    return active_store(row, _other(ctx, row, pinned)), ""
+
+
+VIEW = View(
+    name="core", layout=layout, optional=False,
+    ids=(ids.URL, ids.SELECTION, ids.ACTIVE_TRACE, ids.STEP, ids.DOWNLOAD),
+    callbacks=(
+        Callback(choose_trace, [Output(ids.ACTIVE_TRACE, "data"),
+                                Output(ids.INPUT_MESSAGE, "children")],
+                 [Input(ids.SELECTION, "data"), Input(ids.TRACE_BTN, "n_clicks"),
+                  Input(ids.PINNED, "data"), State(ids.NEW_TEXT, "value"),
+                  State(ids.COMPARE_MODE, "value"), State(ids.ACTIVE_TRACE, "data")],
+                 trigger=True),
+    ))

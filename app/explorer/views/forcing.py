@@ -1,0 +1,73 @@
+"""State forcing: re-run the trace with its hidden state replaced by its abstract state's
+centroid (after every token, or after the clicked one) and see whether the prediction
+survives. The forced run is drawn on the trace chart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dash import Input, Output, State, dcc, html
+
+from rnn_models.errors import StateseerError
+
+from .. import ids
+from ..records import TraceRecord
+from ..view import Callback, Trigger, View
+from .core import active_of
+
+__all__ = ["VIEW", "force", "forced_for"]
+
+
+def forced_for(main: TraceRecord | None, forced: dict[str, Any] | None
+               ) -> dict[str, Any] | None:
+    """The forced run if it belongs to the trace on display."""
+    if main is None or not forced or forced.get("key") != main.key:
+        return None
+    return forced
+
+
+def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
+    panel = html.Div([
+        html.B("State forcing "),
+        html.Button("force every step", id=ids.FORCE_ALL, n_clicks=0,
+                    title="replace the hidden state after every token by its abstract "
+                          "state's centroid and run on"),
+        html.Button("force clicked step", id=ids.FORCE_STEP, n_clicks=0,
+                    title="replace only the hidden state after the clicked token"),
+        html.Button("clear", id=ids.FORCE_CLEAR, n_clicks=0),
+        html.Span(id=ids.FORCE_NOTE, className="force-note"),
+    ], id=ids.FORCING_PANEL, className="forcing-panel")
+    return {"trace": panel, "stores": dcc.Store(id=ids.FORCED)}
+
+
+def force(ctx, trigger: Trigger, _all, _step, _clear, active, step):
+    """Force every step (or the selected one); a new trace or "clear" drops the run."""
+    tr, _ = active_of(active)
+    if trigger.id in (ids.FORCE_CLEAR, ids.ACTIVE_TRACE) or tr is None:
+        return None, ""
+    if not tr.tokens:
+        return None, "An empty input has no hidden state to force."
+    at = None
+    if trigger.id == ids.FORCE_STEP:
+        at = tr.n_tokens - 1 if step is None else int(step)
+    try:
+        res = ctx.models.force(tr, at)
+    except StateseerError as exc:
+        return None, str(exc)
+    classes = ctx.data.classes
+    before, after = classes[tr.prediction], classes[res["prediction"]]
+    where = "every step" if at is None else f"step {at + 1} (“{tr.tokens[at]}”)"
+    kept = res["prediction"] == tr.prediction
+    note = [f"Forced {where} to its state's centroid: prediction {before} → {after} ",
+            html.Span("(survives)" if kept else "(flips)", className="ok" if kept else "wrong")]
+    return {**res, "key": tr.key}, note
+
+
+VIEW = View(
+    name="forcing", layout=layout, ids=(ids.FORCING_PANEL, ids.FORCED),
+    callbacks=(
+        Callback(force, [Output(ids.FORCED, "data"), Output(ids.FORCE_NOTE, "children")],
+                 [Input(ids.FORCE_ALL, "n_clicks"), Input(ids.FORCE_STEP, "n_clicks"),
+                  Input(ids.FORCE_CLEAR, "n_clicks"), Input(ids.ACTIVE_TRACE, "data"),
+                  State(ids.STEP, "data")], trigger=True, prevent_initial_call=True),
+    ))

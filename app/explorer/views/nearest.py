@@ -1,0 +1,213 @@
+"""Nearest training contexts of the clicked step (default: the last token) and the 2-D
+projection of the hidden states, with the trace's path drawn over a sample of training
+states. A neighbour's context opens that training input."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from dash import ALL, Input, Output, State, dcc, html, no_update
+
+from app.selection import apply_event, to_query
+from rnn_models.errors import StateseerError
+
+from .. import ids
+from ..colors import mix_color
+from ..view import Callback, Trigger, View, select_outputs
+from .core import active_of
+
+__all__ = ["VIEW", "nearest", "nearest_list", "open_neighbour", "projection_figure"]
+
+PROMPT = "Select a row or type an input."
+
+
+def nearest_list(result: dict[str, Any], query: dict[str, Any], classes: Sequence[str]
+                 ) -> html.Div:
+    """The neighbours with ±window tokens of context, state, label and correctness,
+    then one summary line.
+
+    Parameters
+    ----------
+    result : dict
+        From :func:`app.workflows.contexts.nearest_contexts`.
+    query : dict
+        ``token``, ``step``, ``state`` of the step asked about.
+    """
+    s = result["summary"]
+    k = s["k"]
+    labels = ", ".join(f"{c} {n}" for c, n in sorted(s["labels"].items()))
+    toks = ", ".join(f"“{t}” ×{n}" for t, n in s["tokens"])
+    head = html.Div([
+        html.B(f"{k} nearest training steps"), f" to “{query['token']}” (step "
+        f"{query['step'] + 1}, state {query['state']}): ",
+        html.Span(f"{s['same_state']}/{k} in the same state", className="agg"), " · labels ",
+        html.Span(labels, className="agg"), f" · {s['correct']}/{k} correctly classified",
+        " · current tokens ", html.Span(toks, className="agg")], className="nn-summary")
+    rows = [html.Tr([html.Th("context (click to open the training input)"), html.Th("state"),
+                     html.Th("label"), html.Th("✓"), html.Th("dist.")])]
+    for j, r in enumerate(result["rows"]):
+        ctx = html.Td([
+            html.Span(("… " if r["cut_left"] else "") + " ".join(r["left"]) + " "),
+            html.Mark(r["token"]),
+            html.Span(" " + " ".join(r["right"]) + (" …" if r["cut_right"] else ""))],
+            title=f"training input #{r['id']}, token {r['position'] + 1}: click to open it",
+            # two neighbours may come from one input: the position keeps the ids unique
+            id=ids.nn_row(j, r["input"]), n_clicks=0,
+            className="nn-ctx")
+        rows.append(html.Tr([
+            ctx, html.Td(str(r["state"]), className="same" if r["state"] == query["state"]
+                         else ""),
+            html.Td(r["label"]), html.Td("✓" if r["correct"] else "✗",
+                                         className="ok" if r["correct"] else "wrong"),
+            html.Td(f"{r['distance']:.2f}")], className="nn-row"))
+    return html.Div([head, html.Table(rows, className="mini nn-table")])
+
+
+def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarray,
+                      path_xy: np.ndarray, path_states: Sequence[int],
+                      tokens: Sequence[str], *, step: int | None = None,
+                      compare_xy: np.ndarray | None = None,
+                      highlight_state: int | None = None) -> dict[str, Any]:
+    """Training states (a sample) on two principal axes, coloured by their state's
+    prediction mix, with the selected trace's path drawn over them.
+
+    Returned as a plain Plotly figure dict: with thousands of points, building validated
+    ``go`` objects costs ~100 ms per click, the dict a few.
+
+    Parameters
+    ----------
+    sample : dict
+        ``xy`` (n, 2) and ``states`` (n,) from :func:`app.workflows.contexts.projection_sample`.
+    state_prediction : ndarray of shape (n_fsm_states, n_classes)
+    path_xy : ndarray of shape (n_tokens + 1, 2)
+        The trace, initial state first.
+    path_states : sequence of int
+    tokens : sequence of str
+    step : int, optional
+        The selected step (0-based token index), marked.
+    compare_xy : ndarray of shape (m, 2), optional
+        A second path in the same space.
+    highlight_state : int, optional
+        Its training states are drawn again on top, outlined (the selected step's state).
+    """
+    palette = np.array([mix_color(p) for p in state_prediction])
+    xy = np.asarray(sample["xy"], float).round(3)
+    data: list[dict[str, Any]] = [{
+        "type": "scattergl", "x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(),
+        "mode": "markers", "name": "training states",
+        "marker": {"size": 4, "color": palette[sample["states"]].tolist(), "opacity": 0.55,
+                   "line": {"width": 0}},
+        "customdata": np.asarray(sample["states"]).tolist(),
+        "hovertemplate": "state %{customdata}<extra></extra>"}]
+    if highlight_state is not None:
+        hit = np.asarray(sample["states"]) == highlight_state
+        if hit.any():
+            data.append({
+                "type": "scattergl", "x": xy[hit, 0].tolist(), "y": xy[hit, 1].tolist(),
+                "mode": "markers", "name": f"state {highlight_state}",
+                "marker": {"size": 6, "color": palette[highlight_state],
+                           "line": {"width": 1, "color": "#111"}},
+                "hovertemplate": f"state {highlight_state}<extra></extra>"})
+    labels = ["⟨start⟩", *tokens]
+    if compare_xy is not None:
+        data.append({"type": "scatter", "x": compare_xy[:, 0].tolist(),
+                     "y": compare_xy[:, 1].tolist(), "mode": "lines+markers",
+                     "name": "compared input", "line": {"color": "#7b2cbf", "dash": "dot"},
+                     "marker": {"size": 6}})
+    data.append({
+        "type": "scatter", "x": path_xy[:, 0].tolist(), "y": path_xy[:, 1].tolist(),
+        "mode": "lines+markers+text", "name": "this input",
+        "line": {"color": "#ff7f0e", "width": 2}, "marker": {"size": 7, "color": "#ff7f0e"},
+        "text": [str(i) for i in range(len(labels))], "textposition": "top center",
+        "textfont": {"size": 9},
+        "customdata": [[lab, int(s)] for lab, s in zip(labels, path_states, strict=False)],
+        "hovertemplate": "%{customdata[0]} → state %{customdata[1]}<extra></extra>"})
+    if step is not None and 0 <= step + 1 < len(path_xy):
+        data.append({
+            "type": "scatter", "x": [float(path_xy[step + 1, 0])],
+            "y": [float(path_xy[step + 1, 1])], "mode": "markers", "name": "selected step",
+            "marker": {"size": 16, "symbol": "circle-open", "color": "#111",
+                       "line": {"width": 3}}, "hoverinfo": "skip"})
+    layout = {"margin": {"l": 30, "r": 10, "t": 30, "b": 30}, "height": 300,
+              "legend": {"orientation": "h", "y": 1.12, "x": 0}, "plot_bgcolor": "#fafafa",
+              "xaxis": {"title": {"text": "PC 1"}, "zeroline": False},
+              "yaxis": {"title": {"text": "PC 2"}, "zeroline": False},
+              "uirevision": "projection"}
+    return {"data": data, "layout": layout}
+
+
+def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
+    controls = html.Div([
+        html.B("Nearest training contexts"),
+        html.Span(" of the clicked token (default: the last one) ", className="muted"),
+        html.Label([" k ", dcc.Dropdown(id=ids.NN_K, options=[5, 8, 12, 20], value=8,
+                                        clearable=False, style={"width": 70})],
+                   className="inline"),
+        html.Label([" context ± ", dcc.Dropdown(id=ids.NN_WINDOW, options=[2, 5, 10],
+                                                value=5, clearable=False,
+                                                style={"width": 70})],
+                   className="inline", title="tokens shown on each side")],
+        className="nn-controls")
+    near = html.Div([controls, html.Div(id=ids.NN_LIST, children=html.P(
+        PROMPT, className="muted"))], className="panel nearest-panel", id=ids.NEAREST_PANEL)
+    projection = html.Div([
+        html.B("Hidden states on two principal axes"),
+        html.Span(" (a sample of training steps, coloured by their state's prediction; the "
+                  "clicked step's state outlined; the selected input's path on top)",
+                  className="muted"),
+        html.Div(id=ids.PROJ_BOX),
+    ], className="panel projection-panel", id=ids.PROJECTION_PANEL)
+    return {"below": [near, projection]}
+
+
+def nearest(ctx, active, step, k, window):
+    """The neighbour list and the projection of the trace on display at ``step``."""
+    tr, cmp_ = active_of(active)
+    if tr is None:
+        return html.P(PROMPT, className="muted"), None
+    if not tr.tokens:
+        return html.P("The input is empty.", className="muted"), None
+    t = tr.n_tokens - 1 if step is None else int(step)
+    t = min(max(t, 0), tr.n_tokens - 1)
+    try:
+        # clamped here too: the dropdowns bound them only in the browser
+        res = ctx.contexts.nearest(tr, t, k=min(max(int(k or 8), 1), 50),
+                                   window=min(max(int(window or 5), 0), 20))
+        xy = ctx.contexts.project(tr)
+    except (StateseerError, TypeError, ValueError) as exc:
+        return html.P(str(exc), className="message"), None
+    query = {"token": tr.tokens[t], "step": t, "state": int(tr.states[t + 1])}
+    cxy = None
+    if cmp_ is not None and cmp_.run is None:  # a trace of this run: same hidden space
+        try:
+            cxy = ctx.contexts.project(cmp_)
+        except StateseerError:
+            cxy = None
+    fig = projection_figure(ctx.contexts.projection, ctx.data.fsm.prediction, xy, tr.states,
+                            tr.tokens, step=t, compare_xy=cxy, highlight_state=query["state"])
+    graph = dcc.Graph(id=ids.PROJ_CHART, figure=fig,
+                      config={"displaylogo": False, "displayModeBar": "hover"})
+    return nearest_list(res, query, ctx.data.classes), graph
+
+
+def open_neighbour(ctx, trigger: Trigger, _clicks, sel):
+    """A neighbour's context opens its training input (split train, that row)."""
+    if not trigger.is_type("nn-row") or "train" not in ctx.data.splits:
+        return no_update, no_update
+    new = apply_event(apply_event(sel or {}, "split", "train"), "row",
+                      int(trigger.id["input"]))
+    return new, to_query(new)
+
+
+VIEW = View(
+    name="nearest", layout=layout, ids=(ids.NEAREST_PANEL, ids.PROJECTION_PANEL),
+    callbacks=(
+        Callback(nearest, [Output(ids.NN_LIST, "children"), Output(ids.PROJ_BOX, "children")],
+                 [Input(ids.ACTIVE_TRACE, "data"), Input(ids.STEP, "data"),
+                  Input(ids.NN_K, "value"), Input(ids.NN_WINDOW, "value")]),
+        Callback(open_neighbour, select_outputs(),
+                 [Input(ids.nn_row(ALL, ALL), "n_clicks"), State(ids.SELECTION, "data")],
+                 trigger=True, prevent_initial_call=True),
+    ))

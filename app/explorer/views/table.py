@@ -1,0 +1,162 @@
+"""The instance table: every input of a split with its label, prediction and confidence,
+filtered by the selection (state, pattern) and the search box, sorted and paged on the
+server; a click on a row shows its trace. The split switch lives here too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dash import Input, Output, State, dash_table, dcc, html, no_update
+
+from app.csvsafe import rows_to_csv
+from app.selection import EMPTY, apply_event, to_query
+
+from .. import ids
+from ..query import InstanceQuery, query_instances
+from ..view import Callback, Trigger, View, select_outputs
+
+__all__ = ["COLUMNS", "VIEW", "instance_query", "select_row", "select_split", "sync_split",
+           "table_csv", "update_table"]
+
+COLUMNS = ("id", "text", "label", "prediction", "correct", "confidence", "length")
+PAGE_SIZE = 12
+WRONG_ROW = {"if": {"filter_query": '{correct} = "✗"'}, "backgroundColor": "#fdecea"}
+
+
+def instance_query(sel: dict[str, Any] | None, split: str, search: str | None, regex,
+                   label: str | None, pred: str | None, correct: str | None, page: int = 0,
+                   sort_by: list | None = None, page_size: int = PAGE_SIZE) -> InstanceQuery:
+    """The table's query from the selection and the filter widgets' values."""
+    sort = (sort_by or [{}])[0]
+    sel = sel or EMPTY
+    pattern = (sel.get("pattern") or {}).get("states")
+    return InstanceQuery(
+        split=split, search=search or "", regex=bool(regex), label=label, prediction=pred,
+        correct=correct, state=sel.get("state"), pattern=tuple(pattern) if pattern else None,
+        sort_by=sort.get("column_id"), descending=sort.get("direction") == "desc",
+        page=page or 0, page_size=page_size)
+
+
+def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
+    d = ctx.data
+    split = (initial or {}).get("split") or d.default_split
+    controls = html.Div([
+        dcc.RadioItems(id=ids.SPLIT, options=[{"label": f" {s}", "value": s}
+                                              for s in d.splits], value=split, inline=True),
+        dcc.Input(id=ids.SEARCH, type="text", placeholder="search text…", debounce=True),
+        dcc.Checklist(id=ids.REGEX, options=[{"label": " regex", "value": "on"}], value=[],
+                      inline=True),
+        dcc.Dropdown(id=ids.F_LABEL, options=d.classes, placeholder="label",
+                     style={"width": 110}),
+        dcc.Dropdown(id=ids.F_PRED, options=d.classes, placeholder="prediction",
+                     style={"width": 120}),
+        dcc.Dropdown(id=ids.F_CORRECT, options=["correct", "wrong"], placeholder="correct?",
+                     style={"width": 110}),
+        html.Span(id=ids.FILTER_CHIPS, className="chips"),
+        html.Button("CSV", id=ids.DL_TABLE, n_clicks=0, title="download the filtered table"),
+    ], className="table-controls")
+    table = dash_table.DataTable(
+        id=ids.TABLE, page_current=0, page_size=PAGE_SIZE, page_action="custom",
+        sort_action="custom", sort_mode="single", sort_by=[],
+        columns=[{"name": n, "id": n} for n in COLUMNS],
+        style_cell={"textAlign": "left", "fontFamily": "Helvetica", "fontSize": 13,
+                    "padding": "4px", "maxWidth": 0, "overflow": "hidden",
+                    "textOverflow": "ellipsis", "whiteSpace": "nowrap"},
+        style_cell_conditional=[{"if": {"column_id": "text"}, "width": "62%"}],
+        style_data_conditional=[WRONG_ROW], tooltip_duration=None,
+        css=[{"selector": ".dash-spreadsheet td div", "rule": "overflow: hidden"}])
+    return {"table": html.Div([controls, html.Div(id=ids.TABLE_MESSAGE, className="message"),
+                               table], className="panel table-panel", id=ids.TABLE_PANEL)}
+
+
+def _chips(sel: dict[str, Any], total: int, n_inputs: int) -> list[html.Span]:
+    chips = []
+    if sel.get("state") is not None:
+        chips.append(html.Span(f"through state {sel['state']}", className="chip-f"))
+    if sel.get("pattern"):
+        chips.append(html.Span("pattern " + "→".join(map(str, sel["pattern"]["states"])),
+                               className="chip-f"))
+    chips.append(html.Span(f"{total:,} of {n_inputs:,} inputs", className="count"))
+    return chips
+
+
+def update_table(ctx, sel, search, regex, label, pred, correct, page, sort_by):
+    """One page of rows, the page count, a message, the filter chips and row styles."""
+    sel = sel or EMPTY
+    split = sel.get("split") or ctx.data.splits[0]
+    q = instance_query(sel, split, search, regex, label, pred, correct, page, sort_by)
+    rows, total, msg = query_instances(ctx.data, q)
+    if not rows and q.page:  # filters shrank the table below the current page
+        rows, total, msg = query_instances(ctx.data, q.first_page())
+    style = [WRONG_ROW]
+    if sel.get("row") is not None:
+        style.append({"if": {"filter_query": f"{{index}} = {int(sel['row'])}"},
+                      "backgroundColor": "#fff1d6", "fontWeight": "bold"})
+    chips = _chips(sel, total, ctx.data.traces[split].n_inputs)
+    return rows, max(1, -(-total // q.page_size)), msg, chips, style
+
+
+def select_row(ctx, cell, sel, rows):
+    """A click on a row selects that input."""
+    r = (cell or {}).get("row")
+    if r is None or not rows or r >= len(rows):
+        return no_update, no_update
+    new = apply_event(sel or EMPTY, "row", int(rows[r]["index"]))
+    return new, to_query(new)
+
+
+def select_split(ctx, split, sel):
+    """Another split drops the row and the pattern."""
+    sel = sel or EMPTY
+    if split == sel.get("split"):
+        return no_update, no_update
+    new = apply_event(sel, "split", split)
+    return new, to_query(new)
+
+
+def sync_split(ctx, sel, current):
+    """The split switch follows a selection that changed split (e.g. from the URL)."""
+    return sel["split"] if sel and sel.get("split") and sel["split"] != current \
+        else no_update
+
+
+def table_csv(ctx, trigger: Trigger, _n, sel, search, regex, label, pred, correct):
+    """The filtered table (every page) as CSV (cells a spreadsheet would run as formulas
+    escaped, see :mod:`app.csvsafe`)."""
+    if trigger.id != ids.DL_TABLE:
+        return no_update
+    sel = sel or EMPTY
+    split = sel.get("split") or ctx.data.splits[0]
+    q = instance_query(sel, split, search, regex, label, pred, correct, page_size=10**9)
+    rows, _, _ = query_instances(ctx.data, q)
+    return {"content": rows_to_csv(rows, COLUMNS),
+            "filename": f"{ctx.data.name}-{split}-instances.csv"}
+
+
+_FILTERS = (State(ids.SEARCH, "value"), State(ids.REGEX, "value"), State(ids.F_LABEL, "value"),
+            State(ids.F_PRED, "value"), State(ids.F_CORRECT, "value"))
+
+VIEW = View(
+    name="table", layout=layout, ids=(ids.TABLE_PANEL,),
+    callbacks=(
+        Callback(update_table, [Output(ids.TABLE, "data"), Output(ids.TABLE, "page_count"),
+                                Output(ids.TABLE_MESSAGE, "children"),
+                                Output(ids.FILTER_CHIPS, "children"),
+                                Output(ids.TABLE, "style_data_conditional")],
+                 [Input(ids.SELECTION, "data"), Input(ids.SEARCH, "value"),
+                  Input(ids.REGEX, "value"), Input(ids.F_LABEL, "value"),
+                  Input(ids.F_PRED, "value"), Input(ids.F_CORRECT, "value"),
+                  Input(ids.TABLE, "page_current"), Input(ids.TABLE, "sort_by")]),
+        Callback(select_row, select_outputs(),
+                 [Input(ids.TABLE, "active_cell"), State(ids.SELECTION, "data"),
+                  State(ids.TABLE, "data")], prevent_initial_call=True),
+        Callback(select_split, select_outputs(),
+                 [Input(ids.SPLIT, "value"), State(ids.SELECTION, "data")],
+                 prevent_initial_call=True),
+        Callback(sync_split, [Output(ids.SPLIT, "value")],
+                 [Input(ids.SELECTION, "data"), State(ids.SPLIT, "value")],
+                 prevent_initial_call=True),
+        Callback(table_csv, [Output(ids.DOWNLOAD, "data", allow_duplicate=True)],
+                 [Input(ids.DL_TABLE, "n_clicks"), State(ids.SELECTION, "data"), *_FILTERS],
+                 trigger=True, prevent_initial_call=True),
+    ))

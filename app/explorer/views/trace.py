@@ -1,0 +1,203 @@
+"""The trace as text: the input's tokens coloured by the prediction after each, its
+abstract state under every token, prediction flips, the selected pattern's steps, and a
+compared trace's strip with the steps where the two paths differ.
+
+A click on a token selects that step (for the nearest contexts and forcing) and marks its
+state on the diagram.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from dash import ALL, Input, Output, State, html, no_update
+
+from .. import ids
+from ..colors import mix_color, text_color_on
+from ..records import TraceRecord
+from ..view import Callback, Trigger, View
+from .core import active_of
+
+__all__ = ["VIEW", "click_token", "flips", "pattern_steps", "show_trace", "state_differences",
+           "token_strip", "trace_title"]
+
+PROMPT = "Select a row or type an input to see its trace."
+
+
+def flips(trace: TraceRecord) -> list[int]:
+    """Token positions (0-based) after which the predicted class differs from before."""
+    p = np.asarray(trace.proba)
+    if len(p) == 0:
+        return []
+    pred = np.concatenate([[int(np.argmax(trace.initial_proba))], p.argmax(1)])
+    return [int(t) for t in np.flatnonzero(pred[1:] != pred[:-1])]
+
+
+def pattern_steps(states: Sequence[int], pattern: Sequence[int]) -> list[int]:
+    """Positions in ``states`` that belong to an occurrence of ``pattern``.
+
+    A pattern is a sequence of distinct consecutive states of a *collapsed* path: staying
+    in a state for several steps is one occurrence of that state. Every occurrence is
+    marked, with all the steps it spans.
+
+    Parameters
+    ----------
+    states : sequence of int, shape (n_tokens + 1,)
+        A trace's states, the initial state first.
+    pattern : sequence of int
+
+    Returns
+    -------
+    list of int
+        Sorted positions (indices into ``states``).
+
+    Examples
+    --------
+    >>> pattern_steps([0, 3, 3, 5, 2, 3, 5], [3, 5])
+    [1, 2, 3, 5, 6]
+    """
+    ps, out = list(pattern), set()
+    if not ps:
+        return []
+    for t in range(len(states)):
+        seq: list[int] = []
+        j = t
+        while j < len(states) and len(seq) < len(ps):
+            if not seq or states[j] != seq[-1]:
+                seq.append(states[j])
+            if seq != ps[: len(seq)]:
+                break
+            j += 1
+        if seq == ps:
+            out.update(range(t, j))
+    return sorted(out)
+
+
+def state_differences(a: Sequence[int], b: Sequence[int]) -> list[int]:
+    """Token positions (0-based) after which two paths (initial state first) differ.
+
+    >>> state_differences([0, 1, 2, 3], [0, 1, 4, 3])
+    [1]
+    """
+    return [t - 1 for t, (x, y) in enumerate(zip(a, b, strict=False)) if x != y and t > 0]
+
+
+def token_strip(trace: TraceRecord, classes: Sequence[str], *,
+                highlight: Sequence[int] = (), pattern_steps: Sequence[int] = (),
+                id_type: str = "token") -> html.Div:
+    """Tokens as coloured chips with their abstract state underneath.
+
+    ``id_type`` names the chips' pattern-matching ids (``{"type": id_type, "index": t}``);
+    a second strip on the page needs another one, or clicks would read the wrong chip.
+
+    Every string is passed to Dash as text (never as HTML), so texts from the data set or
+    the input box cannot inject markup.
+    """
+    tokens, proba, states = trace.tokens, trace.proba, trace.states
+    flip_at = set(flips(trace))
+    pat = set(pattern_steps)
+    start_color = mix_color(trace.initial_proba)
+    chips = [html.Div([
+        html.Span("⟨start⟩", className="tok tok-start",
+                  style={"background": start_color, "color": text_color_on(start_color)}),
+        html.Span(str(states[0]), className="st")],
+        className="chip", title="initial state (before any token)")]
+    for t, tok in enumerate(tokens):
+        color = mix_color(proba[t])
+        cls = ["tok"]
+        if not trace.known[t]:
+            cls.append("unknown")
+        if t in flip_at:
+            cls.append("flip")
+        if t in highlight:
+            cls.append("hl")
+        pcls = classes[int(np.argmax(proba[t]))]
+        title = (f"token {t + 1}: {tok!r}{' (unknown word)' if not trace.known[t] else ''}"
+                 f" → state {states[t + 1]}; P({pcls}) = {max(proba[t]):.3f}"
+                 + ("; prediction flips here" if t in flip_at else ""))
+        chips.append(html.Div([
+            html.Span(tok, className=" ".join(cls),
+                      style={"background": color, "color": text_color_on(color)}),
+            html.Span(str(states[t + 1]),
+                      className="st" + (" st-pattern" if (t + 1) in pat else ""))],
+            className="chip", title=title, id=ids.token(t, id_type), n_clicks=0))
+    return html.Div(chips, className="token-strip")
+
+
+def trace_title(ctx, tr: TraceRecord) -> list[Any]:
+    """``#id predicted X · label Y ✓ · FSM alone ends in state s (Z)``."""
+    classes = ctx.data.classes
+    head: list[Any] = [html.B(f"#{tr.id} " if tr.id is not None else "typed input "),
+                       f"predicted {classes[tr.prediction]}"]
+    if tr.label is not None:
+        ok = tr.label == tr.prediction
+        head += [f" · label {classes[tr.label]} ",
+                 html.Span("✓" if ok else "✗ misclassified", className="ok" if ok else "wrong")]
+    sim_final = tr.simulated[-1]
+    head.append(html.Span(f" · FSM alone ends in state {sim_final} "
+                          f"({classes[int(ctx.data.fsm.labels[sim_final])]})",
+                          className="fsm-final"))
+    return head
+
+
+def _compare_note(ctx, cmp_: TraceRecord, diff: list[int]) -> html.Div:
+    classes = ctx.data.classes
+    who = (f"run {cmp_.run} (its states renamed to the matched states here)" if cmp_.run
+           else f"#{cmp_.id}" if cmp_.id is not None else "the typed input")
+    where = ", ".join(str(t + 1) for t in diff[:12]) + ("…" if len(diff) > 12 else "")
+    return html.Div(["compared with ", html.B(who),
+                     f": abstract states differ after {len(diff)} token(s)"
+                     + (f" (at {where})" if diff else ""),
+                     html.Span(f" · predicts {classes[cmp_.prediction]}")],
+                    className="compare-note")
+
+
+def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
+    return {"trace": [html.Div(id=ids.TRACE_TITLE, className="trace-title"),
+                      html.Div(id=ids.TRACE_TOKENS)]}
+
+
+def show_trace(ctx, active, sel):
+    """The title and the token strip(s) of the trace on display."""
+    tr, cmp_ = active_of(active)
+    if tr is None:
+        return html.P(PROMPT, className="muted"), None
+    pattern = (sel or {}).get("pattern")
+    marked = pattern_steps(tr.states, pattern["states"]) if pattern else []
+    classes = ctx.data.classes
+    if cmp_ is None:
+        return trace_title(ctx, tr), [token_strip(tr, classes, pattern_steps=marked)]
+    diff = state_differences(tr.states, cmp_.states)
+    return trace_title(ctx, tr), [
+        token_strip(tr, classes, pattern_steps=marked, highlight=diff),
+        _compare_note(ctx, cmp_, diff),
+        token_strip(cmp_, classes, highlight=diff, id_type="cmp-token")]
+
+
+def click_token(ctx, trigger: Trigger, _clicks, active):
+    """A clicked token becomes the selected step, its state marked on the diagram; a new
+    trace resets the step."""
+    if trigger.id == ids.ACTIVE_TRACE:
+        return None, no_update
+    if not trigger.is_type("token"):
+        return no_update, no_update
+    t = int(trigger.id["index"])
+    main, _ = active_of(active)
+    state = int(main.states[t + 1]) if main is not None and t + 1 < len(main.states) \
+        else no_update
+    return t, state
+
+
+VIEW = View(
+    name="trace_text", layout=layout, ids=(ids.TRACE_TITLE, ids.TRACE_TOKENS),
+    callbacks=(
+        Callback(show_trace, [Output(ids.TRACE_TITLE, "children"),
+                              Output(ids.TRACE_TOKENS, "children")],
+                 [Input(ids.ACTIVE_TRACE, "data"), State(ids.SELECTION, "data")]),
+        Callback(click_token, [Output(ids.STEP, "data"),
+                               Output(ids.HOVER_STATE, "data", allow_duplicate=True)],
+                 [Input(ids.token(ALL), "n_clicks"), Input(ids.ACTIVE_TRACE, "data")],
+                 trigger=True, prevent_initial_call=True),
+    ))

@@ -1,0 +1,101 @@
+"""Two runs on the same data compared: matched states, changed inputs, renamed traces.
+
+``stateseer compare RUN OTHER`` and the explorer's comparison view (``serve --compare``)
+both read :class:`RunComparison`. The runs must hold the same inputs, tokenised the same
+way (e.g. the model before and after a fix, or two abstractions of one model).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rnn_models.errors import StateseerError
+
+if TYPE_CHECKING:
+    from app.explorer.context import RunView
+    from app.explorer.records import TraceRecord
+
+__all__ = ["RunComparison", "compare_split"]
+
+
+def compare_split(a: RunView, b: RunView, split: str) -> dict[str, Any]:
+    """State matching and changed inputs between runs ``a`` and ``b`` on ``split``.
+
+    Returns
+    -------
+    dict
+        ``matching`` (:class:`abstraction.compare.StateMatching`), ``changed`` (per
+        input arrays), ``summary`` (figures), ``pred_b`` (run b's predictions).
+
+    Raises
+    ------
+    StateseerError
+        The runs hold different inputs, tokenise them differently, or lack ``split``.
+    """
+    from abstraction.compare import changed_inputs, match_states
+
+    if split not in b.splits:
+        raise StateseerError(f"the compared run has no split {split!r}")
+    ta, tb = a.traces[split], b.traces[split]
+    if ta.n_inputs != tb.n_inputs or ta.texts != tb.texts:
+        raise StateseerError(
+            f"the runs hold different {split} inputs ({ta.n_inputs:,} vs "
+            f"{tb.n_inputs:,}); compare runs trained on the same data set and split")
+    if ta.n_steps != tb.n_steps or not np.array_equal(ta.offsets, tb.offsets):
+        raise StateseerError("the runs tokenise the inputs differently; compare runs "
+                             "that use the same tokenizer")
+    sa, sb = a.abstraction.states[split], b.abstraction.states[split]
+    m = match_states(sa, sb, a.fsm.n_states, b.fsm.n_states)
+    ch = changed_inputs(m, sa, sb, ta.offsets, ta.predictions, tb.predictions)
+    labels = np.asarray(ta.labels)
+    summary = {
+        "split": split, "n_inputs": int(ta.n_inputs),
+        "accuracy_a": float((ta.predictions == labels).mean()),
+        "accuracy_b": float((tb.predictions == labels).mean()),
+        "prediction_changed": int(ch["prediction_changed"].sum()),
+        "fixed": int(((ta.predictions != labels) & (tb.predictions == labels)).sum()),
+        "broken": int(((ta.predictions == labels) & (tb.predictions != labels)).sum()),
+        "path_changed": int(ch["path_changed"].sum()),
+        "step_agreement": round(m.agreement, 4),
+        "name_a": a.name, "name_b": b.name,
+    }
+    return {"matching": m, "changed": ch, "summary": summary, "pred_b": tb.predictions}
+
+
+class RunComparison:
+    """Run ``a`` (the one explored) compared with run ``b``, per split, computed once.
+
+    Parameters
+    ----------
+    a, b : RunView
+    """
+
+    def __init__(self, a: RunView, b: RunView) -> None:
+        self.a, self.b = a, b
+        self._done: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """The compared run's name."""
+        return self.b.name
+
+    def compare(self, split: str) -> dict[str, Any]:
+        """:func:`compare_split` of ``split`` (cached)."""
+        with self._lock:
+            if split not in self._done:
+                self._done[split] = compare_split(self.a, self.b, split)
+            return self._done[split]
+
+    def other_trace(self, split: str, i: int) -> TraceRecord:
+        """Run b's trace of input ``i``, its states renamed to run a's matched states
+        (unmatched states keep their id + 1000)."""
+        b_to_a = self.compare(split)["matching"].b_to_a
+
+        def rename(s: int) -> int:
+            return int(b_to_a[s]) if b_to_a[s] >= 0 else 1000 + int(s)
+
+        return self.b.trace_instance(split, i).renamed(rename, run=self.b.name)
