@@ -21,14 +21,16 @@ training split into a deterministic, complete, minimal automaton, without runnin
    ``(state, symbol)`` gets its majority target, and a pair never seen in training takes the
    target that the nearest state (centroid distance) that has seen the symbol goes to. Every
    alphabet symbol occurs in training, so no sink state is needed.
-5. **Minimisation.** Moore refinement through :func:`rnn_models.formal.minimize` (for more
-   than two classes, one minimisation per class indicator, then their common refinement),
+5. **Minimisation.** Moore refinement through
+   :func:`rnn_models.formats.automaton.minimize` (for more than two classes, one
+   minimisation per class indicator, then their common refinement),
    states renumbered in breadth-first order from the initial state 0.
 
 The result, an :class:`ExtractedDFA`, is checked against the RNN on the evaluation split:
 the traces hold the RNN's prediction after every prefix of every test string, so agreement
-needs no torch. When the run's data set is a built-in grammar the report also compares the
-automaton with the grammar on every string of length at most 12.
+needs no torch. When the caller passes the language (``grammar=``, e.g. a built-in grammar
+of :mod:`rnn_models.formal`) the report also compares the automaton with it on every
+string of length at most 12.
 
 Notes
 -----
@@ -52,8 +54,8 @@ A hand-made automaton (``extract_dfa`` builds the same kind of object from trace
 [True, False, False, True]
 >>> parity.run("aab")
 [0, 1, 0, 0]
->>> print(parity.to_dot().splitlines()[1])
-s0 [label="s0", shape=doublecircle];
+>>> print(parity.to_dot().splitlines()[2])
+  s0 [label="s0", shape="doublecircle"];
 """
 
 from __future__ import annotations
@@ -67,8 +69,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from rnn_models.formal import DFA, GRAMMARS, all_strings, minimize
-from rnn_models.traces import SplitTraces, Traces
+from rnn_models.formats.automaton import DFA, TableAutomaton, all_strings, minimize
+from rnn_models.formats.traces import SplitTraces, Traces
 
 from .cluster import _nearest
 from .errors import AbstractionError
@@ -87,11 +89,12 @@ KIND = "dfa"
 
 
 @dataclass(eq=False)
-class ExtractedDFA:
+class ExtractedDFA(TableAutomaton):
     """A deterministic, complete automaton whose states carry a predicted class.
 
-    A small, honest object in the manner of AALpy's ``Dfa``: :meth:`reset`, :meth:`step`
-    and :meth:`run` walk it symbol by symbol; :meth:`classify` and :meth:`accepts` run many
+    A small, honest object in the manner of AALpy's ``Dfa``: an
+    :class:`~rnn_models.formats.automaton.Automaton` whose :meth:`reset`, :meth:`step` and
+    :meth:`run` walk it symbol by symbol; :meth:`classify` and :meth:`accepts` run many
     strings at once (vectorised over strings).
 
     Parameters
@@ -170,19 +173,9 @@ class ExtractedDFA:
         self.counts = (np.zeros((n, k), np.int64) if self.counts is None
                        else np.asarray(self.counts, np.int64).reshape(n, k))
         self._index = {s: i for i, s in enumerate(self.alphabet)}
-        self._state = self.initial
+        self.reset()
 
     # basic facts ---------------------------------------------------------------------------
-    @property
-    def n_states(self) -> int:
-        """Number of states."""
-        return int(self.transitions.shape[0])
-
-    @property
-    def n_symbols(self) -> int:
-        """Number of alphabet symbols."""
-        return len(self.alphabet)
-
     @property
     def accept_class(self) -> int:
         """Index of the class called ``accept`` if present, else 1."""
@@ -195,80 +188,33 @@ class ExtractedDFA:
 
     @property
     def dfa(self) -> DFA:
-        """The automaton as a :class:`rnn_models.formal.DFA` (accepting = :attr:`accepting`)."""
+        """The automaton as a :class:`rnn_models.formats.automaton.DFA` (accepting =
+        :attr:`accepting`)."""
         return DFA(self.alphabet, self.transitions, self.accepting, self.initial)
 
     def __repr__(self) -> str:
         return (f"ExtractedDFA(n_states={self.n_states}, alphabet={self.alphabet!r}, "
                 f"classes={self.classes!r})")
 
-    # walking -------------------------------------------------------------------------------
-    def _symbol_id(self, symbol: str) -> int:
-        sid = self._index.get(str(symbol))
-        if sid is None:
-            raise AbstractionError(
-                f"symbol {symbol!r} is not in the DFA's alphabet {self.alphabet}; "
-                "use only symbols seen in training"
-            )
-        return sid
+    # walking (reset/step/run/encode/final_states come from TableAutomaton) -----------------
+    def unknown_symbol(self, symbol: Any) -> Exception:
+        return AbstractionError(
+            f"symbol {symbol!r} is not in the DFA's alphabet {self.alphabet}; "
+            "use only symbols seen in training"
+        )
 
-    def _symbols(self, string: str | Sequence[str]) -> list[str]:
+    def symbols(self, string: str | Sequence[str]) -> list[str]:
+        """Split a ``str`` with :attr:`tokenizer` (characters or whitespace)."""
         if isinstance(string, str):
             return list(string) if self.tokenizer == "char" else string.split()
         return [str(s) for s in string]
 
-    def reset(self) -> None:
-        """Go back to the initial state."""
-        self._state = self.initial
-
-    @property
-    def state(self) -> int:
-        """The current state."""
-        return self._state
-
-    def step(self, symbol: str) -> int:
-        """Consume one symbol and return the new state.
-
-        Raises
-        ------
-        AbstractionError
-            The symbol is not in the alphabet.
-        """
-        self._state = int(self.transitions[self._state, self._symbol_id(symbol)])
-        return self._state
+    def is_accepting(self, state: int) -> bool:
+        return bool(self.accepting[state])
 
     def output(self) -> str:
         """Class name of the current state."""
-        return self.classes[int(self.state_class[self._state])]
-
-    def run(self, symbols: str | Sequence[str]) -> list[int]:
-        """States visited from the initial state, length ``len(symbols) + 1``.
-
-        A ``str`` is split into symbols with :attr:`tokenizer`.
-        """
-        self.reset()
-        return [self.initial] + [self.step(s) for s in self._symbols(symbols)]
-
-    def encode(self, strings: Sequence[str | Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
-        """Strings to padded symbol ids.
-
-        Returns
-        -------
-        symbol_ids : ndarray of shape (n_strings, max_len)
-            Padded with 0.
-        lengths : ndarray of shape (n_strings,)
-        """
-        rows = [[self._symbol_id(s) for s in self._symbols(x)] for x in strings]
-        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-        ids = np.zeros((len(rows), int(lengths.max(initial=0))), dtype=np.int64)
-        for i, r in enumerate(rows):
-            ids[i, : len(r)] = r
-        return ids, lengths
-
-    def final_states(self, strings: Sequence[str | Sequence[str]]) -> np.ndarray:
-        """State reached by each string, shape (n_strings,) (vectorised over strings)."""
-        ids, lengths = self.encode(strings)
-        return self.dfa.run(ids, lengths)[:, -1]
+        return self.classes[int(self.state_class[self.state])]
 
     def classify(self, strings: Sequence[str | Sequence[str]]) -> np.ndarray:
         """Class index of each string, shape (n_strings,)."""
@@ -279,30 +225,16 @@ class ExtractedDFA:
         return self.classify(strings) == self.accept_class
 
     # views ---------------------------------------------------------------------------------
-    def to_dot(self) -> str:
-        """Graphviz DOT in AALpy's conventions.
-
-        An invisible ``__start0`` node points at the initial state; accepting states are
-        ``doublecircle``; parallel symbols between two states share one edge labelled
-        ``"0,1"``. With more than two classes, node labels also name the state's class.
-        """
-        lines = ["digraph learnedModel {"]
+    def dot_nodes(self) -> list[tuple[str, dict[str, Any]]]:
+        """Nodes for :meth:`to_dot` (AALpy's conventions: an invisible ``__start0`` node
+        points at the initial state; accepting states are ``doublecircle``; parallel
+        symbols between two states share one edge labelled ``"0,1"``). With more than two
+        classes, node labels also name the state's class."""
         many = len(self.classes) > 2
-        for q in range(self.n_states):
-            name = f"s{q}"
-            label = f"{name}\\n{self.classes[int(self.state_class[q])]}" if many else name
-            shape = "doublecircle" if self.accepting[q] else "circle"
-            lines.append(f"{name} [label={_dot_quote(label)}, shape={shape}];")
-        for q in range(self.n_states):
-            targets: dict[int, list[str]] = {}
-            for a, t in enumerate(self.transitions[q].tolist()):
-                targets.setdefault(t, []).append(self.alphabet[a])
-            for t, syms in targets.items():
-                lines.append(f"s{q} -> s{t} [label={_dot_quote(','.join(syms))}];")
-        lines.append('__start0 [label="", shape=none];')
-        lines.append(f'__start0 -> s{self.initial} [label=""];')
-        lines.append("}")
-        return "\n".join(lines) + "\n"
+        return [(f"s{q}", {"label": f"s{q}\n{self.classes[int(self.state_class[q])]}"
+                           if many else f"s{q}",
+                           "shape": "doublecircle" if self.accepting[q] else "circle"})
+                for q in range(self.n_states)]
 
     def to_networkx(self) -> Any:
         """The automaton as a ``networkx.MultiDiGraph``.
@@ -432,10 +364,6 @@ class ExtractedDFA:
         except ValueError as exc:
             raise AbstractionError(f"DFA file {path} is not valid JSON ({exc})") from None
         return cls.from_dict(data)
-
-
-def _dot_quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\\\\n", "\\n") + '"'
 
 
 def _jsonable(obj: Any) -> Any:
@@ -781,19 +709,28 @@ def _agreement(traces: Traces, split: str, lookup: np.ndarray, trans: np.ndarray
     }
 
 
-def _grammar_check(name: str | None, dfa: ExtractedDFA, max_len: int = 12) -> dict[str, Any]:
-    """Agreement with a built-in grammar on every string up to ``max_len`` (if it is one)."""
-    grammar = GRAMMARS.get(str(name)) if name else None
-    if grammar is None or set(grammar.dfa.alphabet) != set(dfa.alphabet) or \
-            dfa.tokenizer != "char" or set(grammar.classes) != set(dfa.classes):
+def _grammar_check(grammar: Any, dfa: ExtractedDFA, max_len: int = 12) -> dict[str, Any]:
+    """Agreement with a known language on every string up to ``max_len``.
+
+    ``grammar`` is a :class:`rnn_models.formats.automaton.DFA` (its accepting states are
+    class ``accept``) or anything with ``name``, ``dfa`` and ``classes`` (reject, accept)
+    such as an ``rnn_models.formal.Grammar``; None or another alphabet gives ``{}``.
+    """
+    if grammar is None:
         return {}
-    strings = all_strings(grammar.dfa.alphabet, max_len)
-    want = grammar.dfa.accepts(strings)
-    got = dfa.classify(strings) == dfa.classes.index(grammar.classes[1])
-    return {"grammar": grammar.name,
+    gdfa = getattr(grammar, "dfa", grammar)
+    name = getattr(grammar, "name", "grammar")
+    classes = tuple(getattr(grammar, "classes", ("reject", "accept")))
+    if set(gdfa.alphabet) != set(dfa.alphabet) or dfa.tokenizer != "char" or \
+            set(classes) != set(dfa.classes):
+        return {}
+    strings = all_strings(gdfa.alphabet, max_len)
+    want = gdfa.accepts(strings)
+    got = dfa.classify(strings) == dfa.classes.index(classes[1])
+    return {"grammar": name,
             "grammar_agreement_le12": float((got == want).mean()),
-            "grammar_min_states": grammar.dfa.n_states,
-            "minimal_size_match": dfa.n_states == grammar.dfa.n_states}
+            "grammar_min_states": gdfa.n_states,
+            "minimal_size_match": dfa.n_states == gdfa.n_states}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -820,6 +757,7 @@ def extract_dfa(
     split: str = "train",
     eval_split: str | None = "test",
     max_rounds: int = 10_000,
+    grammar: Any = None,
 ) -> ExtractedDFA:
     """Extract a deterministic, complete, minimal automaton from recorded traces.
 
@@ -848,6 +786,10 @@ def extract_dfa(
         Split on which agreement with the RNN is measured (skipped if None or not recorded).
     max_rounds : int, default 10_000
         Safety cap on refinement rounds.
+    grammar : DFA or Grammar, optional
+        The language the RNN was trained on, if known (e.g.
+        ``rnn_models.formal.GRAMMARS[name]``): the report then compares the automaton with
+        it on every string of length at most 12.
 
     Returns
     -------
@@ -1020,8 +962,7 @@ def extract_dfa(
     if eval_split is not None and eval_split in traces:
         report.update(_agreement(traces, eval_split, _alphabet_lookup(traces, alphabet),
                                  m_trans, m_cls, 0))
-    report.update(_grammar_check(traces.meta.get("dataset") if hasattr(traces, "meta")
-                                 else None, out))
+    report.update(_grammar_check(grammar, out))
     return out
 
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO
 
+from rnn_models.formats.atomic import atomic_write_bytes
+
 from .errors import AbstractionError
 
 __all__ = ["read_text", "write_output"]
 
 
 def write_output(data: bytes | str, out: str | Path | IO, *, overwrite: bool = False) -> None:
-    """Write ``data`` to an open file, or to a path through a temporary file and a rename.
+    """Write ``data`` to an open file, or to a path atomically
+    (:func:`rnn_models.formats.atomic.atomic_write`).
 
     Raises
     ------
@@ -24,13 +27,7 @@ def write_output(data: bytes | str, out: str | Path | IO, *, overwrite: bool = F
     p = Path(out)
     if p.exists() and not overwrite:
         raise AbstractionError(f"{p} exists; pass overwrite=True (or --force) to replace it")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp")
-    if isinstance(data, bytes):
-        tmp.write_bytes(data)
-    else:
-        tmp.write_text(data, encoding="utf-8")
-    tmp.replace(p)
+    atomic_write_bytes(p, data if isinstance(data, bytes) else data.encode("utf-8"))
 
 
 def read_text(source: str | Path | IO[str]) -> str:

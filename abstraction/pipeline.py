@@ -29,8 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from rnn_models.run import Run, atomic_write_text
-from rnn_models.traces import SplitTraces, Traces
+from rnn_models.formats.atomic import atomic_write_text
+from rnn_models.formats.errors import StateseerError
+from rnn_models.formats.rundir import RunDir
+from rnn_models.formats.traces import SplitTraces, Traces
 
 from .cluster import abstractor_from_arrays, abstractor_to_arrays, make_abstractor
 from .errors import AbstractionError
@@ -151,7 +153,7 @@ class Abstraction:
                    info=meta["info"])
 
 
-def fresh_traces(run: Run) -> Traces:
+def fresh_traces(run: RunDir) -> Traces:
     """The run's traces, refused if they were recorded from another ``model.pt``."""
     traces = Traces(run.traces_dir)
     if run.model_path.exists() and traces.meta.get("model_sha256") not in (
@@ -163,13 +165,11 @@ def fresh_traces(run: Run) -> Traces:
     return traces
 
 
-def _read_alphabet(run: Run) -> list[str]:
+def _read_alphabet(run: RunDir) -> list[str]:
     try:
-        return list(json.loads(run.vocab_path.read_text(encoding="utf-8"))["tokens"])
-    except (OSError, ValueError, KeyError):
-        raise AbstractionError(
-            f"{run.vocab_path} is missing or damaged; retrain the run"
-        ) from None
+        return run.vocab_tokens()
+    except StateseerError as exc:
+        raise AbstractionError(str(exc)) from None
 
 
 def _split_figures(fsm: FSM, tr: SplitTraces, states: np.ndarray, sim: np.ndarray):
@@ -273,7 +273,7 @@ def _results(futures: Any) -> Any:
 
 
 def abstract_run(
-    run: Run | str | Path,
+    run: RunDir | str | Path,
     *,
     n_states: int | str = 40,
     method: str = "kmeans",
@@ -308,7 +308,7 @@ def abstract_run(
     split_by_prediction : bool
         Keep every state within one predicted class.
     """
-    run = run if isinstance(run, Run) else Run(run)
+    run = run if isinstance(run, RunDir) else RunDir(run)
     t0 = time.perf_counter()
     traces = fresh_traces(run)
     if layer is not None and layer != traces.meta.get("layer"):

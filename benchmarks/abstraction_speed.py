@@ -38,11 +38,11 @@ def build_run(run_dir: Path, steps: int, seed: int) -> None:
     import numpy as np
 
     from rnn_models.datasets import load_dataset
+    from rnn_models.formats.rundir import RunDir
     from rnn_models.record import record_run
-    from rnn_models.run import Run
     from rnn_models.train import TrainConfig, train_run
 
-    run = Run(run_dir)
+    run = RunDir(run_dir)
     if (run.traces_dir / "meta.json").exists():
         meta = json.loads((run.traces_dir / "meta.json").read_text())
         if meta["splits"]["train"]["n_steps"] >= steps:
@@ -93,13 +93,13 @@ def child_deepseer(run_dir: str) -> dict:
 
     from abstraction.fsm import FSM
     from abstraction.metrics import fidelity
-    from rnn_models.run import Run
-    from rnn_models.traces import Traces
+    from rnn_models.formats.rundir import RunDir
+    from rnn_models.formats.traces import Traces
 
-    run = Run(run_dir)
+    run = RunDir(run_dir)
     traces = Traces(run.traces_dir)
     train, test = traces["train"], traces["test"]
-    alphabet = json.loads(run.vocab_path.read_text())["tokens"]
+    alphabet = run.vocab_tokens()
     t0 = time.perf_counter()
     H = np.asarray(train.hidden)
     pca = PCA(n_components=20, random_state=0).fit(H)

@@ -28,7 +28,8 @@ The last line of output is one JSON object with keys ``tomita`` (per grammar),
 ``budget_curve`` (per imperfect grammar, a list over budgets), ``max_seconds`` (slowest
 extraction of all) and ``all_exact`` (every perfect-RNN DFA exact and minimal).
 
-Run: ``python benchmarks/dfa_extraction.py [--runs-dir /tmp/stateseer-dfa-bench] [--arch lstm]``.
+Run: ``python benchmarks/dfa_extraction.py [--runs-dir /tmp/stateseer-dfa-bench] [--arch lstm]``
+(quick smoke: ``--grammars tomita1 --imperfect``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import numpy as np
 
 from abstraction.dfa import ExtractedDFA, extract_dfa
 from rnn_models.formal import GRAMMARS, all_strings
-from rnn_models.traces import Traces
+from rnn_models.formats.traces import Traces
 
 GRAMMAR_NAMES = [f"tomita{i}" for i in range(1, 8)]
 IMPERFECT = ["tomita3", "tomita6"]
@@ -86,9 +87,10 @@ def grammar_agreement(dfa: ExtractedDFA, name: str, max_len: int = 12) -> float:
     return float((dfa.accepts(strings) == grammar.dfa.accepts(strings)).mean())
 
 
-def timed(traces: Traces, **kw: Any) -> tuple[ExtractedDFA, float]:
+def timed(traces: Traces, name: str, **kw: Any) -> tuple[ExtractedDFA, float]:
+    """Extraction with the grammar check inside (as ``stateseer extract-dfa`` runs it)."""
     t0 = time.perf_counter()
-    dfa = extract_dfa(traces, **kw)
+    dfa = extract_dfa(traces, grammar=GRAMMARS[name], **kw)
     return dfa, time.perf_counter() - t0
 
 
@@ -98,19 +100,23 @@ def main() -> None:
     ap.add_argument("--arch", default="lstm", choices=["lstm", "gru", "rnn"])
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads for training (small models train fastest on one)")
+    ap.add_argument("--grammars", nargs="+", default=GRAMMAR_NAMES,
+                    help="perfect-RNN grammars to measure (a quick smoke: --grammars tomita1)")
+    ap.add_argument("--imperfect", nargs="*", default=IMPERFECT,
+                    help="grammars of the imperfect-RNN budget curves (none: skip them)")
     args = ap.parse_args()
     args.runs_dir.mkdir(parents=True, exist_ok=True)
 
     tomita: dict[str, Any] = {}
     print(f"{'grammar':10} {'seconds':>8} {'states':>6} {'minimal':>7} {'exact<=12':>9} "
           f"{'rnn_agree':>9}   baseline k-means (k: states, agreement)")
-    for name in GRAMMAR_NAMES:
+    for name in args.grammars:
         traces = get_traces(args.runs_dir, name, args.arch, None, args.threads)
-        dfa, seconds = timed(traces)
+        dfa, seconds = timed(traces, name)
         r = dfa.report
         baseline = {}
         for k in BASELINE_K:
-            b, b_s = timed(traces, initial_states=k, max_states=k)
+            b, b_s = timed(traces, name, initial_states=k, max_states=k)
             baseline[str(k)] = {"n_states": b.n_states, "seconds": round(b_s, 4),
                                 "agreement": b.report["agreement"],
                                 "grammar_agreement_le12": grammar_agreement(b, name)}
@@ -131,7 +137,7 @@ def main() -> None:
               f"{t['grammar_agreement_le12']:9.4f} {r['agreement']:9.4f}   {base}", flush=True)
 
     budget_curve: dict[str, Any] = {}
-    for name in IMPERFECT:
+    for name in args.imperfect:
         traces = get_traces(args.runs_dir, name, args.arch, 1, args.threads)
         test = traces["test"]
         rnn_acc = float((test.predictions == np.asarray(test.labels)).mean())
@@ -140,7 +146,7 @@ def main() -> None:
               f"{'agree<=12':>9} {'agree':>7} {'prefix':>7} {'grammar<=12':>11}")
         rows = []
         for budget in BUDGETS:
-            dfa, seconds = timed(traces, max_states=budget)
+            dfa, seconds = timed(traces, name, max_states=budget)
             r = dfa.report
             row = {"budget": budget, "seconds": round(seconds, 4),
                    "n_states_before_minimisation": r["n_states_before_minimisation"],

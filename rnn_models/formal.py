@@ -14,23 +14,23 @@ with an independent plain-Python ``reference`` recogniser used to verify it. The
 ``parens``   balanced ``(``/``)`` with nesting depth at most 4         (6 states)
 
 All Tomita grammars use the alphabet ``("0", "1")``; the empty string is a valid input.
-Helpers enumerate (:func:`all_strings`) and sample (:func:`sample_strings`) strings, and
-:func:`minimize` builds the minimal DFA equivalent to a given one (canonically numbered) and
-:func:`minimal_size` counts its states.
+:func:`sample_strings` samples strings. The automaton machinery (:class:`DFA`,
+:func:`all_strings`, :func:`minimize`, :func:`minimal_size`) lives in the torch-free
+:mod:`rnn_models.formats.automaton` and is re-exported here.
 
 This module needs numpy and the standard library only.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import DataError
+from .formats.automaton import DFA, all_strings, minimal_size, minimize
+from .formats.errors import DataError
 
 __all__ = [
     "DFA",
@@ -41,185 +41,6 @@ __all__ = [
     "minimize",
     "sample_strings",
 ]
-
-
-@dataclass(frozen=True, eq=False)
-class DFA:
-    """A complete deterministic finite automaton over a finite alphabet of symbol strings.
-
-    Parameters
-    ----------
-    alphabet : tuple of str
-        The symbols, shape (n_symbols,). Symbol id ``a`` is ``alphabet[a]``.
-    transitions : np.ndarray
-        Integer array of shape (n_states, n_symbols); ``transitions[q, a]`` is the state
-        reached from state ``q`` on symbol id ``a``. Every entry must be a valid state.
-    accepting : np.ndarray
-        Boolean array of shape (n_states,).
-    initial : int, default 0
-        The initial state.
-
-    Notes
-    -----
-    The arrays are stored as read-only copies (int64 / bool). Equality is identity
-    (``eq=False``) because element-wise array comparison has no single truth value.
-    """
-
-    alphabet: tuple[str, ...]
-    transitions: np.ndarray
-    accepting: np.ndarray
-    initial: int = 0
-
-    def __post_init__(self) -> None:
-        alphabet = tuple(str(s) for s in self.alphabet)
-        if not alphabet:
-            raise DataError("DFA alphabet is empty; give at least one symbol.")
-        if len(set(alphabet)) != len(alphabet):
-            raise DataError(f"DFA alphabet {alphabet} has repeated symbols.")
-        trans = np.array(self.transitions, dtype=np.int64, copy=True)
-        acc = np.array(self.accepting, dtype=bool, copy=True)
-        if trans.ndim != 2 or trans.shape[1] != len(alphabet):
-            raise DataError(
-                f"DFA transitions must have shape (n_states, {len(alphabet)}), got {trans.shape}."
-            )
-        n_states = trans.shape[0]
-        if n_states == 0:
-            raise DataError("DFA has no states.")
-        if acc.shape != (n_states,):
-            raise DataError(f"DFA accepting must have shape ({n_states},), got {acc.shape}.")
-        if trans.min() < 0 or trans.max() >= n_states:
-            raise DataError(f"DFA transitions must lie in [0, {n_states}); the DFA is incomplete.")
-        initial = int(self.initial)
-        if not 0 <= initial < n_states:
-            raise DataError(f"DFA initial state {initial} is not in [0, {n_states}).")
-        trans.setflags(write=False)
-        acc.setflags(write=False)
-        object.__setattr__(self, "alphabet", alphabet)
-        object.__setattr__(self, "transitions", trans)
-        object.__setattr__(self, "accepting", acc)
-        object.__setattr__(self, "initial", initial)
-
-    @property
-    def n_states(self) -> int:
-        """Number of states (rows of ``transitions``)."""
-        return int(self.transitions.shape[0])
-
-    @property
-    def n_symbols(self) -> int:
-        """Number of symbols in the alphabet."""
-        return len(self.alphabet)
-
-    def encode(self, strings: Sequence[str | Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
-        """Map strings to padded symbol ids.
-
-        Parameters
-        ----------
-        strings : sequence of (str or sequence of str), length B
-            A ``str`` is split into single-character symbols; any other sequence is taken as
-            a sequence of symbol strings.
-
-        Returns
-        -------
-        symbol_ids : np.ndarray
-            int64, shape (B, T) with T the longest length; padded with 0.
-        lengths : np.ndarray
-            int64, shape (B,).
-
-        Raises
-        ------
-        ValueError
-            (a :class:`~rnn_models.errors.DataError`) if a symbol is not in the alphabet.
-        """
-        index = {s: i for i, s in enumerate(self.alphabet)}
-        rows: list[list[int]] = []
-        for string in strings:
-            symbols = list(string) if isinstance(string, str) else [str(s) for s in string]
-            row = []
-            for sym in symbols:
-                sid = index.get(sym)
-                if sid is None:
-                    raise DataError(f"Unknown symbol {sym!r}; the alphabet is {self.alphabet}.")
-                row.append(sid)
-            rows.append(row)
-        lengths = np.array([len(r) for r in rows], dtype=np.int64)
-        t_max = int(lengths.max()) if len(rows) else 0
-        ids = np.zeros((len(rows), t_max), dtype=np.int64)
-        for b, row in enumerate(rows):
-            ids[b, : len(row)] = row
-        return ids, lengths
-
-    def run(self, symbol_ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """States after every prefix, vectorised over the batch.
-
-        Parameters
-        ----------
-        symbol_ids : np.ndarray
-            int, shape (B, T). Entries at positions ``>= lengths[b]`` are ignored.
-        lengths : np.ndarray
-            int, shape (B,), each in [0, T].
-
-        Returns
-        -------
-        np.ndarray
-            int64, shape (B, T + 1). Column 0 is the initial state, column ``t`` the state
-            after the first ``t`` symbols; past a string's length its last state repeats,
-            so column T holds every string's final state.
-        """
-        ids = np.asarray(symbol_ids)
-        lens = np.asarray(lengths, dtype=np.int64)
-        if ids.ndim != 2:
-            raise DataError(f"symbol_ids must have shape (B, T), got {ids.shape}.")
-        n_batch, t_max = ids.shape
-        if lens.shape != (n_batch,):
-            raise DataError(f"lengths must have shape ({n_batch},), got {lens.shape}.")
-        if n_batch and (lens.min() < 0 or lens.max() > t_max):
-            raise DataError(f"lengths must lie in [0, {t_max}] (the padded width).")
-        active = np.arange(t_max)[None, :] < lens[:, None]  # (B, T)
-        if ids.size:
-            live = ids[active]
-            if live.size and (live.min() < 0 or live.max() >= self.n_symbols):
-                raise DataError(f"symbol ids must lie in [0, {self.n_symbols}).")
-        states = np.empty((n_batch, t_max + 1), dtype=np.int64)
-        cur = np.full(n_batch, self.initial, dtype=np.int64)
-        states[:, 0] = cur
-        for t in range(t_max):
-            sym = np.where(active[:, t], ids[:, t], 0)
-            cur = np.where(active[:, t], self.transitions[cur, sym], cur)
-            states[:, t + 1] = cur
-        return states
-
-    def prefix_labels(self, symbol_ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """Acceptance of every prefix.
-
-        Parameters
-        ----------
-        symbol_ids : np.ndarray
-            int, shape (B, T).
-        lengths : np.ndarray
-            int, shape (B,).
-
-        Returns
-        -------
-        np.ndarray
-            bool, shape (B, T + 1); entry ``[b, t]`` says whether the first ``t`` symbols of
-            string ``b`` are accepted (past the length it repeats the full string's label).
-        """
-        return self.accepting[self.run(symbol_ids, lengths)]
-
-    def accepts(self, strings: Sequence[str | Sequence[str]]) -> np.ndarray:
-        """Whether each string is in the language.
-
-        Parameters
-        ----------
-        strings : sequence of (str or sequence of str), length B
-
-        Returns
-        -------
-        np.ndarray
-            bool, shape (B,).
-        """
-        ids, lengths = self.encode(strings)
-        return self.accepting[self.run(ids, lengths)[:, -1]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -392,33 +213,8 @@ GRAMMARS: dict[str, Grammar] = _build_grammars()
 
 
 # ---------------------------------------------------------------------------------------------
-# Enumeration, sampling, minimisation.
+# Sampling.
 # ---------------------------------------------------------------------------------------------
-
-
-def all_strings(alphabet: Sequence[str], max_len: int) -> list[str]:
-    """Every string of length 0..max_len over ``alphabet``.
-
-    Parameters
-    ----------
-    alphabet : sequence of str
-        Symbols, shape (n_symbols,).
-    max_len : int
-        Longest length (inclusive).
-
-    Returns
-    -------
-    list of str
-        ``sum(n_symbols**k for k in 0..max_len)`` strings (the empty string first), ordered by
-        length, then lexicographically.
-    """
-    if max_len < 0:
-        return []
-    symbols = sorted(set(alphabet))
-    out: list[str] = []
-    for length in range(max_len + 1):
-        out.extend("".join(p) for p in itertools.product(symbols, repeat=length))
-    return out
 
 
 def _accept_counts(dfa: DFA, max_len: int) -> list[list[int]]:
@@ -497,94 +293,3 @@ def sample_strings(
             ids = rng.integers(0, k, size=length)
             out.append("".join(alphabet[i] for i in ids))
     return out
-
-
-def _reachable(dfa: DFA) -> np.ndarray:
-    """Reachable states from the initial one, in BFS order (symbols in alphabet order).
-
-    Returns
-    -------
-    np.ndarray
-        int64, shape (n_reachable,); element 0 is ``dfa.initial``.
-    """
-    trans = dfa.transitions.tolist()
-    order = [dfa.initial]
-    seen = {dfa.initial}
-    head = 0
-    while head < len(order):
-        for nxt in trans[order[head]]:
-            if nxt not in seen:
-                seen.add(nxt)
-                order.append(nxt)
-        head += 1
-    return np.array(order, dtype=np.int64)
-
-
-def minimize(dfa: DFA) -> DFA:
-    """The minimal complete DFA equivalent to ``dfa``, in canonical numbering.
-
-    Unreachable states are dropped, Moore partition refinement (vectorised with numpy)
-    merges equivalent states, and the blocks are renumbered in breadth-first order from the
-    initial state (symbols in alphabet order), so the result has ``initial == 0`` and two
-    equivalent DFAs over the same alphabet minimise to identical arrays. A dead state, if
-    reachable, is kept (the result is complete).
-
-    Parameters
-    ----------
-    dfa : DFA
-
-    Returns
-    -------
-    DFA
-        Same alphabet; ``transitions`` of shape (n_min, n_symbols), ``accepting`` of shape
-        (n_min,), ``initial`` 0.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> twice = DFA(("a",), np.array([[1], [0]]), np.array([True, True]))
-    >>> minimize(twice).n_states
-    1
-    """
-    keep = _reachable(dfa)  # keep[0] is the initial state
-    remap = np.full(dfa.n_states, -1, dtype=np.int64)
-    remap[keep] = np.arange(keep.size)
-    sub = remap[dfa.transitions[keep]]  # (n_reach, n_symbols), all valid: reachable set is closed
-    labels = np.unique(dfa.accepting[keep], return_inverse=True)[1].reshape(-1)
-    n_blocks = int(labels.max()) + 1
-    while True:
-        signature = np.column_stack([labels, labels[sub]])  # (n_reach, 1 + n_symbols)
-        _, new = np.unique(signature, axis=0, return_inverse=True)
-        new = new.reshape(-1)
-        n_new = int(new.max()) + 1
-        labels = new
-        if n_new == n_blocks:
-            break
-        n_blocks = n_new
-    # Block transitions (any representative will do), then BFS renumbering from the initial
-    # block (row 0 of ``sub`` is the initial state).
-    _, first = np.unique(labels, return_index=True)  # representative per block
-    block_trans = labels[sub[first]]  # (n_blocks, n_symbols)
-    block_acc = dfa.accepting[keep[first]]
-    quotient = DFA(dfa.alphabet, block_trans, block_acc, initial=int(labels[0]))
-    order = _reachable(quotient)
-    rank = np.empty(n_blocks, dtype=np.int64)
-    rank[order] = np.arange(n_blocks)
-    return DFA(dfa.alphabet, rank[block_trans[order]], block_acc[order], initial=0)
-
-
-def minimal_size(dfa: DFA) -> int:
-    """Number of states of the minimal complete DFA equivalent to ``dfa``.
-
-    Unreachable states are dropped, then Moore partition refinement merges equivalent
-    states (see :func:`minimize`). A dead state, if reachable, counts as a state.
-
-    Parameters
-    ----------
-    dfa : DFA
-
-    Returns
-    -------
-    int
-    """
-    return minimize(dfa).n_states

@@ -9,7 +9,7 @@ import sys
 def test_abstraction_imports_neither_torch_nor_dash():
     probe = (
         "import sys\n"
-        "import abstraction, abstraction.pipeline, abstraction.exporting, abstraction.dfa\n"
+        "import abstraction, abstraction.pipeline, abstraction.dfa, abstraction.cluster\n"
         "import abstraction.export, abstraction.patterns, abstraction.metrics\n"
         "print('torch' in sys.modules, 'dash' in sys.modules)\n"
     )

@@ -226,7 +226,7 @@ def test_encode_padding_and_symbol_sequences() -> None:
 def test_run_and_prefix_labels_varied_lengths() -> None:
     dfa = GRAMMARS["tomita2"].dfa  # 0 --1--> 1 --0--> 0; anything else -> 2 (dead)
     ids, lengths = dfa.encode(["", "1", "10", "101", "11"])
-    states = dfa.run(ids, lengths)
+    states = dfa.run_batch(ids, lengths)
     assert states.shape == (5, 4)
     assert states.tolist() == [
         [0, 0, 0, 0],
@@ -247,10 +247,10 @@ def test_run_and_prefix_labels_varied_lengths() -> None:
     # Padding values past a string's length are ignored.
     garbage = ids.copy()
     garbage[0, :] = 1
-    assert np.array_equal(dfa.run(garbage, lengths), states)
+    assert np.array_equal(dfa.run_batch(garbage, lengths), states)
 
     only_empty_ids, only_empty_lengths = dfa.encode([""])
-    assert dfa.run(only_empty_ids, only_empty_lengths).tolist() == [[0]]
+    assert dfa.run_batch(only_empty_ids, only_empty_lengths).tolist() == [[0]]
     assert dfa.accepts([""]).tolist() == [True]
 
 
@@ -261,3 +261,18 @@ def test_dfa_validation() -> None:
         DFA(("0", "1"), np.array([[0, 1], [1, 1]]), np.array([True]))
     dfa = GRAMMARS["tomita1"].dfa
     assert not dfa.transitions.flags.writeable
+
+
+def test_grammar_dfa_is_an_automaton_with_reset_step_run() -> None:
+    from rnn_models.formats.automaton import Automaton
+
+    dfa = GRAMMARS["tomita2"].dfa
+    assert isinstance(dfa, Automaton)
+    assert dfa.run("101") == [0, 1, 0, 1]
+    assert dfa.state == 1
+    dfa.reset()
+    assert dfa.state == 0 and dfa.step("1") == 1 and dfa.step("1") == 2
+    with pytest.raises(ValueError, match="Unknown symbol 'x'"):
+        dfa.step("x")
+    dot = dfa.to_dot()
+    assert '__start0 -> s0;' in dot and 's0 [label="s0", shape="doublecircle"];' in dot

@@ -1,4 +1,8 @@
-"""``stateseer export``: pick the FSM (or DFA) of a run and write it in a format."""
+"""``stateseer export``: pick the FSM (or DFA) of a run and write it in a format.
+
+The writers themselves are pure functions of :mod:`abstraction.export`; this module reads
+the run directory.
+"""
 
 from __future__ import annotations
 
@@ -8,40 +12,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rnn_models.run import Run
-from rnn_models.traces import Traces
+from abstraction.errors import AbstractionError
+from abstraction.export import FORMATS, fsm_to_dot, render, write_export, write_traces_csv
+from abstraction.fsm import FSM
+from abstraction.pipeline import Abstraction
+from rnn_models.formats.rundir import RunDir
+from rnn_models.formats.traces import Traces
 
-from .errors import AbstractionError
-from .export import FORMATS, fsm_to_dot, render, write_export, write_traces_csv
-from .fsm import FSM
+from .dfa import DFA_FILE
 
-__all__ = ["DFA_FILE", "export_run", "extract_run_dfa", "load_run_fsm"]
+__all__ = ["FORMATS", "export_run", "load_run_fsm"]
 
-DFA_FILE = "dfa.json"
 RENDERED_TOP_K = 4
 
 
-def extract_run_dfa(run: Run | str | Path, *, max_states: int = 200, random_state: int = 0):
-    """``stateseer extract-dfa``: extract, save ``abstraction/dfa.json``, record the report
-    in ``metrics.json["abstraction"]["dfa"]``."""
-    from .dfa import extract_dfa
-
-    run = run if isinstance(run, Run) else Run(run)
-    from .pipeline import fresh_traces
-
-    traces = fresh_traces(run)
-    dfa = extract_dfa(traces, max_states=max_states, random_state=random_state)
-    dfa.save(run.abstraction_dir / DFA_FILE, overwrite=True)
-    m = run.metrics().get("abstraction", {})
-    m["dfa"] = {k: v for k, v in dfa.report.items() if not isinstance(v, (list, dict))}
-    run.update_metrics(abstraction=m)
-    return dfa
-
-
-def load_run_fsm(run: Run, dfa: bool = False) -> tuple[FSM, Any]:
+def load_run_fsm(run: RunDir, dfa: bool = False) -> tuple[FSM, Any]:
     """The run's FSM (and the DFA object when ``dfa``)."""
     if dfa:
-        from .dfa import ExtractedDFA
+        from abstraction.dfa import ExtractedDFA
 
         path = run.abstraction_dir / DFA_FILE
         if not path.exists():
@@ -59,17 +47,15 @@ def load_run_fsm(run: Run, dfa: bool = False) -> tuple[FSM, Any]:
     return FSM.load(path), None
 
 
-def export_run(run: Run | str | Path, fmt: str, out: str | Path, *, dfa: bool = False,
+def export_run(run: RunDir | str | Path, fmt: str, out: str | Path, *, dfa: bool = False,
                top_k: int | None = None, min_count: int = 1, overwrite: bool = False) -> Path:
     """Export the run's FSM/DFA (or its traces) as ``fmt`` to ``out`` (``-``: stdout)."""
-    run = run if isinstance(run, Run) else Run(run)
+    run = run if isinstance(run, RunDir) else RunDir(run)
     _ = run.config  # a clear error if this is not a run
     if fmt not in FORMATS:
         raise AbstractionError(f"unknown --format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     data: bytes | str
     if fmt == "traces-csv":
-        from .pipeline import Abstraction
-
         ab = Abstraction.load(run.abstraction_dir)
         traces = Traces(run.traces_dir)
         buf = io.StringIO()

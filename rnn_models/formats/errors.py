@@ -1,0 +1,31 @@
+"""Exception types whose messages speak to the user.
+
+Every error stateseer raises on bad input is a :class:`StateseerError` with a one-line
+message that names the problem and the fix. The command line prints the message alone,
+without a traceback. This module imports nothing heavy so that ``abstraction`` and
+``app`` can share it without pulling in torch.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CheckpointError", "DataError", "StateseerError", "TraceError"]
+
+
+class StateseerError(Exception):
+    """Base class: a problem with the user's input, explained in one line."""
+
+    def __init__(self, message: str) -> None:
+        message = " ".join(str(message).split())  # always one line
+        super().__init__(message)
+
+
+class DataError(StateseerError, ValueError):
+    """A data set, file, column or text that cannot be used as given."""
+
+
+class CheckpointError(StateseerError):
+    """A model checkpoint that is missing, corrupt, or does not match its config."""
+
+
+class TraceError(StateseerError):
+    """Recorded traces that are missing, stale or inconsistent."""

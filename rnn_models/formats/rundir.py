@@ -1,0 +1,190 @@
+"""The run directory as a file format: everything one model produced, in one place.
+
+::
+
+    runs/NAME/config.json     data set, tokenizer, architecture, hyper-parameters, seed
+    runs/NAME/model.pt        state_dict only (loaded by :func:`rnn_models.loading.load_model`)
+    runs/NAME/vocab.json
+    runs/NAME/metrics.json    train/val/test accuracy; "abstraction" figures below
+    runs/NAME/traces/         recorded traces (see :mod:`rnn_models.formats.traces`)
+    runs/NAME/abstraction/    fitted abstraction and FSM
+
+:class:`RunDir` reads and writes these files and never builds a model, so the
+abstraction engine and the app read configs, metrics, vocabularies and traces without
+torch. Model loading is :mod:`rnn_models.loading`'s job.
+
+Examples
+--------
+>>> import tempfile
+>>> run = RunDir(tempfile.mkdtemp())
+>>> run.exists()
+False
+>>> run.update_metrics(test_accuracy=0.9)
+{'test_accuracy': 0.9}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from .atomic import atomic_write_text
+from .errors import CheckpointError, DataError, StateseerError
+
+__all__ = ["RunDir", "data_section", "sha256_file"]
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def data_section(ds: Any, *, text_col: str = "text", label_col: str = "label", seed: int = 0,
+                 max_tokens: int | None = 2000) -> dict[str, Any]:
+    """The ``"data"`` section of ``config.json``: how to reload ``ds`` and its splits.
+
+    Parameters
+    ----------
+    ds : TextDataset
+        As returned by :func:`rnn_models.datasets.load_dataset` with these options (read
+        through its ``name``, ``tokenizer``, ``classes``, ``grammar``, ``info`` and
+        ``splits`` attributes).
+    """
+    return {"name": ds.name, "tokenizer": ds.tokenizer, "classes": ds.classes,
+            "text_col": text_col, "label_col": label_col, "seed": seed,
+            "max_tokens": max_tokens, "grammar": ds.grammar, "source": ds.info,
+            "split_sizes": {s: len(v) for s, v in ds.splits.items()}}
+
+
+class RunDir:
+    """A run directory (the files only; no model is built here).
+
+    Parameters
+    ----------
+    path : str or Path
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r})"
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    # paths ------------------------------------------------------------------------------
+    @property
+    def config_path(self) -> Path:
+        return self.path / "config.json"
+
+    @property
+    def model_path(self) -> Path:
+        return self.path / "model.pt"
+
+    @property
+    def vocab_path(self) -> Path:
+        return self.path / "vocab.json"
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / "metrics.json"
+
+    @property
+    def traces_dir(self) -> Path:
+        return self.path / "traces"
+
+    @property
+    def abstraction_dir(self) -> Path:
+        return self.path / "abstraction"
+
+    # content ----------------------------------------------------------------------------
+    def exists(self) -> bool:
+        """Whether the directory holds a run (its ``config.json``)."""
+        return self.config_path.exists()
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """``config.json`` (read on every access).
+
+        Raises
+        ------
+        StateseerError
+            Not a run, or the file is not JSON.
+        """
+        if not self.config_path.exists():
+            raise StateseerError(
+                f"{self.path} is not a stateseer run (no config.json); "
+                "create it with `stateseer train --dataset NAME --arch gru --out "
+                f"{self.path}`"
+            )
+        try:
+            return json.loads(self.config_path.read_text())
+        except ValueError as exc:
+            raise StateseerError(
+                f"{self.config_path} is not valid JSON ({exc}); restore it or retrain"
+            ) from None
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The ``data`` section of ``config.json`` (see :func:`data_section`)."""
+        d = self.config.get("data")
+        if not isinstance(d, dict):
+            raise StateseerError(f"{self.config_path} has no 'data' section; retrain the run")
+        return d
+
+    def metrics(self) -> dict[str, Any]:
+        """``metrics.json``, or ``{}`` when there is none yet."""
+        if not self.metrics_path.exists():
+            return {}
+        try:
+            return json.loads(self.metrics_path.read_text())
+        except ValueError:
+            raise StateseerError(
+                f"{self.metrics_path} is not valid JSON; delete it and rerun the step that wrote it"
+            ) from None
+
+    def update_metrics(self, **sections: Any) -> dict[str, Any]:
+        """Merge top-level keys into ``metrics.json`` (atomically) and return the result."""
+        m = self.metrics()
+        m.update(sections)
+        atomic_write_text(self.metrics_path, json.dumps(m, indent=2, sort_keys=True))
+        return m
+
+    def vocab_tokens(self) -> list[str]:
+        """The token strings of ``vocab.json``, in id order.
+
+        Raises
+        ------
+        CheckpointError
+            The file is missing or damaged.
+        """
+        try:
+            tokens = json.loads(self.vocab_path.read_text(encoding="utf-8"))["tokens"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise CheckpointError(
+                f"{self.vocab_path} is missing or damaged; retrain the run"
+            ) from None
+        return [str(t) for t in tokens]
+
+    def model_sha256(self) -> str:
+        """SHA-256 of ``model.pt`` (what traces and abstractions record as provenance)."""
+        if not self.model_path.exists():
+            raise CheckpointError(
+                f"{self.model_path} not found; train the run first with `stateseer train`"
+            )
+        return sha256_file(self.model_path)
+
+    def require_new(self, force: bool = False) -> None:
+        """Refuse to overwrite an existing run unless ``force``."""
+        if self.exists() and not force:
+            raise DataError(
+                f"{self.path} already holds a run; pass --force to overwrite it or choose "
+                "another --out"
+            )
