@@ -111,12 +111,15 @@ def _json_body() -> Any:
         raise too_big  # refused on its Content-Length, before a byte is read
     request.max_content_length = MAX_BODY  # a chunked body is cut off at the limit
     try:
-        doc = request.get_json(silent=True)
+        data = request.get_data(cache=True)
     except RequestEntityTooLarge:
         raise too_big from None
-    if doc is None:
-        raise StudyError("the body is not valid JSON")
-    return doc
+    if len(data) >= MAX_BODY:  # a chunked body that reached the limit (and was cut)
+        raise too_big
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        raise StudyError("the body is not valid JSON") from None
 
 
 def _study_error(exc: StudyError):
