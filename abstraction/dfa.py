@@ -55,7 +55,7 @@ A hand-made automaton (``extract_dfa`` builds the same kind of object from trace
 >>> parity.run("aab")
 [0, 1, 0, 0]
 >>> print(parity.to_dot().splitlines()[2])
-  s0 [label="s0", shape="doublecircle"];
+  s0 [label="s0", shape=doublecircle];
 """
 
 from __future__ import annotations

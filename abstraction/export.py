@@ -33,80 +33,11 @@ __all__ = ["FORMATS", "fsm_to_dot", "read_dot", "render", "write_export", "write
 FORMATS = ("json", "dot", "svg", "png", "pdf", "graphml", "node-link", "traces-csv")
 
 
-def _q(text: str) -> str:
-    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def _mix_colour(p: float) -> str:
-    """Diverging red (class 0) → white → blue (class 1) for a probability of class 1."""
-    p = float(np.clip(p, 0.0, 1.0))
-    if p < 0.5:
-        t = p / 0.5
-        rgb = (214 + (247 - 214) * t, 39 + (247 - 39) * t, 40 + (247 - 40) * t)
-    else:
-        t = (p - 0.5) / 0.5
-        rgb = (247 + (31 - 247) * t, 247 + (119 - 247) * t, 247 + (180 - 247) * t)
-    return "#" + "".join(f"{round(c):02x}" for c in rgb)
-
-
 def fsm_to_dot(fsm: FSM, *, top_k: int | None = None, min_count: int = 1,
                self_loops: bool = True, label_tokens: int = 3, name: str = "fsm") -> str:
-    """DOT text for ``fsm`` (see module docstring).
-
-    Parameters
-    ----------
-    top_k : int, optional
-        Keep only the ``top_k`` heaviest outgoing edges per state (display); ``None``
-        keeps all (lossless).
-    min_count : int
-        Drop state-to-state edges seen fewer times.
-    self_loops : bool
-    label_tokens : int
-        Tokens shown in an edge label.
-    """
-    edges = (fsm.pruned_edges(top_k, min_count, self_loops, top_tokens=10**9)
-             if top_k is not None else
-             [e for e in fsm.state_edges(top_tokens=10**9)
-              if e["count"] >= min_count and (self_loops or e["source"] != e["target"])])
-    max_count = max((e["count"] for e in edges), default=1)
-    max_visits = max(int(fsm.visits.max(initial=1)), 1)
-    meta = (f"stateseer_classes={_q(json.dumps(fsm.classes, ensure_ascii=False))}, "
-            f"stateseer_fallback={_q(fsm.fallback)}, stateseer_bandwidth={fsm.bandwidth}")
-    lines = [f"digraph {name} {{", "  rankdir=LR;", f"  graph [{meta}];",
-             '  node [shape=circle, style=filled, fontname="Helvetica"];',
-             '  edge [fontname="Helvetica", fontsize=9];',
-             '  __start0 [label="", shape=none, width=0, height=0];']
-    C = len(fsm.classes)
-    for s in range(fsm.n_states):
-        pred = fsm.prediction[s]
-        colour = _mix_colour(pred[1]) if C == 2 else "#dddddd"
-        size = 0.4 + 0.8 * np.sqrt(fsm.visits[s] / max_visits)
-        attrs = {
-            "label": f"{s}\\n{fsm.classes[int(fsm.labels[s])]}",
-            "fillcolor": colour, "width": f"{size:.2f}",
-            "visits": str(int(fsm.visits[s])),
-            "prediction": json.dumps([round(float(p), 6) for p in pred]),
-            "class_label": fsm.classes[int(fsm.labels[s])],
-        }
-        if fsm.coords is not None:
-            attrs["coords"] = json.dumps([round(float(x), 6) for x in fsm.coords[s]])
-        body = ", ".join(f"{k}={_q(v) if k != 'label' else chr(34) + v + chr(34)}"
-                         for k, v in attrs.items())
-        lines.append(f"  s{s} [{body}];")
-    lines.append(f"  __start0 -> s{fsm.initial};")
-    for e in edges:
-        toks = e["top_tokens"]
-        shown = ", ".join(t for t, _ in toks[:label_tokens])
-        if len(toks) > label_tokens:
-            shown += f" (+{len(toks) - label_tokens})"
-        width = 0.5 + 4.5 * e["count"] / max_count
-        lines.append(
-            f"  s{e['source']} -> s{e['target']} [label={_q(shown)}, "
-            f"penwidth={width:.2f}, count={e['count']}, "
-            f"tokens={_q(json.dumps(toks, ensure_ascii=False))}];"
-        )
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    """DOT text for ``fsm``: :meth:`FSM.to_dot` (see there for the parameters)."""
+    return fsm.to_dot(name, top_k=top_k, min_count=min_count, self_loops=self_loops,
+                      label_tokens=label_tokens)
 
 
 _ATTR = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^,\]\s]+)')

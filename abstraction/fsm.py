@@ -3,8 +3,10 @@
 States are the abstract states plus a synthetic initial state (id 0) standing for ``h0``;
 the abstract state ``k`` of a hidden state is FSM state ``k + 1``. Transitions are counted
 per (source, token, target). The machine is a small, honest object in the manner of
-AALpy's automata: :meth:`FSM.reset`, :meth:`FSM.step` and :meth:`FSM.run` simulate it on
-tokens alone, without the RNN.
+AALpy's automata, an :class:`~rnn_models.formats.automaton.Automaton`:
+:meth:`FSM.reset`, :meth:`FSM.step` and :meth:`FSM.run` simulate it on tokens alone,
+without the RNN; :meth:`FSM.simulate` runs every input at once (vectorised over inputs)
+and :meth:`FSM.to_dot` draws it with the one DOT writer.
 
 Simulation
     From a state on a token, the machine goes to the most frequent target seen for that
@@ -39,6 +41,10 @@ from typing import IO, Any
 
 import numpy as np
 
+from rnn_models.formats.automaton import Automaton
+from rnn_models.formats.dot import dot_document
+
+from .colors import mix_color
 from .errors import AbstractionError
 from .io import read_text, write_output
 
@@ -87,7 +93,7 @@ def paths_to_transitions(
 
 
 @dataclass
-class FSM:
+class FSM(Automaton):
     """An abstract-state machine with transition statistics.
 
     Attributes
@@ -131,7 +137,7 @@ class FSM:
             raise AbstractionError(
                 f"unknown fallback {self.fallback!r}; choose one of: {', '.join(FALLBACKS)}"
             )
-        self._state = self.initial
+        self.reset()
 
     # construction -----------------------------------------------------------------------
     @classmethod
@@ -288,21 +294,11 @@ class FSM:
             table[s, cols] = 1 + dist.argmin(1)  # never back to the initial state
         return table
 
-    def reset(self) -> None:
-        """Go back to the initial state."""
-        self._state = self.initial
-
-    def step(self, token: str) -> int:
-        """Consume one token; return the new state."""
+    def next_state(self, state: int, token: str) -> int:
+        """The state reached from ``state`` on ``token`` (fallbacks included; a token
+        outside the alphabet reads as ``<unk>``, or stays where there is none)."""
         tid = self.token_index.get(token, self.unknown_id)
-        if tid >= 0:
-            self._state = int(self.delta[self._state, tid])
-        return self._state
-
-    def run(self, tokens: Sequence[str]) -> list[int]:
-        """States visited on ``tokens`` from the initial state, length len(tokens) + 1."""
-        self.reset()
-        return [self.initial] + [self.step(t) for t in tokens]
+        return int(self.delta[state, tid]) if tid >= 0 else int(state)
 
     def simulate(self, token_ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Simulate every input at once (token ids, -1 = outside the alphabet).
@@ -379,6 +375,74 @@ class FSM:
                 out.append(e)
                 per[e["source"]] = n + 1
         return out
+
+    def dot_nodes(self) -> list[tuple[str, dict[str, Any]]]:
+        """Nodes for :meth:`to_dot`: coloured by mean prediction, sized by visits, and
+        carrying ``visits``, ``prediction``, ``class_label`` (and ``coords``) so that
+        :func:`abstraction.export.read_dot` loads the file back."""
+        max_visits = max(int(self.visits.max(initial=1)), 1)
+        nodes = []
+        for s in range(self.n_states):
+            pred = self.prediction[s]
+            label = self.classes[int(self.labels[s])]
+            attrs = {"label": f"{s}\n{label}", "fillcolor": mix_color(pred),
+                     "width": f"{0.4 + 0.8 * np.sqrt(self.visits[s] / max_visits):.2f}",
+                     "visits": str(int(self.visits[s])),
+                     "prediction": json.dumps([round(float(p), 6) for p in pred]),
+                     "class_label": label}
+            if self.coords is not None:
+                attrs["coords"] = json.dumps([round(float(x), 6) for x in self.coords[s]])
+            nodes.append((f"s{s}", attrs))
+        return nodes
+
+    def dot_edges(self, top_k: int | None = None, min_count: int = 1, self_loops: bool = True,
+                  label_tokens: int = 3) -> list[tuple[str, str, dict[str, Any]]]:
+        """State-to-state edges for :meth:`to_dot` (label: top tokens; pen width by count;
+        every (token, count) in a ``tokens`` attribute)."""
+        edges = (self.pruned_edges(top_k, min_count, self_loops, top_tokens=10**9)
+                 if top_k is not None else
+                 [e for e in self.state_edges(top_tokens=10**9)
+                  if e["count"] >= min_count and (self_loops or e["source"] != e["target"])])
+        max_count = max((e["count"] for e in edges), default=1)
+        out = []
+        for e in edges:
+            toks = e["top_tokens"]
+            shown = ", ".join(t for t, _ in toks[:label_tokens])
+            if len(toks) > label_tokens:
+                shown += f" (+{len(toks) - label_tokens})"
+            out.append((f"s{e['source']}", f"s{e['target']}", {
+                "label": shown, "penwidth": round(0.5 + 4.5 * e["count"] / max_count, 2),
+                "count": int(e["count"]), "tokens": json.dumps(toks, ensure_ascii=False)}))
+        return out
+
+    def to_dot(self, name: str = "fsm", *, top_k: int | None = None, min_count: int = 1,
+               self_loops: bool = True, label_tokens: int = 3) -> str:
+        """Graphviz DOT with AALpy's ``__start0`` start marker.
+
+        Edges are aggregated per state pair; the file loads back without loss
+        (:func:`abstraction.export.read_dot`) when every edge is kept.
+
+        Parameters
+        ----------
+        name : str
+            The graph's name.
+        top_k : int, optional
+            Keep only the ``top_k`` heaviest outgoing edges per state (display); ``None``
+            keeps all (lossless).
+        min_count : int
+            Drop state-to-state edges seen fewer times.
+        self_loops : bool
+        label_tokens : int
+            Tokens shown in an edge label.
+        """
+        graph = {"stateseer_classes": json.dumps(self.classes, ensure_ascii=False),
+                 "stateseer_fallback": self.fallback,
+                 "stateseer_bandwidth": float(self.bandwidth)}
+        return dot_document(
+            self.dot_nodes(), self.dot_edges(top_k, min_count, self_loops, label_tokens),
+            initial=f"s{self.initial}", name=name, rankdir="LR", graph=graph,
+            node_defaults={"shape": "circle", "style": "filled", "fontname": "Helvetica"},
+            edge_defaults={"fontname": "Helvetica", "fontsize": 9})
 
     def to_networkx(self):
         """A ``networkx.MultiDiGraph``: one edge per (source, token, target), scalar attributes."""

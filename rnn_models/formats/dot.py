@@ -10,8 +10,8 @@ Examples
 >>> print(dot_document([("s0", {"label": "s0", "shape": "doublecircle"})],
 ...                    [("s0", "s0", {"label": "a"})], initial="s0"), end="")
 digraph automaton {
-  __start0 [label="", shape="none", width=0, height=0];
-  s0 [label="s0", shape="doublecircle"];
+  __start0 [label="", shape=none, width=0, height=0];
+  s0 [label="s0", shape=doublecircle];
   __start0 -> s0;
   s0 -> s0 [label="a"];
 }
@@ -19,12 +19,15 @@ digraph automaton {
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = ["dot_attrs", "dot_document", "dot_quote"]
 
 START = "__start0"
+BARE = frozenset({"shape", "style", "rankdir", "dir", "arrowhead", "arrowtail"})
+_ID = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
 def dot_quote(text: Any) -> str:
@@ -34,13 +37,15 @@ def dot_quote(text: Any) -> str:
 
 
 def dot_attrs(attrs: Mapping[str, Any]) -> str:
-    """``k1="v", k2=3`` — strings quoted, numbers bare, ``None`` values left out."""
+    """``k1="v", k2=3`` — strings quoted (keywords such as ``shape=circle`` bare), numbers
+    bare, ``None`` values left out."""
     parts = []
     for k, v in attrs.items():
         if v is None:
             continue
         is_number = isinstance(v, (int, float)) and not isinstance(v, bool)
-        parts.append(f"{k}={v if is_number else dot_quote(v)}")
+        bare = is_number or (k in BARE and isinstance(v, str) and _ID.fullmatch(v))
+        parts.append(f"{k}={v if bare else dot_quote(v)}")
     return ", ".join(parts)
 
 
@@ -83,7 +88,7 @@ def dot_document(
     for kind, attrs in (("graph", graph), ("node", node_defaults), ("edge", edge_defaults)):
         if attrs:
             lines.append(f"  {kind} [{dot_attrs(attrs)}];")
-    lines.append(f'  {START} [label="", shape="none", width=0, height=0];')
+    lines.append(f'  {START} [label="", shape=none, width=0, height=0];')
     lines.extend(f"  {n} [{dot_attrs(a)}];" for n, a in nodes)
     lines.append(f"  {START} -> {initial};")
     for src, dst, a in edges:

@@ -379,7 +379,7 @@ def test_save_load_and_overwrite(tomita4, tmp_path):
 def test_dot_follows_aalpy(tomita4):
     dot = tomita4.to_dot()
     assert dot.startswith("digraph") and dot.rstrip().endswith("}")
-    assert '__start0 [label="", shape="none", width=0, height=0];' in dot
+    assert '__start0 [label="", shape=none, width=0, height=0];' in dot
     assert "__start0 -> s0;" in dot
     assert dot.count("doublecircle") == 3  # tomita4: three accepting states, one dead
     assert 's3 -> s3 [label="0,1"];' in dot  # the dead state, parallel symbols merged

@@ -383,3 +383,27 @@ def test_empty_fsm_views():
     assert fsm.state_edges() == [] and fsm.pruned_edges() == []
     assert fsm.delta.tolist() == [[0], [1]]
     assert fsm.to_dict()["transitions"] == []
+
+
+def test_fsm_extracted_dfa_and_grammar_dfa_share_one_automaton_base_and_dot_writer():
+    from abstraction.dfa import ExtractedDFA
+    from rnn_models.formal import GRAMMARS
+    from rnn_models.formats.automaton import Automaton
+
+    fsm = example_a()
+    parity = ExtractedDFA(alphabet=("a", "b"), classes=["reject", "accept"],
+                          transitions=np.array([[1, 0], [0, 1]]), state_class=np.array([1, 0]))
+    grammar = GRAMMARS["tomita1"].dfa
+    for automaton in (fsm, parity, grammar):
+        assert isinstance(automaton, Automaton)
+        assert type(automaton).reset is Automaton.reset
+        assert type(automaton).run is Automaton.run and type(automaton).step is Automaton.step
+        dot = automaton.to_dot()
+        assert '__start0 [label="", shape=none, width=0, height=0];' in dot
+        assert f"__start0 -> s{automaton.initial};" in dot
+    tokens = [*fsm.alphabet, "never-seen", *fsm.alphabet[::-1]]
+    batch = fsm.simulate(fsm.encode(tokens), np.array([0, len(tokens)]))  # vectorised path
+    assert fsm.run(tokens) == [fsm.initial, *batch.tolist()]
+    assert parity.run("ab") == [0, 1, 1] and parity.state == 1
+    parity.reset()
+    assert parity.state == 0 and parity.output() == "accept"

@@ -15,9 +15,9 @@ import pytest
 from abstraction import pipeline
 from abstraction.errors import AbstractionError
 from abstraction.export import read_dot, write_traces_csv
-from app.workflows.exports import export_run
 from abstraction.fsm import FSM
 from abstraction.pipeline import Abstraction, abstract_run
+from app.workflows.exports import export_run
 from rnn_models.record import record_run
 from rnn_models.run import Run
 from rnn_models.traces import Traces

@@ -275,4 +275,4 @@ def test_grammar_dfa_is_an_automaton_with_reset_step_run() -> None:
     with pytest.raises(ValueError, match="Unknown symbol 'x'"):
         dfa.step("x")
     dot = dfa.to_dot()
-    assert '__start0 -> s0;' in dot and 's0 [label="s0", shape="doublecircle"];' in dot
+    assert '__start0 -> s0;' in dot and 's0 [label="s0", shape=doublecircle];' in dot
