@@ -17,7 +17,8 @@ Examples
 >>> from flask import Flask
 >>> server = Flask("demo")
 >>> limit_request_bodies(server, 1024)
->>> secure_headers(server, allowed_hosts=["lab-pc.example.org"])
+>>> sorted(secure_headers(server, allowed_hosts=["lab-pc.example.org"]))
+['127.0.0.1', '::1', 'lab-pc.example.org', 'localhost']
 >>> client = server.test_client()
 >>> client.get("/", headers={"Host": "evil.example"}).status_code
 403

@@ -118,7 +118,7 @@ def check_token_strength(token: str | None) -> None:
     >>> try:
     ...     check_token_strength("aaaaaaaaaaaaaaaaaaaa")
     ... except StudyError as exc:
-    ...     print(str(exc)[:58])
+    ...     print(str(exc)[:57])
     the admin token is weak (20 characters, 1 different); use
     """
     if token is None:

@@ -38,6 +38,12 @@ def test_the_example_study_file_loads():
     assert s.tasks[1].time_limit_s == 300 and s.tasks[0].time_limit_s == 600
 
 
+def test_listed_and_preassigned_participants_get_links():
+    s = parse_study(_with(participants=["P01", "P02", "P01"],
+                          assignment={"participants": {"P03": "full", "P01": "full"}}))
+    assert s.participant_ids() == ("P01", "P02", "P03")
+
+
 def test_defaults_and_condition_forms(tmp_path):
     s = parse_study(GOOD, base=tmp_path)
     assert s.run == tmp_path / "runs" / "rt"
@@ -98,6 +104,8 @@ def test_run_override_and_digest(tmp_path):
      ["'assignment.participants.P1' is 'other'", "full, baseline"]),
     (_with(task_time_limit_s="10 min"), ["'task_time_limit_s'"]),
     (_with(allow_generated_ids="yes"), ["true or false"]),
+    (_with(participants="P01"), ["'participants' is not a list"]),
+    (_with(participants=["P01", "P 2"]), ["'participants' has a bad id", "'P 2'"]),
 ])
 def test_study_file_errors_are_one_line(doc, needles):
     with pytest.raises(StudyError) as err:
@@ -172,12 +180,13 @@ def test_answers_are_checked_by_type():
 
 
 @pytest.mark.parametrize("module", ["spec", "assign", "store", "answers", "views", "events",
-                                    "server", "routes", "admin"])
+                                    "server", "routes", "admin", "identity", "guard",
+                                    "export", "app.security", "app.csvsafe"])
 def test_study_doctests(module):
     import doctest
     import importlib
 
-    mod = importlib.import_module(f"app.study.{module}")
+    mod = importlib.import_module(module if "." in module else f"app.study.{module}")
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
 
@@ -191,7 +200,7 @@ def test_study_command_errors_are_one_line(tmp_path, capsys):
     weak.write_text(json.dumps({**GOOD, "run": str(ROOT / "runs" / "nope")}))
     for argv, needle in (([str(tmp_path / "none.json")], "not found"),
                          ([str(bad)], "'tasks[0].answer.type' is 'essay'"),
-                         ([str(weak), "--admin-token", "short"], "at least 12"),
+                         ([str(weak), "--admin-token", "aaaaaaaaaaaa"], "secrets.token_urlsafe()"),
                          ([str(weak)], "is not a stateseer run")):
         assert main(["study", *argv, "--db", str(tmp_path / "x.sqlite")]) == 2
         err = capsys.readouterr().err
