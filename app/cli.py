@@ -76,7 +76,14 @@ def _export_formats() -> Any:
     return getattr(exports, "WRITERS", None) or exports.FORMATS
 
 
+def _arch_states() -> Any:
+    from rnn_models.models import ARCHITECTURES
+
+    return dict.fromkeys(s for arch in ARCHITECTURES.values() for s in arch.states)
+
+
 ARCHS = _Registry(_architectures, ("lstm", "gru", "rnn"))
+STATES = _Registry(_arch_states, ("h", "c", "hc"))
 METHODS = _Registry(_abstractors, ("kmeans", "gmm", "grid"))
 FORMATS = _Registry(_export_formats, ("json", "dot", "svg", "png", "pdf", "graphml",
                                       "node-link", "traces-csv"))
@@ -133,6 +140,13 @@ def _positive_float(text: str) -> float:
     value = _float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be greater than 0, not {text}")
+    return value
+
+
+def _nonnegative_float(text: str) -> float:
+    value = _float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
     return value
 
 
@@ -222,7 +236,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
         batch_size=args.batch_size, lr=args.lr, patience=args.patience,
         min_freq=args.min_freq, seed=args.seed, state=args.state,
         prefix_loss=args.prefix_loss, tokenizer=args.tokenizer, text_col=args.text_col,
-        label_col=args.label_col, max_tokens=args.max_tokens,
+        label_col=args.label_col, max_tokens=args.max_tokens, d_state=args.d_state,
+        d_conv=args.d_conv, weight_decay=args.weight_decay,
     )
     run = train_run(cfg, args.out, force=args.force, progress=not args.quiet)
     m = run.metrics()
@@ -270,8 +285,7 @@ def _cmd_abstract(args: argparse.Namespace) -> int:
         from rnn_models.run import Run
 
         run = Run(args.run)
-        m = run.metrics().get("abstraction", {})
-        run.update_metrics(abstraction={**m, "auto": auto})
+        run.update_metrics(abstraction={**ab.metrics, "auto": auto})
         out["auto"] = {"cap": auto["cap"], "reason": auto["reason"]}
     if not args.no_forcing:
         try:
@@ -311,30 +325,22 @@ def _cmd_force(args: argparse.Namespace) -> int:
     return 0
 
 
-def _same_inputs(data: Any, other: Any, run_a: str, run_b: str, split: str) -> None:
+def _same_inputs(a: Any, b: Any, split: str) -> None:
     """Refuse two runs whose ``split`` holds different inputs, saying what differs."""
-    from rnn_models.run import Run
-
     from .workflows.inputs import input_difference
 
-    if split not in data.traces or split not in other.traces:
+    if split not in a.traces or split not in b.traces:
         return  # the comparison itself says which run lacks the split
-
-    def data_section(path: str) -> Any:
-        try:
-            return Run(path).config.get("data")
-        except (StateseerError, AttributeError):
-            return None
-
-    msg = input_difference(split, data.traces[split].texts, other.traces[split].texts,
-                           data_a=data_section(run_a), data_b=data_section(run_b))
+    data = [v.config.get("data") if isinstance(v.config, dict) else None for v in (a, b)]
+    msg = input_difference(split, a.traces[split].texts, b.traces[split].texts,
+                           data_a=data[0], data_b=data[1])
     if msg:
         raise StateseerError(msg)
 
 
-def _comparison_doc(args: argparse.Namespace, data: Any, cmp_: dict) -> dict[str, Any]:
-    tr = data.traces[args.split]
-    ch, classes = cmp_["changed"], data.classes
+def _comparison_doc(args: argparse.Namespace, a: Any, cmp_: dict) -> dict[str, Any]:
+    tr = a.traces[args.split]
+    ch, classes = cmp_["changed"], a.classes
     changed = [
         {"index": int(i), "id": int(tr.rows[i]), "label": classes[int(tr.labels[i])],
          "prediction_a": classes[int(tr.predictions[i])],
@@ -350,16 +356,16 @@ def _comparison_doc(args: argparse.Namespace, data: Any, cmp_: dict) -> dict[str
 def _cmd_compare(args: argparse.Namespace) -> int:
     from rnn_models.run import atomic_write_text
 
-    from .data import RunData
+    from .explorer.context import RunView
+    from .workflows.comparison import compare_split
 
     if args.out:
         _check_out_file(args.out, args.force)
-    data = RunData(args.run)
-    data.other = RunData(args.other)
-    _same_inputs(data, data.other, args.run, args.other, args.split)
-    cmp_ = data.comparison(args.split)
+    a, b = RunView(args.run), RunView(args.other)
+    _same_inputs(a, b, args.split)
+    cmp_ = compare_split(a, b, args.split)
     if args.out:
-        atomic_write_text(Path(args.out), json.dumps(_comparison_doc(args, data, cmp_),
+        atomic_write_text(Path(args.out), json.dumps(_comparison_doc(args, a, cmp_),
                                                      indent=1))
     print(json.dumps(cmp_["summary"]))
     return 0
@@ -508,8 +514,14 @@ def _add_train(sub: Any) -> None:
     t.add_argument("--lr", type=_positive_float, help=f"learning rate {per_set}")
     t.add_argument("--dropout", type=_dropout, help=f"dropout rate in [0, 1) {per_set}")
     t.add_argument("--seed", type=_seed, default=0, help="random seed (split and weights)")
-    t.add_argument("--state", choices=("h", "c", "hc"), default="h",
-                   help="LSTM state to trace: h, c or both")
+    t.add_argument("--state", choices=STATES, metavar="STATE",
+                   help="state to trace, one of the arch's: %(choices)s (default: the arch's "
+                   "first: h, or full for mamba; lstm has h, c, hc)")
+    for name, text in (("d-state", "Mamba: SSM state size per channel"),
+                       ("d-conv", "Mamba: causal convolution width")):
+        t.add_argument(f"--{name}", type=_positive_int, help=f"{text} {per_set}")
+    t.add_argument("--weight-decay", type=_nonnegative_float, help=f"Adam weight decay (L2) "
+                   f"{per_set}")
     t.add_argument("--prefix-loss", choices=("auto", "on", "off"), default="auto",
                    help="train on the label of every prefix (auto: formal languages)")
     t.add_argument("--text-col", default="text", help="text column (csv:/jsonl:)")

@@ -192,7 +192,11 @@ def measure_forcing(run_dir: str | Path, *, split: str = "test", per_state: bool
                            per_state=per_state)
     if save:
         m = run.metrics()
-        run.update_metrics(abstraction={**m.get("abstraction", {}), **figs})
+        prev = m.get("abstraction") if isinstance(m, dict) else None
+        if not isinstance(prev, dict):
+            raise StateseerError(f"{run.metrics_path} is damaged (no 'abstraction' section); "
+                                 f"re-run `stateseer abstract {run.path}`")
+        run.update_metrics(abstraction={**prev, **figs})
     return figs
 
 
