@@ -1,5 +1,59 @@
-"""Deprecated: moved to :mod:`app.explorer.colors`."""
+"""The one colour scale of stateseer: diverging for two classes, categorical otherwise.
 
-from app.explorer.colors import CATEGORICAL, class_color, mix_color, text_color_on
+The DOT export (:meth:`abstraction.fsm.FSM.to_dot`) and the explorer's views colour a
+state by its mean prediction with :func:`mix_color`, so a state looks the same in a
+rendered graph and in the browser. (``app`` imports it from here; ``abstraction`` never
+imports ``app``.)
+
+Examples
+--------
+>>> mix_color([1.0, 0.0]), mix_color([0.5, 0.5]), mix_color([0.0, 1.0])
+('#d62728', '#f7f7f7', '#1f77b4')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
 
 __all__ = ["CATEGORICAL", "class_color", "mix_color", "text_color_on"]
+
+CATEGORICAL = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2",
+               "#ff9da6", "#9d755d", "#bab0ac"]
+_NEG = np.array([214, 39, 40])     # class 0 (e.g. rotten / reject)
+_MID = np.array([247, 247, 247])
+_POS = np.array([31, 119, 180])    # class 1 (e.g. fresh / accept)
+
+
+def _hex(rgb: np.ndarray) -> str:
+    return "#" + "".join(f"{round(float(c)):02x}" for c in rgb)
+
+
+def mix_color(prediction: Sequence[float]) -> str:
+    """Colour of a prediction: diverging red–white–blue for two classes (by P(class 1)),
+    else the categorical colour of the argmax class blended toward white by confidence."""
+    p = np.asarray(prediction, dtype=float)
+    if len(p) == 2:
+        t = float(np.clip(p[1], 0, 1))
+        rgb = _NEG + (_MID - _NEG) * (t / 0.5) if t < 0.5 else _MID + (_POS - _MID) * (
+            (t - 0.5) / 0.5)
+        return _hex(rgb)
+    k = int(p.argmax())
+    base = np.array([int(CATEGORICAL[k % 10][i : i + 2], 16) for i in (1, 3, 5)])
+    conf = float(p.max())
+    return _hex(_MID + (base - _MID) * min(1.0, max(0.0, (conf - 1 / len(p)) * len(p) /
+                                                    max(len(p) - 1, 1))))
+
+
+def class_color(k: int, n_classes: int) -> str:
+    """Solid colour of class ``k``."""
+    if n_classes == 2:
+        return _hex(_NEG if k == 0 else _POS)
+    return CATEGORICAL[k % len(CATEGORICAL)]
+
+
+def text_color_on(hex_color: str) -> str:
+    """Black or white, whichever reads better on ``hex_color``."""
+    r, g, b = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
+    return "#111" if 0.299 * r + 0.587 * g + 0.114 * b > 150 else "#fff"
