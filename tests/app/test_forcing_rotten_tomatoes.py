@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 def test_forcing_agreement_on_rotten_tomatoes(tmp_path):
     from abstraction.centroids import state_centroids
     from abstraction.pipeline import abstract_run
-    from app.analysis import measure_forcing
+    from app.workflows.forcing import load_model, measure_forcing
     from rnn_models.batching import length_batches, pad_batch
     from rnn_models.forcing import forced_run
     from rnn_models.record import record_run
@@ -35,7 +35,7 @@ def test_forcing_agreement_on_rotten_tomatoes(tmp_path):
     train, test = traces["train"], traces["test"]
     cent, counts = state_centroids(train.hidden, ab.states["train"], ab.fsm.n_states)
     assert (counts[1:] > 0).all()
-    model = run.load_model()
+    model = load_model(run)
     seqs = [np.asarray(test.token_ids[test.steps(i)], np.int64) for i in range(test.n_inputs)]
     survived = []
     with torch.no_grad():
