@@ -43,6 +43,14 @@ class RunData:
                                        contexts=ContextService(view, models))
         self._other: RunData | None = None
 
+    @classmethod
+    def of(cls, context: ExplorerContext) -> RunData:
+        """The facade over an already loaded context."""
+        obj = cls.__new__(cls)
+        obj.context = context
+        obj._other = None
+        return obj
+
     def __getattr__(self, name: str) -> Any:
         # run, config, traces, abstraction, fsm, classes, splits, name, index, positions,
         # metrics: the run view's

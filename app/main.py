@@ -70,6 +70,10 @@ def create_app(run_dir: str | Path | None = None, *, data: Any = None,
     app.layout = serve_layout
     registry.register(app, context)
     _prepare(app, context)
+    # Deprecated (notebook 04 reads it): pass ``context=`` and keep your own reference.
+    from .data import RunData
+
+    app.stateseer_data = RunData.of(context)
     return app
 
 

@@ -2,14 +2,17 @@
 
 Builds (or reuses) a run whose training split holds >= 100,000 inputs (Rotten Tomatoes
 snippets, cropped and paired at random; GRU, hidden 64, one epoch), records and
-abstracts it into 40 states, then drives the real Dash app through Flask's test client
-(``POST /_dash-update-component``, exactly what the browser sends) and times, per user
-action, the callbacks the action triggers, one after another:
+abstracts it into 40 states, then calls the explorer's callbacks (the module-level
+functions of :mod:`app.explorer.views`, on the context the app is built with), each
+result serialised to JSON as Dash sends it, and times, per user action, the callbacks
+the action triggers, one after another:
 
-* state click: ``selection`` → ``table`` (filter 100k instances) → ``state-card`` →
-  diagram ``stylesheet``
-* row select: ``selection`` → ``active-trace`` → ``trace view`` → ``diagram``
-* new input:  ``active-trace`` (run the GRU on the text) → ``trace view`` → ``diagram``
+* state click: diagram ``tap`` → ``update_table`` (filter 100k instances) → ``show_card``
+  → diagram ``style``
+* row select: table ``select_row`` → core ``choose_trace`` → ``show_trace`` (tokens) →
+  ``show_chart`` → diagram ``elements``
+* new input:  ``choose_trace`` (run the GRU on the text) → ``show_trace`` → ``show_chart``
+  → diagram ``elements``
 * the analysis views a row select also updates (each its own callback, run by the browser
   beside the ones above): integrated-gradients attribution strip, nearest training
   contexts with the projection, and (on its button) forcing every step
@@ -77,135 +80,97 @@ def build_run(run_dir: Path, n_train: int, seed: int) -> None:
     print(f"built {run_dir} in {time.perf_counter() - t0:.0f} s")
 
 
-class Driver:
-    """Calls the app's callbacks over HTTP, as dash-renderer does."""
+def _sent(value):
+    """A callback's result serialised as Dash serialises its response."""
+    from plotly.io.json import to_json_plotly
 
-    def __init__(self, app) -> None:
-        self.app = app
-        self.client = app.server.test_client()
-        self.client.get("/")
-        self.layout = {}
-
-    def call(self, output: str, inputs: dict, state: dict | None = None,
-             changed: list[str] | None = None) -> dict:
-        cb = self.app.callback_map[output]
-
-        def spec(items, values):
-            out = []
-            for it in items:
-                key = f"{it['id']}.{it['property']}"
-                out.append({"id": it["id"], "property": it["property"],
-                            "value": values.get(key)})
-            return out
-
-        body = {"output": output,
-                "outputs": [{"id": o.split(".")[0], "property": o.split(".")[1]}
-                            for o in output.strip(".").split("...")] if "..." in output
-                else {"id": output.split(".")[0], "property": output.split(".")[1]},
-                "inputs": spec(cb["inputs"], inputs), "state": spec(cb.get("state", []),
-                                                                     state or {}),
-                "changedPropIds": changed or []}
-        r = self.client.post("/_dash-update-component", json=body)
-        if r.status_code == 204:
-            return {}
-        assert r.status_code == 200, (output, r.status_code, r.data[:300])
-        return json.loads(r.data)["response"]
-
-
-def _key(app, prefix: str) -> str:
-    return next(k for k in app.callback_map if k.lstrip(".").startswith(prefix))
+    return to_json_plotly(value)
 
 
 def measure(run_dir: Path, repeats: int, seed: int) -> dict:
+    from app.explorer import ids
+    from app.explorer.context import ExplorerContext
+    from app.explorer.query import InstanceQuery, query_instances
+    from app.explorer.view import Trigger
+    from app.explorer.views import (
+        attribution,
+        card,
+        chart,
+        core,
+        diagram,
+        forcing,
+        nearest,
+        table,
+        trace,
+    )
     from app.main import create_app
 
-    app = create_app(run_dir)
-    data = app.stateseer_data
-    d = Driver(app)
-    k_sel, k_table = _key(app, "selection.data"), _key(app, "table.data")
-    k_card, k_diag = _key(app, "state-card.children"), _key(app, "diagram.elements")
-    k_style = _key(app, "diagram.stylesheet")
-    k_active, k_view = _key(app, "active-trace.data"), _key(app, "trace-title.children")
-    k_attr, k_nn = _key(app, "attr-strip.children"), _key(app, "nn-list.children")
-    k_force = _key(app, "forced.data")
+    ctx = ExplorerContext.load(run_dir)
+    create_app(context=ctx)  # the app these callbacks serve (start-up work included)
+    data = ctx.data
     split = "train"
     n = data.traces[split].n_inputs
     rng = np.random.default_rng(seed)
     sel0 = {"split": split, "state": None, "row": None, "pattern": None}
-    base_diag = {"topk.value": 3, "mincount.value": 5, "loops.value": [],
-                 "layout.value": "preset", "hover-state.data": None}
+    diag = (3, 5, [], "preset")  # top-k, min count, self-loops, layout
     # warm up the per-split indexes and the model once (first use), outside the timings
     data.index(split)
-    data.trace_text("warm up")
+    ctx.models.trace_text("warm up")
     warm = data.trace_instance(split, 0)
-    data.attribution(warm, "ig", "predicted")
-    data.force(warm)
-    data.nearest(warm, 0)
-    _ = data.projection
+    ctx.models.attribution(warm, "ig", "predicted")
+    ctx.models.force(warm)
+    ctx.contexts.nearest(warm, 0)
+    _ = ctx.contexts.projection
 
     def timed(fn) -> float:
         t0 = time.perf_counter()
         fn()
         return (time.perf_counter() - t0) * 1000
 
-    def show_trace(sel, clicks, text, trigger):
-        """active-trace → trace view → diagram, as one user action triggers them."""
-        act = d.call(k_active, {"selection.data": sel, "trace-btn.n_clicks": clicks},
-                     {"new-text.value": text, "compare-mode.value": [],
-                      "active-trace.data": None}, [trigger])
-        act = act["active-trace"]["data"]
-        d.call(k_view, {"active-trace.data": act, "selection.data": sel},
-               changed=["active-trace.data"])
-        d.call(k_diag, {**base_diag, "selection.data": sel, "active-trace.data": act},
-               changed=["active-trace.data"])
+    def call(fn, *args):
+        out = fn(ctx, *args)
+        _sent(out)
+        return out
 
+    def show(sel, trigger, text):
+        """active trace → token strip, chart → diagram, as one user action runs them."""
+        act, _ = call(core.choose_trace, trigger, sel, 1, None, text, [], None)
+        call(trace.show_trace, act, sel)
+        call(chart.show_chart, act, None)
+        call(diagram.elements, Trigger(ids.ACTIVE_TRACE), *diag, act, "prediction")
+        return act
+
+    page, *_ = table.update_table(ctx, sel0, "", [], None, None, None, 0, [])
     state_ms, row_ms, input_ms = [], [], []
     attr_ms, nn_ms, force_ms = [], [], []
     for _ in range(repeats):
         s = int(rng.integers(1, data.fsm.n_states))
 
         def click_state(s=s):
-            sel = d.call(k_sel, {"diagram.tapNodeData": {"state": s}, "split.value": split},
-                         {"selection.data": sel0}, ["diagram.tapNodeData"])
-            sel = sel["selection"]["data"]
-            d.call(k_table, {"selection.data": sel, "search.value": "", "regex.value": [],
-                             "table.page_current": 0, "table.sort_by": []},
-                   changed=["selection.data"])
-            d.call(k_card, {"selection.data": sel}, {"side-tabs.value": "card"},
-                   ["selection.data"])
-            d.call(k_style, {"selection.data": sel, "hover-state.data": None},
-                   changed=["selection.data"])
+            sel, _ = call(diagram.tap, {"state": s}, sel0)
+            call(table.update_table, sel, "", [], None, None, None, 0, [])
+            call(card.show_card, Trigger(ids.SELECTION), sel, "card")
+            call(diagram.style, sel, None)
 
         state_ms.append(timed(click_state))
         i = int(rng.integers(0, n))
+        rows = [{**page[0], "index": i}]  # the clicked row (any page): input i
 
-        def select_row(i=i):
-            show_trace({**sel0, "row": i}, 0, "", "selection.data")
+        def select_row(rows=rows):
+            sel, _ = call(table.select_row, {"row": 0, "column_id": "text"}, sel0, rows)
+            return show(sel, Trigger(ids.SELECTION), "")
 
         row_ms.append(timed(select_row))
-        act = {"main": data.trace_instance(split, i), "compare": None}
-        attr_ms.append(timed(lambda act=act: d.call(k_attr, {
-            "active-trace.data": act, "attr-method.value": "ig",
-            "attr-target.value": "predicted", "attr-level.value": "token",
-            "attr-regex.value": None, "attr-intensity.value": 1,
-            "attr-baseline.value": "pad"},
-            changed=["active-trace.data"])))
-        nn_ms.append(timed(lambda act=act: d.call(k_nn, {
-            "active-trace.data": act, "step.data": None, "nn-k.value": 8,
-            "nn-window.value": 5}, changed=["active-trace.data"])))
-        force_ms.append(timed(lambda act=act: d.call(k_force, {
-            "force-all.n_clicks": 1, "force-step.n_clicks": 0, "force-clear.n_clicks": 0,
-            "active-trace.data": act}, {"step.data": None}, ["force-all.n_clicks"])))
+        act = core.active_store(data.trace_instance(split, i))
+        attr_ms.append(timed(lambda act=act: call(
+            attribution.attribution, act, "ig", "predicted", "token", None, 1, "pad")))
+        nn_ms.append(timed(lambda act=act: call(nearest.nearest, act, None, 8, 5)))
+        force_ms.append(timed(lambda act=act: call(
+            forcing.force, Trigger(ids.FORCE_ALL, 1), 1, 0, 0, act, None)))
         text = data.traces[split].texts[int(rng.integers(0, n))] + " zorblaxian"
+        input_ms.append(timed(lambda text=text: show(sel0, Trigger(ids.TRACE_BTN, 1), text)))
 
-        def new_input(text=text):
-            show_trace(sel0, 1, text, "trace-btn.n_clicks")
-
-        input_ms.append(timed(new_input))
-
-    # The state filter alone (what the baseline does), through the app's query function.
-    from app.data import InstanceQuery, query_instances
-
+    # The state filter alone (what the baseline does), through the table's query function.
     filter_ms = []
     for _ in range(max(5, repeats // 4)):
         s = int(rng.integers(1, data.fsm.n_states))
@@ -284,10 +249,12 @@ def main() -> None:
     p.add_argument("--instances", type=int, default=100_000)
     p.add_argument("--repeats", type=int, default=60)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-browser", action="store_true", help="skip the first-render timing")
     args = p.parse_args()
     build_run(args.run, args.instances, args.seed)
     res = measure(args.run, args.repeats, args.seed)
-    res.update(first_render(args.run))
+    if not args.no_browser:
+        res.update(first_render(args.run))
     print(f"{res['n_instances']:,} instances: state click p95 {res['state_click_p95_ms']} ms "
           f"(its filter {res['state_filter_p95_ms']} ms; DeepSeer-style scan "
           f"{res['baseline_state_filter_p95_ms']} ms), row select p95 "

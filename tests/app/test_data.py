@@ -1,4 +1,5 @@
-"""The app's pure functions: instance queries, selection, views — no browser."""
+"""The explorer's run data and pure functions: instance queries, selection, trace records,
+views — no browser."""
 
 from __future__ import annotations
 
@@ -7,17 +8,25 @@ import itertools
 import numpy as np
 import pytest
 
-from app.data import InstanceQuery, RunData, query_instances
+from app.explorer.context import ExplorerContext
+from app.explorer.query import InstanceQuery, query_instances
+from app.explorer.records import TraceRecord
+from app.explorer.views.chart import probability_figure
+from app.explorer.views.diagram import diagram_elements
+from app.explorer.views.trace import flips, token_strip
 from app.selection import EMPTY, apply_event, from_query, to_query
-from app.views.diagram import diagram_elements
-from app.views.trace import flips, probability_figure, token_strip
 from rnn_models.errors import StateseerError
 from tests.conftest import one_line
 
 
 @pytest.fixture(scope="module")
-def data(explored_run):
-    return RunData(explored_run)
+def ctx(explored_run):
+    return ExplorerContext.load(explored_run)
+
+
+@pytest.fixture(scope="module")
+def data(ctx):
+    return ctx.data
 
 
 def test_state_filter_returns_exactly_the_inputs_through_the_state(data):
@@ -87,23 +96,24 @@ def test_selection_round_trips_through_the_url(data):
     assert apply_event(sel, "clear") == {**EMPTY, "split": "test"}
 
 
-def test_typed_text_is_traced_with_unknown_words_and_its_path(data):
-    tr = data.trace_text("A zorblaxian film that works !")
-    assert tr["tokens"] == ["a", "zorblaxian", "film", "that", "works", "!"]
-    assert tr["known"][1] is False and tr["known"][2] is True
-    assert len(tr["states"]) == len(tr["tokens"]) + 1 == len(tr["simulated"])
-    assert tr["states"][0] == 0 and all(1 <= s < data.fsm.n_states for s in tr["states"][1:])
-    assert np.argmax(tr["final_proba"]) == tr["prediction"]
+def test_typed_text_is_traced_with_unknown_words_and_its_path(ctx, data):
+    tr = ctx.models.trace_text("A zorblaxian film that works !")
+    assert tr.tokens == ("a", "zorblaxian", "film", "that", "works", "!")
+    assert tr.known[1] is False and tr.known[2] is True and not tr.recorded
+    assert len(tr.states) == tr.n_tokens + 1 == len(tr.simulated)
+    assert tr.states[0] == 0 and all(1 <= s < data.fsm.n_states for s in tr.states[1:])
+    assert np.argmax(tr.final_proba) == tr.prediction
     with pytest.raises(StateseerError, match="shorten") as e:
-        data.trace_text("x " * 20_001)
+        ctx.models.trace_text("x " * 20_001)
     one_line(e.value)
 
 
 def test_recorded_instance_trace_matches_the_traces(data):
     tr = data.trace_instance("test", 4)
     sl = data.traces["test"].steps(4)
-    assert tr["states"][1:] == data.abstraction.states["test"][sl].tolist()
-    np.testing.assert_allclose(tr["proba"], data.traces["test"].proba[sl], atol=1e-4)
+    assert list(tr.states[1:]) == data.abstraction.states["test"][sl].tolist()
+    np.testing.assert_allclose(tr.proba, data.traces["test"].proba[sl], atol=1e-4)
+    assert tr.recorded and tr.key == "test:4" and tr.label is not None
     with pytest.raises(StateseerError, match="does not exist"):
         data.trace_instance("test", 10**6)
 
@@ -119,7 +129,7 @@ def test_diagram_elements_prune_and_highlight(data):
         assert e["data"]["source"] != e["data"]["target"]
         per_source[e["data"]["source"]] = per_source.get(e["data"]["source"], 0) + 1
     assert max(per_source.values()) <= 2
-    path = data.trace_instance("test", 0)["states"]
+    path = list(data.trace_instance("test", 0).states)
     els = diagram_elements(fsm, top_k=1, path=path, positions=data.positions)
     on_path = {e["data"]["id"] for e in els if "path" in e["classes"].split()}
     for a, b in itertools.pairwise(path):
@@ -129,9 +139,10 @@ def test_diagram_elements_prune_and_highlight(data):
 
 
 def test_trace_views_mark_flips_and_escape_text():
-    trace = {"tokens": ["<b>good</b>", "bad"], "known": [True, False],
-             "proba": [[0.2, 0.8], [0.9, 0.1]], "initial_proba": [0.6, 0.4],
-             "states": [0, 3, 5], "simulated": [0, 3, 4], "prediction": 0, "label": 1}
+    trace = TraceRecord(text="<b>good</b> bad", tokens=("<b>good</b>", "bad"),
+                        known=(True, False), proba=((0.2, 0.8), (0.9, 0.1)),
+                        initial_proba=(0.6, 0.4), states=(0, 3, 5), simulated=(0, 3, 4),
+                        prediction=0, label=1)
     assert flips(trace) == [0, 1]
     strip = token_strip(trace, ["neg", "pos"])
     texts = [c.children[0].children for c in strip.children[1:]]
@@ -140,3 +151,14 @@ def test_trace_views_mark_flips_and_escape_text():
     fig = probability_figure(trace, ["neg", "pos"])
     stars = [t for t in fig.data if t.name == "prediction flips"]
     assert list(stars[0].x) == [1, 2]
+
+
+def test_the_deprecated_run_data_still_answers_with_dicts(explored_run):
+    from app.data import RunData
+
+    data = RunData(explored_run)
+    tr = data.trace_instance("test", 4)
+    assert isinstance(tr, dict) and tr["index"] == 4 and data.trace_key(tr) == "test:4"
+    assert data.splits and data.fsm.n_states > 1 and data.context.data.name == data.name
+    rows, total, _ = query_instances(data, InstanceQuery(split="test", page_size=3))
+    assert len(rows) == 3 and total == data.traces["test"].n_inputs

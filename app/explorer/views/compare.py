@@ -21,7 +21,8 @@ __all__ = ["VIEW", "compare_panel", "comparison", "edit", "open_changed", "pin"]
 
 
 def compare_panel(cmp_: dict[str, Any], texts: Sequence[str], labels: np.ndarray,
-                  pred_a: np.ndarray, classes: Sequence[str], *, ids: Sequence[int] | None = None,
+                  pred_a: np.ndarray, classes: Sequence[str], *,
+                  row_ids: Sequence[int] | None = None,
                   limit: int = 12) -> html.Div:
     """Summary figures, the changed inputs (buttons that select them) and the matching.
 
@@ -56,7 +57,7 @@ def compare_panel(cmp_: dict[str, Any], texts: Sequence[str], labels: np.ndarray
         tag = "fixed" if a != y and b == y else "broken" if a == y and b != y else (
             "changed" if a != b else "path")
         items.append(html.Li([
-            html.Button(f"#{ids[i] if ids is not None else i}",
+            html.Button(f"#{row_ids[i] if row_ids is not None else i}",
                         id=ids.cmp_row(int(i)), n_clicks=0,
                         className="cmp-btn", title="show both traces"),
             html.Span(tag, className=f"cmp-tag cmp-{tag}"),
@@ -118,7 +119,7 @@ def comparison(ctx, sel):
         return html.P(str(exc), className="message")
     tr = ctx.data.traces[split]
     return compare_panel(cmp_, tr.texts, tr.labels, tr.predictions, ctx.data.classes,
-                         ids=tr.rows)
+                         row_ids=tr.rows)
 
 
 def open_changed(ctx, trigger: Trigger, _clicks, sel):

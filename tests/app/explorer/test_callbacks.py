@@ -1,0 +1,145 @@
+"""The views' callbacks as plain functions: data in, data and components out, no browser."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from dash import no_update
+
+from app.explorer import ids
+from app.explorer.records import TraceRecord
+from app.explorer.view import Trigger
+from app.explorer.views import chart, core, diagram, patterns, table, trace
+from app.selection import pattern_items
+
+SEL0 = {"split": "test", "state": None, "row": None, "pattern": None}
+
+
+def _table(ctx, sel, search="", regex=None):
+    return table.update_table(ctx, sel, search, regex or [], None, None, None, 0, [])
+
+
+def test_state_click_selects_it_and_filters_the_table(ctx):
+    states = ctx.data.abstraction.states["test"]
+    s = int(np.bincount(states).argmax())
+    sel, url = diagram.tap(ctx, {"state": s}, SEL0)
+    assert sel["state"] == s and url == f"?split=test&state={s}"
+    rows, n_pages, msg, chips, _style = _table(ctx, sel)
+    tr = ctx.data.traces["test"]
+    through = {int(tr.step_input[j]) for j in np.flatnonzero(states == s)}
+    assert msg == "" and {r["index"] for r in rows} <= through and len(rows) == 12
+    assert n_pages == -(-len(through) // 12)
+    assert chips[0].children == f"through state {s}"
+    assert chips[-1].children == f"{len(through):,} of {tr.n_inputs:,} inputs"
+    # a second click unselects; clear keeps the split
+    assert diagram.tap(ctx, {"state": s}, sel)[0]["state"] is None
+    assert diagram.clear(ctx, 1, {**sel, "row": 3})[0] == SEL0
+
+
+def test_row_click_shows_that_rows_trace_record(ctx):
+    rows, *_ = _table(ctx, SEL0)
+    sel, url = table.select_row(ctx, {"row": 2, "column_id": "text"}, SEL0, rows)
+    assert sel["row"] == rows[2]["index"] and "row=" in url
+    active, msg = core.choose_trace(ctx, Trigger(ids.SELECTION), sel, 0, None, "", [], None)
+    main, other = core.active_of(active)
+    assert msg == "" and other is None and main.recorded and main.id == rows[2]["id"]
+    assert main.text == rows[2]["text"] and len(main.states) == main.n_tokens + 1
+    json.dumps(active)  # what goes into dcc.Store is JSON
+    title, strips = trace.show_trace(ctx, active, sel)
+    assert title[0].children == f"#{main.id} "
+    assert [c.children[0].children for c in strips[0].children[1:]] == list(main.tokens)
+    graph = chart.show_chart(ctx, active, None)
+    assert graph.id == ids.TRACE_CHART and len(graph.figure.data) >= 1
+    # a click on a row beyond the page does nothing
+    assert table.select_row(ctx, {"row": 99}, SEL0, rows) == (no_update, no_update)
+
+
+def test_typed_input_is_traced_and_kept_when_the_selection_changes(ctx):
+    trig = Trigger(ids.TRACE_BTN, 1)
+    active, msg = core.choose_trace(ctx, trig, SEL0, 1, None, "a zorblaxian film", [], None)
+    main, _ = core.active_of(active)
+    assert not main.recorded and main.tokens == ("a", "zorblaxian", "film")
+    assert msg == "1 unknown word(s): zorblaxian"
+    assert core.choose_trace(ctx, trig, SEL0, 1, None, "  ", [], None)[1] == \
+        "Type some text first."
+    # selecting a state (no row) keeps the typed trace on display
+    sel = {**SEL0, "state": 2}
+    assert core.choose_trace(ctx, Trigger(ids.SELECTION), sel, 1, None, "", [],
+                             active) == (no_update, no_update)
+    # typed with "compare" ticked: compared with the selected row
+    row_sel = {**SEL0, "row": 0}
+    active, _ = core.choose_trace(ctx, trig, row_sel, 2, None, "a film", ["on"], active)
+    main, other = core.active_of(active)
+    assert other.recorded and other.index == 0 and main.text == "a film"
+    _title, strips = trace.show_trace(ctx, active, row_sel)
+    assert len(strips) == 3 and "compare-note" in strips[1].className
+
+
+def test_pattern_click_selects_it_and_marks_its_steps(ctx):
+    items = pattern_items(ctx.data.abstraction.patterns, "buggy", "test") or \
+        pattern_items(ctx.data.abstraction.patterns, "influential", "test")
+    kind = "buggy" if pattern_items(ctx.data.abstraction.patterns, "buggy",
+                                             "test") else "influential"
+    assert items, "the explored run has patterns"
+    trig = Trigger(ids.pattern(kind, 0), 1)
+    sel, url = patterns.select_pattern(ctx, trig, [1], "test", SEL0)
+    assert sel["pattern"] == {"kind": kind, "index": 0, "states": items[0]["states"]}
+    assert f"pattern={kind}%3A0" in url
+    rows, _, _, chips, _ = _table(ctx, sel)
+    assert chips[0].children.startswith("pattern ")
+    # an input with the pattern shows its steps marked in the strip
+    active, _ = core.choose_trace(ctx, Trigger(ids.SELECTION), {**sel, "row": rows[0]["index"]},
+                                  0, None, "", [], None)
+    _, strips = trace.show_trace(ctx, active, sel)
+    marked = [c for c in strips[0].children if "st-pattern" in c.children[1].className]
+    assert marked
+    # a re-rendered button (n_clicks 0) is no click; a second click unselects
+    assert patterns.select_pattern(ctx, Trigger(ids.pattern(kind, 0), 0), [0], "test",
+                                   SEL0) == (no_update, no_update)
+    assert patterns.select_pattern(ctx, trig, [2], "test", sel)[0]["pattern"] is None
+
+
+def test_token_click_selects_the_step_and_marks_its_state(ctx):
+    active = core.active_store(ctx.data.trace_instance("test", 1))
+    main = TraceRecord.from_store(active["main"])
+    step, state = trace.click_token(ctx, Trigger(ids.token(1), 1), [0, 1], active)
+    assert (step, state) == (1, main.states[2])
+    assert trace.click_token(ctx, Trigger(ids.ACTIVE_TRACE), [], active) == (None, no_update)
+
+
+def test_a_second_run_gets_a_tab_and_its_traces_are_compared(explored_run, tmp_path):
+    import shutil
+
+    from abstraction.pipeline import abstract_run
+    from app.explorer.context import ExplorerContext
+    from app.explorer.registry import REGISTRY
+    from app.explorer.views import compare
+
+    other = tmp_path / "other"
+    shutil.copytree(explored_run, other)
+    abstract_run(other, n_states=8, random_state=3)
+    both = ExplorerContext.load(explored_run, compare=other)
+    panel = compare.comparison(both, SEL0)
+    buttons = [b for b in _walk(panel) if getattr(b, "className", "") == "cmp-btn"]
+    assert "explored vs other" in str(panel.children[0].children[0].children)
+    # a changed input's button selects it; its trace is compared with the other run's
+    if buttons:
+        trig = Trigger(buttons[0].id, 1)
+        sel, _ = compare.open_changed(both, trig, [1], SEL0)
+        assert sel["row"] == buttons[0].id["index"]
+    sel = {**SEL0, "row": 0}
+    active, _ = core.choose_trace(both, Trigger(ids.SELECTION), sel, 0, None, "", [], None)
+    main, theirs = core.active_of(active)
+    assert theirs.run == "other" and len(theirs.states) == len(main.states)
+    tabs = next(c for c in _walk(REGISTRY.layout(both)) if getattr(c, "id", None) ==
+                ids.SIDE_TABS)
+    assert ids.TAB_COMPARE in [t.value for t in tabs.children]
+
+
+def _walk(c):
+    yield c
+    kids = getattr(c, "children", None)
+    for k in kids if isinstance(kids, list) else [kids] if kids is not None else []:
+        if hasattr(k, "to_plotly_json"):
+            yield from _walk(k)

@@ -1,0 +1,44 @@
+"""The typed trace record and the trace view's pure helpers."""
+
+from __future__ import annotations
+
+import json
+
+from app.explorer.records import TraceRecord
+from app.explorer.views.trace import pattern_steps, state_differences
+
+TYPED = TraceRecord(text="good bad", tokens=("good", "bad"), known=(True, False),
+                    proba=((0.2, 0.8), (0.9, 0.1)), initial_proba=(0.6, 0.4),
+                    states=(0, 3, 5), simulated=(0, 3, 4), prediction=0,
+                    final_proba=(0.9, 0.1))
+
+
+def test_a_record_round_trips_through_a_store_as_json():
+    row = TraceRecord(**{**TYPED.__dict__, "label": 1, "split": "test", "index": 4, "id": 40})
+    for rec in (TYPED, row):
+        store = json.loads(json.dumps(rec.to_store()))
+        assert TraceRecord.from_store(store) == rec
+    assert "index" not in TYPED.to_store() and TYPED.to_store()["label"] is None
+
+
+def test_recorded_key_and_name():
+    assert not TYPED.recorded and TYPED.key == "text:good bad"
+    assert TYPED.name == "the typed input"
+    row = TraceRecord(**{**TYPED.__dict__, "split": "test", "index": 0, "id": 7})
+    assert row.recorded and row.key == "test:0" and row.name == "#7"
+    other = row.renamed(lambda s: s + 10, run="other")
+    assert other.states == (10, 13, 15) and other.states_own == row.states
+    assert other.run == "other" and other.simulated == (10, 13, 14)
+
+
+def test_pattern_steps_mark_every_occurrence_on_the_collapsed_path():
+    # 3 → 5 occurs twice; staying in 3 for two steps is one occurrence
+    assert pattern_steps([0, 3, 3, 5, 2, 3, 5], [3, 5]) == [1, 2, 3, 5, 6]
+    assert pattern_steps([0, 3, 5], [5, 3]) == []
+    assert pattern_steps([0, 1, 1, 1], [1]) == [1, 2, 3]
+    assert pattern_steps([0, 1], []) == []
+
+
+def test_state_differences_are_token_positions():
+    assert state_differences([0, 1, 2, 3], [0, 1, 4, 3]) == [1]
+    assert state_differences([0, 1], [0, 1, 2]) == []
