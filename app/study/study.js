@@ -4,11 +4,13 @@
 (function () {
     var PANELS = "#attribution-panel, #nearest-panel, #compare-panel, #forcing-panel";
     document.addEventListener("click", function (ev) {
-        var m = window.location.pathname.match(/^\/p\/([A-Za-z0-9_-]{1,64})\/?$/);
+        // the server knows the participant from this page's link (same-origin Referer)
+        // or its cookie, never from the body
+        var m = window.location.pathname.match(/^\/p\/([A-Za-z0-9_-]{16,64})\/?$/);
         var panel = m && ev.target.closest && ev.target.closest(PANELS);
         if (!panel) { return; }
         var el = ev.target.closest("[id], button, a, input, label") || ev.target;
-        var body = {pid: m[1], kind: "view_clicked", payload: {
+        var body = {kind: "view_clicked", payload: {
             view: panel.id.replace(/-panel$/, ""), target: el.id || el.tagName.toLowerCase(),
             text: (el.innerText || el.value || "").slice(0, 80)}};
         fetch("/study/event", {method: "POST", body: JSON.stringify(body),

@@ -24,7 +24,7 @@ def _wait(pred, timeout: float = 20, what: str = "condition") -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _idle(driver, timeout: float = 15) -> None:
+def _idle(driver, timeout: float = 40) -> None:
     _wait(lambda: not driver.execute_script(
         "return document.querySelectorAll('[data-dash-is-loading=\"true\"]').length"),
         timeout, "callbacks to settle")
@@ -41,11 +41,15 @@ def _saved_more(dash_duo, before: int) -> int:
     return _saved(dash_duo)
 
 
-def _open(dash_duo, pid: str) -> None:
-    dash_duo.driver.get(f"{dash_duo.server_url}/?pid={pid}")  # redirects to /p/PID/
+def _open(dash_duo, app, pid: str) -> str:
+    """Open ``pid``'s study link (typed as a code on the landing page); its secret."""
+    secret = app.study_context.log.link(pid)[1]
+    dash_duo.driver.get(f"{dash_duo.server_url}/?pid={secret}")  # redirects to /p/SECRET/
+    assert dash_duo.driver.current_url.endswith(f"/p/{secret}/")
     dash_duo.wait_for_element("#study-prompt", timeout=20)
     dash_duo.wait_for_element("#table td", timeout=20)
     _idle(dash_duo.driver)
+    return secret
 
 
 def _submit_and_wait(dash_duo, next_prompt: str | None) -> None:
@@ -95,8 +99,7 @@ def test_two_participants_two_conditions_two_tasks(dash_duo, study_app):
     db = study_app.study_context.log.path
 
     # -- P01: first arrival, counterbalanced into "full": every view -------------------------
-    _open(dash_duo, "P01")
-    assert d.current_url.endswith("/p/P01/")
+    _open(dash_duo, study_app, "P01")
     assert dash_duo.find_element("#diagram").is_displayed()
     assert dash_duo.find_element("#trace-tokens .chip").is_displayed()  # the task's instance
     _wait(lambda: dash_duo.find_element("#study-timer").text not in ("", "00:00"), 5, "timer")
@@ -124,13 +127,17 @@ def test_two_participants_two_conditions_two_tasks(dash_duo, study_app):
     assert d.execute_script("return window.__pwned === undefined")
 
     # -- P02: counterbalanced into "baseline": table, trace text, attribution only -----------
-    _open(dash_duo, "P02")
+    _open(dash_duo, study_app, "P02")
     assert not dash_duo.find_element("#diagram").is_displayed()
     assert not dash_duo.find_element("#state-card").is_displayed()
     assert not dash_duo.find_element("#new-text").is_displayed()
     assert dash_duo.find_element("#table").is_displayed()
     assert dash_duo.find_element("#trace-tokens .chip").is_displayed()
     assert not dash_duo.find_element("#trace-tokens .st").is_displayed()  # no state strip
+    # hidden views hold no data in the page either (not only display: none)
+    assert d.execute_script("return ['state-card', 'nn-list', 'influential'].every(i => {"
+                            "const e = document.getElementById(i);"
+                            "return !e || e.textContent.trim() === ''; })")
     n = _saved(dash_duo)
     d.find_elements(By.CSS_SELECTOR, '#table td[data-dash-column="text"]')[2].click()
     n = _saved_more(dash_duo, n)
@@ -187,7 +194,7 @@ def test_time_limit_submits_what_is_there(dash_duo, explored_run, tmp_path):
     app = create_study_app(study, db=tmp_path / "timed.sqlite")
     try:
         dash_duo.start_server(app)
-        _open(dash_duo, "T01")
+        _open(dash_duo, app, "T01")
         assert dash_duo.find_element("#study-clock .study-limit").text == "/ 00:03"
         dash_duo.find_element("#study-answer-text").send_keys("half an answer")
         dash_duo.wait_for_element("#study-done", timeout=20)
