@@ -44,10 +44,13 @@ def context_index(run: Run, traces: Traces, *, build: bool = True) -> ContextInd
     if npz.exists() and meta_path.exists():
         try:
             meta = json.loads(meta_path.read_text())
-        except ValueError:
+        except (OSError, ValueError):
             meta = {}
-        if all(meta.get(k) == v for k, v in want.items()):
-            return ContextIndex.load(npz)
+        if isinstance(meta, dict) and all(meta.get(k) == v for k, v in want.items()):
+            try:
+                return ContextIndex.load(npz)
+            except (OSError, ValueError, KeyError, StateseerError):  # damaged: rebuilt below
+                pass
     if not build:
         return None
     if train.n_steps == 0:

@@ -66,3 +66,17 @@ def test_nearest_contexts_and_projection_of_a_training_step(analysed_run):
     assert res["summary"]["k"] == 4 and res["summary"]["same_state"] >= 1
     proj = projection_sample(ix, train, states, n=50)
     assert proj["xy"].shape == (50, 2) and len(proj["states"]) == 50
+
+
+def test_a_damaged_index_is_rebuilt(copy_run, analysed_run):
+    from app.workflows.contexts import context_index
+    from rnn_models.run import Run
+    from rnn_models.traces import Traces
+
+    run_dir = copy_run(analysed_run)
+    run = Run(run_dir)
+    n = Traces(run.traces_dir)["train"].n_steps
+    (run_dir / "index" / "train.contexts.json").write_text("[1, 2, 3]")
+    assert context_index(run, Traces(run.traces_dir)).n_indexed_ == n
+    (run_dir / "index" / "train.contexts.npz").write_bytes(b"garbage")
+    assert context_index(run, Traces(run.traces_dir)).n_indexed_ == n
