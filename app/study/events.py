@@ -149,6 +149,12 @@ def register_event_callbacks(app: Dash, write: Callable[..., list[int]],
         return log(participant, [("input_typed", {"text": text or "",
                                                   "chars": len(text or "")})])
 
+    _register_click_callbacks(app, log, ack, info)
+
+
+def _register_click_callbacks(app: Dash, log: Logger, ack: Output, info: State) -> None:
+    """Exports, token clicks and the answer widgets (see :func:`register_event_callbacks`)."""
+
     @app.callback(ack, *[Input(i, "n_clicks") for i in EXPORTS], info,
                   prevent_initial_call=True)
     def on_export(*args):

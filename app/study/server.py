@@ -410,6 +410,7 @@ def serve_study(study_file: str | Path, *, db: str | Path | None = None,
     """
     import logging
     import signal
+    import socket
     import time
 
     t0 = time.perf_counter()
@@ -430,7 +431,8 @@ def serve_study(study_file: str | Path, *, db: str | Path | None = None,
     if not access_log:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
     url = f"http://{host}:{port}"
-    links = write_links(sc, db.with_name(db.stem + ".links.csv"), url)
+    public = host if host.strip("[]") not in ("0.0.0.0", "::", "") else socket.getfqdn()
+    links = write_links(sc, db.with_name(db.stem + ".links.csv"), f"http://{public}:{port}")
     print(f"stateseer: study {study.id!r} ({len(study.tasks)} tasks, conditions "
           f"{', '.join(study.conditions)}) on {url} · participant links in {links} "
           f"{'and ' + url + '/study/new ' if study.allow_generated_ids else ''}· log {db} · "
