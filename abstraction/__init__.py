@@ -5,7 +5,14 @@ numpy, scikit-learn and networkx only — this package never imports torch or da
 
 from __future__ import annotations
 
-from .cluster import ABSTRACTORS, GMMAbstractor, GridAbstractor, KMeansAbstractor, make_abstractor
+# isort: off
+# The built-in abstractors register in this order, the order --method lists them.
+from .kmeans import KMeansAbstractor
+from .gmm import GMMAbstractor
+from .grid import GridAbstractor
+
+# isort: on
+from .abstractor import ABSTRACTORS, BaseAbstractor, make_abstractor, register_abstractor
 from .dfa import ExtractedDFA, extract_dfa
 from .errors import AbstractionError
 from .fsm import FSM
@@ -14,10 +21,12 @@ __all__ = [
     "ABSTRACTORS",
     "FSM",
     "AbstractionError",
+    "BaseAbstractor",
     "ExtractedDFA",
     "GMMAbstractor",
     "GridAbstractor",
     "KMeansAbstractor",
     "extract_dfa",
     "make_abstractor",
+    "register_abstractor",
 ]

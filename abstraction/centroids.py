@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from .cluster import iter_rows
 from .errors import AbstractionError
+from .features import iter_rows
 
 __all__ = ["state_centroids"]
 

@@ -9,7 +9,7 @@ training split into a deterministic, complete, minimal automaton, without runnin
    can never land in different abstract states.
 2. **Initial abstraction.** One abstract state per predicted class (the default), or
    ``initial_states`` k-means clusters split by predicted class
-   (:class:`~abstraction.cluster.KMeansAbstractor`); either way no state mixes classes.
+   (:class:`~abstraction.kmeans.KMeansAbstractor`); either way no state mixes classes.
 3. **Refinement.** A transition ``(state, symbol)`` is *in conflict* when the children of
    the state's points on that symbol lie in more than one state. Each conflicting state is
    split along its worst symbol: its points with a child on that symbol are grouped by the
@@ -72,8 +72,8 @@ import numpy as np
 from rnn_models.formats.automaton import DFA, TableAutomaton, all_strings, minimize
 from rnn_models.formats.traces import SplitTraces, Traces
 
-from .cluster import _nearest
 from .errors import AbstractionError
+from .features import nearest
 from .io import read_text, write_output
 
 __all__ = ["ExtractedDFA", "extract_dfa"]
@@ -538,7 +538,7 @@ def _nearest_point(Z: np.ndarray, ref: np.ndarray, chunk: int = 2048,
     R = ref[idx]
     out = np.empty(len(Z), dtype=np.int64)
     for s in range(0, len(Z), chunk):
-        out[s : s + chunk] = idx[_nearest(Z[s : s + chunk], R)]
+        out[s : s + chunk] = idx[nearest(Z[s : s + chunk], R)]
     return out
 
 
@@ -580,11 +580,11 @@ def _initial_partition(tree: _Tree, n_classes: int, initial_states: int | None,
     state = state.reshape(-1).astype(np.int64)
     if initial_states is None or initial_states <= len(present):
         return state
-    from .cluster import KMeansAbstractor
+    from .kmeans import KMeansAbstractor
 
     k = int(min(initial_states, len(tree.X)))
     proba = np.eye(n_classes)[tree.pred]
-    ab = KMeansAbstractor(n_states=k, pca_components=min(20, tree.X.shape[1]),
+    ab = KMeansAbstractor(n_states=k, features="pca", pca_components=min(20, tree.X.shape[1]),
                           split_by_prediction=True, n_init=1, random_state=random_state)
     ab.fit(tree.X, proba=proba)
     _, state = np.unique(ab.predict(tree.X, proba=proba), return_inverse=True)

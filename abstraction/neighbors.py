@@ -25,8 +25,8 @@ from sklearn.base import BaseEstimator
 from sklearn.cluster import MiniBatchKMeans
 from sklearn.decomposition import PCA
 
-from .cluster import _as_2d, _sample_rows, iter_rows
 from .errors import AbstractionError
+from .features import as_2d, iter_rows, sample_rows
 
 __all__ = ["ContextIndex", "brute_force_neighbors"]
 
@@ -121,12 +121,12 @@ class ContextIndex(BaseEstimator):
     # fitting ------------------------------------------------------------------------------
     def fit(self, X, y=None) -> ContextIndex:
         """Build the index over the rows of ``X`` (n_steps, state_size); memmaps welcome."""
-        X = _as_2d(X)
+        X = as_2d(X)
         n, d = X.shape
         if n == 0:
             raise AbstractionError("no hidden states to index: the split is empty")
         rng = np.random.default_rng(self.random_state)
-        S = np.asarray(X[_sample_rows(n, self.max_fit_samples, rng)], np.float32)
+        S = np.asarray(X[sample_rows(n, self.max_fit_samples, rng)], np.float32)
         if not np.isfinite(S).all():
             raise AbstractionError("hidden states contain NaN or infinity; re-record the run")
         n_comp = int(min(self.n_components, d, len(S)))

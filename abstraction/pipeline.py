@@ -28,13 +28,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sklearn.base import clone
 
 from rnn_models.formats.atomic import atomic_write_text
 from rnn_models.formats.errors import StateseerError
 from rnn_models.formats.rundir import RunDir
 from rnn_models.formats.traces import SplitTraces, Traces
 
-from .cluster import abstractor_from_arrays, abstractor_to_arrays, make_abstractor
+from .abstractor import BaseAbstractor, make_abstractor
 from .errors import AbstractionError
 from .fsm import FSM
 from .metrics import fidelity, quality
@@ -112,7 +113,7 @@ class Abstraction:
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir(parents=True)
-        np.savez(tmp / "abstractor.npz", **abstractor_to_arrays(self.abstractor))
+        self.abstractor.save(tmp / "abstractor.npz")
         self.fsm.save(tmp / "fsm.json")
         for split, arr in self.states.items():
             np.save(tmp / f"{split}.states.npy", arr.astype(np.int32))
@@ -141,8 +142,7 @@ class Abstraction:
         if meta.get("format") != FORMAT or meta.get("version") != VERSION:
             raise AbstractionError(f"{path} holds an abstraction of another format; re-run "
                                    "`stateseer abstract`")
-        with np.load(path / "abstractor.npz", allow_pickle=False) as d:
-            abstractor = abstractor_from_arrays(d)
+        abstractor = BaseAbstractor.load(path / "abstractor.npz")
         states = {s: np.load(path / f"{s}.states.npy").astype(np.int64)
                   for s in meta["splits"]}
         simulated = {s: np.load(path / f"{s}.simulated.npy").astype(np.int64)
@@ -182,7 +182,7 @@ def fit_abstraction(
     alphabet: list[str],
     *,
     n_states: int = 40,
-    method: str = "kmeans",
+    method: str | BaseAbstractor = "kmeans",
     pca: int = 20,
     features: str = "margin",
     fallback: str = "displacement",
@@ -194,8 +194,28 @@ def fit_abstraction(
 ) -> Abstraction:
     """Fit an abstraction on the training split of ``traces`` and apply it to every split.
 
-    With a thread ``pool``, pattern mining starts as soon as each split's states are known
-    and runs beside the rest; the patterns are then futures until :func:`_results`.
+    Parameters
+    ----------
+    traces : Traces
+    alphabet : list of str
+        The vocabulary's tokens (FSM transitions refer to them).
+    n_states, pca, features, split_by_prediction, random_state, max_fit_samples
+        Parameters of the abstractor built from ``method``.
+    method : str or BaseAbstractor
+        A registered kind (:data:`abstraction.abstractor.ABSTRACTORS`), or an abstractor
+        instance: an unfitted copy of it is fitted with its own parameters (the ones
+        above are then not used).
+    fallback : str
+        FSM simulation rule for unseen (state, token) pairs.
+    splits : tuple of str, optional
+        Splits to assign (default: all recorded).
+    pool : ThreadPoolExecutor, optional
+        Pattern mining starts as soon as each split's states are known and runs beside the
+        rest; the patterns are then futures until :func:`_results`.
+
+    Returns
+    -------
+    Abstraction
     """
     if "train" not in traces:
         raise AbstractionError("the traces have no training split; record it with "
@@ -204,9 +224,12 @@ def fit_abstraction(
     if train.n_steps == 0:
         raise AbstractionError("the training split has no steps (every input is empty); "
                                "an abstraction needs recorded hidden states")
-    ab = make_abstractor(method, n_states=n_states, pca_components=pca, features=features,
-                         split_by_prediction=split_by_prediction, random_state=random_state,
-                         max_fit_samples=max_fit_samples)
+    if isinstance(method, BaseAbstractor):
+        ab = clone(method)
+    else:
+        ab = make_abstractor(method, n_states=n_states, pca_components=pca, features=features,
+                             split_by_prediction=split_by_prediction,
+                             random_state=random_state, max_fit_samples=max_fit_samples)
     ab.fit(train.hidden, proba=train.proba)
     h0 = np.asarray(traces.initial_hidden, np.float32)[None]
     p0 = np.asarray(traces.initial_proba, np.float64)[None]
@@ -216,8 +239,11 @@ def fit_abstraction(
     names = ["train", *[s for s in (splits or tuple(traces.split_names)) if s != "train"]]
     for split in names:
         tr = traces[split]
-        states[split] = (ab.predict(tr.hidden, tr.proba) + 1 if tr.n_steps
-                         else np.zeros(0, np.int64))
+        if split == "train":
+            states[split] = ab.labels_ + 1  # fit assigned the training rows already
+        else:
+            states[split] = (ab.predict(tr.hidden, tr.proba) + 1 if tr.n_steps
+                             else np.zeros(0, np.int64))
         if pool is not None:
             _submit_patterns(traces, split, states[split], ab.n_states_ + 1, pool, patterns)
     fsm = FSM.from_paths(states["train"] - 1, train.offsets, train.token_ids, train.proba,
@@ -272,11 +298,69 @@ def _results(futures: Any) -> Any:
     return futures.result()
 
 
+def _with_states(method: str | BaseAbstractor, k: int) -> str | BaseAbstractor:
+    """``method`` set to ``k`` states when it is an abstractor instance."""
+    return clone(method).set_params(n_states=k) if isinstance(method, BaseAbstractor) \
+        else method
+
+
+def _auto_states(traces: Traces, alphabet: list[str], method: str | BaseAbstractor,
+                 target_fidelity: float, tolerance: float, **params: Any
+                 ) -> tuple[int, list[dict[str, Any]]]:
+    """The state count ``n_states='auto'`` picks, and the validation curve it read."""
+    if "val" not in traces or traces["val"].n_inputs == 0:
+        raise AbstractionError("--states auto needs a recorded validation split")
+    n_train = traces["train"].n_steps if "train" in traces else 0
+    curve = []
+    val = traces["val"]
+    for k in [c for c in AUTO_CANDIDATES if c <= max(n_train, 1)]:
+        ab = fit_abstraction(traces, alphabet, n_states=k, method=_with_states(method, k),
+                             splits=("train", "val"), **params)
+        lf, sf = _split_figures(ab.fsm, val, ab.states["val"], ab.simulated["val"])
+        curve.append({"n_states": k, "val_label_fidelity": lf, "val_simulation_fidelity": sf})
+    if not curve:
+        raise AbstractionError("too few hidden states for any candidate state count")
+    best_sf = max(c["val_simulation_fidelity"] for c in curve)
+    ok = [c for c in curve if c["val_label_fidelity"] >= target_fidelity
+          and c["val_simulation_fidelity"] >= best_sf - tolerance]
+    return (ok[0] if ok else max(curve, key=lambda c: c["val_label_fidelity"]))[
+        "n_states"], curve
+
+
+def _eval_split(traces: Traces) -> str:
+    """``test`` if it has inputs, else ``val``."""
+    eval_split = "test" if "test" in traces and traces["test"].n_inputs else "val"
+    if eval_split not in traces or traces[eval_split].n_inputs == 0:
+        raise AbstractionError("no test or validation inputs to measure fidelity on; record "
+                               "a non-empty test split")
+    return eval_split
+
+
+def _info(ab: Abstraction, traces: Traces, method: str | BaseAbstractor, features: str,
+          pca: int, fallback: str, split_by_prediction: bool, random_state: int
+          ) -> dict[str, Any]:
+    """Parameters and provenance of a fitted abstraction (an instance reports its own)."""
+    est = ab.abstractor
+    if isinstance(method, BaseAbstractor):
+        params = est.get_params()
+        method, features = est.kind, params.get("features", features)
+        pca = params.get("pca_components", pca)
+        split_by_prediction = params.get("split_by_prediction", split_by_prediction)
+        random_state = params.get("random_state", random_state)
+    return {"method": method, "features": features, "n_states": int(est.n_states), "pca": pca,
+            "fallback": fallback,
+            "split_by_prediction": split_by_prediction, "random_state": random_state,
+            "layer": traces.meta.get("layer"), "state": traces.meta.get("state"),
+            "model_sha256": traces.meta.get("model_sha256"),
+            "dataset": traces.meta.get("dataset"), "fitted_on": "train",
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+
+
 def abstract_run(
     run: RunDir | str | Path,
     *,
     n_states: int | str = 40,
-    method: str = "kmeans",
+    method: str | BaseAbstractor = "kmeans",
     pca: int = 20,
     features: str = "margin",
     layer: int | None = None,
@@ -296,11 +380,15 @@ def abstract_run(
         :data:`AUTO_CANDIDATES` and keeps the smallest count whose *validation* label
         fidelity reaches ``target_fidelity`` and whose validation simulation fidelity is
         within ``tolerance`` of the best on the curve; the curve goes to the metrics.
-    method : {'kmeans', 'gmm', 'grid'}
+        With an abstractor instance as ``method``, an int is ignored (the instance's own
+        ``n_states`` counts) and ``'auto'`` sets the instance's ``n_states``.
+    method : str or BaseAbstractor
+        A registered kind (``'kmeans'``, ``'gmm'``, ``'grid'`` ...) or an abstractor
+        instance (fitted as a copy, with its own parameters).
     pca : int
         PCA components before clustering (``features='pca'``).
     features : {'margin', 'pca'}
-        The space states are clustered in (see :mod:`abstraction.cluster`).
+        The space states are clustered in (see :mod:`abstraction.features`).
     layer : int, optional
         Must match the layer the traces were recorded from (re-record otherwise).
     fallback : {'displacement', 'nearest', 'token', 'stay'}
@@ -317,52 +405,27 @@ def abstract_run(
             f"re-record with `stateseer record {run.path} --layer {layer}`"
         )
     alphabet = _read_alphabet(run)
-    n_train = traces["train"].n_steps if "train" in traces else 0
+    params = {"pca": pca, "features": features, "fallback": fallback,
+              "split_by_prediction": split_by_prediction, "random_state": random_state}
     curve = None
     if n_states == "auto":
-        if "val" not in traces or traces["val"].n_inputs == 0:
-            raise AbstractionError("--states auto needs a recorded validation split")
-        curve = []
-        val = traces["val"]
-        for k in [c for c in AUTO_CANDIDATES if c <= max(n_train, 1)]:
-            ab = fit_abstraction(traces, alphabet, n_states=k, method=method, pca=pca,
-                                 features=features, fallback=fallback,
-                                 split_by_prediction=split_by_prediction,
-                                 splits=("train", "val"), random_state=random_state)
-            lf, sf = _split_figures(ab.fsm, val, ab.states["val"], ab.simulated["val"])
-            curve.append({"n_states": k, "val_label_fidelity": lf,
-                          "val_simulation_fidelity": sf})
-        if not curve:
-            raise AbstractionError("too few hidden states for any candidate state count")
-        best_sf = max(c["val_simulation_fidelity"] for c in curve)
-        ok = [c for c in curve if c["val_label_fidelity"] >= target_fidelity
-              and c["val_simulation_fidelity"] >= best_sf - tolerance]
-        n_states = (ok[0] if ok else max(curve, key=lambda c: c["val_label_fidelity"]))[
-            "n_states"]
+        n_states, curve = _auto_states(traces, alphabet, method, target_fidelity, tolerance,
+                                       **params)
+        method = _with_states(method, n_states)
     elif not isinstance(n_states, (int, np.integer)) or isinstance(n_states, bool):
         raise AbstractionError(f"--states must be a positive integer or 'auto', not {n_states!r}")
-    eval_split = "test" if "test" in traces and traces["test"].n_inputs else "val"
-    if eval_split not in traces or traces[eval_split].n_inputs == 0:
-        raise AbstractionError("no test or validation inputs to measure fidelity on; record "
-                               "a non-empty test split")
+    eval_split = _eval_split(traces)
     with ThreadPoolExecutor(max(2, os.cpu_count() or 2)) as pool:
-        ab = fit_abstraction(traces, alphabet, n_states=int(n_states), method=method, pca=pca,
-                             features=features, fallback=fallback,
-                             split_by_prediction=split_by_prediction,
-                             random_state=random_state, pool=pool)
-        figures = _figures(ab, traces, eval_split, int(n_states))
+        ab = fit_abstraction(traces, alphabet, n_states=int(n_states), method=method,
+                             pool=pool, **params)
+        figures = _figures(ab, traces, eval_split, int(ab.abstractor.n_states))
         ab.patterns = _results(ab.patterns)  # mined meanwhile
     if curve is not None:
         figures["auto_curve"] = curve
     figures["seconds"] = time.perf_counter() - t0
     ab.metrics = figures
-    ab.info = {"method": method, "features": features, "n_states": int(n_states), "pca": pca,
-               "fallback": fallback,
-               "split_by_prediction": split_by_prediction, "random_state": random_state,
-               "layer": traces.meta.get("layer"), "state": traces.meta.get("state"),
-               "model_sha256": traces.meta.get("model_sha256"),
-               "dataset": traces.meta.get("dataset"), "fitted_on": "train",
-               "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    ab.info = _info(ab, traces, method, features, pca, fallback, split_by_prediction,
+                    random_state)
     ab.fsm.info = dict(ab.info)
     if save:
         ab.save(run.abstraction_dir)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from abstraction.cluster import (
     ABSTRACTORS,
+    BaseAbstractor,
     GMMAbstractor,
     GridAbstractor,
     KMeansAbstractor,
@@ -43,7 +45,8 @@ def probas_from(X: np.ndarray) -> np.ndarray:
 
 
 def small(method: str, **kw):
-    params = {"n_states": 3, "pca_components": 4}
+    """A small abstractor in the PCA space (these tests pass no proba unless they say so)."""
+    params = {"n_states": 3, "pca_components": 4, "features": "pca"}
     params.update(kw)
     return make_abstractor(method, **params)
 
@@ -52,7 +55,10 @@ def small(method: str, **kw):
 @pytest.mark.parametrize("method", METHODS)
 def test_params_are_stored_unchanged_and_clone_works(method):
     cls = ABSTRACTORS[method]
-    init_params = {p for p in inspect.signature(cls.__init__).parameters if p != "self"}
+    # the shared parameters come from the base's __init__, the class adds its own
+    init_params = {p for klass in (BaseAbstractor, cls)
+                   for p, v in inspect.signature(klass.__init__).parameters.items()
+                   if p != "self" and v.kind != v.VAR_KEYWORD}
     ab = small(method, random_state=7)
     params = ab.get_params()
     assert set(params) == init_params
@@ -121,12 +127,12 @@ def test_well_separated_blobs_are_recovered(method):
 def test_grid_cells_are_equal_frequency_quantile_bins():
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, (400, 3)).astype(np.float32)
-    ab = GridAbstractor(n_states=4, grid_dims=1, pca_components=2).fit(X)
+    ab = GridAbstractor(n_states=4, grid_dims=1, pca_components=2, features="pca").fit(X)
     assert ab.bins_ == 4 and len(ab.edges_) == 1 and len(ab.edges_[0]) == 3
     counts = np.bincount(ab.predict(X), minlength=4)
     assert counts.tolist() == [100, 100, 100, 100]
     # 2 dims, 10 states asked: 3 x 3 = 9 cells (the largest square grid that fits).
-    ab2 = GridAbstractor(n_states=10, grid_dims=2, pca_components=2).fit(X)
+    ab2 = GridAbstractor(n_states=10, grid_dims=2, pca_components=2, features="pca").fit(X)
     assert ab2.bins_ == 3
     assert set(np.unique(ab2.predict(X))) <= set(range(9))
 
@@ -166,7 +172,8 @@ def test_split_allocates_states_by_class_share_with_largest_remainder():
 
 def test_split_without_proba_falls_back_to_plain_clustering():
     X, _ = blobs()
-    ab = KMeansAbstractor(n_states=3, pca_components=4, split_by_prediction=True).fit(X)
+    ab = KMeansAbstractor(n_states=3, pca_components=4, split_by_prediction=True,
+                          features="pca").fit(X)
     assert ab.split_by_prediction_ is False and ab.state_class_ is None
     assert ab.predict(X).shape == (len(X),)
 
@@ -211,7 +218,8 @@ def test_max_fit_samples_fits_on_a_sample_but_predicts_everything():
     X, y = blobs(n_per=200)
     order = np.random.default_rng(0).permutation(len(X))  # steps of mixed origin
     X, y = X[order], y[order]
-    ab = KMeansAbstractor(n_states=3, pca_components=4, max_fit_samples=50).fit(X)
+    ab = KMeansAbstractor(n_states=3, pca_components=4, max_fit_samples=50,
+                          features="pca").fit(X)
     s = ab.predict(X)
     assert len(s) == len(X) and adjusted_rand_score(y, s) == 1.0
 
@@ -229,7 +237,7 @@ def test_more_states_than_points(method):
 def test_n_states_must_be_a_positive_integer(bad):
     X, _ = blobs()
     with pytest.raises(AbstractionError, match="positive integer") as e:
-        KMeansAbstractor(n_states=bad).fit(X)
+        KMeansAbstractor(n_states=bad, features="pca").fit(X)
     one_line(e.value)
 
 
@@ -440,3 +448,73 @@ def test_damaged_saved_arrays_raise_abstraction_error():
 def test_to_arrays_of_unfitted_abstractor_raises():
     with pytest.raises(NotFittedError):
         abstractor_to_arrays(KMeansAbstractor())
+
+
+# ------------------------------------------------------------------ base estimator
+@pytest.mark.parametrize("method", METHODS)
+def test_fit_sets_labels_so_fit_predict_works(method):
+    X, _ = blobs()
+    ab = small(method, n_states=3)
+    labels = ab.fit_predict(X)
+    np.testing.assert_array_equal(labels, ab.labels_)
+    np.testing.assert_array_equal(labels, ab.predict(X))
+    P = probas_from(X)
+    margin = small(method, n_states=4, features="margin", split_by_prediction=True)
+    np.testing.assert_array_equal(margin.fit_predict(X, proba=P), margin.predict(X, P))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_save_and_load_are_methods_and_pickle_free(tmp_path, method):
+    X, _ = blobs()
+    P = probas_from(X)
+    ab = small(method, n_states=4, features="margin", split_by_prediction=True).fit(X, proba=P)
+    ab.save(tmp_path / "ab.npz")
+    back = BaseAbstractor.load(tmp_path / "ab.npz")  # the class comes from the file
+    assert type(back) is type(ab) and back.get_params() == ab.get_params()
+    np.testing.assert_array_equal(back.predict(X, P), ab.predict(X, P))
+    assert type(ab).load(tmp_path / "ab.npz").n_states_ == ab.n_states_
+    with np.load(tmp_path / "ab.npz", allow_pickle=False) as d:  # no object arrays
+        assert all(d[k].dtype != object for k in d.files)
+    with pytest.raises(AbstractionError, match="re-run `stateseer abstract`") as e:
+        BaseAbstractor.load(tmp_path / "missing.npz")
+    one_line(e.value)
+
+
+@pytest.mark.parametrize(("param", "value", "fix"), [
+    ("pca_components", 0, "positive integer"),
+    ("split_by_prediction", "yes", "True or False"),
+    ("random_state", -1, "non-negative integer"),
+    ("n_init", 0, "KMeansAbstractor(n_init=...)"),
+])
+def test_parameters_are_validated_in_fit_with_one_line_naming_the_fix(param, value, fix):
+    X, _ = blobs()
+    ab = KMeansAbstractor(n_states=3, features="pca", **{param: value})  # stored unchanged
+    assert getattr(ab, param) == value
+    with pytest.raises(AbstractionError, match=re.escape(fix)) as e:
+        ab.fit(X)
+    assert param in one_line(e.value)
+
+
+def test_gmm_and_grid_validate_their_own_parameters():
+    X, _ = blobs()
+    with pytest.raises(AbstractionError, match="covariance_type"):
+        GMMAbstractor(n_states=3, features="pca", covariance_type="round").fit(X)
+    with pytest.raises(AbstractionError, match="grid_dims"):
+        GridAbstractor(n_states=3, features="pca", grid_dims=0).fit(X)
+
+
+def test_features_default_is_margin_everywhere():
+    import inspect as _inspect
+
+    from abstraction.pipeline import abstract_run, fit_abstraction
+
+    assert all(cls().features == "margin" for cls in ABSTRACTORS.values())
+    for fn in (abstract_run, fit_abstraction):
+        assert _inspect.signature(fn).parameters["features"].default == "margin"
+
+
+def test_make_abstractor_accepts_an_instance():
+    ab = KMeansAbstractor(n_states=5)
+    assert make_abstractor(ab) is ab
+    other = make_abstractor(ab, n_states=7)
+    assert other is not ab and other.n_states == 7 and ab.n_states == 5

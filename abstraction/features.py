@@ -1,0 +1,158 @@
+"""The spaces abstract states live in, and chunked reading of hidden states.
+
+``pca``     PCA of the hidden state (DeepSeer).
+``margin``  the classifier's own logit differences, read exactly from the recorded
+            intermediate predictions, plus the main directions of the hidden state
+            orthogonal to the head, all standardised. It keeps the sentiment "level" an
+            RNN accumulates as one axis, which makes the FSM's transitions far more
+            predictable from tokens alone.
+
+:func:`iter_rows` reads memory-mapped hidden states chunk by chunk (and releases the pages
+behind it), so millions of steps are abstracted without being loaded whole.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.decomposition import PCA
+
+from .errors import AbstractionError
+
+__all__ = ["FEATURES", "Projection", "as_2d", "check_finite", "iter_rows", "log_ratios",
+           "nearest", "sample_rows"]
+
+FEATURES = ("margin", "pca")
+
+
+def as_2d(X, name: str = "hidden states") -> np.ndarray:
+    if not hasattr(X, "shape") or len(X.shape) != 2:
+        raise AbstractionError(f"{name} must be a 2-D array (n_steps, state_size)")
+    return X
+
+
+def iter_rows(X, chunk_size: int, *others):
+    """Yield ``(start, X[start:stop], *others[start:stop])`` chunk by chunk.
+
+    The block is a view when ``X`` is float32 (no copy). Memory-mapped inputs are released
+    once the consumer has moved on (``madvise(DONTNEED)``), so abstracting millions of
+    memory-mapped steps keeps the process's resident memory at a chunk, not at the size
+    of the file; the consumer must not keep a block past its iteration.
+    """
+    import mmap
+
+    mm = getattr(X, "_mmap", None)
+    for start in range(0, X.shape[0], chunk_size):
+        stop = min(start + chunk_size, X.shape[0])
+        block = np.asarray(X[start:stop], dtype=np.float32)
+        rest = tuple(None if o is None else np.asarray(o[start:stop]) for o in others)
+        yield (start, block, *rest)
+        del block
+        if mm is not None and hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+            row = X.strides[0]
+            lo = X.offset + start * row
+            lo -= lo % mmap.PAGESIZE
+            hi = X.offset + stop * row
+            hi -= hi % mmap.PAGESIZE  # keep the page shared with the next chunk
+            if hi > lo:
+                mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+
+def sample_rows(n: int, k: int, rng: np.random.Generator, run: int = 16) -> np.ndarray:
+    """``k`` row indices: random runs of ``run`` consecutive rows (few page faults on a
+    memory map), sorted."""
+    if n <= k:
+        return np.arange(n)
+    n_runs = max(1, k // run)
+    starts = np.sort(rng.choice(max(1, n // run), size=min(n_runs, max(1, n // run)),
+                                replace=False)) * run
+    idx = (starts[:, None] + np.arange(run)).ravel()
+    return idx[idx < n]
+
+
+def check_finite(block: np.ndarray, start: int) -> None:
+    finite = np.isfinite(block)
+    if not finite.all():
+        row = start + int(np.flatnonzero(~finite.all(axis=1))[0])
+        raise AbstractionError(
+            f"hidden state {row} contains NaN or infinity; the model or its traces are broken "
+            "— retrain or re-record the run"
+        )
+
+
+def log_ratios(proba: np.ndarray) -> np.ndarray:
+    """Logit differences log(p_c / p_0) for c = 1..C-1, shape (n, C-1).
+
+    For a linear head these are exactly ``(W_c - W_0) h + (b_c - b_0)``: the classifier's
+    own coordinates of the hidden state (the logit margin, for two classes).
+    """
+    P = np.clip(np.asarray(proba, dtype=np.float64), 1e-12, 1.0)
+    return np.log(P[:, 1:]) - np.log(P[:, :1])
+
+
+class Projection:
+    """The low-dimensional space the states are clustered in (plain arrays, no pickle).
+
+    ``pca``     PCA of the hidden state (DeepSeer): ``(h - mean) @ components.T``.
+    ``margin``  the classifier's logit differences (from the intermediate predictions) and
+                the top principal axes of ``h`` orthogonal to the head's directions, each
+                divided by its standard deviation on the fitting sample.
+    """
+
+    def __init__(self, kind: str, arrays: dict[str, np.ndarray]) -> None:
+        self.kind = kind
+        self.arrays = {k: np.asarray(v) for k, v in arrays.items()}
+
+    @property
+    def n_components(self) -> int:
+        return int(self.arrays["scale"].shape[0])
+
+    @classmethod
+    def fit(cls, kind: str, S: np.ndarray, P: np.ndarray | None, n_components: int,
+            random_state: int | None) -> Projection:
+        if kind == "pca":
+            n = int(min(n_components, S.shape[1], len(S)))
+            pca = PCA(n_components=n, svd_solver="covariance_eigh",
+                      random_state=random_state).fit(S)
+            return cls("pca", {"mean": pca.mean_, "components": pca.components_,
+                               "scale": np.ones(n)})
+        if P is None:
+            raise AbstractionError("margin features need the intermediate predictions (proba); "
+                                   "pass proba= or use --features pca")
+        L = log_ratios(P)
+        A = np.column_stack([S.astype(np.float64), np.ones(len(S))])
+        G = A.T @ A  # least squares by the normal equations (d + 1 unknowns per class)
+        G[np.diag_indices_from(G)] += 1e-8 * max(float(np.trace(G)) / len(G), 1.0)
+        head = np.linalg.solve(G, A.T @ L)[:-1].T              # (C-1, d): head directions
+        Q, _ = np.linalg.qr(head.T)                           # orthonormal basis of their span
+        R = S - (S @ Q) @ Q.T
+        n = int(min(n_components, S.shape[1] - Q.shape[1], len(S)))
+        if n > 0:
+            pca = PCA(n_components=n, svd_solver="covariance_eigh",
+                      random_state=random_state).fit(R)
+            mean, comps = pca.mean_, pca.components_
+        else:
+            mean, comps = np.zeros(S.shape[1]), np.zeros((0, S.shape[1]))
+        raw = np.column_stack([L, (S - mean) @ comps.T])
+        scale = raw.std(axis=0)
+        scale[scale == 0] = 1.0
+        return cls("margin", {"mean": mean, "components": comps, "scale": scale,
+                              "head": head})
+
+    def transform(self, X: np.ndarray, P: np.ndarray | None = None) -> np.ndarray:
+        """Coordinates of hidden states ``X`` (n, d) with predictions ``P`` (n, C)."""
+        a = self.arrays
+        X = np.asarray(X, dtype=np.float32)
+        comps = a["components"].astype(np.float32)
+        Z = X @ comps.T - (a["mean"] @ a["components"].T).astype(np.float32)
+        if self.kind == "margin":
+            if P is None:
+                raise AbstractionError("this abstraction uses margin features: pass proba")
+            Z = np.column_stack([log_ratios(P).astype(np.float32), Z])
+            Z /= a["scale"].astype(np.float32)
+        return Z
+
+
+def nearest(Z: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """Index of the nearest center for every row (squared Euclidean), vectorised."""
+    d = (centers * centers).sum(1)[None, :] - 2.0 * (Z @ centers.T)
+    return d.argmin(axis=1)
