@@ -479,3 +479,15 @@ def test_parse_ids_refuses_non_ascii_digits():
         with pytest.raises(StudyError) as err:
             parse_ids(text)
         assert "not a whole number" in one_line(err.value)
+
+
+def test_opening_a_link_remembers_it_in_this_browser_only(sec_app):
+    secret = _secret(sec_app, "C01")
+    browser = sec_app.server.test_client()
+    r = browser.get(f"/p/{secret}/")
+    assert r.status_code == 200 and f"{'stateseer-study'}={secret}" in r.headers["Set-Cookie"]
+    assert "frame-ancestors 'none'" in r.headers["Content-Security-Policy"]
+    assert r.headers["Referrer-Policy"] == "same-origin"  # the link never leaves the site
+    assert browser.get("/study/new").headers["Location"].endswith(f"/p/{secret}/")
+    r = browser.get(f"/p/{'Z' * 22}/")  # an unknown link: no cookie
+    assert "Set-Cookie" not in r.headers
