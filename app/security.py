@@ -5,8 +5,9 @@ Three reusable pieces, each a function of the Flask server (``app.server`` of a 
 - :func:`limit_request_bodies` sets ``MAX_CONTENT_LENGTH``: a body announced larger is
   refused with 413 before it is read, and a chunked body is cut off at the limit.
 - :func:`secure_headers` answers only requests whose ``Host`` (and ``Origin``, when sent)
-  is on an allow-list — loopback names, the bound host and ``--allowed-hosts`` — which
-  defeats DNS rebinding, and gives every response a Content-Security-Policy,
+  is on an allow-list — loopback names, the bound host and ``--allowed-hosts`` — or is an
+  IP address (a rebinding attack needs a name of the attacker's); this defeats DNS
+  rebinding. It gives every response a Content-Security-Policy,
   ``X-Frame-Options: DENY``, ``X-Content-Type-Options: nosniff`` and a same-origin
   ``Referrer-Policy``.
 - :func:`bind_warning` is the one-line warning printed when a server binds beyond
@@ -105,15 +106,26 @@ def allowed_host_set(bind_host: str | None = None,
 
 
 def host_allowed(host: str | None, allowed: frozenset[str]) -> bool:
-    """Whether a ``Host`` header value names an allowed host.
+    """Whether a ``Host`` header value names an allowed host or is an IP address.
 
     Examples
     --------
     >>> ok = allowed_host_set("127.0.0.1")
     >>> host_allowed("localhost:8050", ok), host_allowed("attacker.example:8050", ok)
     (True, False)
+    >>> host_allowed("192.168.1.20:8050", ok), host_allowed("[fe80::1]:8050", ok)
+    (True, True)
     """
-    return "*" in allowed or (bool(host) and _bare(host or "") in allowed)
+    if "*" in allowed:
+        return True
+    name = _bare(host or "")
+    if not name:
+        return False
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        return name in allowed
 
 
 def limit_request_bodies(server: Flask, max_bytes: int = MAX_REQUEST_BYTES) -> None:

@@ -458,7 +458,8 @@ def test_allowed_hosts_extend_the_list(explored_run, tmp_path):
     try:
         client = app.server.test_client()
         for host, status in (("lab.example.org:8050", 200), ("10.1.2.3:8050", 200),
-                             ("[::1]:8050", 200), ("other.example.org", 403)):
+                             ("[::1]:8050", 200), ("192.168.7.7:8050", 200),
+                             ("other.example.org", 403), ("", 403)):
             assert client.get("/study/health", headers={"Host": host}).status_code == status
     finally:
         app.study_context.log.close()
