@@ -290,8 +290,10 @@ _cell = st.one_of(st.text(max_size=12), st.sampled_from(["", "0", "1", "pos", "n
        header=st.lists(st.sampled_from(["text", "label", "split", "txt", "", "text "]),
                        min_size=0, max_size=4),
        rows=st.lists(st.lists(_cell, min_size=0, max_size=4), max_size=12),
-       raw=st.one_of(st.none(), st.binary(max_size=64)))
-def test_fuzz_dataset_files_never_traceback(tmp_path, capsys, kind, header, rows, raw):
+       raw=st.one_of(st.none(), st.binary(max_size=64)),
+       cols=st.tuples(st.sampled_from(["text", "txt", "label", " "]),
+                      st.sampled_from(["label", "text", "split", "y"])))
+def test_fuzz_dataset_files_never_traceback(tmp_path, capsys, kind, header, rows, raw, cols):
     import csv as _csv
     import io
     import uuid
@@ -311,7 +313,8 @@ def test_fuzz_dataset_files_never_traceback(tmp_path, capsys, kind, header, rows
         lines = [json.dumps(dict(zip(header, r, strict=False))) for r in rows]
         path.write_text("\n".join(lines), encoding="utf-8", errors="surrogatepass")
     rc, err = _run_cli(["train", "--dataset", f"{kind}:{path}", "--out", str(d / "run"),
-                        "--epochs", "1", "--hidden", "4", "--embed", "4", "--quiet"], capsys)
+                        "--text-col", cols[0], "--label-col", cols[1], "--epochs", "1",
+                        "--hidden", "4", "--embed", "4", "--quiet"], capsys)
     _assert_clean(rc, err)
 
 
