@@ -82,7 +82,21 @@ def _arch_states() -> Any:
     return dict.fromkeys(s for arch in ARCHITECTURES.values() for s in arch.states)
 
 
+def _features() -> Any:
+    from abstraction.features import FEATURES
+
+    return FEATURES
+
+
+def _fallbacks() -> Any:
+    from abstraction.fsm import FALLBACKS
+
+    return FALLBACKS
+
+
 ARCHS = _Registry(_architectures, ("lstm", "gru", "rnn"))
+FEATURES = _Registry(_features, ("margin", "pca"))
+FALLBACKS = _Registry(_fallbacks, ("displacement", "nearest", "token", "stay"))
 STATES = _Registry(_arch_states, ("h", "c", "hc"))
 METHODS = _Registry(_abstractors, ("kmeans", "gmm", "grid"))
 FORMATS = _Registry(_export_formats, ("json", "dot", "svg", "png", "pdf", "graphml",
@@ -550,14 +564,13 @@ def _add_record(sub: Any) -> None:
 def _add_abstraction_options(a: argparse.ArgumentParser) -> None:
     a.add_argument("--method", choices=METHODS, default="kmeans", metavar="METHOD",
                    help="clustering: %(choices)s")
-    a.add_argument("--features", choices=("margin", "pca"), default="margin",
-                   help="cluster in the classifier's logit-margin space or in PCA space "
-                   "(DeepSeer)")
+    a.add_argument("--features", choices=FEATURES, default="margin", metavar="SPACE",
+                   help="space the states are clustered in, one of: %(choices)s (margin: the "
+                   "classifier's logit margins; pca: DeepSeer's)")
     a.add_argument("--pca", type=_positive_int, default=20,
                    help="PCA components (with --features pca)")
-    a.add_argument("--fallback", choices=("displacement", "nearest", "token", "stay"),
-                   default="displacement",
-                   help="FSM simulation rule for unseen (state, token) pairs")
+    a.add_argument("--fallback", choices=FALLBACKS, default="displacement", metavar="RULE",
+                   help="FSM simulation rule for unseen (state, token) pairs: %(choices)s")
     a.add_argument("--no-split-by-prediction", action="store_true",
                    help="let states mix hidden states of different predicted classes")
     a.add_argument("--seed", type=_seed, default=0, help="random seed of the clustering")
