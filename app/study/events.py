@@ -41,7 +41,8 @@ def selection_events(prev: dict[str, Any] | None, new: dict[str, Any] | None,
     >>> selection_events({"split": "test", "state": None}, {"split": "test", "state": 4})
     [('state_clicked', {'state': 4, 'selected': True})]
     """
-    prev, new = prev or {}, new or {}
+    prev = prev if isinstance(prev, dict) else {}
+    new = new if isinstance(new, dict) else {}
     out: list[Event] = []
     if new.get("split") != prev.get("split") and prev.get("split") is not None:
         out.append(("split_changed", {"split": new.get("split")}))
@@ -51,8 +52,9 @@ def selection_events(prev: dict[str, Any] | None, new: dict[str, Any] | None,
                                       "selected": new.get("state") is not None}))
     if new.get("row") != prev.get("row") and new.get("row") is not None:
         split = new.get("split") or prev.get("split") or ""
-        out.append(("instance_selected", {"split": split, "row": new["row"],
-                                          "id": row_id(split, int(new["row"]))}))
+        row = new["row"]
+        out.append(("instance_selected", {"split": split, "row": row, "id": row_id(
+            split, row) if isinstance(row, int) and not isinstance(row, bool) else None}))
     if (new.get("pattern") or {}) != (prev.get("pattern") or {}):
         pat = new.get("pattern") or prev.get("pattern") or {}
         out.append(("pattern_expanded", {"kind": pat.get("kind"), "index": pat.get("index"),

@@ -128,7 +128,9 @@ def callback_ids(body: Any) -> tuple[list[str | None], list[str | None]]:
 
 def _names_a_state(body: dict[str, Any]) -> bool:
     """Whether the request sends a selection that names a state or a pattern."""
-    for spec in (*(body.get("inputs") or []), *(body.get("state") or [])):
+    specs = [x for part in ("inputs", "state") if isinstance(body.get(part), list)
+             for x in body[part]]
+    for spec in specs:
         if isinstance(spec, dict) and spec.get("id") == "selection":
             value = spec.get("value")
             if isinstance(value, dict) and (value.get("state") is not None or

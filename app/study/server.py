@@ -268,15 +268,17 @@ def register_study_callbacks(app: Dash, sc: StudyContext) -> None:
                   State("study-answer-ids", "value"), State("selection", "data"),
                   State("study-info", "data"), prevent_initial_call=True)
     def add_selection(n, text, sel, info):
-        if not n or not info:
+        pid = sc.participant() if n and info else None
+        current = sc.current_task(pid) if pid else None
+        if current is None:
             return no_update
-        sel = sel or {}
-        if info["answer"] == "states":
-            return add_selected(text, sel.get("state"))
-        row = sel.get("row")
-        iid = sc.row_id(sel.get("split") or info["split"], int(row)) if row is not None \
-            else None
-        return add_selected(text, iid)
+        sel, task = sel if isinstance(sel, dict) else {}, current[1]
+        if task.answer == "states":
+            state = sel.get("state")
+            return add_selected(_text(text), state if isinstance(state, int) else None)
+        row, split = sel.get("row"), sel.get("split") or sc.split_of(task)
+        iid = sc.row_id(split, row) if isinstance(row, int) else None
+        return add_selected(_text(text), iid)
 
     @app.callback(Output("study-message", "children"), Output("study-loc", "href"),
                   Input("study-submit", "n_clicks"), Input("study-timeout", "data"),
@@ -284,7 +286,7 @@ def register_study_callbacks(app: Dash, sc: StudyContext) -> None:
                   State("study-answer-choice", "value"), State("study-answer-ids", "value"),
                   prevent_initial_call=True)
     def submit(n, timeout, info, text, choice, ids):
-        if not info or (ctx.triggered_id == "study-submit" and not n):
+        if not isinstance(info, dict) or (ctx.triggered_id == "study-submit" and not n):
             return no_update, no_update
         pid = sc.participant()
         if pid is None:

@@ -492,3 +492,26 @@ def test_opening_a_link_remembers_it_in_this_browser_only(sec_app):
     assert browser.get("/study/new").headers["Location"].endswith(f"/p/{secret}/")
     r = browser.get(f"/p/{'Z' * 22}/")  # an unknown link: no cookie
     assert "Set-Cookie" not in r.headers
+
+
+def test_forged_callback_values_get_no_traceback(sec_app):
+    client, secret, _ = _in_condition(sec_app, "full", "G")
+    for info in ([1], "x", {"task": 5}):
+        r = _submit(client, secret, info, ["not", "text"])
+        assert r.status_code in (200, 204), r.data[:200]
+    for sel in ("x", {"row": "abc", "split": 3}, {"row": True}):
+        r = _callback(client, [("study-answer-ids", "value")],
+                      [_spec("study-add-selected", "n_clicks", 1)],
+                      [_spec("study-answer-ids", "value", 7), _spec("selection", "data", sel),
+                       _spec("study-info", "data", {"answer": "states"})],
+                      changed=["study-add-selected.n_clicks"], secret=secret)
+        assert r.status_code in (200, 204), r.data[:200]
+        r = _callback(client, [("study-ack", "data"), ("study-prev-sel", "data")],
+                      [_spec("selection", "data", sel)],
+                      [_spec("study-prev-sel", "data", None),
+                       _spec("study-info", "data", {"pid": "x"})],
+                      changed=["selection.data"], secret=secret)
+        assert r.status_code in (200, 204), r.data[:200]
+    r = client.post("/_dash-update-component", json={"inputs": 5, "state": "x"},
+                    headers={"Referer": f"http://localhost/p/{secret}/"})
+    assert r.status_code != 500 or b"Traceback" not in r.data
