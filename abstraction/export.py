@@ -1,4 +1,7 @@
-"""Exports of an FSM or an extracted DFA, and of traces.
+"""Exports of an FSM or an extracted DFA, and of traces: pure writers.
+
+Every writer takes a path (never silently replaced; written atomically) or an open file,
+as networkx's writers do. Reading a run directory is :mod:`app.workflows.exports`'s job.
 
 ``json``      the ``stateseer.fsm`` v1 exchange format (DESIGN.md)
 ``dot``       Graphviz DOT with AALpy's conventions: an invisible ``__start0`` node with an
@@ -16,11 +19,12 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,9 +32,16 @@ from .errors import AbstractionError
 from .fsm import FSM
 from .io import write_output
 
-__all__ = ["FORMATS", "fsm_to_dot", "read_dot", "render", "write_export", "write_traces_csv"]
+if TYPE_CHECKING:
+    from .dfa import ExtractedDFA
+
+__all__ = ["AUTOMATON_FORMATS", "FORMATS", "RENDERED_TOP_K", "export_data", "fsm_to_dot",
+           "read_dot", "render", "write_automaton", "write_export", "write_traces_csv"]
 
 FORMATS = ("json", "dot", "svg", "png", "pdf", "graphml", "node-link", "traces-csv")
+AUTOMATON_FORMATS = FORMATS[:-1]
+RENDERED_TOP_K = 4
+"""Edges kept per state in a rendered (svg/png/pdf) FSM unless ``top_k`` says otherwise."""
 
 
 def fsm_to_dot(fsm: FSM, *, top_k: int | None = None, min_count: int = 1,
@@ -131,17 +142,70 @@ def render(dot_text: str, fmt: str) -> bytes:
         raise AbstractionError(f"Graphviz failed to render ({msg[0] if msg else exc})") from None
 
 
-def write_traces_csv(fh: IO[str], rows: Sequence[dict[str, Any]]) -> None:
-    """Write traces CSV rows (keys as in DESIGN.md) to an open text file."""
+def write_traces_csv(out: str | Path | IO[str], rows: Sequence[dict[str, Any]], *,
+                     overwrite: bool = False) -> None:
+    """Write traces CSV rows (keys as in DESIGN.md) to a path or an open text file."""
     cols = ["id", "split", "label", "prediction", "tokens", "states", "simulated_states"]
-    w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
     w.writeheader()
     for r in rows:
         w.writerow({**r, "tokens": json.dumps(r["tokens"], ensure_ascii=False),
                     "states": json.dumps(r["states"]),
                     "simulated_states": json.dumps(r["simulated_states"])})
+    write_output(buf.getvalue(), out, overwrite=overwrite)
 
 
 def write_export(data: bytes | str, out: str | Path | IO, *, overwrite: bool = False) -> None:
     """Write ``data`` to a path (refusing to overwrite unless asked) or an open file."""
     write_output(data, out, overwrite=overwrite)
+
+
+def export_data(automaton: FSM | ExtractedDFA, fmt: str, *, top_k: int | None = None,
+                min_count: int = 1) -> bytes | str:
+    """The export of an FSM or an extracted DFA in ``fmt``.
+
+    Parameters
+    ----------
+    automaton : FSM or ExtractedDFA
+    fmt : {'json', 'dot', 'svg', 'png', 'pdf', 'graphml', 'node-link'}
+    top_k : int, optional
+        FSM edges kept per state (``dot``: all by default; rendered formats:
+        :data:`RENDERED_TOP_K`).
+    min_count : int
+        FSM edges seen fewer times are dropped.
+
+    Returns
+    -------
+    str or bytes
+        ``bytes`` for ``svg``/``png``/``pdf``/``graphml``.
+    """
+    if fmt not in AUTOMATON_FORMATS:
+        raise AbstractionError(
+            f"unknown automaton format {fmt!r}; choose one of: {', '.join(AUTOMATON_FORMATS)}")
+    if fmt == "json":
+        return json.dumps(automaton.to_dict(), indent=1, ensure_ascii=False)
+    if fmt in ("dot", "svg", "png", "pdf"):
+        if isinstance(automaton, FSM):
+            k = top_k if top_k is not None or fmt == "dot" else RENDERED_TOP_K
+            dot = automaton.to_dot(top_k=k, min_count=min_count)
+        else:
+            dot = automaton.to_dot()
+        return dot if fmt == "dot" else render(dot, fmt)
+    import networkx as nx
+
+    if fmt == "graphml":
+        buf = io.BytesIO()
+        nx.write_graphml(automaton.to_networkx(), buf)
+        return buf.getvalue()
+    return json.dumps(nx.node_link_data(automaton.to_networkx(), edges="links"),
+                      ensure_ascii=False)
+
+
+def write_automaton(automaton: FSM | ExtractedDFA, fmt: str, out: str | Path | IO, *,
+                    top_k: int | None = None, min_count: int = 1,
+                    overwrite: bool = False) -> None:
+    """Write :func:`export_data` to a path (refusing to overwrite unless asked) or an open
+    file (text or binary, as the format is)."""
+    write_output(export_data(automaton, fmt, top_k=top_k, min_count=min_count), out,
+                 overwrite=overwrite)

@@ -7,13 +7,12 @@ the run directory.
 from __future__ import annotations
 
 import io
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from abstraction.errors import AbstractionError
-from abstraction.export import FORMATS, fsm_to_dot, render, write_export, write_traces_csv
+from abstraction.export import FORMATS, export_data, write_export, write_traces_csv
 from abstraction.fsm import FSM
 from abstraction.pipeline import Abstraction
 from rnn_models.formats.rundir import RunDir
@@ -22,9 +21,6 @@ from rnn_models.formats.traces import Traces
 from .dfa import DFA_FILE
 
 __all__ = ["FORMATS", "export_run", "load_run_fsm"]
-
-RENDERED_TOP_K = 4
-
 
 def load_run_fsm(run: RunDir, dfa: bool = False) -> tuple[FSM, Any]:
     """The run's FSM (and the DFA object when ``dfa``)."""
@@ -65,25 +61,9 @@ def export_run(run: RunDir | str | Path, fmt: str, out: str | Path, *, dfa: bool
         data = buf.getvalue()
     else:
         fsm, dfa_obj = load_run_fsm(run, dfa)
-        if fmt == "json":
-            data = json.dumps(dfa_obj.to_dict() if dfa_obj is not None else fsm.to_dict(),
-                              indent=1, ensure_ascii=False)
-        elif fmt in ("dot", "svg", "png", "pdf"):
-            k = top_k if top_k is not None or fmt == "dot" else RENDERED_TOP_K
-            dot = (dfa_obj.to_dot() if dfa_obj is not None
-                   else fsm_to_dot(fsm, top_k=k, min_count=min_count))
-            data = dot if fmt == "dot" else render(dot, fmt)
-        elif fmt == "graphml":
-            import networkx as nx
-
-            buf = io.BytesIO()
-            nx.write_graphml(fsm.to_networkx(), buf)
-            data = buf.getvalue()
-        else:  # node-link
-            import networkx as nx
-
-            data = json.dumps(nx.node_link_data(fsm.to_networkx(), edges="links"),
-                              ensure_ascii=False)
+        # graphs (graphml, node-link) always come from the FSM view of the automaton
+        graph = fmt in ("graphml", "node-link") or dfa_obj is None
+        data = export_data(fsm if graph else dfa_obj, fmt, top_k=top_k, min_count=min_count)
     if str(out) == "-":
         if isinstance(data, bytes):
             if fmt in ("png", "pdf"):

@@ -178,3 +178,37 @@ def test_write_export_refuses_to_overwrite(tmp_path):
     write_export("four", buf)
     assert buf.getvalue() == "four"
     assert sorted(p.name for p in out.parent.iterdir()) == ["fsm.dot"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "dot", "graphml", "node-link"])
+def test_writers_take_a_path_or_an_open_file(tmp_path, fmt):
+    from abstraction.export import export_data, write_automaton
+
+    fsm = example_a()
+    data = export_data(fsm, fmt)
+    path = tmp_path / f"fsm.{fmt}"
+    write_automaton(fsm, fmt, path)
+    assert (path.read_bytes() if isinstance(data, bytes) else path.read_text()) == data
+    with pytest.raises(AbstractionError, match="exists"):
+        write_automaton(fsm, fmt, path)  # never silently replaced
+    buf = io.BytesIO() if isinstance(data, bytes) else io.StringIO()
+    write_automaton(fsm, fmt, buf)
+    assert buf.getvalue() == data
+    rows = [{"id": 0, "split": "test", "label": "a", "prediction": "a", "tokens": ["x"],
+             "states": [0, 1], "simulated_states": [0, 1]}]
+    write_traces_csv(tmp_path / "t.csv", rows)
+    text = io.StringIO()
+    write_traces_csv(text, rows)
+    assert (tmp_path / "t.csv").read_bytes().decode() == text.getvalue()  # CSV: \r\n kept
+
+
+def test_extracted_dfa_exports_through_the_same_writers():
+    from abstraction.dfa import ExtractedDFA
+    from abstraction.export import export_data
+
+    parity = ExtractedDFA(alphabet=("a", "b"), classes=["reject", "accept"],
+                          transitions=np.array([[1, 0], [0, 1]]), state_class=np.array([1, 0]))
+    assert export_data(parity, "dot") == parity.to_dot()
+    assert json.loads(export_data(parity, "json"))["kind"] == "dfa"
+    with pytest.raises(AbstractionError, match="unknown automaton format"):
+        export_data(parity, "traces-csv")

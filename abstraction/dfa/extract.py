@@ -1,0 +1,160 @@
+"""The extraction: :func:`extract_dfa` strings the stages of :mod:`abstraction.dfa` together."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from rnn_models.formats.traces import SplitTraces, Traces
+
+from ..errors import AbstractionError
+from .agreement import _agreement, _grammar_check, training_statistics
+from .extracted import ExtractedDFA
+from .minimise import _minimise
+from .prefix_tree import _alphabet, _alphabet_lookup, _prefix_tree, _tokenizer_of
+from .refine import _initial_partition, complete, refine
+
+__all__ = ["extract_dfa"]
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1
+
+
+def _check_params(traces: Traces, split: str, max_states: Any, initial_states: Any
+                  ) -> SplitTraces:
+    """The split to extract from, after one-line checks of the parameters."""
+    if not _is_count(max_states):
+        raise AbstractionError(f"max_states must be a positive integer, not {max_states!r}")
+    if initial_states is not None and not (isinstance(initial_states, (int, np.integer))
+                                           and initial_states >= 1):
+        raise AbstractionError(
+            f"initial_states must be a positive integer or None, not {initial_states!r}"
+        )
+    if initial_states is not None and initial_states > max_states:
+        raise AbstractionError(
+            f"initial_states={initial_states} exceeds max_states={max_states}; raise "
+            "max_states or lower initial_states"
+        )
+    if split not in traces:
+        raise AbstractionError(
+            f"split {split!r} was not recorded; record it with `stateseer record RUN`"
+        )
+    st = traces[split]
+    if st.n_inputs == 0:
+        raise AbstractionError(
+            f"split {split!r} of the traces is empty; record a data set with training strings"
+        )
+    return st
+
+
+def extract_dfa(
+    traces: Traces,
+    *,
+    max_states: int = 200,
+    initial_states: int | None = None,
+    random_state: int | None = 0,
+    split: str = "train",
+    eval_split: str | None = "test",
+    max_rounds: int = 10_000,
+    grammar: Any = None,
+) -> ExtractedDFA:
+    """Extract a deterministic, complete, minimal automaton from recorded traces.
+
+    See the module docstring for the algorithm. Everything that touches all hidden states
+    is vectorised; Python loops run over refinement rounds and split states only.
+
+    Parameters
+    ----------
+    traces : rnn_models.traces.Traces
+        Recorded traces of a run (``stateseer record RUN``). ``traces[split]`` supplies
+        ``hidden`` (n_steps, state_size), ``proba`` (n_steps, n_classes), ``surface_ids``
+        and ``offsets``; ``initial_hidden`` (state_size,) and ``initial_proba``
+        (n_classes,) stand for the empty prefix.
+    max_states : int, default 200
+        Budget of states *before* minimisation. When the budget is reached refinement
+        stops, and the automaton is completed with majority transitions (still a valid,
+        complete DFA); ``report["budget_exhausted"]`` then says so.
+    initial_states : int or None, default None
+        Start from this many k-means states (split by predicted class) instead of one state
+        per predicted class.
+    random_state : int or None, default 0
+        Seed of the k-means start (the default start is deterministic).
+    split : str, default 'train'
+        Split whose traces build the automaton.
+    eval_split : str or None, default 'test'
+        Split on which agreement with the RNN is measured (skipped if None or not recorded).
+    max_rounds : int, default 10_000
+        Safety cap on refinement rounds.
+    grammar : DFA or Grammar, optional
+        The language the RNN was trained on, if known (e.g.
+        ``rnn_models.formal.GRAMMARS[name]``): the report then compares the automaton with
+        it on every string of length at most 12.
+
+    Returns
+    -------
+    ExtractedDFA
+        With ``report`` keys ``n_states``, ``n_states_before_minimisation``,
+        ``n_initial_states``, ``refinement_rounds``, ``budget_exhausted``,
+        ``deterministic`` (no conflict left on the training prefixes),
+        ``conflicting_steps`` (training steps whose transition disagrees with the majority
+        transition of their abstract state, before minimisation),
+        ``train_prefix_agreement``, ``seconds`` (extraction, without the evaluation),
+        ``agreement`` / ``prefix_agreement`` / ``agreement_le12`` on ``eval_split`` and,
+        for a built-in grammar, ``grammar_agreement_le12`` and ``minimal_size_match``.
+
+    Raises
+    ------
+    AbstractionError
+        Empty split, NaN hidden states, or ``max_states`` below the number of predicted
+        classes (or below ``initial_states``).
+    """
+    t_start = time.perf_counter()
+    st = _check_params(traces, split, max_states, initial_states)
+    classes = list(traces.classes)
+    n_classes = len(classes)
+    alphabet, lookup = _alphabet(traces, split)
+    if not alphabet:
+        raise AbstractionError(
+            f"split {split!r} holds only empty strings; a DFA needs strings with symbols"
+        )
+    n_sym = len(alphabet)
+    p0 = np.asarray(traces.initial_proba, dtype=np.float64)
+    tree = _prefix_tree(st, lookup[np.asarray(st.surface_ids, dtype=np.int64)], n_sym,
+                        np.asarray(traces.initial_hidden, dtype=np.float32), p0)
+    n_pred = len(np.unique(tree.pred))
+    if max_states < n_pred:
+        raise AbstractionError(
+            f"max_states={max_states} cannot separate the {n_pred} classes the RNN predicts; "
+            f"pass max_states >= {n_pred}"
+        )
+    state = _initial_partition(tree, n_classes, initial_states, random_state)
+    n_initial = int(state.max()) + 1
+    n_states, rounds, budget_exhausted = refine(tree, state, n_sym, max_states, max_rounds)
+    trans, cls, deterministic, conflicting = complete(tree, state, n_states, n_sym, n_classes)
+    m_trans, m_cls, _ = _minimise(alphabet, trans, cls, int(state[0]), n_classes)
+    stats = training_statistics(tree, st, m_trans, m_cls, p0, n_classes)
+    report: dict[str, Any] = {
+        "n_states": len(m_trans), "n_states_before_minimisation": int(n_states),
+        "n_initial_states": n_initial, "refinement_rounds": int(rounds),
+        "max_states": int(max_states), "budget_exhausted": bool(budget_exhausted),
+        "deterministic": deterministic, "conflicting_steps": conflicting,
+        "n_prefixes": len(tree.X), "train_agreement": stats["train_agreement"],
+        "train_prefix_agreement": stats["train_prefix_agreement"],
+        "seconds": round(time.perf_counter() - t_start, 4),
+    }
+    info = {**dict(traces.provenance), "split": split, "max_states": int(max_states),
+            "initial_states": initial_states, "random_state": random_state,
+            "method": "prefix-tree refinement + Moore minimisation",
+            "traces": str(getattr(traces, "path", ""))}
+    out = ExtractedDFA(alphabet=alphabet, classes=classes, transitions=m_trans,
+                       state_class=m_cls, initial=0, visits=stats["visits"],
+                       prediction=stats["prediction"], counts=stats["counts"],
+                       tokenizer=_tokenizer_of(traces), report=report, info=info)
+    if eval_split is not None and eval_split in traces:
+        report.update(_agreement(traces, eval_split, _alphabet_lookup(traces, alphabet),
+                                 m_trans, m_cls, 0))
+    report.update(_grammar_check(grammar, out))
+    return out
