@@ -25,6 +25,8 @@ from sklearn.base import BaseEstimator
 from sklearn.cluster import MiniBatchKMeans
 from sklearn.decomposition import PCA
 
+from rnn_models.formats.atomic import atomic_save_npz
+
 from .errors import AbstractionError
 from .features import as_2d, iter_rows, sample_rows
 
@@ -221,11 +223,8 @@ class ContextIndex(BaseEstimator):
                 "list_ptr": self.list_ptr_, "order": self.order_, "codes": self.codes_}
 
     def save(self, path: str | Path) -> None:
-        """Write the index as an ``.npz`` (via a temporary file; no pickles)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, **self.to_arrays())
-        tmp.replace(path)
+        """Write the index as an ``.npz`` atomically (no pickles)."""
+        atomic_save_npz(path, **self.to_arrays())
 
     @classmethod
     def load(cls, path: str | Path) -> ContextIndex:

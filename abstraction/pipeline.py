@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
-from rnn_models.formats.atomic import atomic_write_text
+from rnn_models.formats.atomic import atomic_write_text, fsync_dir
 from rnn_models.formats.errors import StateseerError
 from rnn_models.formats.rundir import RunDir
 from rnn_models.formats.traces import SplitTraces, Traces
@@ -129,6 +129,7 @@ class Abstraction:
                 shutil.copy2(dfa, tmp / "dfa.json")
             shutil.rmtree(path)
         tmp.rename(path)
+        fsync_dir(path.parent)
 
     @classmethod
     def load(cls, path: str | Path) -> Abstraction:
