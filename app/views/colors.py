@@ -1,5 +1,5 @@
-"""Deprecated: moved to :mod:`app.explorer.colors`."""
+"""Deprecated: moved to :mod:`abstraction.colors`."""
 
-from app.explorer.colors import CATEGORICAL, class_color, mix_color, text_color_on
+from abstraction.colors import CATEGORICAL, class_color, mix_color, text_color_on
 
 __all__ = ["CATEGORICAL", "class_color", "mix_color", "text_color_on"]

@@ -8,10 +8,10 @@ from typing import Any
 
 from dash import Input, Output, State, dcc, html, no_update
 
+from abstraction.colors import mix_color, text_color_on
 from abstraction.fsm import FSM
 
 from .. import ids
-from ..colors import mix_color, text_color_on
 from ..view import Callback, Trigger, View
 
 __all__ = ["VIEW", "show_card", "state_card"]

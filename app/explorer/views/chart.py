@@ -11,8 +11,9 @@ import numpy as np
 import plotly.graph_objects as go
 from dash import Input, Output, State, dcc, html, no_update
 
+from abstraction.colors import class_color
+
 from .. import ids
-from ..colors import class_color
 from ..records import TraceRecord
 from ..view import Callback, View
 from .core import active_of

@@ -18,13 +18,13 @@ import dash_cytoscape as cyto
 import numpy as np
 from dash import Input, Output, State, dcc, html, no_update
 
+from abstraction.colors import mix_color, text_color_on
 from abstraction.export import fsm_to_dot, render
 from abstraction.fsm import FSM
 from app.selection import apply_event, to_query
 from rnn_models.errors import StateseerError
 
 from .. import ids
-from ..colors import mix_color, text_color_on
 from ..view import Callback, Trigger, View, select_outputs
 from .core import active_of
 

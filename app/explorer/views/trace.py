@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 from dash import ALL, Input, Output, State, html, no_update
 
+from abstraction.colors import mix_color, text_color_on
+
 from .. import ids
-from ..colors import mix_color, text_color_on
 from ..records import TraceRecord
 from ..view import Callback, Trigger, View
 from .core import active_of
