@@ -17,8 +17,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = {"torch", "dash"}
-# Deprecated re-export shims that may reach app/ until the code importing them moves on.
-SHIMS = {ROOT / "abstraction" / "exporting.py"}
 
 
 def module_name(path: Path) -> str:
@@ -98,7 +96,7 @@ def test_abstraction_imports_only_the_formats_layer_of_rnn_models():
 def test_abstraction_never_imports_app_torch_or_dash():
     bad = sorted(f"{f.relative_to(ROOT)}: {m}"
                  for f in (ROOT / "abstraction").rglob("*.py") for m in imported(f)
-                 if top(m) in HEAVY or (top(m) == "app" and f not in SHIMS))
+                 if top(m) in HEAVY | {"app"})
     assert not bad, f"abstraction imports app, torch or dash: {bad}"
 
 

@@ -310,6 +310,16 @@ class DFA(TableAutomaton):
     def is_accepting(self, state: int) -> bool:
         return bool(self.accepting[state])
 
+    def run(self, symbols: Any, lengths: np.ndarray | None = None) -> Any:
+        """States visited on one string (:meth:`Automaton.run`).
+
+        ``run(ids, lengths)`` is the old spelling of :meth:`run_batch`, kept for
+        compatibility (deprecated: call ``run_batch``).
+        """
+        if lengths is not None:
+            return self.run_batch(symbols, lengths)
+        return super().run(symbols)
+
     def prefix_labels(self, symbol_ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """Acceptance of every prefix.
 

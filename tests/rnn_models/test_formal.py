@@ -272,6 +272,8 @@ def test_grammar_dfa_is_an_automaton_with_reset_step_run() -> None:
     assert dfa.state == 1
     dfa.reset()
     assert dfa.state == 0 and dfa.step("1") == 1 and dfa.step("1") == 2
+    ids, lengths = dfa.encode(["101"])
+    assert dfa.run(ids, lengths).tolist() == dfa.run_batch(ids, lengths).tolist()  # old spelling
     with pytest.raises(ValueError, match="Unknown symbol 'x'"):
         dfa.step("x")
     dot = dfa.to_dot()
