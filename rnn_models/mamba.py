@@ -3,17 +3,22 @@
 One layer is the residual block of the Mamba paper, for inputs ``x_t`` of width
 ``d_model`` (the embedding size) and ``d_inner`` channels (``hidden``)::
 
-    (x̂, z)  = in_proj(RMSNorm(x_t))                  x̂, z: d_inner
+    (x̂, z)  = in_proj(x_t)                           x̂, z: d_inner
     u_t     = SiLU(causal depthwise conv(x̂)_t)        kernel d_conv over x̂_{t−d_conv+1..t}
     Δ, B, C = softplus(dt_proj(·)), ·, ·  of x_proj(u_t)   Δ: d_inner; B, C: d_state
     S_t     = exp(Δ_t A) ⊙ S_{t−1} + (Δ_t u_t) B_tᵀ      A = −exp(A_log): d_inner × d_state
     y_t     = S_t C_t + D ⊙ u_t
     x_{t+1 layer} = x_t + out_proj(y_t ⊙ SiLU(z_t))
 
-and the head reads ``RMSNorm(x)`` after the top layer. The *recurrent state* of a layer
+and the head reads ``x`` after the top layer. The *recurrent state* of a layer
 after step ``t`` is what the next step needs: the SSM state ``S_t`` (d_inner × d_state)
 and the conv buffer, the last ``d_conv − 1`` values of ``x̂`` (d_inner × (d_conv − 1)).
 The block output depends on the current token too, so it is not what is abstracted.
+
+Unlike the paper's deep stacks, the blocks have no RMSNorm: with at most three layers
+training is stable without it, and RMSNorm is a step function at the zero vector, which
+breaks integrated gradients from the ``<pad>`` (zero) embedding baseline (completeness
+failed by a factor of 8 with it).
 
 ``--state`` chooses what :meth:`MambaClassifier.trace` records for the traced layer:
 
@@ -126,7 +131,6 @@ class MambaLayer(nn.Module):
         super().__init__()
         self.d_inner, self.d_state, self.d_conv = d_inner, d_state, d_conv
         self.dt_rank = max(1, math.ceil(d_model / 16))
-        self.norm = nn.RMSNorm(d_model)
         self.in_proj = nn.Linear(d_model, 2 * d_inner, bias=False)
         self.conv = nn.Conv1d(d_inner, d_inner, d_conv, groups=d_inner)
         self.x_proj = nn.Linear(d_inner, self.dt_rank + 2 * d_state, bias=False)
@@ -157,7 +161,7 @@ class MambaLayer(nn.Module):
         """Outputs (batch, time, d_model) and, with ``keep``, every step's SSM state
         (batch, time, d_inner, d_state) and conv buffer (batch, time, d_inner, d_conv − 1)."""
         T = x.shape[1]
-        xi, z = self.in_proj(self.norm(x)).chunk(2, dim=-1)
+        xi, z = self.in_proj(x).chunk(2, dim=-1)
         padded = F.pad(xi.transpose(1, 2), (self.d_conv - 1, 0))  # (B, d_inner, T + k − 1)
         u = F.silu(self.conv(padded).transpose(1, 2))
         dA, dBu, C, _ = self._ssm_inputs(u)
@@ -170,7 +174,7 @@ class MambaLayer(nn.Module):
 
     def step(self, st: LayerState, x: Tensor) -> LayerState:
         """One token: ``x`` (batch, d_model) → the layer's state and output after it."""
-        xi, z = self.in_proj(self.norm(x)).chunk(2, dim=-1)
+        xi, z = self.in_proj(x).chunk(2, dim=-1)
         window = torch.cat([st.conv, xi[..., None]], dim=-1)  # (B, d_inner, d_conv)
         u = F.silu((window * self.conv.weight[:, 0]).sum(-1) + self.conv.bias)
         dA, dBu, C, _ = self._ssm_inputs(u)
@@ -184,7 +188,7 @@ class MambaLayer(nn.Module):
 
 
 class MambaClassifier(LayeredClassifier):
-    """Embedding → 1–3 Mamba layers → RMSNorm → linear head, at every step.
+    """Embedding → 1–3 Mamba layers → linear head, at every step.
 
     Parameters
     ----------
@@ -229,7 +233,6 @@ class MambaClassifier(LayeredClassifier):
         self.embedding = nn.Embedding(vocab_size, embed, padding_idx=0)
         self.layers = nn.ModuleList(
             [MambaLayer(embed, hidden, d_state, d_conv) for _ in range(layers)])
-        self.norm = nn.RMSNorm(embed)
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(embed, n_classes)
 
@@ -246,7 +249,7 @@ class MambaClassifier(LayeredClassifier):
             x, S, conv = layer(x, keep=i == keep)
             if i == keep:
                 kept = self._vector(S, conv)
-        return self.norm(x), kept
+        return x, kept
 
     # -- stepping: MambaState ---------------------------------------------------------------
     def initial_state(self, batch_size: int) -> MambaState:
@@ -285,4 +288,4 @@ class MambaClassifier(LayeredClassifier):
         return MambaState(layers, state.previous)
 
     def top_of(self, state: MambaState) -> Tensor:
-        return self.norm(state.layers[-1].out)
+        return state.layers[-1].out

@@ -16,13 +16,13 @@ one from a run's ``config.json`` model section.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
+from .archs import ARCHITECTURES, Architecture, build_model
 from .protocol import Traceable
 
 __all__ = ["ARCHITECTURES", "ARCHS", "Architecture", "RNNClassifier", "RecurrentAdapter",
@@ -350,113 +350,3 @@ class RNNClassifier(nn.Module):
     def state_proba(self, state: StackState) -> Tensor:
         h, _ = self._parts(state.layers[-1])
         return torch.softmax(self.head(h), dim=-1)
-
-
-# -- the architecture registry ---------------------------------------------------------------
-@dataclass(frozen=True)
-class Architecture:
-    """One architecture that ``stateseer train --arch NAME`` builds.
-
-    Attributes
-    ----------
-    name : str
-    build : callable
-        ``build(vocab_size, n_classes, *, embed, hidden, layers, dropout, state, **extra)``
-        → a model in the protocol (all three parts, see :mod:`rnn_models.protocol`).
-    states : dict of str to str
-        The ``--state`` choices (what is recorded), each with a one-line description; the
-        first is the default.
-    description : str
-    extra : dict of str to int
-        Further hyper-parameters of the arch and their defaults (e.g. Mamba's ``d_state``);
-        ``config.json``'s model section stores them.
-    """
-
-    name: str
-    build: Callable[..., nn.Module]
-    states: dict[str, str]
-    description: str
-    extra: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def default_state(self) -> str:
-        return next(iter(self.states))
-
-    def __call__(self, vocab_size: int, n_classes: int, **hp: Any) -> nn.Module:
-        return self.build(vocab_size, n_classes, **hp)
-
-
-def _rnn_builder(arch: str) -> Callable[..., nn.Module]:
-    def build(vocab_size: int, n_classes: int, *, embed: int = 128, hidden: int = 128,
-              layers: int = 1, dropout: float = 0.0, state: str = "h") -> nn.Module:
-        return RNNClassifier(arch, vocab_size, n_classes, embed=embed, hidden=hidden,
-                             layers=layers, dropout=dropout, state=state)
-    return build
-
-
-def _minrnn_builder(kind: str) -> Callable[..., nn.Module]:
-    def build(vocab_size: int, n_classes: int, **hp: Any) -> nn.Module:
-        from .minrnn import MinRNNClassifier
-
-        return MinRNNClassifier(kind, vocab_size, n_classes, **hp)
-    return build
-
-
-def _mamba(vocab_size: int, n_classes: int, **hp: Any) -> nn.Module:
-    from .mamba import MambaClassifier
-
-    return MambaClassifier(vocab_size, n_classes, **hp)
-
-
-_H = {"h": "the hidden state h_t"}
-_MAMBA_STATES = {
-    "full": "the traced layer's whole recurrent state: SSM state (hidden × d_state) then "
-            "the causal-conv buffer (hidden × (d_conv − 1)), flattened",
-    "ssm": "the SSM state alone (hidden × d_state), flattened",
-    "summary": "the SSM state averaged over d_state (hidden floats; forcing shifts the SSM "
-               "state so that its average is the centroid)",
-}
-ARCHITECTURES: dict[str, Architecture] = {
-    "lstm": Architecture("lstm", _rnn_builder("lstm"), {
-        "h": "the hidden state h_t", "c": "the cell state c_t", "hc": "h_t and c_t"},
-        "LSTM (nn.LSTM)"),
-    "gru": Architecture("gru", _rnn_builder("gru"), _H, "GRU (nn.GRU)"),
-    "rnn": Architecture("rnn", _rnn_builder("rnn"), _H, "Elman RNN (nn.RNN, tanh)"),
-    "mingru": Architecture("mingru", _minrnn_builder("mingru"), _H,
-                           "minGRU (Feng et al. 2024), log-space parallel scan"),
-    "minlstm": Architecture("minlstm", _minrnn_builder("minlstm"), _H,
-                            "minLSTM (Feng et al. 2024), log-space parallel scan"),
-    "mamba": Architecture("mamba", _mamba, _MAMBA_STATES,
-                          "Mamba (selective state space, Gu & Dao 2023), residual blocks",
-                          extra={"d_state": 16, "d_conv": 4}),
-}
-
-
-def build_model(section: dict[str, Any]) -> nn.Module:
-    """Build the (untrained) model a run's ``config.json`` ``model`` section describes.
-
-    Parameters
-    ----------
-    section : dict
-        ``arch``, ``vocab_size``, ``n_classes``, ``embed``, ``hidden``, ``layers`` and
-        optionally ``state`` and the arch's :attr:`Architecture.extra` keys.
-
-    Returns
-    -------
-    nn.Module
-        In eval mode, dropout 0.
-
-    Raises
-    ------
-    KeyError, ValueError, TypeError
-        An unknown arch or a missing or invalid entry (loading turns them into one line).
-    """
-    arch = ARCHITECTURES.get(section["arch"])
-    if arch is None:
-        raise ValueError(f"unknown arch {section['arch']!r}; choose one of "
-                         f"{', '.join(ARCHITECTURES)}")
-    extra = {k: section[k] for k in arch.extra if k in section}
-    model = arch(section["vocab_size"], section["n_classes"], embed=section["embed"],
-                 hidden=section["hidden"], layers=section["layers"], dropout=0.0,
-                 state=section.get("state", arch.default_state), **extra)
-    return model.eval()

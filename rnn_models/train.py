@@ -25,10 +25,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from .archs import ARCHITECTURES
 from .batching import length_batches, pad_batch
 from .datasets import TextDataset, load_dataset
 from .errors import DataError
-from .models import ARCHITECTURES
 from .run import Run, atomic_write_text, data_section, sha256_file
 from .tokenizers import Vocab
 
@@ -44,6 +44,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 #: per arch and data kind, defaults that differ from :data:`DEFAULTS` (and the arch's extras)
 ARCH_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
+    # a min-RNN layer's gates read only its input, so one layer cannot combine the current
+    # symbol with what it has seen (Tomita 2's "11"); two can
+    "mingru": {"formal": dict(layers=2)},
+    "minlstm": {"formal": dict(layers=2)},
     # Mamba's recorded state is hidden · (d_state + d_conv − 1) floats per step: keep it
     # near 700 on text (an LSTM's h is 128)
     "mamba": {"text": dict(embed=64, hidden=64, d_state=8),
@@ -77,6 +81,7 @@ class TrainConfig:
     max_tokens: int | None = 2000
     d_state: int | None = None
     d_conv: int | None = None
+    max_seconds: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolve(self, ds: TextDataset) -> dict[str, Any]:
@@ -260,6 +265,8 @@ def _fit(model: nn.Module, data: _Data, hp: dict, cfg: TrainConfig,
             break
         if hp["kind"] == "formal" and val_acc == 1.0 and loss_avg < 1e-3:
             break
+        if cfg.max_seconds is not None and time.perf_counter() - t0 >= cfg.max_seconds:
+            break  # a time budget: no epoch starts after it is spent
     bar.close()
     seconds = time.perf_counter() - t0
     model.load_state_dict(best["state"])

@@ -1,0 +1,164 @@
+"""minGRU, minLSTM and Mamba: learnt exactly on a Tomita grammar, recorded with the shapes
+their --state documents, forced exactly when nothing is replaced, parallel scan = steps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from rnn_models.attribution import attribute
+from rnn_models.errors import DataError
+from rnn_models.forcing import forced_run
+from rnn_models.mamba import MambaClassifier, linear_scan
+from rnn_models.minrnn import MinRNNClassifier, log_scan
+from rnn_models.models import ARCHITECTURES, build_model
+from rnn_models.train import TrainConfig, train_run
+from tests.conftest import one_line
+
+MODERN = ("mingru", "minlstm", "mamba")
+GRAMMAR = "tomita1"  # 1*: an absorbing "seen a 0" flag
+
+
+def _small(arch: str, state: str | None = None, layers: int = 2) -> torch.nn.Module:
+    torch.manual_seed(0)
+    hp = dict(embed=6, hidden=5, layers=layers, state=state or ARCHITECTURES[arch].default_state)
+    if arch == "mamba":
+        hp["d_state"] = 3
+    return ARCHITECTURES[arch](17, 3, **hp).eval()
+
+
+def _batch() -> tuple[torch.Tensor, torch.Tensor]:
+    ids = torch.tensor([[3, 4, 5, 6, 7, 8, 9], [9, 2, 0, 0, 0, 0, 0], [12, 13, 14, 1, 0, 0, 0]])
+    return ids, torch.tensor([7, 2, 4])
+
+
+def _loaded(run) -> torch.nn.Module:
+    """The run's model rebuilt from config.json through the registry."""
+    model = build_model(run.config["model"])
+    model.load_state_dict(torch.load(run.model_path, weights_only=True))
+    return model.eval()
+
+
+@pytest.fixture(scope="module", params=MODERN)
+def trained(request, tmp_path_factory):
+    from rnn_models.record import record_run
+
+    arch = request.param
+    # the formal defaults (2 layers for the min-RNNs); 100 % from the first epoch on
+    run = train_run(TrainConfig(dataset=GRAMMAR, arch=arch, epochs=4),
+                    tmp_path_factory.mktemp("modern") / arch, progress=False)
+    model = _loaded(run)
+    return arch, run, model, record_run(run, model=model, splits=("test",))
+
+
+def test_learns_a_tomita_grammar_exactly(trained):
+    from rnn_models.formal import GRAMMARS, all_strings
+    from rnn_models.train import evaluate
+
+    arch, run, model, _ = trained
+    assert run.config["model"]["arch"] == arch
+    assert run.metrics()["test_accuracy"] == 1.0
+    dfa = GRAMMARS[GRAMMAR].dfa
+    strings = all_strings(dfa.alphabet, 10)
+    seqs = [run.vocab().encode(list(s)) for s in strings]
+    acc, _ = evaluate(model, seqs, dfa.accepts(strings).astype(np.int64))
+    assert acc == 1.0
+
+
+def test_recording_shapes_and_forcing_without_replacement_is_exact(trained):
+    _arch, _run, model, traces = trained
+    te = traces["test"]
+    assert te.hidden.shape == (te.n_steps, model.state_size)
+    assert traces.meta["state"] == model.state
+    idx = np.flatnonzero(te.lengths > 0)[:50]
+    seqs = [np.asarray(te.token_ids[te.steps(int(i))], np.int64) for i in idx]
+    from rnn_models.batching import pad_batch
+
+    ids, lens = (torch.as_tensor(a) for a in pad_batch(seqs, np.arange(len(seqs))))
+    cent = np.zeros((2, model.state_size), np.float32)
+    assign = lambda h, p: (p[:, 1] > 0.5).astype(np.int64)  # noqa: E731
+    r = forced_run(model, ids, lens, assign, cent, mask=np.zeros(ids.shape, bool))
+    np.testing.assert_allclose(r.final_proba, te.final_proba[idx], atol=1e-5)
+    for b, i in enumerate(idx[:10]):
+        np.testing.assert_allclose(r.proba[b, : lens[b]], te.proba[te.steps(int(i))], atol=1e-5)
+
+
+@pytest.mark.parametrize("arch,state,size", [
+    ("mingru", "h", 5), ("minlstm", "h", 5),
+    ("mamba", "full", 5 * (3 + 3)), ("mamba", "ssm", 5 * 3), ("mamba", "summary", 5)])
+@pytest.mark.parametrize("layer", [0, -1])
+def test_parallel_scan_equals_stepping(arch, state, size, layer):
+    """trace (one parallel scan over the batch) = step (one token at a time), every layer."""
+    model = _small(arch, state)
+    ids, lens = _batch()
+    with torch.no_grad():
+        hidden, proba = model.trace(ids, lens, layer)
+        st = model.initial_state(len(ids))
+        hs, ps = [], []
+        for t in range(ids.shape[1]):
+            st = model.step(st, ids[:, t])
+            hs.append(model.get_state(st, layer))
+            ps.append(model.state_proba(st))
+    assert hidden.shape == (3, 7, size) and proba.shape == (3, 7, 3)
+    torch.testing.assert_close(torch.stack(hs, 1), hidden, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(torch.stack(ps, 1), proba, atol=1e-6, rtol=1e-5)
+    h0, p0 = model.initial(layer)
+    assert h0.shape == (size,) and not h0.any()
+    torch.testing.assert_close(p0, torch.softmax(model.head.bias, -1))  # head of a zero state
+
+
+@pytest.mark.parametrize("arch,state", [("mingru", "h"), ("mamba", "full"),
+                                        ("mamba", "summary")])
+def test_forcing_replaces_the_state_and_the_head_sees_it(arch, state):
+    model = _small(arch, state, layers=1)
+    ids, lens = _batch()
+    cent = np.random.default_rng(0).normal(size=(2, model.state_size)).astype(np.float32)
+    assign = lambda h, p: np.ones(len(h), np.int64)  # noqa: E731
+    r = forced_run(model, ids, lens, assign, cent)
+    with torch.no_grad():  # replaying the same replacements by hand
+        st = model.initial_state(3)
+        for t in range(ids.shape[1]):
+            st = model.step(st, ids[:, t])
+            st = model.set_state(st, -1, torch.as_tensor(cent[[1, 1, 1]]))
+            np.testing.assert_allclose(r.proba[:, t], model.state_proba(st).numpy(), atol=1e-6)
+            got = model.get_state(st, -1).numpy()
+            np.testing.assert_allclose(got, cent[[1, 1, 1]], atol=1e-5)  # it holds the centroid
+    if arch == "mingru":  # h is the head's input: the head on the centroid
+        with torch.no_grad():
+            want = torch.softmax(model.head(torch.as_tensor(cent[1])), -1).numpy()
+        np.testing.assert_allclose(r.final_proba, np.stack([want] * 3), atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", MODERN)
+def test_integrated_gradients_through_the_protocol(arch):
+    model = _small(arch)
+    ids = np.array([3, 4, 5, 6])
+    a = attribute(model, ids, list("abcd"), method="ig", target="contrastive")
+    emb = model.embed(torch.as_tensor(ids)[None]).detach()
+    with torch.no_grad():
+        z, z0 = model.forward_from_embeddings(emb)[0], model.forward_from_embeddings(0 * emb)[0]
+    diff = float((z - z0)[a.target_class] - (z - z0)[a.contrast_class])
+    assert a.scores.sum() == pytest.approx(diff, abs=1e-3 + 1e-2 * abs(diff))
+
+
+def test_scans_on_known_values():
+    a, b = torch.tensor([[[0.5], [0.25], [1.0]]]), torch.tensor([[[2.0], [1.0], [3.0]]])
+    want = [2.0, 1.5, 4.5]
+    assert log_scan(a.log(), b.log()).flatten().tolist() == pytest.approx(want)
+    assert linear_scan(a, b).flatten().tolist() == pytest.approx(want)
+
+
+def test_states_and_arguments_are_checked():
+    with pytest.raises(DataError) as e:
+        train_run(TrainConfig(dataset="tomita1", arch="mamba", state="h"), "/nonexistent/x",
+                  progress=False)
+    msg = one_line(e.value)
+    assert "full, ssm, summary" in msg
+    with pytest.raises(ValueError, match="only 'h'"):
+        MinRNNClassifier("mingru", 10, 2, state="c")
+    with pytest.raises(ValueError, match="does not exist"):
+        MambaClassifier(10, 2, state="h")
+    with pytest.raises(ValueError, match="does not exist"):
+        _small("mamba").initial(layer=2)
+    assert {"lstm", "gru", "rnn", "mingru", "minlstm", "mamba"} <= set(ARCHITECTURES)
