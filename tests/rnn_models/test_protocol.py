@@ -166,3 +166,49 @@ def test_token_occlusion_of_a_built_in_model_equals_embedding_occlusion():
     b = attribute(model, IDS, TOKENS, method="occlusion")
     np.testing.assert_allclose(a.scores, b.scores, atol=1e-5)
     assert a.output == pytest.approx(b.output, abs=1e-6)
+
+
+@pytest.mark.parametrize("layer", [0, 1])
+def test_built_in_models_step_exactly_like_they_trace(layer):
+    """Forcing nothing at a lower or the top layer reproduces trace (states and predictions),
+    for a 2-layer LSTM traced on h and c and a 2-layer nn.GRU behind RecurrentAdapter."""
+    from rnn_models.models import RecurrentAdapter
+
+    torch.manual_seed(4)
+    lstm = RNNClassifier("lstm", 20, 3, embed=5, hidden=6, layers=2, state="hc").eval()
+    gru = RecurrentAdapter(nn.Embedding(20, 5), nn.GRU(5, 6, num_layers=2, batch_first=True),
+                           nn.Linear(6, 3), n_classes=3).eval()
+    ids, lens = torch.tensor([[3, 7, 2, 9], [5, 6, 0, 0]]), torch.tensor([4, 2])
+    for model, lay in ((lstm, layer), (gru, -1)):
+        seen = []
+
+        def assign(h, p, seen=seen):
+            seen.append(h)
+            return np.zeros(len(h), np.int64)
+
+        cent = np.zeros((1, model.initial(lay)[0].shape[0]), np.float32)
+        r = forced_run(model, ids, lens, assign, cent, layer=lay,
+                       mask=np.zeros(ids.shape, bool))
+        with torch.no_grad():
+            hidden, proba = model.trace(ids, lens, lay)
+        np.testing.assert_allclose(r.proba, proba.numpy(), atol=1e-6)
+        np.testing.assert_allclose(np.stack(seen, 1), hidden.numpy(), atol=1e-6)
+
+
+def test_forcing_a_lower_layer_changes_the_layer_above_at_once():
+    torch.manual_seed(5)
+    model = RNNClassifier("gru", 20, 3, embed=5, hidden=6, layers=2).eval()
+    ids, lens = torch.tensor([[3, 7, 2]]), torch.tensor([3])
+    cent = np.random.default_rng(1).normal(size=(1, 6)).astype(np.float32)
+    mask = np.zeros((1, 3), bool)
+    mask[0, 1] = True
+    r = forced_run(model, ids, lens, lambda h, p: np.zeros(len(h), np.int64), cent, layer=0,
+                   mask=mask)
+    with torch.no_grad():  # by hand: layer 0 on the centroid at step 1, layer 1 reads it
+        x = model.embedding(ids)
+        h0a = model.rnns[0](x[:, :1])[1]
+        h1a = model.rnns[1](h0a.transpose(0, 1))[1]
+        h0b = torch.as_tensor(cent)[None]
+        _, h1b = model.rnns[1](h0b.transpose(0, 1), h1a)
+        want = torch.softmax(model.head(h1b[0]), -1)
+    np.testing.assert_allclose(r.proba[0, 1], want[0].numpy(), atol=1e-6)
