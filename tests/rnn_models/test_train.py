@@ -37,9 +37,7 @@ def test_tomita_learnt_exactly_with_default_settings(tmp_path, grammar, arch):
     short, long = _check_exact(run, grammar)
     assert short == 1.0, f"{grammar}/{arch}: {short:.4f} on strings ≤ 12"
     assert long == 1.0, f"{grammar}/{arch}: {long:.4f} on random strings 13–20"
-    m = run.metrics()
-    assert m["test_accuracy"] == 1.0
-    assert m["train_seconds"] < 30
+    assert run.metrics()["test_accuracy"] == 1.0  # the time it takes: benchmarks/dfa_extraction.py
 
 
 def test_tomita3_lstm_run_directory(tomita_run):
