@@ -101,27 +101,35 @@ PROJ_BOX = "proj-box"
 PROJ_CHART = "proj-chart"
 
 
-# -- ids of repeated components (pattern-matching ids) -----------------------------------
-def token(index: Any, kind: str = "token") -> dict[str, Any]:
-    """A chip of a token strip; ``kind`` ``"cmp-token"`` for the compared strip."""
+# -- ids of repeated components (pattern-matching ids: a "type" and an index) ------------
+TOKEN_TYPE = "token"
+CMP_TOKEN_TYPE = "cmp-token"
+PATTERN_TYPE = "pattern"
+CMP_ROW_TYPE = "cmp-row"
+NN_ROW_TYPE = "nn-row"
+ATTR_SEG_TYPE = "attr-seg"
+
+
+def token(index: Any, kind: str = TOKEN_TYPE) -> dict[str, Any]:
+    """A chip of a token strip; ``kind`` :data:`CMP_TOKEN_TYPE` for the compared strip."""
     return {"type": kind, "index": index}
 
 
 def pattern(kind: Any, index: Any) -> dict[str, Any]:
     """A pattern's button (``kind`` ``"influential"`` or ``"buggy"``)."""
-    return {"type": "pattern", "kind": kind, "index": index}
+    return {"type": PATTERN_TYPE, "kind": kind, "index": index}
 
 
 def cmp_row(index: Any) -> dict[str, Any]:
     """A changed input of the run comparison (``index``: its row in the split)."""
-    return {"type": "cmp-row", "index": index}
+    return {"type": CMP_ROW_TYPE, "index": index}
 
 
 def nn_row(index: Any, input: Any) -> dict[str, Any]:
     """A nearest training context (``input``: the training input it belongs to)."""
-    return {"type": "nn-row", "index": index, "input": input}
+    return {"type": NN_ROW_TYPE, "index": index, "input": input}
 
 
 def attr_seg(index: Any) -> dict[str, Any]:
     """A segment of the attribution strip."""
-    return {"type": "attr-seg", "index": index}
+    return {"type": ATTR_SEG_TYPE, "index": index}

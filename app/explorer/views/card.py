@@ -106,7 +106,7 @@ def show_card(ctx, trigger: Trigger, sel, tab):
     state = (sel or {}).get("state")
     if state is None:
         return html.P(PROMPT, className="muted"), no_update
-    switch = "card" if trigger.id == ids.SELECTION and tab != ids.TAB_CARD and \
+    switch = ids.TAB_CARD if trigger.id == ids.SELECTION and tab != ids.TAB_CARD and \
         not (sel or {}).get("pattern") else no_update
     f = ctx.data.forcing_per_state().get(str(int(state)))
     forcing = {"agreement": f["agreement"], "n": f["n_inputs"]} if f else None

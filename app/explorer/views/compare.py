@@ -124,7 +124,7 @@ def comparison(ctx, sel):
 
 def open_changed(ctx, trigger: Trigger, _clicks, sel):
     """A changed input's button shows its trace, compared with the other run's."""
-    if not trigger.is_type("cmp-row"):
+    if not trigger.is_type(ids.CMP_ROW_TYPE):
         return no_update, no_update
     new = apply_event(sel or EMPTY, "row", int(trigger.id["index"]))
     return new, to_query(new)

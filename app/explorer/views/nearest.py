@@ -194,7 +194,7 @@ def nearest(ctx, active, step, k, window):
 
 def open_neighbour(ctx, trigger: Trigger, _clicks, sel):
     """A neighbour's context opens its training input (split train, that row)."""
-    if not trigger.is_type("nn-row") or "train" not in ctx.data.splits:
+    if not trigger.is_type(ids.NN_ROW_TYPE) or "train" not in ctx.data.splits:
         return no_update, no_update
     new = apply_event(apply_event(sel or {}, "split", "train"), "row",
                       int(trigger.id["input"]))

@@ -65,7 +65,7 @@ def pattern_lists(ctx, split):
 
 def select_pattern(ctx, trigger: Trigger, _clicks, split, sel):
     """A click on a pattern selects it (a second click unselects it)."""
-    if not trigger.is_type("pattern"):
+    if not trigger.is_type(ids.PATTERN_TYPE):
         return no_update, no_update
     sel = sel or {}
     kind, j = trigger.id["kind"], int(trigger.id["index"])

@@ -87,7 +87,7 @@ def state_differences(a: Sequence[int], b: Sequence[int]) -> list[int]:
 
 def token_strip(trace: TraceRecord, classes: Sequence[str], *,
                 highlight: Sequence[int] = (), pattern_steps: Sequence[int] = (),
-                id_type: str = "token") -> html.Div:
+                id_type: str = ids.TOKEN_TYPE) -> html.Div:
     """Tokens as coloured chips with their abstract state underneath.
 
     ``id_type`` names the chips' pattern-matching ids (``{"type": id_type, "index": t}``);
@@ -174,7 +174,7 @@ def show_trace(ctx, active, sel):
     return trace_title(ctx, tr), [
         token_strip(tr, classes, pattern_steps=marked, highlight=diff),
         _compare_note(ctx, cmp_, diff),
-        token_strip(cmp_, classes, highlight=diff, id_type="cmp-token")]
+        token_strip(cmp_, classes, highlight=diff, id_type=ids.CMP_TOKEN_TYPE)]
 
 
 def click_token(ctx, trigger: Trigger, _clicks, active):
@@ -182,7 +182,7 @@ def click_token(ctx, trigger: Trigger, _clicks, active):
     trace resets the step."""
     if trigger.id == ids.ACTIVE_TRACE:
         return None, no_update
-    if not trigger.is_type("token"):
+    if not trigger.is_type(ids.TOKEN_TYPE):
         return no_update, no_update
     t = int(trigger.id["index"])
     main, _ = active_of(active)
