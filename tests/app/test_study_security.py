@@ -515,3 +515,35 @@ def test_forged_callback_values_get_no_traceback(sec_app):
     r = client.post("/_dash-update-component", json={"inputs": 5, "state": "x"},
                     headers={"Referer": f"http://localhost/p/{secret}/"})
     assert r.status_code != 500 or b"Traceback" not in r.data
+
+
+def test_every_view_component_the_guard_knows_exists_in_the_app(sec_app):
+    """The guard's view -> component table names real components (renames fail here)."""
+    from app.study.guard import _key, component_ids
+    from app.study.spec import VIEWS
+
+    known = set()
+    for key, cb in sec_app.callback_map.items():
+        known |= {_key(x.rsplit(".", 1)[0]) for x in key.strip(".").split("...")}
+        known |= {_key(d["id"]) for d in (*cb["inputs"], *cb.get("state", []))}
+    _, _, page = _open_page(sec_app, "K01")
+    stack = [page]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            known.add(_key(node.get("props", {}).get("id")))
+            stack.extend(node.get("props", {}).values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    from app.study import views
+    from app.study.guard import _CALLBACK_IDS
+
+    for view in VIEWS:
+        assert component_ids(view), view
+        if view == "compare":  # its components exist only with a second run (--compare)
+            continue
+        # the registry's ids once app.study.views provides them, else the interim table
+        listed = component_ids(view) if hasattr(views, "component_ids") else \
+            set(_CALLBACK_IDS.get(view, ()))
+        missing = set(listed) - known
+        assert not missing, f"view {view!r}: no component {sorted(missing)} in the explorer"
