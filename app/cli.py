@@ -16,6 +16,7 @@ import math
 import os
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -260,20 +261,83 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_create(args: argparse.Namespace) -> int:
+    from rnn_models.factory import create_model_run
+
+    _check_out_dir(args.run)
+    run = create_model_run(args.run, args.dataset, args.model, vocab=_read_vocab(args.vocab),
+                           text_col=args.text_col, label_col=args.label_col,
+                           tokenizer=args.tokenizer, seed=args.seed,
+                           max_tokens=args.max_tokens, force=args.force)
+    cfg = run.config
+    print(json.dumps({"run": str(run.path), "factory": cfg["model"]["factory"],
+                      "classes": cfg["data"]["classes"], "tokenizer": cfg["data"]["tokenizer"],
+                      "vocab_size": cfg["model"]["vocab_size"],
+                      "next": f"stateseer record {run.path}"}))
+    return 0
+
+
+def _read_vocab(path: str | None) -> list[str] | None:
+    """``--vocab FILE``: a JSON list (or {"tokens": [...]}) or one token per line."""
+    if path is None:
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StateseerError(f"--vocab {path} cannot be read ({exc}); give a JSON list or a "
+                             "text file with one token per line") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return [line for line in text.split("\n") if line]
+    return data.get("tokens") if isinstance(data, dict) else data
+
+
+def _cmd_import_traces(args: argparse.Namespace) -> int:
+    from rnn_models.formats.imported import import_traces
+
+    _check_out_dir(args.run)
+    traces = import_traces(args.run, getattr(args, "from"), force=args.force)
+    if not traces.meta["proba"]:
+        print("stateseer: note: no proba.npy: the run has no predictions; `abstract` will "
+              "cluster the hidden states (--features pca) without splitting by prediction",
+              file=sys.stderr)
+    print(json.dumps({"run": str(args.run), "splits": traces.meta["splits"],
+                      "proba": traces.meta["proba"], "next": f"stateseer abstract {args.run}"}))
+    return 0
+
+
 def _cmd_record(args: argparse.Namespace) -> int:
+    from rnn_models.factory import ModelRun
     from rnn_models.record import record_run
 
-    traces = record_run(args.run, splits=args.splits, layer=args.layer, dtype=args.dtype,
-                        batch_size=args.batch_size)
+    traces = record_run(ModelRun(args.run), splits=args.splits, layer=args.layer,
+                        dtype=args.dtype, batch_size=args.batch_size)
     print(json.dumps({"traces": str(traces.path), "splits": traces.meta["splits"]}))
     return 0
 
 
+def _has_predictions(run: str) -> bool:
+    """False for a run imported without per-step probabilities (no predictions)."""
+    meta = Path(run) / "traces" / "meta.json"
+    try:
+        return json.loads(meta.read_text()).get("proba", True) is not False
+    except (OSError, ValueError, AttributeError):
+        return True  # the abstraction itself reports missing or damaged traces
+
+
 def _abstraction_params(args: argparse.Namespace) -> dict[str, Any]:
-    return {"method": args.method, "pca": args.pca, "features": args.features,
-            "fallback": args.fallback,
-            "split_by_prediction": not args.no_split_by_prediction,
-            "random_state": args.seed}
+    params = {"method": args.method, "pca": args.pca, "features": args.features,
+              "fallback": args.fallback,
+              "split_by_prediction": not args.no_split_by_prediction,
+              "random_state": args.seed}
+    if not _has_predictions(args.run) and (params["features"] == "margin"
+                                           or params["split_by_prediction"]):
+        print("stateseer: note: the imported traces have no probabilities (no proba.npy): "
+              "clustering the hidden states (--features pca) without splitting by "
+              "prediction; fidelity figures are not meaningful", file=sys.stderr)
+        params.update(features="pca", split_by_prediction=False)
+    return params
 
 
 def _auto_states(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
@@ -295,6 +359,9 @@ def _cmd_abstract(args: argparse.Namespace) -> int:
     keys = ("n_states", "label_fidelity", "simulation_fidelity", "state_purity",
             "state_coverage", "transition_coverage", "evaluated_on", "seconds")
     out = {k: ab.metrics[k] for k in keys if k in ab.metrics}
+    if not _has_predictions(args.run):  # imported without proba: nothing to be faithful to
+        out.update(dict.fromkeys(("label_fidelity", "simulation_fidelity", "state_purity")),
+                   predictions=False)
     if auto is not None:
         from rnn_models.run import Run
 
@@ -549,6 +616,43 @@ def _add_train(sub: Any) -> None:
     t.set_defaults(func=_cmd_train)
 
 
+def _add_create(sub: Any) -> None:
+    c = sub.add_parser("create", help="a run for your own model: MODULE:FACTORY returns a "
+                       "model in the protocol of rnn_models.protocol")
+    c.add_argument("run", help="run directory to create, e.g. runs/mine")
+    c.add_argument("--model", required=True, metavar="MODULE:FACTORY",
+                   help="an importable module (current directory first) or a .py path, and "
+                   "the function called with no arguments that returns the model")
+    c.add_argument("--dataset", required=True,
+                   help=f"a built-in data set ({_dataset_names()}), csv:PATH or jsonl:PATH")
+    c.add_argument("--text-col", default="text", help="text column (csv:/jsonl:)")
+    c.add_argument("--label-col", default="label", help="label column (csv:/jsonl:)")
+    c.add_argument("--tokenizer", choices=("model", "word", "char", "space"),
+                   help="tokenizer (default: the model's `tokenize` when it has one, else "
+                   "word)")
+    c.add_argument("--vocab", metavar="FILE", help="the model's vocabulary when the model "
+                   "declares none: a JSON list of tokens in id order, or one per line "
+                   "('<pad>', '<unk>' first)")
+    c.add_argument("--seed", type=_seed, default=0, help="seed of the data set's split")
+    c.add_argument("--max-tokens", type=_positive_int, default=2000,
+                   help="refuse texts longer than this many tokens")
+    c.add_argument("--force", action="store_true", help="overwrite an existing run")
+    c.set_defaults(func=_cmd_create)
+
+    i = sub.add_parser("import-traces", help="a run from traces written by another framework "
+                       "(numpy only; no model)",
+                       description="DIR holds manifest.json ({\"classes\": [...], "
+                       "\"splits\": [\"train\", ...]}) and per split hidden.npy (n_steps, d), "
+                       "offsets.npy (n_inputs+1), tokens.json (or tokens.txt), labels.npy, "
+                       "optional proba.npy (n_steps, n_classes) and texts.json; optional "
+                       "initial.npy, initial_proba.npy, vocab.json. Full format: "
+                       "rnn_models/formats/imported.py.")
+    i.add_argument("run", help="run directory to create")
+    i.add_argument("--from", required=True, metavar="DIR", help="the folder of traces")
+    i.add_argument("--force", action="store_true", help="overwrite an existing run")
+    i.set_defaults(func=_cmd_import_traces)
+
+
 def _add_record(sub: Any) -> None:
     r = sub.add_parser("record", help="record hidden-state traces for every split")
     r.add_argument("run", help="run directory")
@@ -698,8 +802,8 @@ def _add_study(sub: Any) -> None:
     se.set_defaults(func=_cmd_study_export)
 
 
-COMMANDS = (_add_train, _add_record, _add_abstract, _add_sweep, _add_force_compare_index,
-            _add_dfa_export, _add_serving, _add_study)
+COMMANDS = (_add_train, _add_create, _add_record, _add_abstract, _add_sweep,
+            _add_force_compare_index, _add_dfa_export, _add_serving, _add_study)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -719,12 +823,19 @@ def _unexpected(command: str, exc: Exception) -> str:
             "step that wrote it (STATESEER_TRACEBACK=1 shows where)")
 
 
+def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any,
+                      **__: Any) -> str:
+    return f"stateseer: warning: {message}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (2 for any error in the input)."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help, or a one-line usage error
         return exc.code if isinstance(exc.code, int) else 2
+    previous = warnings.formatwarning
+    warnings.formatwarning = _one_line_warning  # type: ignore[assignment]
     try:
         return int(args.func(args) or 0)
     except StateseerError as exc:
@@ -738,6 +849,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"stateseer: error: {_unexpected(args.command, exc)}", file=sys.stderr)
         return 2
+    finally:
+        warnings.formatwarning = previous  # type: ignore[assignment]
 
 
 if __name__ == "__main__":  # pragma: no cover

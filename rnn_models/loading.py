@@ -1,4 +1,15 @@
-"""Model loading: build a run's built-in classifier from ``config.json`` and ``model.pt``.
+"""Model loading: the one function that turns a run directory into its model.
+
+:func:`load_model` dispatches on the ``model`` section of ``config.json``:
+
+- a built-in architecture (``arch``, written by ``stateseer train``): the classifier is
+  rebuilt and ``model.pt`` loaded;
+- ``kind: "factory"`` (``stateseer create --model MODULE:FACTORY``): the factory is called
+  again (:func:`rnn_models.factory.load_factory`);
+- ``kind: "imported"`` (``stateseer import-traces``): there is no model; a one-line
+  :class:`~rnn_models.formats.imported.NoModelError` says which features need one;
+- any other custom description (``create_run(..., model={"arch": "custom:..."})``): the
+  model object must be passed to each feature; a one-line error says how.
 
 This is the only place that turns a run directory (:class:`rnn_models.formats.RunDir`)
 into a torch model; the run directory itself is a torch-free file format.
@@ -12,10 +23,24 @@ from typing import Any
 import torch
 
 from .formats.errors import CheckpointError
+from .formats.imported import NoModelError
 from .formats.rundir import RunDir
 from .models import RNNClassifier
 
-__all__ = ["load_model"]
+__all__ = ["load_model", "model_kind"]
+
+
+def model_kind(run: RunDir) -> str:
+    """``"builtin"``, ``"factory"``, ``"imported"`` or ``"custom"`` (see the module doc)."""
+    m = run.config.get("model")
+    if not isinstance(m, dict):
+        return "builtin"
+    kind = m.get("kind")
+    if kind in ("factory", "imported"):
+        return str(kind)
+    if kind == "object" or str(m.get("arch", "")).startswith("custom"):
+        return "custom"
+    return "builtin"
 
 
 def _state_dict(run: RunDir) -> dict[str, Any]:
@@ -62,9 +87,8 @@ def _check_match(run: RunDir, expected: dict[str, Any], state: dict[str, Any]) -
     )
 
 
-def load_model(run: RunDir | str | Path, *, device: str | torch.device = "cpu"
-               ) -> RNNClassifier:
-    """Build the model from ``config.json`` and load ``model.pt`` (eval mode).
+def load_model(run: RunDir | str | Path, *, device: str | torch.device = "cpu") -> Any:
+    """The run's model in eval mode: built-in, from its factory, or refused in one line.
 
     Parameters
     ----------
@@ -75,15 +99,39 @@ def load_model(run: RunDir | str | Path, *, device: str | torch.device = "cpu"
 
     Returns
     -------
-    RNNClassifier
-        In eval mode.
+    RNNClassifier or object
+        In eval mode; a factory run's model is whatever its factory returns.
 
     Raises
     ------
     CheckpointError
-        Missing, corrupt, or not matching the architecture in ``config.json``.
+        Missing, corrupt, or not matching the architecture in ``config.json``; a factory
+        that cannot be imported or called (:class:`rnn_models.factory.FactoryError`); an
+        imported run (:class:`~rnn_models.formats.imported.NoModelError`); a custom run
+        whose model object was not passed.
     """
     run = run if isinstance(run, RunDir) else RunDir(run)
+    kind = model_kind(run)
+    if kind == "imported":
+        raise NoModelError.for_run(run.path)
+    if kind == "factory":
+        from .factory import load_factory
+
+        model = load_factory(run.config["model"])
+        return model.to(device) if callable(getattr(model, "to", None)) else model
+    if kind == "custom":
+        m = run.config["model"]
+        name = m.get("class") or m.get("arch")
+        raise CheckpointError(
+            f"{run.path} was created for your own model ({name}) without a factory, so "
+            "stateseer cannot rebuild it; pass the model object (e.g. record_run(run, "
+            "model=obj)) or re-create the run with `stateseer create RUN --model "
+            "MODULE:FACTORY`")
+    return _builtin(run, device)
+
+
+def _builtin(run: RunDir, device: str | torch.device) -> RNNClassifier:
+    """``RNNClassifier`` from ``config.json``'s architecture and ``model.pt``."""
     m = run.config.get("model")
     if not isinstance(m, dict):
         raise CheckpointError(f"{run.config_path} has no 'model' section; retrain the run")

@@ -1,0 +1,542 @@
+"""Bring your own model: a run whose model comes from a factory in the user's own module.
+
+``stateseer create RUN --model MODULE:FACTORY --dataset DATA`` writes a run directory
+whose ``config.json`` remembers the factory::
+
+    "model": {"kind": "factory", "factory": "mymodel:build",
+              "module_path": "/abs/path/mymodel.py", "search_path": "/abs/cwd",
+              "module_sha256": "…", "n_classes": 3, "vocab_size": 5000,
+              "classes": [...], "tokenizer": "model" | "word" | "char" | "space"}
+
+and every command that needs the model calls the factory again through
+:func:`rnn_models.loading.load_model` → :func:`load_factory`. ``MODULE`` is an
+importable module name (the current directory first on ``sys.path``, then the directory
+``create`` ran in) or a path to a ``.py`` file; ``FACTORY`` is called with no arguments
+and returns a model in the protocol of :mod:`rnn_models.protocol` (``n_classes``,
+``n_layers``, ``trace``, ``initial``; ``embed``/``forward_from_embeddings`` for
+attribution, the stepping methods for forcing).
+
+A model may also declare, as attributes:
+
+``vocab``
+    Its vocabulary: the token strings indexed by id (a list containing ``'<unk>'``), or a
+    :class:`rnn_models.tokenizers.Vocab`. ``create`` writes it as the run's ``vocab.json``.
+``tokenize``
+    ``tokenize(text) -> list[str]``: recording then uses the model's own tokeniser
+    (``data.tokenizer`` is ``"model"`` in ``config.json``).
+``classes``
+    Class names in the order of the head's outputs. The run uses this order (the data
+    set's labels are remapped); a different *set* of names is refused.
+
+Without ``classes`` the run uses the data set's order: alphabetical for ``csv:``/
+``jsonl:`` files (numeric labels in numeric order), the documented order of the built-in
+data sets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from .formats.atomic import atomic_write_text
+from .formats.errors import CheckpointError, DataError, StateseerError
+from .formats.rundir import data_section, sha256_file
+from .run import Run
+
+__all__ = ["FactoryError", "ModelRun", "ModuleChangedWarning", "check_protocol",
+           "create_model_run", "factory_section", "load_factory", "model_classes",
+           "model_tokenizer", "model_vocab", "parse_spec", "reorder_classes"]
+
+PAD, UNK = "<pad>", "<unk>"
+#: attributes and methods every model needs (rnn_models.protocol's required part)
+REQUIRED_ATTRS = ("n_classes", "n_layers")
+REQUIRED_METHODS = ("trace", "initial")
+
+
+class FactoryError(CheckpointError):
+    """The model factory of a run cannot be imported, called, or returns no model."""
+
+
+class ModuleChangedWarning(UserWarning):
+    """The factory's module file changed since ``stateseer create``."""
+
+
+# -- the MODULE:FACTORY spec --------------------------------------------------------------
+def parse_spec(spec: str) -> tuple[str, str]:
+    """Split ``"MODULE:FACTORY"`` (MODULE a dotted name or a ``.py`` path).
+
+    Examples
+    --------
+    >>> parse_spec("mymodel:build")
+    ('mymodel', 'build')
+    >>> parse_spec("C:/work/my model.py:build")
+    ('C:/work/my model.py', 'build')
+    """
+    module, sep, name = str(spec).rpartition(":")
+    if not sep or not module or not name.isidentifier():
+        raise FactoryError(f"--model must be MODULE:FACTORY, e.g. mymodel:build or "
+                           f"path/to/mymodel.py:build (got {spec!r})")
+    return module, name
+
+
+def _is_path(module: str) -> bool:
+    return module.endswith(".py") or os.sep in module or "/" in module
+
+
+@contextlib.contextmanager
+def _front_of_path(dirs: Sequence[str]) -> Iterator[None]:
+    """Put ``dirs`` first on ``sys.path`` while importing (restored afterwards)."""
+    saved = list(sys.path)
+    sys.path[:0] = [d for d in dirs if d]
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
+def _import_file(path: Path) -> Any:
+    if not path.is_file():
+        raise FactoryError(f"model file {path} not found; give the path of the .py file that "
+                           "defines the factory (MODULE:FACTORY)")
+    name = "stateseer_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise FactoryError(f"{path} cannot be imported as a Python module; give a .py file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        with _front_of_path([str(path.parent)]):  # its own folder, for sibling imports
+            spec.loader.exec_module(module)
+    except BaseException as exc:
+        sys.modules.pop(name, None)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise FactoryError(f"importing {path} failed ({_first_line(exc)}); fix the module"
+                           ) from None
+    return module
+
+
+def _import_name(module: str, search: Sequence[str]) -> Any:
+    try:
+        with _front_of_path(search):
+            return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and module.split(".")[0] != exc.name.split(".")[0] and \
+                not module.startswith(exc.name):
+            raise FactoryError(f"importing {module} failed ({_first_line(exc)}); install what "
+                               "it imports") from None
+        where = ", ".join(dict.fromkeys(s for s in search if s)) or "sys.path"
+        raise FactoryError(f"module {module!r} not found (looked in {where} and sys.path); "
+                           f"run from the folder that holds {module.split('.')[0]}.py or give "
+                           "its path, e.g. --model path/to/mymodel.py:build") from None
+    except Exception as exc:
+        raise FactoryError(f"importing {module} failed ({_first_line(exc)}); fix the module"
+                           ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = (str(exc).strip().splitlines() or [""])[0][:160]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _resolve(module: str, search: Sequence[str]) -> tuple[Any, Path | None]:
+    """The imported module and its file (None for a module without one)."""
+    if _is_path(module):
+        path = Path(module).expanduser()
+        if not path.is_absolute() and search and search[-1]:
+            path = Path(search[-1]) / path if not path.exists() else path
+        mod = _import_file(path.resolve())
+    else:
+        mod = _import_name(module, search)
+    file = getattr(mod, "__file__", None)
+    return mod, (Path(file).resolve() if file else None)
+
+
+# -- the model protocol -------------------------------------------------------------------
+def check_protocol(model: Any, where: str) -> Any:
+    """Refuse an object that lacks a required attribute or method of the model protocol.
+
+    Parameters
+    ----------
+    model : object
+    where : str
+        Where the object came from, e.g. ``"mymodel:build()"`` (for the message).
+
+    Returns
+    -------
+    object
+        ``model``, in eval mode when it has an ``eval`` method.
+    """
+    from .protocol import SIGNATURES
+
+    for name in REQUIRED_ATTRS:
+        value = getattr(model, name, None)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise FactoryError(f"the object returned by {where} ({type(model).__name__}) has "
+                               f"no positive integer attribute `{name}` of the model protocol "
+                               "— set it (see rnn_models.protocol)")
+    for name in REQUIRED_METHODS:
+        if not callable(getattr(model, name, None)):
+            raise FactoryError(f"the object returned by {where} ({type(model).__name__}) lacks "
+                               f"the protocol method `{SIGNATURES[name]}` — add it or wrap the "
+                               "network in rnn_models.models.RecurrentAdapter (see "
+                               "rnn_models.protocol)")
+    if model.n_classes < 2:
+        raise FactoryError(f"the model returned by {where} has n_classes={model.n_classes}; "
+                           "a classifier needs at least two")
+    if callable(getattr(model, "eval", None)):
+        model.eval()
+    return model
+
+
+def model_vocab(model: Any) -> list[str] | None:
+    """The model's vocabulary as an id-ordered token list, or None when it declares none.
+
+    Accepts a list/tuple of strings, a :class:`~rnn_models.tokenizers.Vocab` (``tokens``)
+    or a torchtext-style object (``get_itos()``), under the attribute ``vocab`` (or
+    ``itos``).
+
+    Raises
+    ------
+    FactoryError
+        Not a list of distinct strings, no ``'<unk>'``, or a layout stateseer cannot map.
+    """
+    v = getattr(model, "vocab", None)
+    if v is None:
+        v = getattr(model, "itos", None)
+    if v is None:
+        return None
+    if callable(getattr(v, "get_itos", None)):
+        v = v.get_itos()
+    elif hasattr(v, "tokens") and not isinstance(v, (list, tuple)):
+        v = v.tokens
+    if isinstance(v, dict):
+        raise FactoryError("the model's `vocab` is a dict; give the id-ordered list of token "
+                           "strings (itos), e.g. sorted(stoi, key=stoi.get)")
+    if not isinstance(v, (list, tuple)) or not all(isinstance(t, str) for t in v):
+        raise FactoryError(f"the model's `vocab` is a {type(v).__name__}; give the id-ordered "
+                           "list of token strings (itos) containing '<unk>'")
+    tokens = list(v)
+    dup = next((t for i, t in enumerate(tokens) if t in tokens[:i]), None)
+    if dup is not None:
+        raise FactoryError(f"the model's `vocab` holds {dup!r} twice; token strings must be "
+                           "distinct (one id each)")
+    if UNK not in tokens:
+        raise FactoryError("the model's `vocab` has no '<unk>' token; add it (unknown words "
+                           "map to it)")
+    if tokens[:2] != [PAD, UNK]:
+        where = f"'<pad>' at id {tokens.index(PAD)}" if PAD in tokens else "no '<pad>'"
+        raise FactoryError(f"the model's `vocab` has '<unk>' at id {tokens.index(UNK)} and "
+                           f"{where}; stateseer's vocabulary needs '<pad>' at id 0 and "
+                           "'<unk>' at id 1 — build the model's vocabulary that way")
+    return tokens
+
+
+def model_classes(model: Any) -> list[str] | None:
+    """The class names the model declares (head output order), or None."""
+    c = getattr(model, "classes", None)
+    if c is None:
+        return None
+    if not isinstance(c, (list, tuple)) or not all(isinstance(x, (str, int)) for x in c):
+        raise FactoryError(f"the model's `classes` is a {type(c).__name__}; give the list of "
+                           "class names in the order of the head's outputs")
+    names = [str(x) for x in c]
+    if len(set(names)) != len(names):
+        raise FactoryError(f"the model's `classes` {names} repeat a name; give each class once")
+    if len(names) != model.n_classes:
+        raise FactoryError(f"the model declares {len(names)} classes {names} but n_classes="
+                           f"{model.n_classes}; make them agree")
+    return names
+
+
+def model_tokenizer(model: Any) -> Callable[[str], list[str]] | None:
+    """The model's ``tokenize(text) -> list[str]``, checked on a sample, or None."""
+    fn = getattr(model, "tokenize", None)
+    if fn is None:
+        return None
+    if not callable(fn):
+        raise FactoryError("the model's `tokenize` is not callable; give a function "
+                           "text -> list of token strings")
+    try:
+        sample = fn("A sample, text.")
+    except Exception as exc:
+        raise FactoryError(f"the model's tokenize('A sample, text.') raised "
+                           f"{_first_line(exc)}; fix it") from None
+    if not isinstance(sample, (list, tuple)) or not all(isinstance(t, str) for t in sample):
+        raise FactoryError(f"the model's tokenize(text) returned {type(sample).__name__}; it "
+                           "must return a list of token strings")
+    return fn
+
+
+# -- loading --------------------------------------------------------------------------------
+def _module_sha(file: Path | None) -> str | None:
+    return sha256_file(file) if file is not None and file.is_file() else None
+
+
+def load_factory(spec: dict[str, Any] | str, base_dir: str | Path | None = None, *,
+                 check: bool = True) -> Any:
+    """Import the factory's module, call the factory and check what it returns.
+
+    Parameters
+    ----------
+    spec : dict or str
+        The ``model`` section of a run's ``config.json`` (``factory``, ``module_path``,
+        ``search_path``, ``module_sha256``), or a bare ``"MODULE:FACTORY"``.
+    base_dir : str or Path, optional
+        Where a relative module path or a module name is looked up after the current
+        directory (default: ``spec["search_path"]``).
+    check : bool
+        Warn (:class:`ModuleChangedWarning`) when the module file's SHA-256 differs
+        from ``spec["module_sha256"]``.
+
+    Returns
+    -------
+    object
+        The model (eval mode), implementing the required part of the protocol.
+
+    Raises
+    ------
+    FactoryError
+        One line: module not found, no such attribute, the factory raised, or the result
+        lacks a protocol attribute or method.
+    """
+    spec = {"factory": spec} if isinstance(spec, str) else dict(spec)
+    module, name = parse_spec(spec.get("factory", ""))
+    search = [os.getcwd(), str(base_dir or spec.get("search_path") or "")]
+    if spec.get("module_path") and _is_path(module):
+        module = str(spec["module_path"])
+    mod, file = _resolve(module, search)
+    want = spec.get("module_sha256")
+    if check and want and _module_sha(file) not in (None, want):
+        warnings.warn(f"{file} changed since `stateseer create` (SHA-256 differs); traces "
+                      "recorded before the change may not match the model — re-record them "
+                      "with `stateseer record`", ModuleChangedWarning, stacklevel=2)
+    factory = getattr(mod, name, None)
+    if factory is None:
+        public = sorted(k for k, v in vars(mod).items()
+                        if callable(v) and not k.startswith("_"))[:8]
+        raise FactoryError(f"module {module} has no attribute {name!r}; it defines "
+                           f"{', '.join(public) or 'no public callables'}")
+    if not callable(factory):
+        raise FactoryError(f"{module}:{name} is a {type(factory).__name__}, not a callable; "
+                           "give a function that returns the model")
+    try:
+        model = factory()
+    except Exception as exc:
+        raise FactoryError(f"{module}:{name}() raised {_first_line(exc)}; fix the factory "
+                           "(it is called with no arguments)") from None
+    return check_protocol(model, f"{module}:{name}()")
+
+
+def factory_section(spec: str, base_dir: str | Path | None = None) -> dict[str, Any]:
+    """The ``model`` section ``create`` writes for ``"MODULE:FACTORY"`` (no model built)."""
+    module, name = parse_spec(spec)
+    base = str(Path(base_dir or os.getcwd()).resolve())
+    _, file = _resolve(module, [os.getcwd(), base])
+    out: dict[str, Any] = {"kind": "factory", "factory": f"{module}:{name}",
+                           "search_path": base}
+    if _is_path(module) and file is not None:
+        out["module_path"] = str(file)
+    if file is not None:
+        out["module_file"] = str(file)
+        out["module_sha256"] = _module_sha(file)
+    return out
+
+
+# -- class order and tokeniser of a run's data set ------------------------------------------
+def reorder_classes(ds: Any, classes: Sequence[str]) -> Any:
+    """``ds`` with its labels renumbered to follow ``classes`` (same names, new order).
+
+    Raises
+    ------
+    DataError
+        ``classes`` is not an ordering of the data set's class names.
+    """
+    classes = [str(c) for c in classes]
+    if list(ds.classes) == classes:
+        return ds
+    if sorted(ds.classes) != sorted(classes):
+        raise DataError(f"the model's classes {classes} (head order) differ from the data "
+                        f"set's {list(ds.classes)}; give the model the data set's class names "
+                        "or relabel the data")
+    import numpy as np
+
+    new = np.array([classes.index(c) for c in ds.classes], dtype=np.int64)
+    return dataclasses.replace(ds, labels=new[np.asarray(ds.labels)], classes=classes)
+
+
+class ModelRun(Run):
+    """A :class:`~rnn_models.run.Run` whose data set follows the run's model.
+
+    ``dataset()`` applies the class order of ``config.json`` (the model's) and, for
+    ``data.tokenizer == "model"``, tokenises with the model's own ``tokenize``; the model
+    is loaded once and cached. Pass it to :func:`rnn_models.record.record_run`.
+    """
+
+    _model: Any = None
+
+    def load_model(self, **kwargs: Any) -> Any:
+        if self._model is None:
+            from .loading import load_model
+
+            self._model = load_model(self, **kwargs)
+        return self._model
+
+    def dataset(self) -> Any:
+        d = self.data
+        if d.get("tokenizer") == "model":
+            from .datasets import load_dataset
+
+            ds = load_dataset(d["name"], text_col=d.get("text_col", "text"),
+                              label_col=d.get("label_col", "label"),
+                              tokenizer=d.get("load_tokenizer", "space"),
+                              seed=d.get("seed", 0), max_tokens=None)
+            fn = model_tokenizer(self.load_model())
+            if fn is None:
+                raise FactoryError(f"{self.config_path} says the model tokenises "
+                                   "(tokenizer 'model') but the model has no `tokenize`; "
+                                   "add it or re-create the run with --tokenizer word")
+            ds = dataclasses.replace(ds, tokenizer="model",
+                                     _tokens=[list(fn(t)) for t in ds.texts])
+        else:
+            ds = super().dataset()
+        classes = d.get("classes")
+        return reorder_classes(ds, classes) if classes else ds
+
+
+# -- create ---------------------------------------------------------------------------------
+def _load_data(dataset: Any, text_col: str, label_col: str, tokenizer: str, seed: int,
+               max_tokens: int | None) -> Any:
+    if not isinstance(dataset, str):
+        return dataset
+    from .datasets import load_dataset
+
+    kind, sep, rest = dataset.partition(":")
+    if sep and kind in ("csv", "jsonl") and rest:  # later commands may run elsewhere
+        dataset = f"{kind}:{Path(rest).expanduser().resolve()}"
+
+    return load_dataset(dataset, text_col=text_col, label_col=label_col,
+                        tokenizer=tokenizer, seed=seed, max_tokens=max_tokens)
+
+
+def _obtain(model: Any, base_dir: Path) -> tuple[Any, dict[str, Any]]:
+    """The model object and the config's ``model`` section for a spec, factory or object."""
+    if isinstance(model, str):
+        section = factory_section(model, base_dir)
+        return load_factory(section, base_dir, check=False), section
+    mod, qual = getattr(model, "__module__", None), getattr(model, "__qualname__", "")
+    if callable(model) and not hasattr(model, "trace") and mod and qual.isidentifier() \
+            and mod != "__main__":
+        section = factory_section(f"{mod}:{qual}", base_dir)  # an importable function
+        return check_protocol(model(), f"{mod}:{qual}()"), section
+    if callable(model) and not hasattr(model, "trace"):
+        raise FactoryError(f"the factory {qual or model!r} cannot be imported again by later "
+                           "commands (defined in __main__ or locally); move it into a module "
+                           "and pass 'module:function'")
+    obj = check_protocol(model, "the model object")
+    return obj, {"kind": "object", "class": f"{type(obj).__module__}.{type(obj).__qualname__}"}
+
+
+def _vocabulary(model: Any, vocab: Any, ds: Any) -> list[str]:
+    tokens = model_vocab(model)
+    if vocab is not None:
+        if tokens is not None:
+            raise FactoryError("the model declares its own `vocab` and a vocabulary was "
+                               "given too; drop --vocab")
+        tokens = model_vocab(type("V", (), {"vocab": vocab})())  # same checks
+    if tokens is None:
+        raise FactoryError("the model declares no vocabulary (a `vocab` attribute: the "
+                           "id-ordered token list with '<pad>', '<unk>' first) and none was "
+                           "given; add it or pass --vocab FILE")
+    return tokens
+
+
+def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any = None,
+                     text_col: str = "text", label_col: str = "label",
+                     tokenizer: str | None = None, seed: int = 0,
+                     max_tokens: int | None = 2000, force: bool = False,
+                     base_dir: str | Path | None = None) -> ModelRun:
+    """Create a run directory for your own model (``stateseer create``'s Python API).
+
+    Parameters
+    ----------
+    path : str or Path
+        The run directory to create.
+    dataset : str or TextDataset
+        A data-set name for :func:`rnn_models.datasets.load_dataset` (``csv:PATH`` ...)
+        or a loaded data set.
+    model : str or callable or object
+        ``"MODULE:FACTORY"``, an importable factory function, or a model object (then
+        later commands need the object again: ``record_run(run, model=obj)``).
+    vocab : list of str or Vocab, optional
+        The model's vocabulary when the model declares none (``vocab`` attribute).
+    text_col, label_col, seed, max_tokens
+        Passed to ``load_dataset``.
+    tokenizer : str, optional
+        ``word``/``char``/``space``; default: the model's ``tokenize`` when it has one
+        (``"model"``), else ``word``.
+    force : bool
+        Overwrite an existing run.
+    base_dir : str or Path, optional
+        Where a module name is found later (default: the current directory).
+
+    Returns
+    -------
+    ModelRun
+    """
+    run = ModelRun(path)
+    run.require_new(force)
+    base = Path(base_dir or os.getcwd()).resolve()
+    obj, section = _obtain(model, base)
+    tok_fn = model_tokenizer(obj)
+    use_model_tok = tokenizer in (None, "model") and tok_fn is not None
+    if tokenizer == "model" and tok_fn is None:
+        raise FactoryError("--tokenizer model needs a `tokenize(text)` method on the model; "
+                           "add it or choose word, char or space")
+    load_tok = "space" if use_model_tok else (tokenizer or "word")
+    ds = _load_data(dataset, text_col, label_col, load_tok, seed,
+                    None if use_model_tok else max_tokens)
+    declared = model_classes(obj)
+    if declared is None and len(ds.classes) != obj.n_classes:
+        raise FactoryError(f"the model has n_classes={obj.n_classes} but the data set has "
+                           f"{len(ds.classes)} classes {ds.classes}; declare `classes` on the "
+                           "model or use matching data")
+    if declared is not None:
+        ds = reorder_classes(ds, declared)
+    tokens = _vocabulary(obj, vocab, ds)
+    data = data_section(ds, text_col=text_col, label_col=label_col, seed=seed,
+                        max_tokens=max_tokens)
+    if use_model_tok:
+        data.update(tokenizer="model", load_tokenizer=load_tok)
+    section.setdefault("arch", type(obj).__name__)  # what the run header shows
+    section.update(n_classes=int(obj.n_classes), vocab_size=len(tokens),
+                   classes=list(ds.classes),
+                   tokenizer="model" if use_model_tok else load_tok)
+    run.path.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run.vocab_path, json.dumps({"tokens": tokens}, ensure_ascii=False))
+    config = {"format": "stateseer.run", "version": 1, "data": data, "model": section}
+    atomic_write_text(run.config_path, json.dumps(config, indent=2))
+    if section["kind"] == "object":
+        run._model = obj
+    return run
+
+
+def describe(run: Run) -> str:
+    """How the run's model is obtained, for messages (``"factory mymodel:build"``)."""
+    try:
+        m = run.config.get("model") or {}
+    except StateseerError:
+        return "unknown"
+    return {"factory": f"factory {m.get('factory')}", "imported": "imported traces",
+            "object": f"your {m.get('class', 'model')} object"}.get(
+        m.get("kind", ""), f"architecture {m.get('arch')}")
