@@ -15,7 +15,8 @@ first: the participant comes from the request's link secret
 The page itself holds no data of excluded views either: :func:`blank_excluded` empties
 their components (the components stay, with their ids, so the explorer's callbacks keep
 their shape). Which components belong to which view comes from one function,
-:func:`component_ids`.
+:func:`component_ids`, which reads the explorer's view registry: a new view is guarded
+without a line here.
 """
 
 from __future__ import annotations
@@ -39,45 +40,16 @@ DASH_UPDATE = "/_dash-update-component"
 STATE_VIEWS = frozenset({"diagram", "card", "patterns"})
 _CONTENT_PROPS = {"children": None, "elements": [], "figure": {}, "data": None}
 
-# The explorer's callback components per view, until the explorer's view registry lists
-# them (it replaces VIEW_TARGETS; then component_ids reads the registry). Pattern-matching
-# ids are named by their "type".
-_CALLBACK_IDS: dict[str, tuple[str, ...]] = {
-    "diagram": ("diagram", "edge-info", "topk", "mincount", "loops", "layout", "color-by",
-                "color-note", "hover-state", "dl-svg", "dl-png", "dl-dot", "dl-json"),
-    "card": ("state-card",),
-    "patterns": ("influential", "buggy", "pattern"),
-    "table": ("table", "table-message", "filter-chips", "search", "regex", "f-label",
-              "f-pred", "f-correct", "dl-table"),
-    "trace_text": ("trace-title", "trace-tokens", "token"),
-    "trace_chart": ("trace-chart-box", "trace-chart", "dl-figure"),
-    "input": ("new-text", "trace-btn", "input-message"),
-    "attribution": ("attr-strip", "attr-note", "attr-method", "attr-target", "attr-level",
-                    "attr-regex", "attr-intensity", "attr-baseline"),
-    "nearest": ("nn-list", "proj-box", "nn-k", "nn-window", "nn-row"),
-    "compare": ("compare-panel", "edit-btn", "pin-btn", "pin-info", "pinned", "cmp-row",
-                "compare-mode"),
-    "forcing": ("forced", "force-note", "force-all", "force-step", "force-clear"),
-}
-
-
 def component_ids(view: str) -> frozenset[str]:
-    """The ids of the components that belong to ``view`` (pattern-matching: their type).
-
-    Read from :func:`app.study.views.component_ids` when the explorer's registry provides
-    it; until then from ``VIEW_TARGETS`` and this module's table of callback ids.
+    """The ids of the components that belong to ``view`` (pattern-matching: their type),
+    as the explorer's view registry lists them (:func:`app.study.views.component_ids`).
 
     Examples
     --------
     >>> "diagram" in component_ids("diagram"), "table" in component_ids("diagram")
     (True, False)
     """
-    registry = getattr(study_views, "component_ids", None)
-    if registry is not None:
-        return frozenset(registry(view))
-    targets = getattr(study_views, "VIEW_TARGETS", {}).get(view, ())
-    return frozenset({name for kind, name in targets if kind == "id"}
-                     | set(_CALLBACK_IDS.get(view, ())))
+    return frozenset(study_views.component_ids(view))
 
 
 def excluded_ids(views: tuple[str, ...]) -> frozenset[str]:

@@ -518,7 +518,7 @@ def test_forged_callback_values_get_no_traceback(sec_app):
 
 
 def test_every_view_component_the_guard_knows_exists_in_the_app(sec_app):
-    """The guard's view -> component table names real components (renames fail here)."""
+    """The registry's view -> components, as the guard reads them, name real components."""
     from app.study.guard import _key, component_ids
     from app.study.spec import VIEWS
 
@@ -535,15 +535,10 @@ def test_every_view_component_the_guard_knows_exists_in_the_app(sec_app):
             stack.extend(node.get("props", {}).values())
         elif isinstance(node, list):
             stack.extend(node)
-    from app.study import views
-    from app.study.guard import _CALLBACK_IDS
-
     for view in VIEWS:
         assert component_ids(view), view
         if view == "compare":  # its components exist only with a second run (--compare)
             continue
-        # the registry's ids once app.study.views provides them, else the interim table
-        listed = component_ids(view) if hasattr(views, "component_ids") else \
-            set(_CALLBACK_IDS.get(view, ()))
+        listed = component_ids(view)
         missing = set(listed) - known
         assert not missing, f"view {view!r}: no component {sorted(missing)} in the explorer"
