@@ -123,8 +123,6 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
     -------
     Attribution
     """
-    from captum.attr import InputXGradient, IntegratedGradients, Occlusion
-
     if method not in METHODS:
         raise StateseerError(f"unknown attribution method {method!r}; choose one of "
                              f"{', '.join(METHODS)}")
@@ -149,40 +147,48 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
         if not by_embedding:
             require(model, ("trace",), "occlusion")
             return _occlude_ids(model, ids_t, tokens, target, contrast, baseline)
-        with torch.no_grad():
-            emb = model.embed(ids_t[None]).detach()
-            logits = model.forward_from_embeddings(emb)[0]
-            base = (torch.zeros_like(emb) if baseline == "pad" else
-                    model.embed(torch.ones_like(ids_t)[None]).detach())
-        cls, other = _classes(torch.argsort(logits, descending=True).tolist(), target,
-                              contrast)
-        f = _target_fn(model, target, cls, other)
-        cudnn_off = torch.backends.cudnn.flags(enabled=False)
-        with cudnn_off:
-            baseline_out = delta = None
-            if method == "ig":
-                ig = IntegratedGradients(f)
-                attr, d = ig.attribute(emb, baselines=base, n_steps=n_steps,
-                                       method="gausslegendre", return_convergence_delta=True,
-                                       internal_batch_size=n_steps)
-                delta = float(d.reshape(-1)[0])
-                with torch.no_grad():
-                    baseline_out = float(f(base)[0])
-            elif method == "gxi":
-                attr = InputXGradient(f).attribute(emb.clone().requires_grad_(True))
-            else:
-                attr = Occlusion(f).attribute(emb, sliding_window_shapes=(1, emb.shape[2]),
-                                              baselines=base,
-                                              perturbations_per_eval=max(1, len(ids)))
-            with torch.no_grad():
-                out = float(f(emb)[0])
-        if method == "occlusion":  # every cell of a one-token window holds that drop
-            scores = attr[0][:, 0].detach().cpu().numpy().astype(np.float64)
-        else:
-            scores = attr[0].sum(dim=-1).detach().cpu().numpy().astype(np.float64)
+        return _by_embeddings(model, ids_t, tokens, method, target, contrast, baseline,
+                              n_steps)
     finally:
         if isinstance(model, nn.Module):
             model.train(was_training)
+
+
+def _by_embeddings(model, ids: Tensor, tokens: list[str], method: str, target: str,
+                   contrast: int | None, baseline: str, n_steps: int) -> Attribution:
+    """Captum's IG, gradient × input or occlusion on the model's embeddings."""
+    from captum.attr import InputXGradient, IntegratedGradients, Occlusion
+
+    with torch.no_grad():
+        emb = model.embed(ids[None]).detach()
+        logits = model.forward_from_embeddings(emb)[0]
+        base = (torch.zeros_like(emb) if baseline == "pad" else
+                model.embed(torch.ones_like(ids)[None]).detach())
+    cls, other = _classes(torch.argsort(logits, descending=True).tolist(), target, contrast)
+    f = _target_fn(model, target, cls, other)
+    cudnn_off = torch.backends.cudnn.flags(enabled=False)
+    with cudnn_off:
+        baseline_out = delta = None
+        if method == "ig":
+            ig = IntegratedGradients(f)
+            attr, d = ig.attribute(emb, baselines=base, n_steps=n_steps,
+                                   method="gausslegendre", return_convergence_delta=True,
+                                   internal_batch_size=n_steps)
+            delta = float(d.reshape(-1)[0])
+            with torch.no_grad():
+                baseline_out = float(f(base)[0])
+        elif method == "gxi":
+            attr = InputXGradient(f).attribute(emb.clone().requires_grad_(True))
+        else:
+            attr = Occlusion(f).attribute(emb, sliding_window_shapes=(1, emb.shape[2]),
+                                          baselines=base,
+                                          perturbations_per_eval=max(1, len(ids)))
+        with torch.no_grad():
+            out = float(f(emb)[0])
+    if method == "occlusion":  # every cell of a one-token window holds that drop
+        scores = attr[0][:, 0].detach().cpu().numpy().astype(np.float64)
+    else:
+        scores = attr[0].sum(dim=-1).detach().cpu().numpy().astype(np.float64)
     return Attribution(tokens=list(tokens), scores=scores, method=method, target=target,
                        target_class=cls, contrast_class=other, output=out,
                        baseline_output=baseline_out, delta=delta,
