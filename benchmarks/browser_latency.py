@@ -510,6 +510,8 @@ class Session:
                + self.srv.get("row_click", [])}
         srv.pop("row_click_first", None)
         for k, v in srv.items():
+            if not v:
+                continue
             out[f"server_{k}_ms"] = round(float(np.median([s["ms"] for s in v])), 1)
             out[f"server_{k}_requests"] = float(np.median([s["requests"] for s in v]))
             out[f"server_{k}_rounds"] = float(np.median([s["rounds"] for s in v]))
@@ -540,9 +542,15 @@ def run_inputs(run_dir: Path, n: int, seed: int) -> tuple[int, list[int], list[s
     return meta["splits"]["train"]["n_inputs"], [int(s["id"]) for s in states], texts
 
 
+STEPS = ("cold", "reload", "clicks")
+
+
 def measure(roots: list[Path], run_dir: Path, repetitions: int, query: str,
-            seed: int) -> dict:
-    """Every interaction ``repetitions`` times for each app, the apps taking turns."""
+            seed: int, steps: tuple[str, ...] = STEPS) -> dict:
+    """Every interaction ``repetitions`` times for each app, the apps taking turns.
+
+    ``steps``: ``cold`` (first render, fresh profile), ``reload`` (warm first render and
+    the first click after it), ``clicks`` (state click, row click, typed input)."""
     n, states, texts = run_inputs(run_dir, repetitions, seed)
     sessions: list[Session] = []
     try:
@@ -550,13 +558,13 @@ def measure(roots: list[Path], run_dir: Path, repetitions: int, query: str,
             s = Session(root, run_dir, query, states, texts, seed)
             sessions.append(s)
             s.warm_up()
-        for _ in range(repetitions):
+        for _ in range(repetitions if "cold" in steps else 0):
             for s in sessions:
                 s.cold_render()
-        for _ in range(repetitions):
+        for _ in range(repetitions if "reload" in steps else 0):
             for s in sessions:
                 s.reload_and_click()
-        for _ in range(repetitions):
+        for _ in range(repetitions if "clicks" in steps else 0):
             for s in sessions:
                 s.state_click()
                 s.row_click()
@@ -585,11 +593,16 @@ def main() -> None:
     p.add_argument("--app-root", type=Path, action="append", default=[],
                    help="a checkout of the project whose app to measure (repeatable; "
                         "default: this one); the first is the baseline of the ratios")
+    p.add_argument("--steps", default=",".join(STEPS),
+                   help="what to measure, comma-separated: cold, reload, clicks (default all)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
     build_run(args.run, args.n_instances, args.seed)
+    steps = tuple(x.strip() for x in args.steps.split(",") if x.strip())
+    if not set(steps) <= set(STEPS):
+        p.error(f"--steps takes {', '.join(STEPS)}; got {args.steps!r}")
     res = measure(args.app_root or [ROOT], args.run.resolve(), args.repetitions, args.query,
-                  args.seed)
+                  args.seed, steps)
     print(f"{res['n_instances']:,} instances, {res['repetitions']} repetitions: state click "
           f"median {res.get('state_click_median_ms')} ms, row click "
           f"{res.get('row_click_median_ms')} ms, typed input "
