@@ -1,9 +1,11 @@
 """stateseer's model side: tokenisers, data sets, RNN classifiers, training and traces.
 
 Importing the package is cheap and does not import torch; the torch-based names
-(``RNNClassifier``, ``train_run``, ``record_run`` ...) are loaded on first use. The
-numpy-only modules (``errors``, ``tokenizers``, ``datasets``, ``formal``, ``traces``,
-``run``) can be used without torch, which is how ``abstraction`` reads traces.
+(``RNNClassifier``, ``train_run``, ``record_run``, ``load_model`` ...) are loaded on first
+use. The file formats that ``abstraction`` reads (errors, the run directory, traces,
+automata, the atomic writer, DOT) live in the torch-free :mod:`rnn_models.formats`
+layer, which imports nothing else of this package; model loading is
+:func:`rnn_models.loading.load_model`.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "StateseerError": "errors", "DataError": "errors", "CheckpointError": "errors",
-    "TraceError": "errors",
+    "StateseerError": "formats.errors", "DataError": "formats.errors",
+    "CheckpointError": "formats.errors", "TraceError": "formats.errors",
     "Vocab": "tokenizers", "tokenize": "tokenizers",
     "TextDataset": "datasets", "load_dataset": "datasets",
     "GRAMMARS": "formal", "DFA": "formal",
-    "Run": "run", "create_run": "run",
-    "Traces": "traces", "SplitTraces": "traces",
+    "RunDir": "formats.rundir", "Run": "run", "create_run": "run",
+    "Traces": "formats.traces", "SplitTraces": "formats.traces",
+    "load_model": "loading",
     "RNNClassifier": "models", "Traceable": "models", "TraceAdapter": "models",
     "RecurrentAdapter": "models",
     "TrainConfig": "train", "train_run": "train",
