@@ -632,7 +632,7 @@ def _add_create(sub: Any) -> None:
                    "word)")
     c.add_argument("--vocab", metavar="FILE", help="the model's vocabulary when the model "
                    "declares none: a JSON list of tokens in id order, or one per line "
-                   "('<pad>', '<unk>' first)")
+                   "('<pad>', '<unk>' first; default: the model's `vocab`)")
     c.add_argument("--seed", type=_seed, default=0, help="seed of the data set's split")
     c.add_argument("--max-tokens", type=_positive_int, default=2000,
                    help="refuse texts longer than this many tokens")
