@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -420,14 +421,20 @@ class BaseAbstractor(ClusterMixin, BaseEstimator):
         AbstractionError
             Missing or damaged file.
         """
+        fix = f"rerun `stateseer abstract {Path(path).parent.parent}`"
         try:
-            with np.load(path, allow_pickle=False) as d:
+            d = np.load(path, allow_pickle=False)
+            if not hasattr(d, "files"):
+                raise AbstractionError(f"{path} is corrupt (not an .npz archive); {fix}")
+            with d:
                 return cls.from_arrays(d)
-        except (OSError, ValueError) as exc:
+        except FileNotFoundError:
+            raise AbstractionError(f"{path} is missing; {fix}") from None
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             if isinstance(exc, AbstractionError):
                 raise
             raise AbstractionError(
-                f"cannot read the abstractor {path} ({exc}); re-run `stateseer abstract`"
+                f"{path} is corrupt ({' '.join(str(exc).split())[:120]}); {fix}"
             ) from None
 
 

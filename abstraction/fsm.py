@@ -515,10 +515,16 @@ class FSM(Automaton):
             if widths != {len(data["classes"])}:
                 raise AbstractionError(
                     f"state predictions must have {len(data['classes'])} values (one per class)")
+            prediction = np.array([s["prediction"] for s in states], np.float64)
+            if not np.isfinite(prediction).all() or (
+                    coords is not None and not np.isfinite(coords).all()):
+                raise AbstractionError("state predictions and coordinates must be finite "
+                                       "numbers (found NaN or infinity); re-run "
+                                       "`stateseer abstract`")
             return cls(
                 classes=list(data["classes"]), alphabet=alphabet,
                 visits=np.array([s.get("visits", 0) for s in states], np.int64),
-                prediction=np.array([s["prediction"] for s in states], np.float64),
+                prediction=prediction,
                 source=src[order], token=tok[order], target=dst[order], count=cnt[order],
                 coords=coords, fallback=data.get("fallback", "displacement"
                                                   if coords is not None else "stay"),

@@ -133,25 +133,67 @@ class Abstraction:
 
     @classmethod
     def load(cls, path: str | Path) -> Abstraction:
+        """Read an abstraction written by :meth:`save`.
+
+        Raises
+        ------
+        AbstractionError
+            Missing, damaged or inconsistent files (one line naming the file and the fix).
+        """
         path = Path(path)
-        meta_path = path / "meta.json"
-        if not meta_path.exists():
+        fix = f"rerun `stateseer abstract {path.parent}`"
+        if not (path / "meta.json").exists():
             raise AbstractionError(
                 f"no abstraction in {path}; run `stateseer abstract {path.parent}`"
             )
-        meta = json.loads(meta_path.read_text())
+        meta = _read_json(path / "meta.json", fix)
         if meta.get("format") != FORMAT or meta.get("version") != VERSION:
-            raise AbstractionError(f"{path} holds an abstraction of another format; re-run "
-                                   "`stateseer abstract`")
+            raise AbstractionError(f"{path} holds an abstraction of another format; {fix}")
+        splits, metrics, info = meta.get("splits"), meta.get("metrics"), meta.get("info")
+        if not (isinstance(splits, list) and all(isinstance(x, str) for x in splits)
+                and isinstance(metrics, dict) and isinstance(info, dict)):
+            raise AbstractionError(f"{path / 'meta.json'} is corrupt (no split list, metrics "
+                                   f"or info); {fix}")
         abstractor = BaseAbstractor.load(path / "abstractor.npz")
-        states = {s: np.load(path / f"{s}.states.npy").astype(np.int64)
-                  for s in meta["splits"]}
-        simulated = {s: np.load(path / f"{s}.simulated.npy").astype(np.int64)
-                     for s in meta["splits"]}
-        patterns = json.loads((path / "patterns.json").read_text(encoding="utf-8"))
-        return cls(abstractor=abstractor, fsm=FSM.load(path / "fsm.json"), states=states,
-                   simulated=simulated, metrics=meta["metrics"], patterns=patterns,
-                   info=meta["info"])
+        fsm = FSM.load(path / "fsm.json")
+        states = {s: _read_states(path / f"{s}.states.npy", fsm.n_states, fix) for s in splits}
+        simulated = {s: _read_states(path / f"{s}.simulated.npy", fsm.n_states, fix)
+                     for s in splits}
+        for s in splits:
+            if len(states[s]) != len(simulated[s]):
+                raise AbstractionError(f"{path / (s + '.simulated.npy')} does not match "
+                                       f"{s}.states.npy in length; {fix}")
+        patterns = _read_json(path / "patterns.json", fix)
+        return cls(abstractor=abstractor, fsm=fsm, states=states, simulated=simulated,
+                   metrics=metrics, patterns=patterns, info=info)
+
+
+def _read_json(path: Path, fix: str) -> dict[str, Any]:
+    """A JSON object from ``path``, or a one-line :class:`AbstractionError`."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AbstractionError(f"{path} is missing; {fix}") from None
+    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
+        raise AbstractionError(f"{path} is corrupt (not JSON); {fix}") from None
+    if not isinstance(data, dict):
+        raise AbstractionError(f"{path} is corrupt (not a JSON object); {fix}")
+    return data
+
+
+def _read_states(path: Path, n_fsm_states: int, fix: str) -> np.ndarray:
+    """FSM state ids of shape (n_steps,) from ``path``, checked against the FSM's size."""
+    try:
+        a = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise AbstractionError(f"{path} is missing; {fix}") from None
+    except (OSError, ValueError, EOFError):
+        raise AbstractionError(f"{path} is corrupt (not a .npy array); {fix}") from None
+    if a.ndim != 1 or a.dtype.kind not in "iu":
+        raise AbstractionError(f"{path} is corrupt (not a 1-d integer array); {fix}")
+    if len(a) and (int(a.min()) < 0 or int(a.max()) >= n_fsm_states):
+        raise AbstractionError(f"{path} refers to states outside 0..{n_fsm_states - 1}; {fix}")
+    return a.astype(np.int64)
 
 
 def fresh_traces(run: RunDir) -> Traces:
@@ -225,6 +267,14 @@ def fit_abstraction(
     if train.n_steps == 0:
         raise AbstractionError("the training split has no steps (every input is empty); "
                                "an abstraction needs recorded hidden states")
+    names = ["train", *[s for s in (splits or tuple(traces.split_names)) if s != "train"]]
+    for name in names:
+        ids = traces[name].token_ids
+        if len(ids) and int(ids.max()) >= len(alphabet):
+            raise AbstractionError(
+                f"token ids in {traces.path / name / 'token_ids.npy'} exceed the vocabulary "
+                f"({len(alphabet)} tokens); re-record with `stateseer record "
+                f"{traces.path.parent}`")
     if isinstance(method, BaseAbstractor):
         ab = clone(method)
     else:
@@ -237,7 +287,6 @@ def fit_abstraction(
     coords = np.vstack([ab.transform(h0, p0), ab.cluster_centers_]).astype(np.float64)
     states: dict[str, np.ndarray] = {}
     patterns: dict[str, Any] = {"buggy": {}}
-    names = ["train", *[s for s in (splits or tuple(traces.split_names)) if s != "train"]]
     for split in names:
         tr = traces[split]
         if split == "train":

@@ -125,11 +125,15 @@ class RunDir:
                 f"{self.path}`"
             )
         try:
-            return json.loads(self.config_path.read_text())
-        except ValueError as exc:
+            cfg = json.loads(self.config_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
             raise StateseerError(
                 f"{self.config_path} is not valid JSON ({exc}); restore it or retrain"
             ) from None
+        if not isinstance(cfg, dict):
+            raise StateseerError(f"{self.config_path} is corrupt (not a JSON object); restore "
+                                 "it or retrain the run")
+        return cfg
 
     @property
     def data(self) -> dict[str, Any]:
@@ -144,11 +148,15 @@ class RunDir:
         if not self.metrics_path.exists():
             return {}
         try:
-            return json.loads(self.metrics_path.read_text())
-        except ValueError:
+            m = json.loads(self.metrics_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
             raise StateseerError(
                 f"{self.metrics_path} is not valid JSON; delete it and rerun the step that wrote it"
             ) from None
+        if not isinstance(m, dict):
+            raise StateseerError(f"{self.metrics_path} is corrupt (not a JSON object); delete "
+                                 "it and rerun the step that wrote it")
+        return m
 
     def update_metrics(self, **sections: Any) -> dict[str, Any]:
         """Merge top-level keys into ``metrics.json`` (atomically) and return the result."""

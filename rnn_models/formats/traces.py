@@ -139,21 +139,35 @@ class Traces:
                 f"no complete traces in {self.path}; record them with `stateseer record "
                 f"{self.path.parent}`"
             )
-        try:
-            self.meta: dict[str, Any] = json.loads(meta_path.read_text())
-        except ValueError:
-            raise TraceError(f"{meta_path} is corrupt; rerun `stateseer record`") from None
+        self.meta: dict[str, Any] = _read_json(meta_path, dict, self._fix)
         if self.meta.get("format") != FORMAT or self.meta.get("version") != VERSION:
             raise TraceError(
                 f"{self.path} holds traces of format {self.meta.get('format')!r} "
                 f"v{self.meta.get('version')}, expected {FORMAT} v{VERSION}; rerun "
                 "`stateseer record`"
             )
+        classes, splits = self.meta.get("classes"), self.meta.get("splits")
+        if not (isinstance(classes, list) and len(classes) >= 1 and isinstance(splits, dict)):
+            raise TraceError(f"{meta_path} is corrupt (no class list or split table); "
+                             f"{self._fix}")
         self._mmap = "r" if mmap else None
-        self.surface: list[str] = json.loads((self.path / "surface.json").read_text())
-        self.initial_hidden = np.load(self.path / "initial_hidden.npy")
-        self.initial_proba = np.load(self.path / "initial_proba.npy")
+        self.surface: list[str] = _read_json(self.path / "surface.json", list, self._fix)
+        if not all(isinstance(t, str) for t in self.surface):
+            raise TraceError(f"{self.path / 'surface.json'} is corrupt (not a list of "
+                             f"strings); {self._fix}")
+        self.initial_hidden = _read_npy(self.path / "initial_hidden.npy", self._fix)
+        self.initial_proba = _read_npy(self.path / "initial_proba.npy", self._fix)
+        _check_float(self.initial_hidden, self.path / "initial_hidden.npy", 1, self._fix)
+        _check_float(self.initial_proba, self.path / "initial_proba.npy", 1, self._fix)
+        if self.initial_proba.shape != (len(classes),):
+            raise TraceError(f"{self.path / 'initial_proba.npy'} has shape "
+                             f"{self.initial_proba.shape}, not ({len(classes)},) for the "
+                             f"{len(classes)} classes; {self._fix}")
         self._splits: dict[str, SplitTraces] = {}
+
+    @property
+    def _fix(self) -> str:
+        return f"rerun `stateseer record {self.path.parent}`"
 
     @property
     def classes(self) -> list[str]:
@@ -179,13 +193,18 @@ class Traces:
         if split not in self._splits:
             d = self.path / split
             try:
-                arrays = {k: np.load(d / f"{k}.npy", mmap_mode=self._mmap) for k in ARRAYS}
-                texts = json.loads((d / "texts.json").read_text())
-            except (OSError, ValueError) as exc:
+                arrays = {k: np.load(d / f"{k}.npy", mmap_mode=self._mmap,
+                                     allow_pickle=False) for k in ARRAYS}
+                texts = json.loads((d / "texts.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError, EOFError) as exc:
                 raise TraceError(
-                    f"traces of split {split!r} in {d} are damaged ({exc}); rerun "
-                    "`stateseer record`"
+                    f"traces of split {split!r} in {d} are damaged "
+                    f"({' '.join(str(exc).split())[:120]}); {self._fix}"
                 ) from None
+            if not isinstance(texts, list):
+                raise TraceError(f"{d / 'texts.json'} is corrupt (not a list); {self._fix}")
+            _check_split(arrays, texts, len(self.classes), len(self.surface),
+                         len(self.initial_hidden), d, self._fix)
             self._splits[split] = SplitTraces(name=split, surface=self.surface, texts=texts,
                                               **arrays)
         return self._splits[split]
@@ -194,3 +213,71 @@ class Traces:
         sizes = ", ".join(f"{s}={v['n_inputs']}/{v['n_steps']}"
                           for s, v in self.meta["splits"].items())
         return f"Traces({str(self.path)!r}, {sizes})"
+
+
+def _read_json(path: Path, kind: type, fix: str) -> Any:
+    """JSON file ``path`` holding a ``kind`` (dict or list), or a one-line TraceError."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TraceError(f"{path} is missing; {fix}") from None
+    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
+        raise TraceError(f"{path} is corrupt (not JSON); {fix}") from None
+    if not isinstance(data, kind):
+        what = "a JSON object" if kind is dict else "a JSON list"
+        raise TraceError(f"{path} is corrupt (not {what}); {fix}")
+    return data
+
+
+def _read_npy(path: Path, fix: str) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise TraceError(f"{path} is missing; {fix}") from None
+    except (OSError, ValueError, EOFError):
+        raise TraceError(f"{path} is corrupt (not a .npy array); {fix}") from None
+
+
+def _check_float(a: np.ndarray, path: Path, ndim: int, fix: str) -> None:
+    if a.ndim != ndim or a.dtype.kind != "f":
+        raise TraceError(f"{path} must be a {ndim}-d float array, not {a.ndim}-d {a.dtype}; "
+                         f"{fix}")
+
+
+def _check_split(arrays: dict[str, np.ndarray], texts: list, n_classes: int, n_surface: int,
+                 state_size: int, d: Path, fix: str) -> None:
+    """Shapes, dtypes and index ranges of one split's arrays (one-line TraceError).
+
+    Reads the offsets, labels and index arrays once (vectorised) and scans ``proba`` once
+    for NaN; ``hidden`` is checked by dtype and shape only.
+    """
+    off = arrays["offsets"]
+    if off.ndim != 1 or off.dtype.kind not in "iu" or len(off) < 1 or off[0] != 0 \
+            or (np.diff(off) < 0).any():
+        raise TraceError(f"{d / 'offsets.npy'} is corrupt (offsets must be integers rising "
+                         f"from 0); {fix}")
+    n_inputs, n_steps = len(off) - 1, int(off[-1])
+    shapes = {"hidden": (n_steps, state_size), "proba": (n_steps, n_classes),
+              "token_ids": (n_steps,), "surface_ids": (n_steps,), "labels": (n_inputs,),
+              "final_proba": (n_inputs, n_classes), "rows": (n_inputs,)}
+    for k, shape in shapes.items():
+        if arrays[k].shape != shape:
+            raise TraceError(f"{d / (k + '.npy')} has shape {arrays[k].shape}, expected "
+                             f"{shape} from offsets.npy and meta.json; {fix}")
+    for k in ("hidden", "proba", "final_proba"):
+        if arrays[k].dtype.kind != "f":
+            raise TraceError(f"{d / (k + '.npy')} holds {arrays[k].dtype}, not floats; {fix}")
+    for k in ("token_ids", "surface_ids", "labels", "rows"):
+        if arrays[k].dtype.kind not in "iu":
+            raise TraceError(f"{d / (k + '.npy')} holds {arrays[k].dtype}, not integers; {fix}")
+    ranges = {"token_ids": (0, None), "surface_ids": (0, n_surface), "labels": (-1, n_classes)}
+    for k, (lo, hi) in ranges.items():
+        a = arrays[k]
+        if len(a) and (int(a.min()) < lo or (hi is not None and int(a.max()) >= hi)):
+            top = "" if hi is None else f"..{hi - 1}"
+            raise TraceError(f"{d / (k + '.npy')} holds values outside {lo}{top}; {fix}")
+    if n_steps and np.isnan(np.asarray(arrays["proba"]).sum()):
+        raise TraceError(f"{d / 'proba.npy'} holds NaN predictions; {fix}")
+    if len(texts) != n_inputs:
+        raise TraceError(f"{d / 'texts.json'} has {len(texts)} texts for {n_inputs} inputs; "
+                         f"{fix}")
