@@ -311,8 +311,12 @@ def _cmd_record(args: argparse.Namespace) -> int:
     from rnn_models.factory import ModelRun
     from rnn_models.record import record_run
 
-    traces = record_run(ModelRun(args.run), splits=args.splits, layer=args.layer,
-                        dtype=args.dtype, batch_size=args.batch_size)
+    run = ModelRun(args.run)
+    traces = record_run(run, splits=args.splits, layer=args.layer, dtype=args.dtype,
+                        batch_size=args.batch_size)
+    if run.config.get("model", {}).get("kind") == "factory":  # no training wrote them
+        run.update_metrics(**{f"{s}_accuracy": v["accuracy"]
+                              for s, v in traces.meta["splits"].items()})
     print(json.dumps({"traces": str(traces.path), "splits": traces.meta["splits"]}))
     return 0
 

@@ -136,6 +136,8 @@ def test_recording_uses_the_models_tokeniser_vocabulary_and_class_order(created,
     assert (test.labels == labels).all()
     own_accuracy = float((mine.argmax(1) == labels).mean())
     assert traces.meta["splits"]["test"]["accuracy"] == own_accuracy  # exactly
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["test_accuracy"] == own_accuracy
     # tokens as the model saw them: "don't" and "a/c"-like tokens stay whole
     i = next(i for i, t in enumerate(test.texts) if "'" in t)
     assert test.tokens(i) == TOKEN.findall(test.texts[i].lower())
