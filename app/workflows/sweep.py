@@ -125,7 +125,8 @@ def _load(run: Any, split: str) -> tuple[Any, Any, list[str]]:
     run = run if isinstance(run, Run) else Run(run)
     if not run.exists():
         raise StateseerError(f"{run.path} is not a stateseer run (no config.json); create "
-                             "one with `stateseer train`")
+                             "one with `stateseer train`, `stateseer create` (your own model) "
+                             "or `stateseer import-traces`")
     traces = fresh_traces(run)
     if split not in traces or traces[split].n_inputs == 0:
         raise StateseerError(f"the run has no recorded {split} inputs to measure on; record "
