@@ -81,7 +81,7 @@ class TrainConfig:
     max_tokens: int | None = 2000
     d_state: int | None = None
     d_conv: int | None = None
-    max_seconds: float | None = None
+    max_seconds: float | None = None  # training budget, checked between batches
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolve(self, ds: TextDataset) -> dict[str, Any]:
@@ -217,12 +217,18 @@ def _batch_loss(model: nn.Module, data: _Data, b: np.ndarray, loss_fn: nn.Module
 
 
 def _epoch(model: nn.Module, opt: torch.optim.Optimizer, data: _Data, hp: dict,
-           rng: np.random.Generator) -> float:
-    """One pass over the training split in shuffled length buckets; the mean loss."""
+           rng: np.random.Generator, deadline: float | None = None) -> float:
+    """One pass over the training split in shuffled length buckets; the mean loss.
+
+    With a ``deadline`` (``time.perf_counter()`` value) the pass ends early once it is
+    reached (the time budget ``max_seconds``).
+    """
     loss_fn = nn.CrossEntropyLoss(ignore_index=IGNORE)
     tr_seqs, _ = data.encoded("train")
     total, n_batches = 0.0, 0
     for b in length_batches(np.array([len(s) for s in tr_seqs]), hp["batch_size"], rng=rng):
+        if deadline is not None and n_batches and time.perf_counter() >= deadline:
+            break
         loss = _batch_loss(model, data, b, loss_fn, tr_seqs)
         opt.zero_grad()
         loss.backward()
@@ -250,9 +256,10 @@ def _fit(model: nn.Module, data: _Data, hp: dict, cfg: TrainConfig,
 
     bar = tqdm(range(1, hp["epochs"] + 1), desc=f"train {cfg.arch} on {data.ds.name}",
                disable=not progress, unit="epoch")
+    deadline = None if cfg.max_seconds is None else t0 + cfg.max_seconds
     model.train()
     for epoch in bar:
-        loss_avg = _epoch(model, opt, data, hp, rng)
+        loss_avg = _epoch(model, opt, data, hp, rng, deadline)
         val_acc, _ = evaluate(model, va_seqs, va_labels)
         history.append({"epoch": epoch, "loss": loss_avg, "val_accuracy": val_acc})
         bar.set_postfix(loss=f"{loss_avg:.4f}", val_acc=f"{val_acc:.4f}")
@@ -265,8 +272,8 @@ def _fit(model: nn.Module, data: _Data, hp: dict, cfg: TrainConfig,
             break
         if hp["kind"] == "formal" and val_acc == 1.0 and loss_avg < 1e-3:
             break
-        if cfg.max_seconds is not None and time.perf_counter() - t0 >= cfg.max_seconds:
-            break  # a time budget: no epoch starts after it is spent
+        if deadline is not None and time.perf_counter() >= deadline:
+            break  # the time budget is spent (the last epoch may have stopped early)
     bar.close()
     seconds = time.perf_counter() - t0
     model.load_state_dict(best["state"])

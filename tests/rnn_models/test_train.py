@@ -127,3 +127,11 @@ def test_not_a_run_directory(tmp_path):
     with pytest.raises(StateseerError, match="not a stateseer run") as e:
         _ = Run(tmp_path).config
     one_line(e.value)
+
+
+def test_a_spent_time_budget_stops_training_after_one_batch(tmp_path):
+    run = train_run(TrainConfig(dataset="tomita1", arch="gru", max_seconds=0.0),
+                    tmp_path / "budget", progress=False)
+    m = run.metrics()
+    assert m["epochs_run"] == 1 and m["best_epoch"] == 1
+    assert run.config["config"]["max_seconds"] == 0.0
