@@ -24,7 +24,7 @@ __all__ = ["create_app", "initial_selection", "server_from_env"]
 ASSETS = Path(__file__).parent / "assets"
 
 
-def create_app(run_dir: str | Path | None = None, *, data: Any = None,
+def create_app(run_dir: str | Path | None = None, *,
                compare: str | Path | None = None, model: Any = None,
                context: ExplorerContext | None = None,
                registry: Registry = REGISTRY) -> Dash:
@@ -41,13 +41,9 @@ def create_app(run_dir: str | Path | None = None, *, data: Any = None,
         ``model.pt`` is not one of the built-in classifiers.
     context : ExplorerContext, optional
         An already loaded run (instead of ``run_dir``; tests, study mode).
-    data : RunData, optional
-        Deprecated: an :class:`app.data.RunData` (its context is used).
     registry : Registry
         The views (default: every view of :data:`app.explorer.registry.VIEWS`).
     """
-    if context is None and data is not None:
-        context = data.context
     if context is None:
         context = ExplorerContext.load(run_dir, model=model, compare=compare)
     if context.comparison is not None:  # fail at start-up, not on the first click
@@ -70,10 +66,6 @@ def create_app(run_dir: str | Path | None = None, *, data: Any = None,
     app.layout = serve_layout
     registry.register(app, context)
     _prepare(app, context)
-    # Deprecated (notebook 04 reads it): pass ``context=`` and keep your own reference.
-    from .data import RunData
-
-    app.stateseer_data = RunData.of(context)
     return app
 
 

@@ -100,6 +100,13 @@ PROJECTION_PANEL = "projection-panel"
 PROJ_BOX = "proj-box"
 PROJ_CHART = "proj-chart"
 
+# -- groups other packages listen to (study mode logs their changes) ----------------------
+FILTERS = (SEARCH, REGEX, F_LABEL, F_PRED, F_CORRECT)
+DIAGRAM_CONTROLS = (TOPK, MINCOUNT, LOOPS, LAYOUT, COMPARE_MODE)
+EXPORTS = {DL_SVG: "fsm-svg", DL_PNG: "fsm-png", DL_DOT: "fsm-dot", DL_JSON: "fsm-json",
+           DL_TABLE: "table-csv", DL_FIGURE: "trace-html"}
+"""Download buttons -> what they export."""
+
 
 # -- ids of repeated components (pattern-matching ids: a "type" and an index) ------------
 TOKEN_TYPE = "token"

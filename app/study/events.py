@@ -16,6 +16,7 @@ from typing import Any
 
 from dash import ALL, Dash, Input, Output, State, ctx, no_update
 
+from ..explorer.ids import DIAGRAM_CONTROLS, EXPORTS, FILTERS
 from .spec import StudyError
 
 __all__ = ["DIAGRAM_CONTROLS", "EXPORTS", "FILTERS", "register_event_callbacks",
@@ -23,10 +24,6 @@ __all__ = ["DIAGRAM_CONTROLS", "EXPORTS", "FILTERS", "register_event_callbacks",
 
 Event = tuple[str, dict[str, Any]]
 
-FILTERS = ("search", "regex", "f-label", "f-pred", "f-correct")
-DIAGRAM_CONTROLS = ("topk", "mincount", "loops", "layout", "compare-mode")
-EXPORTS = {"dl-svg": "fsm-svg", "dl-png": "fsm-png", "dl-dot": "fsm-dot",
-           "dl-json": "fsm-json", "dl-table": "table-csv", "dl-figure": "trace-html"}
 
 
 def selection_events(prev: dict[str, Any] | None, new: dict[str, Any] | None,

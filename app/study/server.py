@@ -1,7 +1,7 @@
 """The study app: the explorer restricted per condition, with tasks, a timer and a log.
 
 ``create_study_app(study, db=...)`` builds a Dash app on the explorer's layout and
-callbacks (:func:`app.layout.build_layout`, :func:`app.callbacks.register_callbacks`),
+callbacks (:meth:`app.explorer.registry.Registry.layout`, ``Registry.register``),
 adds the study's callbacks and the HTTP routes of :mod:`app.study.routes` and
 :mod:`app.study.admin`, and returns it (``server = app.server``).
 
@@ -31,9 +31,8 @@ import numpy as np
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from flask import g, has_request_context, request
 
-from ..callbacks import register_callbacks
-from ..data import RunData
-from ..layout import build_layout
+from ..explorer.context import ExplorerContext, RunView
+from ..explorer.registry import REGISTRY
 from ..main import ASSETS, initial_selection
 from ..security import MAX_REQUEST_BYTES, bind_warning, limit_request_bodies, secure_headers
 from ..selection import to_query
@@ -62,10 +61,15 @@ class StudyContext:
     """Everything the study's callbacks and routes share (read-only but the log)."""
 
     study: Study
-    data: RunData
+    ctx: ExplorerContext
     log: StudyLog
     admin_token: str | None = None
     _rows: dict[str, dict[int, int]] = field(default_factory=dict)
+
+    @property
+    def data(self) -> RunView:
+        """The run (read-only): ``ctx.data``."""
+        return self.ctx.data
 
     @cached_property
     def default_split(self) -> str:
@@ -130,7 +134,7 @@ def _task_selection(sc: StudyContext, task: Task, query: str,
     """The page's first selection: its URL's, else the task's first instance (a condition
     without state views cannot select a state or a pattern through the URL)."""
     if _SELECTION_KEYS & set(parse_qs(query)):
-        sel = initial_selection(sc.data, query)
+        sel = initial_selection(sc.ctx, query)
         if not guard.STATE_VIEWS & set(views):
             sel = {**sel, "state": None, "pattern": None}
         return sel
@@ -157,7 +161,7 @@ def participant_page(sc: StudyContext, pid: str, query: str) -> html.Div:
                source="server")
     initial = _task_selection(sc, task, query, views)
     explorer = guard.blank_excluded(
-        restrict_views(build_layout(sc.data, initial=initial), views), views)
+        restrict_views(REGISTRY.layout(sc.ctx, initial), views), views)
     info = {"pid": pid, "condition": joined["condition"], "task": task.id,
             "position": position, "elapsed": elapsed, "limit": task.time_limit_s,
             "split": sc.split_of(task), "answer": task.answer}
@@ -340,7 +344,7 @@ def submit_answer(sc: StudyContext, pid: str, page_task: str | None, *, text: st
 
 
 def create_study_app(study: Study | str | Path, *, db: str | Path,
-                     admin_token: str | None = None, data: RunData | None = None,
+                     admin_token: str | None = None, context: ExplorerContext | None = None,
                      synchronous: str = "FULL", allowed_hosts: list[str] | None = None,
                      bind_host: str | None = None,
                      max_request_bytes: int = MAX_REQUEST_BYTES) -> Dash:
@@ -354,8 +358,8 @@ def create_study_app(study: Study | str | Path, *, db: str | Path,
         The interaction log (created if missing; a log of another study is refused).
     admin_token : str, optional
         Turns the admin page on (``/study/admin``); requests need this token.
-    data : RunData, optional
-        The run, if already loaded (tests).
+    context : ExplorerContext, optional
+        The run, if already loaded (tests): ``ExplorerContext.load(study.run)``.
     synchronous : {"FULL", "NORMAL"}
         The log's durability (see :mod:`app.study.store`).
     allowed_hosts : list of str, optional
@@ -369,14 +373,14 @@ def create_study_app(study: Study | str | Path, *, db: str | Path,
     if not isinstance(study, Study):
         study = load_study(study)
     admin.check_token_strength(admin_token)
-    if data is None:
+    if context is None:
         if not (study.run / "config.json").exists():
             raise StudyError(f"study file: run {str(study.run)!r} is not a stateseer run — "
                              "fix 'run' (relative paths start at the study file's folder) "
                              "or pass --run")
-        data = RunData(study.run)
+        context = ExplorerContext.load(study.run)
     log = StudyLog(db, study=study.id, digest=study.digest(), synchronous=synchronous)
-    sc = StudyContext(study=study, data=data, log=log, admin_token=admin_token)
+    sc = StudyContext(study=study, ctx=context, log=log, admin_token=admin_token)
     sc.check_run()
     for pid in study.participant_ids():
         log.link(pid)
@@ -390,15 +394,15 @@ def create_study_app(study: Study | str | Path, *, db: str | Path,
     limit_request_bodies(app.server, max_request_bytes)
     secure_headers(app.server, allowed_hosts, bind_host=bind_host)
     guard.register(app.server, sc)
-    register_callbacks(app, data)
+    REGISTRY.register(app, context)
     register_event_callbacks(app, sc.write, sc.row_id, sc.participant)
     register_study_callbacks(app, sc)
     routes.register(app.server, sc)
     admin.register(app.server, sc)
     app.study_context = sc  # for tests and benchmarks
-    _ = data.positions
+    _ = context.data.positions
     for split in {sc.split_of(t) for t in study.tasks}:
-        data.index(split)
+        context.data.index(split)
     return app
 
 

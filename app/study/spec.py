@@ -43,12 +43,13 @@ from typing import Any
 
 from rnn_models.errors import StateseerError
 
+from ..explorer.registry import REGISTRY
+
 __all__ = ["ANSWER_TYPES", "PID_PATTERN", "PRESETS", "VIEWS", "Assignment", "Study",
            "StudyError", "Task", "check_pid", "load_study", "parse_study"]
 
-VIEWS: tuple[str, ...] = ("diagram", "card", "patterns", "table", "trace_text",
-                          "trace_chart", "input", "attribution", "nearest", "compare",
-                          "forcing")
+VIEWS: tuple[str, ...] = tuple(REGISTRY.names())
+"""The views a condition may show: the explorer registry's optional views, in page order."""
 PRESETS: dict[str, tuple[str, ...]] = {
     "full": VIEWS,
     "baseline": ("table", "trace_text", "attribution"),

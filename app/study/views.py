@@ -16,7 +16,7 @@ from dash import dcc, html
 from ..explorer.registry import REGISTRY, Registry
 from .spec import VIEWS, Study, Task
 
-__all__ = ["VIEW_TARGETS", "component_ids", "done_page", "hidden_views", "landing_page",
+__all__ = ["component_ids", "done_page", "hidden_views", "landing_page",
            "message_page", "restrict_views", "study_frame", "task_panel", "view_targets"]
 
 HIDDEN = {"display": "none"}
@@ -39,10 +39,6 @@ def component_ids(view: str, registry: Registry = REGISTRY) -> frozenset[str]:
     (True, False)
     """
     return registry.component_ids(view)
-
-
-# Kept for callers of the old name: the same data, read from the registry.
-VIEW_TARGETS = view_targets()
 
 
 def hidden_views(views: Iterable[str]) -> list[str]:

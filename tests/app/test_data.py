@@ -151,14 +151,3 @@ def test_trace_views_mark_flips_and_escape_text():
     fig = probability_figure(trace, ["neg", "pos"])
     stars = [t for t in fig.data if t.name == "prediction flips"]
     assert list(stars[0].x) == [1, 2]
-
-
-def test_the_deprecated_run_data_still_answers_with_dicts(explored_run):
-    from app.data import RunData
-
-    data = RunData(explored_run)
-    tr = data.trace_instance("test", 4)
-    assert isinstance(tr, dict) and tr["index"] == 4 and data.trace_key(tr) == "test:4"
-    assert data.splits and data.fsm.n_states > 1 and data.context.data.name == data.name
-    rows, total, _ = query_instances(data, InstanceQuery(split="test", page_size=3))
-    assert len(rows) == 3 and total == data.traces["test"].n_inputs

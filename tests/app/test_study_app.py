@@ -15,9 +15,9 @@ TOKEN = "admin-token-for-tests"
 
 
 def _study(run, **extra):
-    from app.data import RunData
+    from app.explorer.context import RunView
 
-    ids = [int(i) for i in RunData(run).traces["test"].rows[:3]]
+    ids = [int(i) for i in RunView(run).traces["test"].rows[:3]]
     doc = {"study": "s1", "run": str(run), "conditions": {"full": "full",
                                                            "baseline": "baseline"},
            "tasks": [{"id": "why", "prompt": "Why is <b>this</b> wrong?", "open": ids[:2]},
@@ -95,11 +95,11 @@ def _hidden(layout, cid=None, cls=None):
 
 
 def test_restrict_views_on_the_real_explorer(explored_run):
-    from app.data import RunData
-    from app.layout import build_layout
+    from app.explorer.context import ExplorerContext
+    from app.explorer.registry import REGISTRY
     from app.study.views import restrict_views
 
-    layout = build_layout(RunData(explored_run))
+    layout = REGISTRY.layout(ExplorerContext.load(explored_run))
     full = json.loads(json.dumps(restrict_views(layout, ["diagram", "card", "patterns",
                                                          "table", "trace_text",
                                                          "trace_chart", "input"]).to_plotly_json(),

@@ -21,9 +21,9 @@ TOKEN = "admin-token-for-tests"
 
 
 def _doc(run, **extra):
-    from app.data import RunData
+    from app.explorer.context import RunView
 
-    ids = [int(i) for i in RunData(run).traces["test"].rows[:3]]
+    ids = [int(i) for i in RunView(run).traces["test"].rows[:3]]
     doc = {"study": "sec", "run": str(run),
            "conditions": {"full": "full", "baseline": "baseline"},
            "assignment": {"method": "counterbalanced"},

@@ -72,12 +72,12 @@ def _tap_state(driver, state: int) -> None:
 
 @pytest.fixture
 def study_app(explored_run, tmp_path):
-    from app.data import RunData
+    from app.explorer.context import ExplorerContext
     from app.study.server import create_study_app
     from app.study.spec import parse_study
 
-    data = RunData(explored_run)
-    ids = [int(i) for i in data.traces["test"].rows[:2]]
+    context = ExplorerContext.load(explored_run)
+    ids = [int(i) for i in context.data.traces["test"].rows[:2]]
     study = parse_study({
         "study": "browser", "title": "Browser study", "run": str(explored_run),
         "conditions": {"full": "full", "baseline": "baseline"},
@@ -87,7 +87,7 @@ def study_app(explored_run, tmp_path):
                   {"id": "which", "prompt": "Is the model right more often than not?",
                    "answer": {"type": "choice", "options": ["yes", "no"]},
                    "time_limit_s": 600}]}, source=None)
-    app = create_study_app(study, db=tmp_path / "log.sqlite", data=data)
+    app = create_study_app(study, db=tmp_path / "log.sqlite", context=context)
     app.test_ids = ids
     yield app
     app.study_context.log.close()
