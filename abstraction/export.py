@@ -146,6 +146,8 @@ def write_traces_csv(out: str | Path | IO[str], rows: Sequence[dict[str, Any]], 
                      overwrite: bool = False) -> None:
     """Write traces CSV rows (keys as in DESIGN.md) to a path or an open text file."""
     cols = ["id", "split", "label", "prediction", "tokens", "states", "simulated_states"]
+    if any("simulated_prediction" in r for r in rows):  # a probabilistic FSM (DESIGN.md)
+        cols.append("simulated_prediction")
     buf = io.StringIO(newline="")
     w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
     w.writeheader()

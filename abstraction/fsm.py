@@ -28,6 +28,15 @@ Simulation
         stay in the current state.
 
     A token that no state has seen (not even ``<unk>``) always stays.
+
+Probabilistic simulation (``simulation='probabilistic'``, :meth:`FSM.simulate_distribution`)
+    The machine tracks a distribution over states, as a probabilistic automaton does: on a
+    token, each state's mass moves by the transition probabilities counted in training for
+    that (state, token) pair, or wholly to the fallback's target when the pair was never
+    seen; ``smoothing`` mixes in the state's token-independent transitions. The machine's
+    prediction is the class of the final distribution × the states' mean predictions
+    (:meth:`FSM.simulate_predictions`). The single ``simulate`` path stays the
+    deterministic one (what :meth:`FSM.run` gives).
 """
 
 from __future__ import annotations
@@ -48,9 +57,10 @@ from .colors import mix_color
 from .errors import AbstractionError
 from .io import read_text, write_output
 
-__all__ = ["FALLBACKS", "FSM", "paths_to_transitions"]
+__all__ = ["FALLBACKS", "FSM", "SIMULATIONS", "paths_to_transitions"]
 
 FALLBACKS = ("displacement", "nearest", "token", "stay")
+SIMULATIONS = ("argmax", "probabilistic")
 FORMAT = "stateseer.fsm"
 VERSION = 1
 
@@ -113,6 +123,11 @@ class FSM(Automaton):
     fallback : {'displacement', 'nearest', 'token', 'stay'}
     bandwidth : float
         Kernel width of the ``displacement`` fallback, relative to the centroids' spread.
+    simulation : {'argmax', 'probabilistic'}
+        How :meth:`simulate_predictions` predicts: the label of the single most-frequent
+        path's last state, or the class of the tracked state distribution.
+    smoothing : float
+        Weight of the token-independent transitions in the probabilistic simulation.
     initial : int
     info : dict
         Provenance: model hash, layer, method, seed, split the FSM was built from.
@@ -131,12 +146,19 @@ class FSM(Automaton):
     initial: int = 0
     info: dict[str, Any] = field(default_factory=dict)
     bandwidth: float = 0.5
+    simulation: str = "argmax"
+    smoothing: float = 0.0
 
     def __post_init__(self) -> None:
         if self.fallback not in FALLBACKS:
             raise AbstractionError(
                 f"unknown fallback {self.fallback!r}; choose one of: {', '.join(FALLBACKS)}"
             )
+        if self.simulation not in SIMULATIONS:
+            raise AbstractionError(f"unknown simulation {self.simulation!r}; choose one of: "
+                                   f"{', '.join(SIMULATIONS)}")
+        if not 0 <= float(self.smoothing) < 1:
+            raise AbstractionError(f"smoothing must be in [0, 1), not {self.smoothing}")
         self.reset()
 
     # construction -----------------------------------------------------------------------
@@ -156,6 +178,7 @@ class FSM(Automaton):
         fallback: str = "displacement",
         bandwidth: float = 0.5,
         info: dict[str, Any] | None = None,
+        simulation: str = "argmax",
     ) -> FSM:
         """Build the machine from abstract-state paths.
 
@@ -194,7 +217,8 @@ class FSM(Automaton):
         return cls(classes=list(classes), alphabet=list(alphabet), visits=visits,
                    prediction=prediction, source=src, token=tok, target=dst, count=cnt,
                    coords=None if coords is None else np.asarray(coords, np.float64),
-                   fallback=fallback, info=dict(info or {}), bandwidth=bandwidth)
+                   fallback=fallback, info=dict(info or {}), bandwidth=bandwidth,
+                   simulation=simulation)
 
     # basic facts --------------------------------------------------------------------------
     @property
@@ -328,6 +352,151 @@ class FSM(Automaton):
             cur[:k] = delta[cur[:k], tok[pos]]
             out[pos] = cur[:k]
         return out
+
+    @cached_property
+    def _seen(self) -> np.ndarray:
+        """Whether each (state, token) pair was seen in training, shape (n_states, V)."""
+        seen = np.zeros((self.n_states, len(self.alphabet)), dtype=bool)
+        seen[self.source, self.token] = True
+        return seen
+
+    @cached_property
+    def _pair_counts(self) -> np.ndarray:
+        """Training transitions out of each (state, token) pair, shape (n_states, V)."""
+        V, S = len(self.alphabet), self.n_states
+        return np.bincount(self.source * V + self.token, weights=self.count,
+                           minlength=S * V).reshape(S, V)
+
+    @cached_property
+    def _by_token(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Transitions as a token-indexed sparse tensor: ``ptr`` (V + 1,) and, per entry in
+        token order, source, target and P(target | source, token)."""
+        V = len(self.alphabet)
+        prob = self.count / self._pair_counts[self.source, self.token]
+        order = np.argsort(self.token, kind="stable")
+        ptr = np.zeros(V + 1, np.int64)
+        np.cumsum(np.bincount(self.token, minlength=V), out=ptr[1:])
+        return ptr, self.source[order], self.target[order], prob[order]
+
+    @cached_property
+    def _mean_transition(self) -> np.ndarray:
+        """Token-independent transition matrix, row-stochastic, shape (n_states, n_states);
+        states without outgoing transitions stay."""
+        S = self.n_states
+        m = np.zeros((S, S))
+        np.add.at(m, (self.source, self.target), self.count)
+        tot = m.sum(1)
+        m[tot == 0, np.flatnonzero(tot == 0)] = 1.0
+        return m / m.sum(1, keepdims=True)
+
+    def _prob_step(self, P: np.ndarray, tok: np.ndarray, smoothing: float) -> np.ndarray:
+        """One probabilistic step of ``k`` inputs: ``P`` (k, S) over states, ``tok`` (k,)
+        token ids (-1: outside the alphabet, stay). Seen pairs move by their transition
+        probabilities, unseen ones by the ``fallback`` target, all in sparse matrix ops."""
+        k, S = P.shape
+        rows = np.arange(k)
+        known = tok >= 0
+        t = np.where(known, tok, 0)
+        # unseen (state, token) pairs: the whole mass moves to the fallback's target
+        unseen = ~self._seen[:, t].T & known[:, None]                     # (k, S)
+        tgt = self.delta[:, t].T                                           # (k, S)
+        new = np.bincount((rows[:, None] * S + tgt)[unseen], weights=P[unseen],
+                          minlength=k * S).astype(np.float64)
+        stay = ~known
+        if stay.any():
+            new.reshape(k, S)[stay] += P[stay]
+        # seen pairs: P(target | source, token), gathered per input from the token's entries
+        ptr, src, dst, prob = self._by_token
+        n = np.where(known, ptr[t + 1] - ptr[t], 0)
+        if n.sum():
+            rep = np.repeat(rows, n)
+            first = np.repeat(ptr[t] - np.cumsum(n) + n, n)
+            e = first + np.arange(len(rep))
+            new += np.bincount(rep * S + dst[e], weights=P[rep, src[e]] * prob[e],
+                               minlength=k * S)
+        new = new.reshape(k, S)
+        if smoothing > 0:
+            new = (1 - smoothing) * new + smoothing * (P @ self._mean_transition)
+        return new
+
+    def simulate_distribution(self, token_ids: np.ndarray, offsets: np.ndarray, *,
+                              smoothing: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """Probabilistic simulation of every input at once (a PFA run).
+
+        The machine holds a distribution over states; on a token, each state's mass moves
+        by the transition probabilities seen in training for that (state, token) pair, or
+        to the ``fallback``'s target for pairs never seen. ``smoothing`` mixes in the
+        state's token-independent transition distribution. Loops over positions,
+        vectorised over inputs (sparse gathers, no loop over tokens of an input).
+
+        Parameters
+        ----------
+        token_ids : ndarray of shape (n_steps,)
+            Alphabet ids, -1 outside the alphabet (the mass stays).
+        offsets : ndarray of shape (n_inputs + 1,)
+        smoothing : float in [0, 1)
+
+        Returns
+        -------
+        final : ndarray of shape (n_inputs, n_states)
+            Distribution over states after each input's last token.
+        path : ndarray of shape (n_steps,)
+            Most likely state after every token.
+        """
+        if not 0 <= smoothing < 1:
+            raise AbstractionError(f"smoothing must be in [0, 1), not {smoothing}")
+        offsets = np.asarray(offsets)
+        lengths = np.diff(offsets)
+        S = self.n_states
+        tok = np.asarray(token_ids, dtype=np.int64)
+        path = np.empty(int(offsets[-1]), dtype=np.int64)
+        order = np.argsort(-lengths, kind="stable")
+        starts = offsets[:-1][order]
+        alive_at = np.searchsorted(-lengths[order], -np.arange(int(lengths.max(initial=0))),
+                                   side="left")
+        P = np.zeros((len(order), S))
+        P[:, self.initial] = 1.0
+        for t, k in enumerate(alive_at):  # loop over positions, vectorised over inputs
+            pos = starts[:k] + t
+            P[:k] = self._prob_step(P[:k], tok[pos], smoothing)
+            path[pos] = P[:k].argmax(1)
+        final = np.empty_like(P)
+        final[order] = P
+        return final, path
+
+    def predict_distribution(self, final: np.ndarray) -> np.ndarray:
+        """Class each input's final state distribution predicts: argmax of
+        ``final @ prediction``, shape (n_inputs,)."""
+        return (np.asarray(final) @ self.prediction).argmax(axis=1)
+
+    def simulate_predictions(self, token_ids: np.ndarray, offsets: np.ndarray,
+                             simulation: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The deterministic path and the machine's prediction for every input.
+
+        Parameters
+        ----------
+        token_ids : ndarray of shape (n_steps,)
+        offsets : ndarray of shape (n_inputs + 1,)
+        simulation : {'argmax', 'probabilistic'}, optional
+            Default: the machine's own ``simulation``.
+
+        Returns
+        -------
+        path : ndarray of shape (n_steps,)
+            :meth:`simulate`'s path.
+        predictions : ndarray of shape (n_inputs,)
+            Class index: the label of the path's last state (``argmax``), or the class of
+            the final state distribution (``probabilistic``).
+        """
+        mode = simulation or self.simulation
+        if mode not in SIMULATIONS:
+            raise AbstractionError(f"unknown simulation {mode!r}; choose one of: "
+                                   f"{', '.join(SIMULATIONS)}")
+        path = self.simulate(token_ids, offsets)
+        if mode == "argmax":
+            return path, self.labels[self.final_states(path, offsets)]
+        final, _ = self.simulate_distribution(token_ids, offsets, smoothing=self.smoothing)
+        return path, self.predict_distribution(final)
 
     def final_states(self, paths: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Last state of each input given all-step paths; initial state for empty inputs."""
@@ -476,6 +645,7 @@ class FSM(Automaton):
         return {"format": FORMAT, "version": VERSION, "classes": self.classes,
                 "initial": self.initial, "states": states, "transitions": transitions,
                 "alphabet": self.alphabet, "fallback": self.fallback,
+                "simulation": self.simulation, "smoothing": self.smoothing,
                 "bandwidth": self.bandwidth, "provenance": self.info}
 
     @classmethod
@@ -530,6 +700,8 @@ class FSM(Automaton):
                                                   if coords is not None else "stay"),
                 initial=int(data.get("initial", 0)), info=dict(data.get("provenance", {})),
                 bandwidth=float(data.get("bandwidth", 0.5)),
+                simulation=str(data.get("simulation", "argmax")),
+                smoothing=float(data.get("smoothing", 0.0)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise AbstractionError(f"FSM document is malformed ({exc})") from None

@@ -16,17 +16,26 @@
     ``determinism``: share of (state, token) pairs seen in training with a single target.
 ``prediction_entropy``
     Entropy (bits) of each state's mean prediction, and its visit-weighted mean.
+
+:func:`bootstrap_ci` gives the 95 % interval written beside a fidelity figure
+(``simulation_fidelity_ci``); :func:`choose_knee` picks a state count on a
+fidelity-against-states curve under a readability cap.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from .errors import AbstractionError
 from .fsm import FSM, paths_to_transitions
 
-__all__ = ["fidelity", "quality", "state_entropy"]
+__all__ = ["AUTO_CAP", "bootstrap_ci", "choose_knee", "fidelity", "quality", "state_entropy"]
+
+AUTO_CAP = 40
+"""Readability cap of an automatic state count: more states do not read in a diagram."""
 
 
 def fidelity(fsm: FSM, final_states: np.ndarray, predictions: np.ndarray) -> float:
@@ -92,3 +101,92 @@ def quality(
         "prediction_entropy": [round(float(e), 4) for e in ent],
         "mean_prediction_entropy": float((w * ent).sum()),
     }
+
+
+def bootstrap_ci(agree: np.ndarray, *, level: float = 0.95, n_boot: int = 4000,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of a 0/1 agreement vector.
+
+    Resampling ``n`` inputs with replacement from a vector holding ``k`` ones gives a
+    count of ones distributed Binomial(n, k/n), so the bootstrap distribution is drawn
+    exactly and cheaply, whatever ``n``.
+
+    Parameters
+    ----------
+    agree : ndarray of bool of shape (n_inputs,)
+    level : float
+        Coverage of the interval.
+    n_boot : int
+        Bootstrap resamples.
+    seed : int
+
+    Returns
+    -------
+    (low, high) : tuple of float
+        NaN for an empty vector.
+
+    Examples
+    --------
+    >>> lo, hi = bootstrap_ci(np.r_[np.ones(80, bool), np.zeros(20, bool)])
+    >>> lo < 0.8 < hi
+    True
+    """
+    agree = np.asarray(agree, bool).ravel()
+    n = len(agree)
+    if n == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = rng.binomial(n, agree.mean(), size=n_boot) / n
+    tail = (1.0 - level) / 2
+    lo, hi = np.quantile(means, [tail, 1.0 - tail])
+    return float(lo), float(hi)
+
+
+def choose_knee(points: Sequence[dict[str, Any]], *, cap: int = AUTO_CAP,
+                key: str = "simulation_fidelity", flat: float = 0.005) -> tuple[int, str]:
+    """The knee of a fidelity-against-states curve, never above ``cap``.
+
+    Kneedle (Satopää et al., 2011): both axes scaled to [0, 1], the knee is the point
+    furthest above the chord, i.e. where ``y - x`` is largest. A curve whose range is below
+    ``flat`` gives the fewest states.
+
+    Parameters
+    ----------
+    points : sequence of dict
+        With ``n_states`` and ``key``.
+    cap : int
+        Readability cap: candidates above it are ignored.
+
+    Returns
+    -------
+    n_states : int
+    reason : str
+        One line saying why.
+
+    Examples
+    --------
+    >>> pts = [{"n_states": k, "simulation_fidelity": y}
+    ...        for k, y in [(4, 0.6), (8, 0.8), (20, 0.82), (40, 0.83), (100, 0.9)]]
+    >>> choose_knee(pts)[0]
+    8
+    """
+    pts = sorted((p for p in points if p["n_states"] <= cap), key=lambda p: p["n_states"])
+    if not pts:
+        raise AbstractionError(f"no candidate state count is within the cap of {cap}; pass "
+                               "smaller counts or a larger cap")
+    x = np.array([p["n_states"] for p in pts], float)
+    y = np.array([p[key] for p in pts], float)
+    best = int(np.nanargmax(y))
+    span = f"{int(x[0])}–{int(x[-1])}"
+    if len(pts) == 1 or np.nanmax(y) - np.nanmin(y) < flat:
+        k = int(x[0])
+        return k, (f"{k} states: the fidelity curve over {span} states is flat (range "
+                   f"{np.nanmax(y) - np.nanmin(y):.3f}), so the fewest states "
+                   f"(cap {cap} for a readable diagram)")
+    xn = (x - x[0]) / (x[-1] - x[0])
+    yn = (y - np.nanmin(y)) / (np.nanmax(y) - np.nanmin(y))
+    i = int(np.nanargmax(yn - xn))
+    k = int(x[i])
+    return k, (f"{k} states: the knee of the fidelity curve over {span} states ({y[i]:.3f} "
+               f"at {k}; best {y[best]:.3f} at {int(x[best])}; cap {cap} for a readable "
+               "diagram)")

@@ -9,6 +9,7 @@ patterns, measures fidelity on the test split, and writes::
     RUN/abstraction/fsm.json           the FSM (stateseer.fsm v1)
     RUN/abstraction/SPLIT.states.npy   FSM state after every step (int32)
     RUN/abstraction/SPLIT.simulated.npy  state of the FSM run on the tokens alone (int32)
+    RUN/abstraction/SPLIT.simulated_prediction.npy  class the FSM alone predicts per input
     RUN/abstraction/patterns.json      n-grams and contexts per state, influential and
                                        buggy patterns
 
@@ -38,12 +39,12 @@ from rnn_models.formats.traces import SplitTraces, Traces
 from .abstractor import BaseAbstractor, make_abstractor
 from .errors import AbstractionError
 from .fsm import FSM
-from .metrics import fidelity, quality
+from .metrics import AUTO_CAP, bootstrap_ci, choose_knee, fidelity, quality
 from .patterns import buggy_patterns, influential_patterns, state_contexts, state_ngrams
 
 __all__ = ["AUTO_CANDIDATES", "Abstraction", "abstract_run", "fit_abstraction", "fresh_traces"]
 
-AUTO_CANDIDATES = (10, 20, 30, 40, 60, 80, 100)
+AUTO_CANDIDATES = (4, 8, 12, 16, 24, 32, 40, 60, 80, 100)
 FORMAT = "stateseer.abstraction"
 VERSION = 1
 
@@ -60,6 +61,9 @@ class Abstraction:
     states, simulated : dict of str to ndarray of shape (n_steps,)
         FSM state after every step from the RNN's hidden states, and from running the
         FSM on the tokens alone.
+    sim_predictions : dict of str to ndarray of shape (n_inputs,)
+        Class index the FSM alone predicts for every input (``fsm.simulation`` decides
+        how); empty for an abstraction saved before it was recorded.
     metrics : dict
     patterns : dict
     info : dict
@@ -73,6 +77,7 @@ class Abstraction:
     metrics: dict[str, Any] = field(default_factory=dict)
     patterns: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    sim_predictions: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_states(self) -> int:
@@ -92,17 +97,30 @@ class Abstraction:
         return (init + self.states[split][sl].tolist(),
                 init + self.simulated[split][sl].tolist())
 
+    def simulated_prediction(self, split: str, traces: Traces) -> np.ndarray:
+        """Class index the FSM alone predicts for each input of ``split``, (n_inputs,)."""
+        if split in self.sim_predictions:
+            return self.sim_predictions[split]
+        tr = traces[split]
+        return self.fsm.labels[self.fsm.final_states(self.simulated[split], tr.offsets)]
+
     def trace_rows(self, traces: Traces, split: str) -> list[dict[str, Any]]:
-        """Rows of the traces CSV (DESIGN.md) for one split."""
+        """Rows of the traces CSV (DESIGN.md) for one split; with a probabilistic FSM they
+        carry ``simulated_prediction`` (the class of the tracked state distribution)."""
         tr = traces[split]
         classes = traces.classes
+        sim_pred = (self.simulated_prediction(split, traces)
+                    if self.fsm.simulation != "argmax" else None)
         rows = []
         for i in range(tr.n_inputs):
             real, sim = self.paths(split, i, traces)
-            rows.append({"id": int(tr.rows[i]), "split": split,
-                         "label": classes[int(tr.labels[i])],
-                         "prediction": classes[int(tr.predictions[i])],
-                         "tokens": tr.tokens(i), "states": real, "simulated_states": sim})
+            row = {"id": int(tr.rows[i]), "split": split,
+                   "label": classes[int(tr.labels[i])] if tr.labels[i] >= 0 else "",
+                   "prediction": classes[int(tr.predictions[i])],
+                   "tokens": tr.tokens(i), "states": real, "simulated_states": sim}
+            if sim_pred is not None:
+                row["simulated_prediction"] = classes[int(sim_pred[i])]
+            rows.append(row)
         return rows
 
     # persistence ----------------------------------------------------------------------------
@@ -118,6 +136,9 @@ class Abstraction:
         for split, arr in self.states.items():
             np.save(tmp / f"{split}.states.npy", arr.astype(np.int32))
             np.save(tmp / f"{split}.simulated.npy", self.simulated[split].astype(np.int32))
+            if split in self.sim_predictions:
+                np.save(tmp / f"{split}.simulated_prediction.npy",
+                        self.sim_predictions[split].astype(np.int32))
         (tmp / "patterns.json").write_text(json.dumps(self.patterns, ensure_ascii=False),
                                            encoding="utf-8")
         meta = {"format": FORMAT, "version": VERSION, "info": self.info,
@@ -164,8 +185,13 @@ class Abstraction:
                 raise AbstractionError(f"{path / (s + '.simulated.npy')} does not match "
                                        f"{s}.states.npy in length; {fix}")
         patterns = _read_json(path / "patterns.json", fix)
+        sim_pred = {}
+        for s in splits:
+            f = path / f"{s}.simulated_prediction.npy"
+            if f.exists():  # absent in abstractions written before it was recorded
+                sim_pred[s] = _read_states(f, len(fsm.classes), fix)
         return cls(abstractor=abstractor, fsm=fsm, states=states, simulated=simulated,
-                   metrics=metrics, patterns=patterns, info=info)
+                   metrics=metrics, patterns=patterns, info=info, sim_predictions=sim_pred)
 
 
 def _read_json(path: Path, fix: str) -> dict[str, Any]:
@@ -215,9 +241,11 @@ def _read_alphabet(run: RunDir) -> list[str]:
         raise AbstractionError(str(exc)) from None
 
 
-def _split_figures(fsm: FSM, tr: SplitTraces, states: np.ndarray, sim: np.ndarray):
-    return (fidelity(fsm, fsm.final_states(states, tr.offsets), tr.predictions),
-            fidelity(fsm, fsm.final_states(sim, tr.offsets), tr.predictions))
+def _split_figures(fsm: FSM, tr: SplitTraces, states: np.ndarray, sim_pred: np.ndarray):
+    """Label fidelity (real final states) and simulation fidelity (the FSM's own
+    predictions ``sim_pred``, shape (n_inputs,)) against the RNN's predictions."""
+    sf = float((sim_pred == tr.predictions).mean()) if tr.n_inputs else float("nan")
+    return fidelity(fsm, fsm.final_states(states, tr.offsets), tr.predictions), sf
 
 
 def fit_abstraction(
@@ -229,6 +257,7 @@ def fit_abstraction(
     pca: int = 20,
     features: str = "margin",
     fallback: str = "displacement",
+    simulation: str = "probabilistic",
     split_by_prediction: bool = True,
     splits: tuple[str, ...] | None = None,
     random_state: int = 0,
@@ -250,6 +279,8 @@ def fit_abstraction(
         above are then not used).
     fallback : str
         FSM simulation rule for unseen (state, token) pairs.
+    simulation : {'probabilistic', 'argmax'}
+        How the FSM alone predicts (see :mod:`abstraction.fsm`).
     splits : tuple of str, optional
         Splits to assign (default: all recorded).
     pool : ThreadPoolExecutor, optional
@@ -298,11 +329,15 @@ def fit_abstraction(
             _submit_patterns(traces, split, states[split], ab.n_states_ + 1, pool, patterns)
     fsm = FSM.from_paths(states["train"] - 1, train.offsets, train.token_ids, train.proba,
                          traces.initial_proba, n_states=ab.n_states_, classes=traces.classes,
-                         alphabet=alphabet, coords=coords, fallback=fallback)
-    simulated = {split: fsm.simulate(traces[split].token_ids, traces[split].offsets)
-                 for split in states}
+                         alphabet=alphabet, coords=coords, fallback=fallback,
+                         simulation=simulation)
+    simulated, sim_pred = {}, {}
+    for split in states:
+        simulated[split], sim_pred[split] = fsm.simulate_predictions(
+            traces[split].token_ids, traces[split].offsets)
     return Abstraction(abstractor=ab, fsm=fsm, states=states, simulated=simulated,
-                       patterns=patterns if pool is not None else {})
+                       patterns=patterns if pool is not None else {},
+                       sim_predictions=sim_pred)
 
 
 def _submit_patterns(traces: Traces, split: str, st: np.ndarray, S: int, pool,
@@ -324,20 +359,35 @@ def _submit_patterns(traces: Traces, split: str, st: np.ndarray, S: int, pool,
                                       traces.surface, tr.labels, tr.predictions, S)
 
 
-def _figures(ab: Abstraction, traces: Traces, eval_split: str, requested: int
-             ) -> dict[str, Any]:
-    """Fidelity and quality figures (DESIGN.md) of ``ab``, measured on ``eval_split``."""
+def _figures(ab: Abstraction, traces: Traces, eval_split: str, requested: int,
+             split_by_prediction: bool) -> dict[str, Any]:
+    """Fidelity and quality figures (DESIGN.md) of ``ab``, measured on ``eval_split``.
+
+    ``simulation_fidelity`` (the FSM alone, in its own ``simulation`` mode) leads, with a
+    95 % bootstrap interval over the split's inputs, and the figure of both modes;
+    ``by_construction`` names the figures that are 1.0 whatever the model under the
+    options chosen (with split-by-prediction no state straddles a class).
+    """
     ev = traces[eval_split]
-    lf, sf = _split_figures(ab.fsm, ev, ab.states[eval_split], ab.simulated[eval_split])
-    figures: dict[str, Any] = {"n_states": ab.n_states, "n_states_requested": requested,
-                               "n_fsm_states": ab.fsm.n_states,
-                               "label_fidelity": lf, "simulation_fidelity": sf,
-                               "evaluated_on": eval_split}
+    sim_pred = ab.simulated_prediction(eval_split, traces)
+    lf, sf = _split_figures(ab.fsm, ev, ab.states[eval_split], sim_pred)
+    lo, hi = bootstrap_ci(sim_pred == ev.predictions)
+    modes = {}
+    for mode in ("argmax", "probabilistic"):
+        _, pred = ab.fsm.simulate_predictions(ev.token_ids, ev.offsets, mode)
+        modes[f"simulation_fidelity_{mode}"] = float((pred == ev.predictions).mean())
+    figures: dict[str, Any] = {
+        "headline": ["simulation_fidelity", "forcing_agreement"],
+        "simulation_fidelity": sf, "simulation_fidelity_ci": [lo, hi],
+        "simulation": ab.fsm.simulation, **modes,
+        "by_construction": ["label_fidelity", "state_purity"] if split_by_prediction else [],
+        "n_states": ab.n_states, "n_states_requested": requested,
+        "n_fsm_states": ab.fsm.n_states, "label_fidelity": lf, "evaluated_on": eval_split}
     figures.update(quality(ab.fsm, ab.states[eval_split], ev.offsets, ev.token_ids, ev.proba))
     for split in ab.states:
         if split != eval_split and traces[split].n_inputs:
             a, b = _split_figures(ab.fsm, traces[split], ab.states[split],
-                                  ab.simulated[split])
+                                  ab.simulated_prediction(split, traces))
             figures[f"{split}_label_fidelity"], figures[f"{split}_simulation_fidelity"] = a, b
     return figures
 
@@ -355,26 +405,31 @@ def _with_states(method: str | BaseAbstractor, k: int) -> str | BaseAbstractor:
 
 
 def _auto_states(traces: Traces, alphabet: list[str], method: str | BaseAbstractor,
-                 target_fidelity: float, tolerance: float, **params: Any
-                 ) -> tuple[int, list[dict[str, Any]]]:
-    """The state count ``n_states='auto'`` picks, and the validation curve it read."""
+                 cap: int, **params: Any) -> tuple[int, str, list[dict[str, Any]]]:
+    """The state count ``n_states='auto'`` picks, why, and the validation curve it read.
+
+    Candidates are :data:`AUTO_CANDIDATES` up to ``cap`` (and ``cap`` itself); the pick is
+    the knee of validation simulation fidelity against states
+    (:func:`abstraction.metrics.choose_knee`), never above ``cap``.
+    """
     if "val" not in traces or traces["val"].n_inputs == 0:
         raise AbstractionError("--states auto needs a recorded validation split")
+    if not isinstance(cap, (int, np.integer)) or isinstance(cap, bool) or cap < 1:
+        raise AbstractionError(f"the state cap must be a positive integer, not {cap!r}")
     n_train = traces["train"].n_steps if "train" in traces else 0
     curve = []
     val = traces["val"]
-    for k in [c for c in AUTO_CANDIDATES if c <= max(n_train, 1)]:
+    for k in sorted({c for c in AUTO_CANDIDATES if c <= cap} | {int(cap)}):
+        if k > max(n_train, 1):
+            continue
         ab = fit_abstraction(traces, alphabet, n_states=k, method=_with_states(method, k),
                              splits=("train", "val"), **params)
-        lf, sf = _split_figures(ab.fsm, val, ab.states["val"], ab.simulated["val"])
+        lf, sf = _split_figures(ab.fsm, val, ab.states["val"], ab.sim_predictions["val"])
         curve.append({"n_states": k, "val_label_fidelity": lf, "val_simulation_fidelity": sf})
     if not curve:
         raise AbstractionError("too few hidden states for any candidate state count")
-    best_sf = max(c["val_simulation_fidelity"] for c in curve)
-    ok = [c for c in curve if c["val_label_fidelity"] >= target_fidelity
-          and c["val_simulation_fidelity"] >= best_sf - tolerance]
-    return (ok[0] if ok else max(curve, key=lambda c: c["val_label_fidelity"]))[
-        "n_states"], curve
+    k, why = choose_knee(curve, cap=int(cap), key="val_simulation_fidelity")
+    return k, why, curve
 
 
 def _eval_split(traces: Traces) -> str:
@@ -398,7 +453,7 @@ def _info(ab: Abstraction, traces: Traces, method: str | BaseAbstractor, feature
         split_by_prediction = params.get("split_by_prediction", split_by_prediction)
         random_state = params.get("random_state", random_state)
     return {"method": method, "features": features, "n_states": int(est.n_states), "pca": pca,
-            "fallback": fallback,
+            "fallback": fallback, "simulation": ab.fsm.simulation,
             "split_by_prediction": split_by_prediction, "random_state": random_state,
             "layer": traces.meta.get("layer"), "state": traces.meta.get("state"),
             "model_sha256": traces.meta.get("model_sha256"),
@@ -415,10 +470,10 @@ def abstract_run(
     features: str = "margin",
     layer: int | None = None,
     fallback: str = "displacement",
+    simulation: str = "probabilistic",
     split_by_prediction: bool = True,
     random_state: int = 0,
-    target_fidelity: float = 0.95,
-    tolerance: float = 0.01,
+    cap: int = AUTO_CAP,
     save: bool = True,
 ) -> Abstraction:
     """Abstract a run (see module docstring) and return the :class:`Abstraction`.
@@ -427,9 +482,9 @@ def abstract_run(
     ----------
     n_states : int or 'auto'
         Abstract states (the FSM adds the initial state). ``'auto'`` tries
-        :data:`AUTO_CANDIDATES` and keeps the smallest count whose *validation* label
-        fidelity reaches ``target_fidelity`` and whose validation simulation fidelity is
-        within ``tolerance`` of the best on the curve; the curve goes to the metrics.
+        :data:`AUTO_CANDIDATES` up to ``cap`` and keeps the knee of the *validation*
+        simulation fidelity curve (never above ``cap``); the curve and the reason go to
+        the metrics (``auto_curve``, ``auto_reason``).
         With an abstractor instance as ``method``, an int is ignored (the instance's own
         ``n_states`` counts) and ``'auto'`` sets the instance's ``n_states``.
     method : str or BaseAbstractor
@@ -443,8 +498,14 @@ def abstract_run(
         Must match the layer the traces were recorded from (re-record otherwise).
     fallback : {'displacement', 'nearest', 'token', 'stay'}
         FSM simulation rule for unseen (state, token) pairs.
+    simulation : {'probabilistic', 'argmax'}
+        How the FSM alone predicts: the class of a tracked distribution over states
+        (default), or the label of the single most-frequent path's last state. Both
+        figures go to the metrics (``simulation_fidelity_argmax`` / ``_probabilistic``).
     split_by_prediction : bool
         Keep every state within one predicted class.
+    cap : int
+        Readability cap of ``n_states='auto'`` (default 40).
     """
     run = run if isinstance(run, RunDir) else RunDir(run)
     t0 = time.perf_counter()
@@ -456,11 +517,11 @@ def abstract_run(
         )
     alphabet = _read_alphabet(run)
     params = {"pca": pca, "features": features, "fallback": fallback,
-              "split_by_prediction": split_by_prediction, "random_state": random_state}
+              "simulation": simulation, "split_by_prediction": split_by_prediction,
+              "random_state": random_state}
     curve = None
     if n_states == "auto":
-        n_states, curve = _auto_states(traces, alphabet, method, target_fidelity, tolerance,
-                                       **params)
+        n_states, why, curve = _auto_states(traces, alphabet, method, cap, **params)
         method = _with_states(method, n_states)
     elif not isinstance(n_states, (int, np.integer)) or isinstance(n_states, bool):
         raise AbstractionError(f"--states must be a positive integer or 'auto', not {n_states!r}")
@@ -468,10 +529,12 @@ def abstract_run(
     with ThreadPoolExecutor(max(2, os.cpu_count() or 2)) as pool:
         ab = fit_abstraction(traces, alphabet, n_states=int(n_states), method=method,
                              pool=pool, **params)
-        figures = _figures(ab, traces, eval_split, int(ab.abstractor.n_states))
+        figures = _figures(ab, traces, eval_split, int(ab.abstractor.n_states),
+                           bool(getattr(ab.abstractor, "split_by_prediction_",
+                                        split_by_prediction)))
         ab.patterns = _results(ab.patterns)  # mined meanwhile
     if curve is not None:
-        figures["auto_curve"] = curve
+        figures["auto_curve"], figures["auto_reason"] = curve, why
     figures["seconds"] = time.perf_counter() - t0
     ab.metrics = figures
     ab.info = _info(ab, traces, method, features, pca, fallback, split_by_prediction,

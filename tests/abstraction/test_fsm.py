@@ -407,3 +407,79 @@ def test_fsm_extracted_dfa_and_grammar_dfa_share_one_automaton_base_and_dot_writ
     assert parity.run("ab") == [0, 1, 1] and parity.state == 1
     parity.reset()
     assert parity.state == 0 and parity.output() == "accept"
+
+
+# ----------------------------------------------------------------------------- probabilistic
+def _pfa_by_hand(fsm: FSM, tokens: list[int], smoothing: float = 0.0) -> np.ndarray:
+    """The state distribution after ``tokens``, one dense matrix product per token."""
+    S, V = fsm.n_states, len(fsm.alphabet)
+    T = np.zeros((V, S, S))
+    for s, t, d, c in zip(fsm.source, fsm.token, fsm.target, fsm.count, strict=True):
+        T[t, s, d] += c
+    n = T.sum(2, keepdims=True)
+    T = np.where(n > 0, T / np.maximum(n, 1), 0.0)
+    for t in range(V):
+        for s in range(S):
+            if n[t, s, 0] == 0:  # unseen pair: the deterministic fallback's target
+                T[t, s, fsm.delta[s, t]] = 1.0
+    M = np.zeros((S, S))
+    np.add.at(M, (fsm.source, fsm.target), fsm.count)
+    M[M.sum(1) == 0, np.flatnonzero(M.sum(1) == 0)] = 1
+    M /= M.sum(1, keepdims=True)
+    p = np.eye(S)[fsm.initial]
+    for t in tokens:
+        step = np.eye(S) if t < 0 else T[t]
+        p = (1 - smoothing) * (p @ step) + smoothing * (p @ M)
+    return p
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+@pytest.mark.parametrize("fallback", ["stay", "displacement"])
+def test_probabilistic_simulation_equals_the_dense_pfa(fallback, smoothing):
+    fsm = example_a(fallback)
+    inputs = [[0, 1], [0, 0, 2], [], [2, 0, -1, 1], [1], [0, 0, 0, 0, 0]]
+    offsets = np.r_[0, np.cumsum([len(x) for x in inputs])]
+    tokens = np.array([t for x in inputs for t in x], np.int64)
+    final, path = fsm.simulate_distribution(tokens, offsets, smoothing=smoothing)
+    for i, x in enumerate(inputs):
+        want = _pfa_by_hand(fsm, x, smoothing)
+        np.testing.assert_allclose(final[i], want, atol=1e-12)
+        if x:
+            assert path[offsets[i + 1] - 1] == want.argmax()
+    np.testing.assert_allclose(final.sum(1), 1.0)
+    # from the initial state, 'a' leads to state 1 twice and to state 2 once
+    one_a, _ = fsm.simulate_distribution(np.array([0]), np.array([0, 1]))
+    np.testing.assert_allclose(one_a[0], [0, 2 / 3, 1 / 3])
+
+
+def test_probabilistic_prediction_weighs_state_predictions():
+    fsm = example_a()
+    final, _ = fsm.simulate_distribution(np.array([0]), np.array([0, 1]))
+    # 2/3 x mean P(pos) of state 1 (0.3833) + 1/3 x 0.75 = 0.5056 -> pos, whereas the
+    # argmax path ends in state 1 (neg)
+    assert fsm.predict_distribution(final).tolist() == [1]
+    path, pred = fsm.simulate_predictions(np.array([0]), np.array([0, 1]), "argmax")
+    assert path.tolist() == [1] and pred.tolist() == [0]
+    fsm.simulation = "probabilistic"
+    path2, pred2 = fsm.simulate_predictions(np.array([0]), np.array([0, 1]))
+    assert path2.tolist() == [1] and pred2.tolist() == [1]  # the path stays deterministic
+
+
+def test_a_deterministic_machine_simulates_the_same_both_ways():
+    fsm = make_fsm([(0, "x", 1, 3), (1, "x", 2, 1), (2, "y", 1, 2)], 3, ["x", "y"])
+    tokens, offsets = np.array([0, 0, 1, 1, 0]), np.array([0, 3, 5])
+    final, path = fsm.simulate_distribution(tokens, offsets)
+    np.testing.assert_array_equal(path, fsm.simulate(tokens, offsets))
+    assert set(np.unique(final)) <= {0.0, 1.0}
+
+
+def test_simulation_mode_round_trips_and_is_checked():
+    fsm = example_a()
+    fsm.simulation, fsm.smoothing = "probabilistic", 0.1
+    back = FSM.from_dict(json.loads(json.dumps(fsm.to_dict())))
+    assert (back.simulation, back.smoothing) == ("probabilistic", 0.1)
+    with pytest.raises(AbstractionError, match="simulation") as e:
+        FSM.from_dict({**fsm.to_dict(), "simulation": "best"})
+    one_line(e.value)
+    with pytest.raises(AbstractionError, match="smoothing"):
+        fsm.simulate_distribution(np.array([0]), np.array([0, 1]), smoothing=1.0)

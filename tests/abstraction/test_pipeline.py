@@ -16,6 +16,7 @@ from abstraction import pipeline
 from abstraction.errors import AbstractionError
 from abstraction.export import read_dot, write_traces_csv
 from abstraction.fsm import FSM
+from abstraction.metrics import choose_knee
 from abstraction.pipeline import Abstraction, abstract_run
 from app.workflows.exports import export_run
 from rnn_models.record import record_run
@@ -150,11 +151,21 @@ def test_figures_recomputed_from_exports_equal_metrics(request, tmp_path, which)
         assert states[0] == sim[0] == fsm.initial
         assert r["label"] in fsm.classes and r["prediction"] in fsm.classes
     assert _refigure(fsm, ev, "states") == fig["label_fidelity"]
-    assert _refigure(fsm, ev, "simulated_states") == fig["simulation_fidelity"]
+    assert fsm.simulation == fig["simulation"] == "probabilistic"  # the default
+    assert _resimulated(ev) == fig["simulation_fidelity"] == fig[
+        "simulation_fidelity_probabilistic"]
+    assert _refigure(fsm, ev, "simulated_states") == fig["simulation_fidelity_argmax"]
+    lo, hi = fig["simulation_fidelity_ci"]
+    assert lo <= fig["simulation_fidelity"] <= hi
     for other in set(traces.split_names) - {split}:
         part = [r for r in rows if r["split"] == other]
         assert _refigure(fsm, part, "states") == fig[f"{other}_label_fidelity"]
-        assert _refigure(fsm, part, "simulated_states") == fig[f"{other}_simulation_fidelity"]
+        assert _resimulated(part) == fig[f"{other}_simulation_fidelity"]
+
+
+def _resimulated(rows: list[dict[str, str]]) -> float:
+    """Share of rows whose ``simulated_prediction`` equals the RNN's prediction."""
+    return sum(r["simulated_prediction"] == r["prediction"] for r in rows) / len(rows)
 
 
 def test_tomita_figures_are_not_trivial_and_fall_back_to_val(tomita_abs):
@@ -240,22 +251,30 @@ def test_export_needs_an_abstraction(tmp_path, copy_run, tomita_abs):
 # ----------------------------------------------------------------------------- options, errors
 def test_auto_state_count_writes_its_curve(monkeypatch, copy_run, tomita_abs):
     run = copy_run(tomita_abs[0])
-    monkeypatch.setattr(pipeline, "AUTO_CANDIDATES", (2, 3, 6))
+    monkeypatch.setattr(pipeline, "AUTO_CANDIDATES", (2, 3, 6, 50))
     ab = abstract_run(run, n_states="auto", method="grid", features="pca",
-                      split_by_prediction=False, target_fidelity=0.9)
-    curve = Run(run).metrics()["abstraction"]["auto_curve"]
+                      split_by_prediction=False, cap=5)
+    m = Run(run).metrics()["abstraction"]
+    curve = m["auto_curve"]
     assert curve == json.loads(json.dumps(ab.metrics["auto_curve"]))
-    assert [c["n_states"] for c in curve] == [2, 3, 6]
+    assert [c["n_states"] for c in curve] == [2, 3, 5]  # the cap itself is a candidate
     for c in curve:
         assert 0 <= c["val_label_fidelity"] <= 1 and 0 <= c["val_simulation_fidelity"] <= 1
-    best = max(c["val_simulation_fidelity"] for c in curve)
-    ok = [c["n_states"] for c in curve if c["val_label_fidelity"] >= 0.9
-          and c["val_simulation_fidelity"] >= best - 0.01]
-    chosen = ok[0] if ok else max(curve, key=lambda c: c["val_label_fidelity"])["n_states"]
-    assert ab.metrics["n_states_requested"] == chosen
+    chosen, why = choose_knee(curve, cap=5, key="val_simulation_fidelity")
+    assert ab.metrics["n_states_requested"] == chosen <= 5
+    assert m["auto_reason"] == why and "cap 5" in why
     assert ab.metrics["n_states"] == ab.n_states <= chosen  # a grid may fill fewer cells
     # and the abstraction actually kept is refitted with that count
     assert Abstraction.load(run / "abstraction").n_states == ab.n_states
+
+
+def test_auto_never_exceeds_the_default_cap(monkeypatch, copy_run, tomita_abs):
+    run = copy_run(tomita_abs[0])
+    monkeypatch.setattr(pipeline, "AUTO_CANDIDATES", (2, 60, 100))
+    ab = abstract_run(run, n_states="auto", method="grid", features="pca",
+                      split_by_prediction=False, save=False)
+    assert [c["n_states"] for c in ab.metrics["auto_curve"]] == [2, 40]
+    assert ab.metrics["n_states_requested"] <= 40
 
 
 def test_auto_needs_a_validation_split(copy_run, text_abs):
@@ -304,7 +323,8 @@ def test_trace_rows_match_the_design_columns(text_abs):
     buf = io.StringIO()
     write_traces_csv(buf, rows)
     header = buf.getvalue().splitlines()[0]
-    assert header == "id,split,label,prediction,tokens,states,simulated_states"
+    assert header == ("id,split,label,prediction,tokens,states,simulated_states,"
+                      "simulated_prediction")  # a probabilistic FSM (DESIGN.md)
     r = rows[0]
     assert r["states"][1:] == ab.states["val"][traces["val"].steps(0)].tolist()
     assert r["tokens"] == traces["val"].tokens(0)
