@@ -70,6 +70,16 @@ class TraceRecord:
         return self.index is not None and bool(self.split)
 
     @property
+    def has_states(self) -> bool:
+        """False for a record stripped of its abstract states (:meth:`without_states`)."""
+        return bool(self.states)
+
+    def without_states(self) -> TraceRecord:
+        """The record with no abstract state (what a study condition without state views
+        may receive): ``states`` and ``simulated`` empty, ``states_own`` unset."""
+        return replace(self, states=(), simulated=(), states_own=None)
+
+    @property
     def key(self) -> str:
         """A stable name: ``test:12`` for a recorded instance, else ``text:`` + its text."""
         return f"{self.split}:{int(self.index)}" if self.recorded else "text:" + self.text

@@ -174,7 +174,8 @@ class ContextService:
         q = self.models.hidden_at(tr, step)
         return self.cache.get(("nearest", tr.key, step, k, window), lambda: nearest_contexts(
             self.index(), d.traces["train"], d.abstraction.states["train"], d.classes, q,
-            k=k, window=window, query_state=int(tr.states[step + 1])))
+            k=k, window=window,
+            query_state=int(tr.states[step + 1]) if tr.has_states else None))
 
     @cached_property
     def projection(self) -> dict[str, np.ndarray]:

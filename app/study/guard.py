@@ -10,7 +10,9 @@ first: the participant comes from the request's link secret
 - in a callback that also updates allowed views, the outputs of excluded views are
   dropped from the response (as if the callback had returned ``no_update`` for them);
 - a condition without state views (diagram, card, patterns) may not send a selection
-  that names a state or a pattern (``204``): the table would otherwise filter by it.
+  that names a state or a pattern (``204``): the table would otherwise filter by it;
+  and the trace records it receives (the ``active-trace`` store) carry no abstract
+  state (:meth:`app.explorer.records.TraceRecord.without_states`).
 
 The page itself holds no data of excluded views either: :func:`blank_excluded` empties
 their components (the components stay, with their ids, so the explorer's callbacks keep
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from flask import Flask, Response, g, jsonify, request
 
+from ..explorer.ids import ACTIVE_TRACE
 from . import views as study_views
 from .spec import VIEWS
 
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
     from .server import StudyContext
 
 __all__ = ["DASH_UPDATE", "STATE_VIEWS", "blank_excluded", "callback_ids", "component_ids",
-           "excluded_ids", "register"]
+           "excluded_ids", "register", "strip_states"]
 
 DASH_UPDATE = "/_dash-update-component"
 STATE_VIEWS = frozenset({"diagram", "card", "patterns"})
@@ -125,8 +128,36 @@ def check(body: Any, views: tuple[str, ...]) -> str | None:
     return None
 
 
-def _drop_hidden(resp: Response, hidden: frozenset[str]) -> Response:
-    """Remove the outputs of hidden views from a callback response."""
+def strip_states(active: Any) -> Any:
+    """An ``active-trace`` store value with every record's abstract states removed.
+
+    Examples
+    --------
+    >>> strip_states({"main": {"states": [0, 2], "simulated": [0, 1], "text": "a"},
+    ...               "compare": None})
+    {'main': {'states': [], 'simulated': [], 'text': 'a'}, 'compare': None}
+    """
+    if not isinstance(active, dict):
+        return active
+    out = dict(active)
+    for k in ("main", "compare"):
+        rec = out.get(k)
+        if isinstance(rec, dict):
+            rec = {f: v for f, v in rec.items() if f != "states_own"}
+            out[k] = {**rec, "states": [], "simulated": []}
+    return out
+
+
+def _strip_trace(part: dict[str, Any]) -> None:
+    """Strip the states of an ``active-trace`` output in a response part, in place."""
+    for k, v in part.items():
+        if _key(k) == ACTIVE_TRACE and isinstance(v, dict) and "data" in v:
+            part[k] = {**v, "data": strip_states(v["data"])}
+
+
+def _drop_hidden(resp: Response, hidden: frozenset[str], stateless: bool = False) -> Response:
+    """Remove the outputs of hidden views from a callback response (and, ``stateless``,
+    the abstract states of the trace records it sends)."""
     doc = resp.get_json(silent=True)
     if not isinstance(doc, dict):
         return resp
@@ -134,6 +165,8 @@ def _drop_hidden(resp: Response, hidden: frozenset[str]) -> Response:
     for part in ("response", "sideUpdate"):
         if isinstance(doc.get(part), dict):
             doc[part] = {k: v for k, v in doc[part].items() if _key(k) not in hidden}
+            if stateless:
+                _strip_trace(doc[part])
             kept = kept or bool(doc[part])
     if not kept:
         return Response(status=204)
@@ -159,13 +192,16 @@ def register(server: Flask, sc: StudyContext) -> None:
         if reason is not None:
             return Response(status=204, headers={"X-Study-Refused": reason[:200]})
         g.study_hidden = excluded_ids(tuple(views))
+        g.study_stateless = not STATE_VIEWS & set(views)
         return None
 
     @server.after_request
     def drop_hidden_outputs(resp: Response) -> Response:
         hidden = g.pop("study_hidden", None)
-        if hidden and request.path == DASH_UPDATE and resp.status_code == 200:
-            return _drop_hidden(resp, hidden)
+        stateless = g.pop("study_stateless", False)
+        if (hidden or stateless) and request.path == DASH_UPDATE and \
+                resp.status_code == 200:
+            return _drop_hidden(resp, hidden or frozenset(), stateless)
         return resp
 
 

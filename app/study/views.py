@@ -235,15 +235,15 @@ def done_page(study: Study, pid: str) -> html.Div:
 
 
 def landing_page(study: Study) -> html.Div:
-    """Asks for a participant id (or hands one out when the study allows it)."""
+    """Asks for a participant code (or hands one out when the study allows it)."""
     parts: list[Any] = [
         html.H2(study.title or f"Study {study.id}"),
         html.P(study.intro) if study.intro else None,
         html.Form([
-            html.Label(["Participant id ", dcc.Input(id="study-pid-input", name="pid",
-                                                     type="text", required=True,
-                                                     pattern="[A-Za-z0-9_-]{1,64}",
-                                                     placeholder="e.g. P01")]),
+            html.Label(["Participant code (the end of your study link) ",
+                        dcc.Input(id="study-pid-input", name="pid", type="text",
+                                  required=True, pattern="[A-Za-z0-9_-]{1,64}",
+                                  autoComplete="off")]),
             html.Button("Start", type="submit", className="study-submit"),
         ], action="/", method="GET", className="study-landing-form"),
     ]

@@ -394,6 +394,36 @@ def test_excluded_views_hold_no_data_in_the_page(sec_app):
     assert diagram is None or not diagram["props"].get("elements")
 
 
+def _row_trace(client, secret):
+    """The ``active-trace`` a forged row selection receives."""
+    sel = {"split": "test", "state": None, "row": 1, "pattern": None}
+    r = _callback(client, [("active-trace", "data"), ("input-message", "children")],
+                  [_spec("selection", "data", sel), _spec("trace-btn", "n_clicks", 0),
+                   _spec("pinned", "data")],
+                  [_spec("new-text", "value", ""), _spec("compare-mode", "value", "off"),
+                   _spec("active-trace", "data")], changed=["selection.data"], secret=secret)
+    assert r.status_code == 200, r.data
+    return json.loads(r.data)["response"]["active-trace"]["data"]["main"]
+
+
+def test_a_condition_without_states_receives_traces_without_states(sec_app):
+    from app.explorer.records import TraceRecord
+    from app.explorer.views.trace import token_strip, trace_title
+
+    client, secret, _ = _baseline(sec_app)
+    main = _row_trace(client, secret)
+    assert main["states"] == [] and main["simulated"] == [] and "states_own" not in main
+    assert main["tokens"] and main["proba"]  # the rest of the trace is there
+    rec = TraceRecord.from_store(main)  # the trace views still draw it, with no state
+    ctx = sec_app.study_context.ctx
+    strip = json.dumps(token_strip(rec, ctx.data.classes).to_plotly_json(),
+                       default=lambda o: o.to_plotly_json())
+    assert "state" not in strip and '"st"' not in strip
+    assert "FSM" not in json.dumps(trace_title(ctx, rec), default=lambda o: o.to_plotly_json())
+    full_client, full_secret, _ = _in_condition(sec_app, "full", prefix="W")
+    assert len(_row_trace(full_client, full_secret)["states"]) == len(main["tokens"]) + 1
+
+
 def test_a_url_cannot_select_a_state_for_a_condition_without_states(sec_app):
     from app.study.guard import excluded_ids
 

@@ -42,8 +42,10 @@ def probability_figure(trace: TraceRecord, classes: Sequence[str], *,
             fig.add_trace(go.Scatter(
                 x=x, y=p[:, k], mode="lines+markers", name=f"P({classes[k]}){suffix}",
                 line={"color": class_color(k, len(classes)), "dash": dash, "width": 2},
-                customdata=np.stack([labels, tr.states], axis=1),
-                hovertemplate="%{customdata[0]} → state %{customdata[1]}<br>"
+                customdata=np.stack([labels, tr.states], axis=1) if tr.has_states
+                else np.array(labels)[:, None],
+                hovertemplate=("%{customdata[0]} → state %{customdata[1]}<br>" if tr.has_states
+                               else "%{customdata[0]}<br>") +
                               f"P({classes[k]}) = %{{y:.3f}}<extra></extra>"))
         fx = [t + 1 for t in flips(tr)]
         if fx:

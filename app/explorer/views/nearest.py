@@ -178,7 +178,10 @@ def nearest(ctx, active, step, k, window):
         xy = ctx.contexts.project(tr)
     except (StateseerError, TypeError, ValueError) as exc:
         return html.P(str(exc), className="message"), None
-    query = {"token": tr.tokens[t], "step": t, "state": int(tr.states[t + 1])}
+    query = {"token": tr.tokens[t], "step": t,
+             "state": int(tr.states[t + 1]) if tr.has_states else None}
+    if not tr.has_states:  # a study condition without states: the list, no projection
+        return nearest_list(res, query, ctx.data.classes), None
     cxy = None
     if cmp_ is not None and cmp_.run is None:  # a trace of this run: same hidden space
         try:

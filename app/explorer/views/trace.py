@@ -97,14 +97,18 @@ def token_strip(trace: TraceRecord, classes: Sequence[str], *,
     the input box cannot inject markup.
     """
     tokens, proba, states = trace.tokens, trace.proba, trace.states
+    # a record without states (study conditions without state views): no state anywhere
+    st = (lambda t: [html.Span(str(states[t]), className="st" + (
+        " st-pattern" if t and t in pat else ""))]) if trace.has_states else (lambda t: [])
     flip_at = set(flips(trace))
     pat = set(pattern_steps)
     start_color = mix_color(trace.initial_proba)
     chips = [html.Div([
         html.Span("⟨start⟩", className="tok tok-start",
                   style={"background": start_color, "color": text_color_on(start_color)}),
-        html.Span(str(states[0]), className="st")],
-        className="chip", title="initial state (before any token)")]
+        *st(0)],
+        className="chip", title="initial state (before any token)" if trace.has_states
+        else "start (before any token)")]
     for t, tok in enumerate(tokens):
         color = mix_color(proba[t])
         cls = ["tok"]
@@ -116,13 +120,13 @@ def token_strip(trace: TraceRecord, classes: Sequence[str], *,
             cls.append("hl")
         pcls = classes[int(np.argmax(proba[t]))]
         title = (f"token {t + 1}: {tok!r}{' (unknown word)' if not trace.known[t] else ''}"
-                 f" → state {states[t + 1]}; P({pcls}) = {max(proba[t]):.3f}"
+                 + (f" → state {states[t + 1]}" if trace.has_states else "")
+                 + f"; P({pcls}) = {max(proba[t]):.3f}"
                  + ("; prediction flips here" if t in flip_at else ""))
         chips.append(html.Div([
             html.Span(tok, className=" ".join(cls),
                       style={"background": color, "color": text_color_on(color)}),
-            html.Span(str(states[t + 1]),
-                      className="st" + (" st-pattern" if (t + 1) in pat else ""))],
+            *st(t + 1)],
             className="chip", title=title, id=ids.token(t, id_type), n_clicks=0))
     return html.Div(chips, className="token-strip")
 
@@ -136,6 +140,8 @@ def trace_title(ctx, tr: TraceRecord) -> list[Any]:
         ok = tr.label == tr.prediction
         head += [f" · label {classes[tr.label]} ",
                  html.Span("✓" if ok else "✗ misclassified", className="ok" if ok else "wrong")]
+    if not tr.simulated:
+        return head
     sim_final = tr.simulated[-1]
     head.append(html.Span(f" · FSM alone ends in state {sim_final} "
                           f"({classes[int(ctx.data.fsm.labels[sim_final])]})",
