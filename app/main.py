@@ -1,11 +1,19 @@
-"""Build the explorer app for a run: ``create_app(RUN)``; ``server = app.server``.
+"""Build the explorer app for a run: ``create_app(RUN)``; ``server = app.server``;
+``serve(RUN, host, port)`` runs it (what ``stateseer serve`` does).
 
 For gunicorn: ``STATESEER_RUN=runs/rt gunicorn 'app.main:server_from_env()'``.
+
+Every app refuses request bodies over :data:`app.security.MAX_REQUEST_BYTES` (413, before
+reading them), answers only requests whose ``Host`` (and ``Origin``) names loopback, the
+bound host, an IP address or a name of ``allowed_hosts`` / ``$STATESEER_ALLOWED_HOSTS``
+(comma-separated), and sends CSP, ``X-Frame-Options`` and ``nosniff`` headers
+(:mod:`app.security`).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -17,9 +25,11 @@ from flask import has_request_context, request
 
 from .explorer.context import ExplorerContext, RunView
 from .explorer.registry import REGISTRY, Registry
+from .security import MAX_REQUEST_BYTES, bind_warning, limit_request_bodies, secure_headers
 from .selection import from_query
 
-__all__ = ["create_app", "initial_selection", "server_from_env"]
+__all__ = ["allowed_hosts_from_env", "create_app", "initial_selection", "serve",
+           "server_from_env"]
 
 ASSETS = Path(__file__).parent / "assets"
 
@@ -27,7 +37,9 @@ ASSETS = Path(__file__).parent / "assets"
 def create_app(run_dir: str | Path | None = None, *,
                compare: str | Path | None = None, model: Any = None,
                context: ExplorerContext | None = None,
-               registry: Registry = REGISTRY) -> Dash:
+               registry: Registry = REGISTRY, allowed_hosts: list[str] | None = None,
+               bind_host: str | None = None,
+               max_request_bytes: int = MAX_REQUEST_BYTES) -> Dash:
     """The Dash explorer for ``run_dir`` (a run with traces and an abstraction).
 
     Parameters
@@ -43,6 +55,13 @@ def create_app(run_dir: str | Path | None = None, *,
         An already loaded run (instead of ``run_dir``; tests, study mode).
     registry : Registry
         The views (default: every view of :data:`app.explorer.registry.VIEWS`).
+    allowed_hosts : list of str, optional
+        Host names clients may use besides loopback, IP addresses and ``bind_host``
+        (default: ``$STATESEER_ALLOWED_HOSTS``, comma-separated; ``*`` allows any).
+    bind_host : str, optional
+        The interface the server will bind (its names are allowed).
+    max_request_bytes : int
+        The largest request body accepted (413 beyond, before reading it).
     """
     if context is None:
         context = ExplorerContext.load(run_dir, model=model, compare=compare)
@@ -65,6 +84,9 @@ def create_app(run_dir: str | Path | None = None, *,
 
     app.layout = serve_layout
     registry.register(app, context)
+    limit_request_bodies(app.server, max_request_bytes)
+    secure_headers(app.server, allowed_hosts_from_env() if allowed_hosts is None
+                   else allowed_hosts, bind_host=bind_host)
     _prepare(app, context)
     return app
 
@@ -102,6 +124,30 @@ def initial_selection(data: ExplorerContext | RunView | Any, query: str) -> dict
     return from_query(query, view.splits, view.fsm.n_states,
                       {s: view.traces[s].n_inputs for s in view.splits},
                       view.abstraction.patterns)
+
+
+def allowed_hosts_from_env() -> list[str]:
+    """``$STATESEER_ALLOWED_HOSTS`` as a list (comma-separated; empty: none)."""
+    return [h.strip() for h in os.environ.get("STATESEER_ALLOWED_HOSTS", "").split(",")
+            if h.strip()]
+
+
+def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8050, *,
+          compare: str | Path | None = None, allowed_hosts: list[str] | None = None,
+          debug: bool = False) -> int:
+    """``stateseer serve``: build the explorer for ``run_dir`` and serve it until
+    interrupted; warns on stderr when ``host`` is beyond loopback."""
+    import time
+
+    warning = bind_warning(host, "the explorer")
+    if warning:
+        print(warning, file=sys.stderr)
+    t0 = time.perf_counter()
+    app = create_app(run_dir, compare=compare, allowed_hosts=allowed_hosts, bind_host=host)
+    print(f"stateseer: serving {run_dir} on http://{host}:{port}/ (ready in "
+          f"{time.perf_counter() - t0:.1f} s; Ctrl+C to stop)", file=sys.stderr)
+    app.run(host=host, port=port, debug=debug)
+    return 0
 
 
 def server_from_env():
