@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from abstraction.errors import AbstractionError
 from abstraction.metrics import fidelity, quality, state_entropy
 from tests.abstraction.test_fsm import OFFSETS_A, P_POS_A, STATES_A, TOKENS_A, example_a
 
@@ -69,3 +70,30 @@ def test_quality_of_an_empty_split():
                 np.zeros((0, 2)))
     assert math.isnan(q["state_purity"])
     assert q["state_coverage"] == 0.0 and q["transition_coverage"] == 0.0
+
+
+# ----------------------------------------------------------------------------- intervals, knee
+def test_bootstrap_interval_covers_a_known_agreement_rate():
+    from abstraction.metrics import bootstrap_ci
+
+    rng = np.random.default_rng(0)
+    p, n, reps = 0.85, 400, 300
+    hits = 0
+    for r in range(reps):
+        lo, hi = bootstrap_ci(rng.random(n) < p, seed=r)
+        hits += lo <= p <= hi
+    assert 0.90 <= hits / reps <= 0.99  # nominal 95 %
+    assert all(np.isnan(bootstrap_ci(np.zeros(0, bool))))
+
+
+def test_choose_knee_never_exceeds_its_cap():
+    from abstraction.metrics import choose_knee
+
+    pts = [{"n_states": k, "simulation_fidelity": 1 - 1 / k} for k in (4, 8, 16, 40, 100)]
+    for cap in (4, 10, 40, 1000):
+        k, why = choose_knee(pts, cap=cap)
+        assert k <= cap and f"cap {cap}" in why
+    flat = [{"n_states": k, "simulation_fidelity": 0.9} for k in (8, 16)]
+    assert choose_knee(flat)[0] == 8
+    with pytest.raises(AbstractionError, match="cap"):
+        choose_knee(pts, cap=2)
