@@ -26,6 +26,9 @@ _LAZY = {
     "load_model": "loading",
     "RNNClassifier": "models", "Traceable": "models", "TraceAdapter": "models",
     "RecurrentAdapter": "models",
+    "ARCHITECTURES": "archs", "build_model": "archs", "ModelProtocolError": "protocol",
+    "MinRNNClassifier": "minrnn", "MambaClassifier": "mamba",
+    "create_model_run": "factory", "import_traces": "formats.imported",
     "TrainConfig": "train", "train_run": "train",
     "record_run": "record", "record_texts": "record", "record_traces": "record",
 }
