@@ -7,7 +7,6 @@ state, the collapsed state paths); :func:`query_instances` answers an
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -16,7 +15,7 @@ import numpy as np
 from abstraction.patterns import collapsed_paths, window_keys
 from rnn_models.traces import SplitTraces
 
-__all__ = ["InstanceQuery", "SplitIndex", "query_instances"]
+__all__ = ["MAX_SEARCH_CHARS", "InstanceQuery", "SplitIndex", "compile_search", "query_instances"]
 
 
 @dataclass(frozen=True)
@@ -112,22 +111,66 @@ def _filter_mask(idx: SplitIndex, q: InstanceQuery, classes: list[str]) -> np.nd
     return mask
 
 
+MAX_SEARCH_CHARS = 500
+"""The longest search (text or regular expression) the table runs."""
+
+
+def compile_search(pattern: str) -> tuple[Any, str]:
+    r"""``(matcher, message)`` for a regular-expression search, case-insensitive.
+
+    The expression runs on RE2 (``google-re2``: linear time in the text, no backtracking,
+    so no expression can keep the server busy); it accepts the common syntax less
+    backreferences and lookaround. Without RE2 installed the search is plain text (a
+    Python ``re`` expression could run for minutes on one row). ``matcher`` is None, with
+    ``message`` saying why, when the expression is too long or invalid.
+
+    Examples
+    --------
+    >>> rx, msg = compile_search(r"^(?:\w\w|\w|\s)*!")
+    >>> msg == "" and rx("no exclamation here " * 50) is False
+    True
+    """
+    if len(pattern) > MAX_SEARCH_CHARS:
+        return None, (f"search longer than {MAX_SEARCH_CHARS} characters; showing all rows "
+                      "— shorten it")
+    try:
+        import re2
+    except ImportError:
+        needle = pattern.lower()
+        return (lambda text: needle in text.lower()), (
+            "regular expressions need google-re2 (pip install google-re2); "
+            "searched as plain text")
+    opts = re2.Options()
+    opts.log_errors = False
+    opts.case_sensitive = False
+    try:
+        rx = re2.compile(pattern, opts)
+    except re2.error as exc:
+        why = exc.args[0].decode(errors="replace") if exc.args and \
+            isinstance(exc.args[0], bytes) else str(exc)
+        return None, (f"invalid regular expression ({why}; backreferences and lookaround "
+                      "are not supported); showing all rows")
+    return (lambda text: rx.search(text) is not None), ""
+
+
 def _search(idx: SplitIndex, q: InstanceQuery, mask: np.ndarray) -> str:
-    """Narrow ``mask`` to the rows matching the search; a message if the regex is bad."""
+    """Narrow ``mask`` to the rows matching the search; a message if it is not run."""
     cand = np.flatnonzero(mask)
     if q.regex:
-        try:
-            rx = re.compile(q.search, re.IGNORECASE)
-        except re.error as exc:
-            return f"invalid regular expression ({exc}); showing all rows"
+        match, message = compile_search(q.search)
+        if match is None:
+            return message
         texts = idx.tr.texts
-        hit = np.fromiter((rx.search(texts[i]) is not None for i in cand), bool,
-                          count=len(cand))
+        hit = np.fromiter((match(texts[i]) for i in cand), bool, count=len(cand))
     else:
+        if len(q.search) > MAX_SEARCH_CHARS:
+            return (f"search longer than {MAX_SEARCH_CHARS} characters; showing all rows "
+                    "— shorten it")
+        message = ""
         needle = q.search.lower()
         hit = np.fromiter((needle in idx.lower[i] for i in cand), bool, count=len(cand))
     mask[cand[~hit]] = False
-    return ""
+    return message
 
 
 def query_instances(data: Indexed, q: InstanceQuery) -> tuple[list[dict[str, Any]], int, str]:

@@ -12,7 +12,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-__all__ = ["TraceRecord", "record_of"]
+from rnn_models.errors import StateseerError
+
+__all__ = ["MAX_STORE_CHARS", "MAX_STORE_TOKENS", "StoreError", "TraceRecord", "record_of"]
+
+
+class StoreError(StateseerError):
+    """A trace record sent by the page is malformed or too large (a forged request)."""
+
+
+MAX_STORE_TOKENS = 5_000
+"""The most tokens a trace record from the page may have (a forged store is refused)."""
+MAX_STORE_CHARS = 200_000
+"""The longest text a trace record from the page may carry."""
 
 _SEQ = {"tokens": str, "known": bool, "initial_proba": float, "states": int,
         "simulated": int, "final_proba": float, "states_own": int}
@@ -115,7 +127,14 @@ class TraceRecord:
 
     @classmethod
     def from_store(cls, d: Mapping[str, Any]) -> TraceRecord:
-        """The record of a store dict (:meth:`to_store`'s output; unknown keys ignored)."""
+        """The record of a store dict (:meth:`to_store`'s output; unknown keys ignored).
+
+        This is where every trace the page sends back is parsed, so sizes are checked
+        here: more than :data:`MAX_STORE_TOKENS` tokens, a text over
+        :data:`MAX_STORE_CHARS` characters or per-step lists of other lengths than the
+        tokens raise :class:`StoreError` (callbacks answer it with no update).
+        """
+        _check_store(d)
         kw: dict[str, Any] = {}
         for f in fields(cls):
             if f.name not in d:
@@ -129,6 +148,31 @@ class TraceRecord:
                 v = int(v)
             kw[f.name] = v
         return cls(**kw)
+
+
+def _check_store(d: Any) -> None:
+    """Refuse a store dict that is not a trace record of a bounded size."""
+    def bad(why: str) -> StoreError:
+        return StoreError(f"the page sent a trace record that {why} — reload the page")
+
+    if not isinstance(d, Mapping):
+        raise bad("is not an object")
+    text, tokens = d.get("text", ""), d.get("tokens", ())
+    if not isinstance(text, str) or len(text) > MAX_STORE_CHARS:
+        raise bad(f"has a text over {MAX_STORE_CHARS:,} characters")
+    if not isinstance(tokens, (list, tuple)) or len(tokens) > MAX_STORE_TOKENS:
+        raise bad(f"has over {MAX_STORE_TOKENS:,} tokens")
+    n = len(tokens)
+    for name, want in (("known", (n,)), ("proba", (n,)), ("states", (0, n + 1)),
+                       ("simulated", (0, n + 1)), ("states_own", (0, n + 1))):
+        v = d.get(name)
+        if v is not None and (not isinstance(v, (list, tuple)) or len(v) not in want):
+            raise bad(f"has {name} of another length than its {n} tokens")
+    for name in ("proba", "initial_proba", "final_proba"):
+        v = d.get(name) or ()
+        rows = v if name == "proba" else [v]
+        if any(not isinstance(r, (list, tuple)) or len(r) > 10_000 for r in rows):
+            raise bad(f"has a malformed {name}")
 
 
 def record_of(d: TraceRecord | Mapping[str, Any] | None) -> TraceRecord | None:

@@ -23,9 +23,14 @@ from .cache import LRUCache
 from .context import RunView
 from .records import TraceRecord
 
-__all__ = ["MAX_INPUT_CHARS", "ContextService", "ModelService"]
+__all__ = ["MAX_ATTRIBUTION_TOKENS", "MAX_INPUT_CHARS", "MAX_INPUT_TOKENS", "ContextService",
+           "ModelService"]
 
 MAX_INPUT_CHARS = 20_000
+MAX_INPUT_TOKENS = 2_000
+"""The most tokens a typed input may have."""
+MAX_ATTRIBUTION_TOKENS = 1_000
+"""The longest input attributed (integrated gradients cost grows with its length)."""
 
 
 class ModelService:
@@ -73,8 +78,11 @@ class ModelService:
         d = self.data
         tr = self._record(text)
         _, vocab = self.load()
-        states = d.abstraction.assign(tr.hidden, tr.proba)
         tokens = tr.tokens(0)
+        if len(tokens) > MAX_INPUT_TOKENS:
+            raise StateseerError(f"the text has {len(tokens):,} tokens; the limit is "
+                                 f"{MAX_INPUT_TOKENS:,} — shorten it")
+        states = d.abstraction.assign(tr.hidden, tr.proba)
         sim = d.fsm.run([vocab.tokens[t] for t in tr.token_ids]) if len(tokens) else [0]
         return TraceRecord(
             text=text, tokens=tuple(tokens), known=tuple(tr.known(0).tolist()),
@@ -112,6 +120,9 @@ class ModelService:
 
         if not tr.tokens:
             raise StateseerError("the input is empty; there is nothing to attribute")
+        if tr.n_tokens > MAX_ATTRIBUTION_TOKENS:
+            raise StateseerError(f"the input has {tr.n_tokens:,} tokens; attribution is "
+                                 f"limited to {MAX_ATTRIBUTION_TOKENS:,} — pick a shorter one")
         model, _ = self.load()
         return self.cache.get(("attr", tr.text, method, target, baseline),
                               lambda: attribute(model, self.token_ids(tr), list(tr.tokens),

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dash import Input, Output, State
+from dash.exceptions import PreventUpdate
+
+from .records import StoreError
 
 if TYPE_CHECKING:
     from .context import ExplorerContext
@@ -78,9 +81,12 @@ class Callback:
         fn, trigger = self.fn, self.trigger
 
         def run(*values: Any) -> Any:
-            if trigger:
-                return fn(ctx, Trigger.current(), *values)
-            return fn(ctx, *values)
+            try:
+                if trigger:
+                    return fn(ctx, Trigger.current(), *values)
+                return fn(ctx, *values)
+            except StoreError as exc:  # a forged store: refused, nothing updated
+                raise PreventUpdate from exc
 
         run.__name__ = fn.__name__
         run.__doc__ = fn.__doc__

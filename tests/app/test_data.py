@@ -151,3 +151,29 @@ def test_trace_views_mark_flips_and_escape_text():
     fig = probability_figure(trace, ["neg", "pos"])
     stars = [t for t in fig.data if t.name == "prediction flips"]
     assert list(stars[0].x) == [1, 2]
+
+
+def test_a_catastrophic_regex_runs_in_linear_time_or_is_refused(data):
+    """``^(?:\\w\\w|\\w|\\s)*!`` backtracks exponentially in Python's ``re``; the table's
+    search runs it on RE2 (or as plain text without RE2) and says so in one line."""
+    from app.explorer.query import MAX_SEARCH_CHARS, compile_search
+
+    tr = data.traces["test"]
+    rows, total, msg = query_instances(data, InstanceQuery(
+        split="test", search=r"^(?:\w\w|\w|\s)*!", regex=True, page_size=10**6))
+    assert total <= tr.n_inputs and len(rows) == total
+    match, note = compile_search(r"^(?:\w\w|\w|\s)*!")
+    assert match is not None and match("ab " * 5000) is False
+    try:
+        import re2  # noqa: F401
+    except ImportError:  # plain text: the expression's characters, literally
+        assert "plain text" in note and "google-re2" in note
+    else:
+        assert note == "" and match("ab!") is True
+    assert msg == note and "\n" not in msg
+    _, _, msg = query_instances(data, InstanceQuery(split="test", search=r"(a)\1",
+                                                    regex=True))
+    assert "invalid regular expression" in msg or "plain text" in msg
+    _, total_long, msg = query_instances(data, InstanceQuery(
+        split="test", search="x" * (MAX_SEARCH_CHARS + 1), regex=True))
+    assert "longer than" in msg and total_long == tr.n_inputs

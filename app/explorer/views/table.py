@@ -12,7 +12,7 @@ from app.csvsafe import rows_to_csv
 from app.selection import EMPTY, apply_event, to_query
 
 from .. import ids
-from ..query import InstanceQuery, query_instances
+from ..query import MAX_SEARCH_CHARS, InstanceQuery, query_instances
 from ..view import Callback, Trigger, View, select_outputs
 
 __all__ = ["COLUMNS", "VIEW", "instance_query", "select_row", "select_split", "sync_split",
@@ -43,7 +43,8 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
     controls = html.Div([
         dcc.RadioItems(id=ids.SPLIT, options=[{"label": f" {s}", "value": s}
                                               for s in d.splits], value=split, inline=True),
-        dcc.Input(id=ids.SEARCH, type="text", placeholder="search text…", debounce=True),
+        dcc.Input(id=ids.SEARCH, type="text", placeholder="search text…", debounce=True,
+                  maxLength=MAX_SEARCH_CHARS),
         dcc.Checklist(id=ids.REGEX, options=[{"label": " regex", "value": "on"}], value=[],
                       inline=True),
         dcc.Dropdown(id=ids.F_LABEL, options=d.classes, placeholder="label",

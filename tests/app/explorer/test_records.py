@@ -42,3 +42,52 @@ def test_pattern_steps_mark_every_occurrence_on_the_collapsed_path():
 def test_state_differences_are_token_positions():
     assert state_differences([0, 1, 2, 3], [0, 1, 4, 3]) == [1]
     assert state_differences([0, 1], [0, 1, 2]) == []
+
+
+def test_oversized_or_inconsistent_stores_are_refused():
+    import pytest
+
+    from app.explorer.records import MAX_STORE_CHARS, MAX_STORE_TOKENS, StoreError
+
+    store = TYPED.to_store()
+    n = MAX_STORE_TOKENS + 1
+    huge = {**store, "tokens": ["a"] * n, "known": [True] * n, "proba": [[0.5, 0.5]] * n,
+            "states": [0] * (n + 1), "simulated": [0] * (n + 1)}
+    for bad in (huge, {**store, "text": "a" * (MAX_STORE_CHARS + 1)},
+                {**store, "proba": [[0.5, 0.5]] * 3}, {**store, "states": [0]},
+                {**store, "tokens": "not a list"}, ["not", "a", "dict"]):
+        with pytest.raises(StoreError, match="reload the page"):
+            TraceRecord.from_store(bad)
+    assert TraceRecord.from_store({**store, "states": [], "simulated": []}).has_states is False
+
+
+def test_a_forged_store_makes_a_callback_do_nothing(ctx):
+    import pytest
+    from dash import Input, Output
+    from dash.exceptions import PreventUpdate
+
+    from app.explorer.view import Callback
+    from app.explorer.views.core import active_of
+
+    cb = Callback(lambda _ctx, active: active_of(active)[0].n_tokens,
+                  [Output("x", "children")], [Input("active-trace", "data")])
+    forged = {"main": {**TYPED.to_store(), "tokens": ["a"] * 10**6}}
+    with pytest.raises(PreventUpdate):
+        cb.bind(ctx)(forged)
+    assert cb.bind(ctx)({"main": TYPED.to_store()}) == 2
+
+
+def test_attribution_and_typed_inputs_are_bounded(ctx):
+    import pytest
+
+    from app.explorer.services import MAX_ATTRIBUTION_TOKENS, MAX_INPUT_CHARS
+    from rnn_models.errors import StateseerError
+
+    n = MAX_ATTRIBUTION_TOKENS + 1
+    long = TraceRecord(text="a " * n, tokens=("a",) * n, known=(True,) * n,
+                       proba=((0.5, 0.5),) * n, initial_proba=(0.5, 0.5),
+                       states=(0,) * (n + 1), simulated=(0,) * (n + 1), prediction=0)
+    with pytest.raises(StateseerError, match="attribution is limited"):
+        ctx.models.attribution(long)
+    with pytest.raises(StateseerError, match="shorten it"):
+        ctx.models.trace_text("a" * (MAX_INPUT_CHARS + 1))
