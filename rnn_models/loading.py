@@ -25,7 +25,6 @@ import torch
 from .formats.errors import CheckpointError
 from .formats.imported import NoModelError
 from .formats.rundir import RunDir
-from .models import RNNClassifier
 
 __all__ = ["load_model", "model_kind"]
 
@@ -99,8 +98,9 @@ def load_model(run: RunDir | str | Path, *, device: str | torch.device = "cpu") 
 
     Returns
     -------
-    RNNClassifier or object
-        In eval mode; a factory run's model is whatever its factory returns.
+    torch.nn.Module or object
+        In eval mode (any architecture of :data:`rnn_models.archs.ARCHITECTURES`); a
+        factory run's model is whatever its factory returns.
 
     Raises
     ------
@@ -130,17 +130,17 @@ def load_model(run: RunDir | str | Path, *, device: str | torch.device = "cpu") 
     return _builtin(run, device)
 
 
-def _builtin(run: RunDir, device: str | torch.device) -> RNNClassifier:
-    """``RNNClassifier`` from ``config.json``'s architecture and ``model.pt``."""
+def _builtin(run: RunDir, device: str | torch.device) -> Any:
+    """Any registered architecture (:data:`rnn_models.archs.ARCHITECTURES`) from
+    ``config.json``'s model section and ``model.pt``, in eval mode."""
     m = run.config.get("model")
     if not isinstance(m, dict):
         raise CheckpointError(f"{run.config_path} has no 'model' section; retrain the run")
     state = _state_dict(run)
+    from .archs import build_model
+
     try:
-        model = RNNClassifier(
-            m["arch"], m["vocab_size"], m["n_classes"], embed=m["embed"], hidden=m["hidden"],
-            layers=m["layers"], dropout=0.0, state=m.get("state", "h"),
-        )
+        model = build_model(m)
     except (KeyError, ValueError, TypeError) as exc:
         raise CheckpointError(
             f"{run.config_path} has an invalid model section ({exc}); retrain the run"

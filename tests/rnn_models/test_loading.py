@@ -1,0 +1,44 @@
+"""load_model rebuilds any registered architecture from config.json and model.pt."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from rnn_models.archs import build_model
+from rnn_models.errors import CheckpointError
+from rnn_models.loading import load_model
+from rnn_models.train import TrainConfig, train_run
+from tests.conftest import one_line
+
+
+@pytest.mark.parametrize("arch", ["mingru", "mamba"])
+def test_load_model_traces_like_the_trained_model(arch, tmp_path):
+    cfg = TrainConfig(dataset="tomita1", arch=arch, epochs=1, embed=4, hidden=3, layers=1,
+                      d_state=2 if arch == "mamba" else None)
+    run = train_run(cfg, tmp_path / arch, progress=False)
+    trained = build_model(run.config["model"])
+    trained.load_state_dict(torch.load(run.model_path, weights_only=True))
+    loaded = load_model(run.path)
+    assert type(loaded) is type(trained) and not loaded.training
+    assert loaded.state == run.config["model"]["state"]
+    ids = torch.tensor([[2, 3, 2, 3], [3, 3, 0, 0]])
+    lengths = torch.tensor([4, 2])
+    with torch.no_grad():
+        pairs = zip(trained.eval().trace(ids, lengths), loaded.trace(ids, lengths), strict=True)
+        for a, b in pairs:
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_unknown_arch_is_one_line(tmp_path):
+    run = train_run(TrainConfig(dataset="tomita1", arch="mingru", epochs=1, embed=4,
+                                hidden=3, layers=1), tmp_path / "r", progress=False)
+    cfg = run.config
+    cfg["model"]["arch"] = "transformer"
+    import json
+
+    run.config_path.write_text(json.dumps(cfg))
+    with pytest.raises(CheckpointError) as e:
+        load_model(run.path)
+    assert one_line(e.value) and "retrain" in str(e.value)
