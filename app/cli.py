@@ -57,7 +57,7 @@ class _Registry(Sequence[str]):
 
 
 def _architectures() -> Any:
-    from rnn_models.models import ARCHITECTURES
+    from rnn_models.archs import ARCHITECTURES  # torch-free
 
     return ARCHITECTURES
 
@@ -78,7 +78,7 @@ def _export_formats() -> Any:
 
 
 def _arch_states() -> Any:
-    from rnn_models.models import ARCHITECTURES
+    from rnn_models.archs import ARCHITECTURES  # torch-free
 
     return dict.fromkeys(s for arch in ARCHITECTURES.values() for s in arch.states)
 
@@ -95,10 +95,10 @@ def _fallbacks() -> Any:
     return FALLBACKS
 
 
-ARCHS = _Registry(_architectures, ("lstm", "gru", "rnn"))
+ARCHS = _Registry(_architectures, ("lstm", "gru", "rnn", "mingru", "minlstm", "mamba"))
 FEATURES = _Registry(_features, ("margin", "pca"))
 FALLBACKS = _Registry(_fallbacks, ("displacement", "nearest", "token", "stay"))
-STATES = _Registry(_arch_states, ("h", "c", "hc"))
+STATES = _Registry(_arch_states, ("h", "c", "hc", "full", "ssm", "summary"))
 METHODS = _Registry(_abstractors, ("kmeans", "gmm", "grid"))
 FORMATS = _Registry(_export_formats, ("json", "dot", "svg", "png", "pdf", "graphml",
                                       "node-link", "traces-csv"))
@@ -252,7 +252,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         min_freq=args.min_freq, seed=args.seed, state=args.state,
         prefix_loss=args.prefix_loss, tokenizer=args.tokenizer, text_col=args.text_col,
         label_col=args.label_col, max_tokens=args.max_tokens, d_state=args.d_state,
-        d_conv=args.d_conv, weight_decay=args.weight_decay,
+        d_conv=args.d_conv, weight_decay=args.weight_decay, max_seconds=args.max_seconds,
     )
     run = train_run(cfg, args.out, force=args.force, progress=not args.quiet)
     m = run.metrics()
@@ -583,7 +583,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_train(sub: Any) -> None:
-    t = sub.add_parser("train", help="train an LSTM/GRU/Elman classifier into a run directory")
+    t = sub.add_parser("train", help="train a recurrent classifier (LSTM, GRU, Elman, minGRU, "
+                           "minLSTM, Mamba) into a run directory")
     t.add_argument("--dataset", required=True,
                    help=f"a built-in data set ({_dataset_names()}), csv:PATH or jsonl:PATH")
     t.add_argument("--arch", choices=ARCHS, default="lstm", metavar="ARCH",
@@ -607,6 +608,8 @@ def _add_train(sub: Any) -> None:
         t.add_argument(f"--{name}", type=_positive_int, help=f"{text} {per_set}")
     t.add_argument("--weight-decay", type=_nonnegative_float, help=f"Adam weight decay (L2) "
                    f"{per_set}")
+    t.add_argument("--max-seconds", type=_positive_float,
+                   help="training budget in seconds, checked between batches (default: none)")
     t.add_argument("--prefix-loss", choices=("auto", "on", "off"), default="auto",
                    help="train on the label of every prefix (auto: formal languages)")
     t.add_argument("--text-col", default="text", help="text column (csv:/jsonl:)")
