@@ -234,11 +234,6 @@ def model_vocab(model: Any) -> list[str] | None:
     if UNK not in tokens:
         raise FactoryError("the model's `vocab` has no '<unk>' token; add it (unknown words "
                            "map to it)")
-    if tokens[:2] != [PAD, UNK]:
-        where = f"'<pad>' at id {tokens.index(PAD)}" if PAD in tokens else "no '<pad>'"
-        raise FactoryError(f"the model's `vocab` has '<unk>' at id {tokens.index(UNK)} and "
-                           f"{where}; stateseer's vocabulary needs '<pad>' at id 0 and "
-                           "'<unk>' at id 1 — build the model's vocabulary that way")
     return tokens
 
 
@@ -456,7 +451,7 @@ def _vocabulary(model: Any, vocab: Any, ds: Any) -> list[str]:
         tokens = model_vocab(type("V", (), {"vocab": vocab})())  # same checks
     if tokens is None:
         raise FactoryError("the model declares no vocabulary (a `vocab` attribute: the "
-                           "id-ordered token list with '<pad>', '<unk>' first) and none was "
+                           "id-ordered token list containing '<unk>') and none was "
                            "given; add it or pass --vocab FILE")
     return tokens
 

@@ -16,6 +16,7 @@ one from a run's ``config.json`` model section.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +71,21 @@ class RecurrentAdapter(TraceAdapter):
         Unidirectional and ``batch_first=True``.
     head : nn.Module
         Maps hidden states (..., hidden) to class logits (..., n_classes).
-    n_classes : int
+    n_classes : int, optional
+        Default: ``len(classes)``; one of the two is needed.
+    vocab : list of str, optional
+        The model's vocabulary, token strings indexed by id (containing ``'<unk>'``);
+        ``stateseer create`` writes it as the run's ``vocab.json``.
+    tokenize : callable, optional
+        ``tokenize(text) -> list[str]``, the model's own tokeniser; recording and typed
+        input then use it.
+    classes : list of str, optional
+        Class names in the order of the head's outputs; the run uses this order.
+
+    Attributes
+    ----------
+    vocab, tokenize, classes
+        As given (None when not): what :mod:`rnn_models.factory` reads.
 
     Examples
     --------
@@ -86,14 +101,37 @@ class RecurrentAdapter(TraceAdapter):
     >>> hidden, proba = model.trace(torch.tensor([[4, 5, 6]]), torch.tensor([3]))
     >>> tuple(hidden.shape), tuple(proba.shape)
     ((1, 3, 16), (1, 3, 3))
+
+    With the model's own vocabulary, tokeniser and class names (what ``stateseer create``
+    needs from a factory):
+
+    >>> itos = ["<pad>", "<unk>"] + [f"w{i}" for i in range(48)]
+    >>> model = RecurrentAdapter(net.emb, net.gru, net.out, vocab=itos,
+    ...                          tokenize=str.split, classes=["neg", "neu", "pos"])
+    >>> model.n_classes, model.classes, model.tokenize("w1 w2")
+    (3, ['neg', 'neu', 'pos'], ['w1', 'w2'])
     """
 
-    def __init__(self, embedding: nn.Module, rnn: nn.RNNBase, head: nn.Module, n_classes: int):
+    def __init__(self, embedding: nn.Module, rnn: nn.RNNBase, head: nn.Module,
+                 n_classes: int | None = None, *, vocab: Any = None,
+                 tokenize: Callable[[str], list[str]] | None = None,
+                 classes: Sequence[str] | None = None):
         super().__init__()
         if not getattr(rnn, "batch_first", False) or getattr(rnn, "bidirectional", False):
             raise ValueError("RecurrentAdapter needs a unidirectional rnn with batch_first=True")
+        if n_classes is None:
+            if classes is None:
+                raise ValueError("RecurrentAdapter needs n_classes or classes (the class "
+                                 "names in the head's output order)")
+            n_classes = len(classes)
+        if classes is not None and len(classes) != n_classes:
+            raise ValueError(f"RecurrentAdapter got {len(classes)} classes {list(classes)} "
+                             f"but n_classes={n_classes}; make them agree")
         self.embedding, self.rnn, self.head = embedding, rnn, head
-        self.n_classes = n_classes
+        self.n_classes = int(n_classes)
+        self.vocab = list(vocab) if isinstance(vocab, (list, tuple)) else vocab
+        self.tokenize = tokenize
+        self.classes = list(classes) if classes is not None else None
 
     def _check_layer(self, layer: int) -> None:
         if layer not in (-1, self.rnn.num_layers - 1):

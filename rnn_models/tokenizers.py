@@ -69,12 +69,16 @@ def tokenize(texts: Iterable[str], tokenizer: str = "word") -> list[list[str]]:
 
 @dataclass
 class Vocab:
-    """Token ↔ id mapping with ``<pad>`` = 0 and ``<unk>`` = 1.
+    """Token ↔ id mapping; unknown tokens map to ``<unk>``.
+
+    Vocabularies built here (:meth:`build`) start ``<pad>`` = 0, ``<unk>`` = 1. A user
+    model's vocabulary may be any id-ordered list of distinct tokens that contains
+    ``<unk>``: its id is ``unk_id``; ``<pad>`` is optional (``pad_id`` None without it).
 
     Parameters
     ----------
     tokens : list of str
-        All tokens in id order, starting with ``<pad>`` and ``<unk>``.
+        All tokens in id order; distinct, containing ``<unk>``.
 
     Examples
     --------
@@ -83,15 +87,28 @@ class Vocab:
     ['<pad>', '<unk>', 'a']
     >>> v.encode(["a", "zzz"]).tolist()
     [2, 1]
+    >>> theirs = Vocab(["the", "<unk>", "film"])   # a user model's itos
+    >>> theirs.unk_id, theirs.pad_id, theirs.encode(["film", "zzz"]).tolist()
+    (1, None, [2, 1])
     """
 
     tokens: list[str]
     index: dict[str, int] = field(init=False, repr=False)
+    _unk: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.tokens[:2] != [PAD, UNK]:
-            raise DataError("vocabulary must start with '<pad>', '<unk>'; rebuild with Vocab.build")
+        if not isinstance(self.tokens, list) or not all(isinstance(t, str) for t in self.tokens):
+            raise DataError("a vocabulary is a list of token strings in id order; rebuild "
+                            "it with Vocab.build")
+        if UNK not in self.tokens:
+            raise DataError("vocabulary has no '<unk>' token; add it (unknown words map to "
+                            "it) or rebuild with Vocab.build")
         self.index = {t: i for i, t in enumerate(self.tokens)}
+        if len(self.index) != len(self.tokens):
+            dup = next(t for i, t in enumerate(self.tokens) if self.index[t] != i)
+            raise DataError(f"vocabulary holds {dup!r} twice; token strings must be distinct "
+                            "(one id each)")
+        self._unk = self.index[UNK]
 
     @classmethod
     def build(
@@ -111,17 +128,20 @@ class Vocab:
         return len(self.tokens)
 
     @property
-    def pad_id(self) -> int:
-        return 0
+    def pad_id(self) -> int | None:
+        """Id of ``<pad>`` (0 for built vocabularies), None when the vocabulary has none."""
+        return self.index.get(PAD)
 
     @property
     def unk_id(self) -> int:
-        return 1
+        """Id of ``<unk>`` (1 for built vocabularies)."""
+        return self._unk
 
     def encode(self, tokens: Sequence[str]) -> np.ndarray:
         """Map tokens to ids, shape (len(tokens),), unknown tokens to ``<unk>``."""
         get = self.index.get
-        return np.fromiter((get(t, 1) for t in tokens), dtype=np.int64, count=len(tokens))
+        unk = self._unk
+        return np.fromiter((get(t, unk) for t in tokens), dtype=np.int64, count=len(tokens))
 
     def is_known(self, tokens: Sequence[str]) -> np.ndarray:
         """Boolean mask of shape (len(tokens),): True where the token is in the vocabulary."""

@@ -202,12 +202,21 @@ class TestVocabBuild:
         v = Vocab.build(toks for toks in CORPUS)
         assert v.tokens == [PAD, UNK, "a", "b", "c", "d"]
 
-    def test_direct_construction_requires_specials_first(self):
+    def test_direct_construction_needs_unk_and_distinct_tokens(self):
         with pytest.raises(DataError) as excinfo:
             Vocab(["a", "b"])
-        assert "<pad>" in one_line(excinfo)
-        with pytest.raises(DataError):
-            Vocab([UNK, PAD, "a"])
+        assert "<unk>" in one_line(excinfo)
+        with pytest.raises(DataError) as excinfo:
+            Vocab([UNK, "a", "a"])
+        assert "'a' twice" in one_line(excinfo)
+
+    def test_any_id_order_with_unk(self):
+        v = Vocab(["x", UNK, PAD, "y"])  # a user model's itos: <unk> at 1, <pad> at 2
+        assert (v.unk_id, v.pad_id) == (1, 2)
+        w = Vocab(["y", "x", UNK])  # no <pad>
+        assert (w.unk_id, w.pad_id) == (2, None)
+        assert w.encode(["x", "zzz", "y"]).tolist() == [1, 2, 0]
+        assert w.is_known(["x", "zzz"]).tolist() == [True, False]
 
 
 class TestVocabEncode:
@@ -282,7 +291,7 @@ class TestVocabSaveLoad:
             '["<pad>", "<unk>", "a"]',  # a list, not an object
             '{"tokens": 5}',  # not a list
             '{"tokens": ["a", "b"]}',  # specials missing
-            '{"tokens": ["<unk>", "<pad>"]}',  # specials in the wrong order
+            '{"tokens": ["<unk>", "a", "a"]}',  # a token twice
         ],
     )
     def test_corrupt_file(self, tmp_path, content):
