@@ -39,3 +39,33 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "browser" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def multiclass_run(tmp_path_factory):
+    """A 4-class run: Rotten Tomatoes snippets labelled by sentiment × length
+    (``fresh-short``, ``fresh-long``, ``rotten-short``, ``rotten-long``), a small GRU,
+    recorded and abstracted into 8 states."""
+    import csv
+
+    from abstraction.pipeline import abstract_run
+    from rnn_models.datasets import load_dataset
+    from rnn_models.record import record_run
+    from rnn_models.train import TrainConfig, train_run
+
+    ds = load_dataset("rotten_tomatoes")
+    path = tmp_path_factory.mktemp("data") / "rt4.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["review", "kind"])
+        for i in range(1200):
+            text = ds.texts[i * 9]
+            size = "short" if len(text.split()) < 20 else "long"
+            w.writerow([text, f"{ds.classes[ds.labels[i * 9]]}-{size}"])
+    out = tmp_path_factory.mktemp("runs") / "four"
+    train_run(TrainConfig(dataset=f"csv:{path}", arch="gru", text_col="review",
+                          label_col="kind", epochs=2, hidden=16, embed=16, layers=1),
+              out, progress=False)
+    record_run(out)
+    abstract_run(out, n_states=8)
+    return out

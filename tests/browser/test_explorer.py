@@ -172,3 +172,36 @@ def test_markup_in_inputs_is_shown_as_text(dash_duo, explored_run):
     assert d.find_elements(By.CSS_SELECTOR, "#trace-tokens script") == []
     tokens = [t.text for t in dash_duo.find_elements("#trace-tokens .tok")]
     assert "<" in tokens and "script" in tokens
+
+
+def test_four_classes_get_legend_swatches_and_a_distinct_path_colour(dash_duo,
+                                                                     multiclass_run):
+    from app.explorer.palette import PATH_COLOR, delta_e
+
+    _start(dash_duo, multiclass_run)
+    swatches = dash_duo.find_elements("#diagram-panel .legend .lg-class")
+    assert len(swatches) == 4
+    names = sorted(s.text for s in swatches)
+    assert names == sorted(["fresh-long", "fresh-short", "rotten-long", "rotten-short"])
+    colours = [dash_duo.driver.execute_script(
+        "const c = getComputedStyle(arguments[0].querySelector('.sw')).backgroundColor;"
+        "const m = c.match(/\\d+/g).map(Number);"
+        "return '#' + m.slice(0, 3).map(x => x.toString(16).padStart(2, '0')).join('');",
+        s) for s in swatches]
+    assert len(set(colours)) == 4
+    dash_duo.find_element('#table td[data-dash-column="text"]').click()
+    dash_duo.wait_for_element("#trace-chart .scatterlayer .trace", timeout=10)
+    deadline = time.time() + 10
+    while time.time() < deadline and not _cy(dash_duo.driver, "cy.$('node.path').length"):
+        time.sleep(0.2)
+    border = _cy(dash_duo.driver, "cy.$('node.path').first().style('border-color')")
+    rgb = [int(x) for x in border[border.index("(") + 1:-1].split(",")[:3]]
+    path = "#" + "".join(f"{x:02x}" for x in rgb)
+    assert path == PATH_COLOR
+    assert min(delta_e(path, c) for c in colours) > 20  # the path never looks like a class
+    # the chart's legend names every class, right of the plot (not under the toolbar)
+    names = dash_duo.driver.execute_script(
+        "return [...document.querySelectorAll('#trace-chart .legendtext')]"
+        ".map(e => e.textContent);")
+    assert sum(n.startswith("P(") for n in names) == 4
+    assert dash_duo.get_logs() == []

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 from dash import Input, Output, dcc, html
 
-from abstraction.colors import class_color
 from rnn_models.errors import StateseerError
 
 from .. import ids
+from ..palette import class_color
 from ..view import Callback, View
 from .core import active_of
 

@@ -11,9 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 from dash import Input, Output, State, dcc, html, no_update
 
-from abstraction.colors import class_color
-
 from .. import ids
+from ..palette import class_color
 from ..records import TraceRecord
 from ..view import Callback, View
 from .core import active_of
@@ -76,13 +75,18 @@ def probability_figure(trace: TraceRecord, classes: Sequence[str], *,
     if len(classes) == 2:
         fig.add_hline(y=0.5, line={"color": "#999", "dash": "dash", "width": 1})
     labels = ["⟨start⟩", *trace.tokens]
+    many = len(classes) > 2  # a legend entry per class: a column right of the plot
     fig.update_layout(
-        margin={"l": 40, "r": 10, "t": 10, "b": 60}, height=260,
+        margin={"l": 40, "r": 10, "t": 8 if many else 30, "b": 60},
+        height=max(260, 18 * len(classes) + 80) if many else 260,
         yaxis={"range": [-0.02, 1.02], "title": "probability"},
         xaxis={"tickmode": "array", "tickvals": list(range(len(labels))),
                "ticktext": labels, "tickangle": -45, "automargin": True},
-        legend={"orientation": "h", "y": 1.12, "x": 0}, plot_bgcolor="#fafafa",
-        hovermode="closest", uirevision="trace")
+        # above the plot (two classes) or right of it, never under the plotly toolbar
+        legend={"orientation": "v", "x": 1.01, "y": 1, "xanchor": "left", "yanchor": "top",
+                "font": {"size": 10}, "tracegroupgap": 0} if many else
+        {"orientation": "h", "x": 0, "y": 1.0, "xanchor": "left", "yanchor": "bottom"},
+        plot_bgcolor="#fafafa", hovermode="closest", uirevision="trace")
     return fig
 
 

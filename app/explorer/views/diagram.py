@@ -18,13 +18,14 @@ import dash_cytoscape as cyto
 import numpy as np
 from dash import Input, Output, State, dcc, html, no_update
 
-from abstraction.colors import mix_color, text_color_on
+from abstraction.colors import text_color_on
 from abstraction.export import fsm_to_dot, render
 from abstraction.fsm import FSM
 from app.selection import apply_event, to_query
 from rnn_models.errors import StateseerError
 
 from .. import ids
+from ..palette import class_color, mix_color
 from ..view import Callback, Trigger, View, select_outputs
 from .core import active_of
 
@@ -276,8 +277,14 @@ def _legend(classes: Sequence[str]) -> html.Div:
                          html.Span(classes[1], className="lg lg-pos"),
                          html.Span("size = visits · ◆ start · orange = selected path",
                                    className="muted"), note], className="legend")
-    return html.Div([*[html.Span(x, className="lg") for x in classes], note],
-                    className="legend")
+    n = len(classes)
+    swatches = [html.Span([html.Span(className="sw", style={"background": class_color(k, n)}),
+                           str(x)], className="lg lg-class", title=f"class {x}")
+                for k, x in enumerate(classes)]
+    return html.Div([*swatches,
+                     html.Span("state colour = its mean prediction (paler: less sure) · "
+                               "size = visits · ◆ start · orange = selected path",
+                               className="muted"), note], className="legend legend-classes")
 
 
 def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:

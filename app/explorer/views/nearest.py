@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 from dash import ALL, Input, Output, State, dcc, html, no_update
 
-from abstraction.colors import mix_color
 from app.selection import apply_event, to_query
 from rnn_models.errors import StateseerError
 
 from .. import ids
+from ..palette import mix_color
 from ..view import Callback, Trigger, View, select_outputs
 from .core import active_of
 

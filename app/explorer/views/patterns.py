@@ -3,9 +3,11 @@ model's errors, as two tabs of the side panel; a click filters the table."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from dash import ALL, Input, Output, State, dcc, html, no_update
 
 from app.selection import apply_event, pattern_items, to_query
@@ -13,39 +15,85 @@ from app.selection import apply_event, pattern_items, to_query
 from .. import ids
 from ..view import Callback, Trigger, View, select_outputs
 
-__all__ = ["VIEW", "pattern_list", "pattern_lists", "select_pattern"]
+__all__ = ["VIEW", "confusion_pair", "pattern_list", "pattern_lists", "select_pattern"]
+
+
+SIGNIFICANT_Q = 0.05
+
+
+def _row(p: dict[str, Any], j: int, kind: str, classes: Sequence[str],
+         active: Sequence[int] | None) -> html.Details:
+    states = " → ".join(str(s) for s in p["states"])
+    if kind == "influential":
+        a, b = p["flip"]
+        stat = f"{classes[a]}→{classes[b]} · {p['support']} flips · P(flip) {p['lift']:.2f}"
+    else:
+        q = p["q_value"]
+        stat = (f"{p['support']}/{p['n_inputs']} wrong · lift {p['lift']:.1f} · q {q:.1e}"
+                + ("" if q < SIGNIFICANT_Q else " (not significant)"))
+    phrases = "; ".join(f"“{x['phrase']}” ({x['count']})" for x in p["phrases"])
+    is_active = active is not None and list(active) == list(p["states"])
+    return html.Details([
+        html.Summary([html.Button(states, id=ids.pattern(kind, j),
+                                  n_clicks=0, className="pattern-btn" +
+                                  (" active" if is_active else ""),
+                                  title="filter the table to inputs with this pattern"),
+                      html.Span(stat, className="pstat")]),
+        html.Div(phrases, className="phrases")], className="pattern")
+
+
+def confusion_pair(p: dict[str, Any], labels: np.ndarray, predictions: np.ndarray
+                   ) -> tuple[int, int] | None:
+    """The most common ``(gold, predicted)`` among a buggy pattern's wrong inputs."""
+    rows = [i for i in p.get("inputs", ()) if 0 <= i < len(labels)]
+    pairs = Counter((int(labels[i]), int(predictions[i])) for i in rows
+                    if labels[i] != predictions[i])
+    return pairs.most_common(1)[0][0] if pairs else None
 
 
 def pattern_list(items: list[dict[str, Any]], kind: str, classes: Sequence[str],
-                 active: Sequence[int] | None = None) -> html.Div:
-    """Influential or buggy patterns as clickable rows with their example phrases."""
+                 active: Sequence[int] | None = None,
+                 pairs: Sequence[tuple[int, int] | None] | None = None) -> html.Div:
+    """Influential or buggy patterns as clickable rows with their example phrases.
+
+    Buggy patterns with ``pairs`` (each one's ``(gold, predicted)``,
+    :func:`confusion_pair`) are grouped by confusion, the group of the most significant
+    pattern first, and a line says so when none is significant at q < 0.05.
+    """
     if not items:
         return html.P("No patterns with enough support.", className="muted")
-    rows = []
-    for j, p in enumerate(items[:25]):
-        states = " → ".join(str(s) for s in p["states"])
-        if kind == "influential":
-            a, b = p["flip"]
-            stat = f"{classes[a]}→{classes[b]} · {p['support']} flips · P(flip) {p['lift']:.2f}"
-        else:
-            stat = (f"{p['support']}/{p['n_inputs']} wrong · lift {p['lift']:.1f} · "
-                    f"q {p['q_value']:.1e}")
-        phrases = "; ".join(f"“{x['phrase']}” ({x['count']})" for x in p["phrases"])
-        is_active = active is not None and list(active) == list(p["states"])
-        rows.append(html.Details([
-            html.Summary([html.Button(states, id=ids.pattern(kind, j),
-                                      n_clicks=0, className="pattern-btn" +
-                                      (" active" if is_active else ""),
-                                      title="filter the table to inputs with this pattern"),
-                          html.Span(stat, className="pstat")]),
-            html.Div(phrases, className="phrases")], className="pattern"))
-    return html.Div(rows)
+    shown = list(enumerate(items[:25]))
+    if kind != "buggy" or pairs is None:
+        return html.Div([_row(p, j, kind, classes, active) for j, p in shown])
+    out: list[Any] = []
+    if all(p["q_value"] >= SIGNIFICANT_Q for _, p in shown):
+        out.append(html.P(f"None significant at q < {SIGNIFICANT_Q}: these windows are only "
+                          "more frequent in errors by chance-level margins.",
+                          className="muted none-significant"))
+    groups: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
+    for j, p in shown:  # items come sorted by p-value: groups in order of their best
+        groups.setdefault(pairs[j] if j < len(pairs) else None, []).append((j, p))
+    for pair, members in groups.items():
+        head = (f"gold {classes[pair[0]]} → predicted {classes[pair[1]]}" if pair
+                else "mixed errors")
+        out.append(html.Div([html.Div(f"{head} · {len(members)} pattern"
+                                      f"{'s' if len(members) > 1 else ''}",
+                                      className="confusion-head"),
+                             *[_row(p, j, kind, classes, active) for j, p in members]],
+                            className="confusion-group"))
+    return html.Div(out)
 
 
 def _lists(ctx, split: str) -> tuple[html.Div, html.Div]:
     pats, classes = ctx.data.abstraction.patterns, ctx.data.classes
-    return tuple(pattern_list(pattern_items(pats, kind, split), kind, classes)
-                 for kind in ("influential", "buggy"))
+    infl = pattern_list(pattern_items(pats, "influential", split), "influential", classes)
+    buggy = pattern_items(pats, "buggy", split)
+    pairs = None
+    if split in ctx.data.traces.split_names:
+        tr = ctx.data.traces[split]
+        labels, pred = np.asarray(tr.labels), np.asarray(tr.predictions)
+        pairs = [confusion_pair(p, labels, pred) for p in buggy]
+    return infl, pattern_list(buggy, "buggy", classes, pairs=pairs)
 
 
 def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 from dash import ALL, Input, Output, State, html, no_update
 
-from abstraction.colors import mix_color, text_color_on
+from abstraction.colors import text_color_on
 
 from .. import ids
+from ..palette import mix_color
 from ..records import TraceRecord
 from ..view import Callback, Trigger, View
 from .core import active_of
