@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -128,10 +128,17 @@ def record_run(
 ) -> Traces:
     """Record traces of every split of a run into ``RUN/traces`` and return them.
 
+    A path is opened as a :class:`rnn_models.factory.ModelRun`, so a run created for a
+    user's model (``stateseer create``) records with the model's own tokeniser and class
+    order; a built-in run records as before.
+
     The traces are written into ``traces.tmp/`` and moved into place at the end, so an
     interrupted recording never leaves half-written traces behind.
     """
-    run = run if isinstance(run, Run) else Run(run)
+    if not isinstance(run, Run):
+        from .factory import ModelRun
+
+        run = ModelRun(run)
     if dtype not in DTYPES:
         raise DataError(f"unknown --dtype {dtype!r}; choose float32 or float16")
     cfg = run.config
@@ -183,7 +190,7 @@ def record_run(
         "format": FORMAT, "version": VERSION, "classes": ds.classes,
         "dataset": cfg["data"]["name"], "layer": layer,
         "state": getattr(model, "state", "h"), "dtype": dtype,
-        "state_size": int(h0.shape[0]), "n_classes": C,
+        "state_size": int(h0.shape[0]), "n_classes": C, "unk_id": vocab.unk_id,
         "model_sha256": run.model_sha256() if run.model_path.exists() else None,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "stateseer": __version__, "splits": meta_splits,
@@ -203,21 +210,42 @@ def record_texts(
     vocab: Vocab,
     texts: Sequence[str],
     *,
-    tokenizer: str = "word",
+    tokenizer: str | Callable[[str], Sequence[str]] = "word",
     layer: int = -1,
     max_tokens: int = MAX_INPUT_TOKENS,
 ) -> SplitTraces:
     """Trace a few new texts in memory (the app's input box, notebooks).
 
-    Unknown words are kept as written (``surface``) and map to ``<unk>`` (``token_ids`` 1).
+    Unknown words are kept as written (``surface``) and map to ``<unk>``
+    (``token_ids`` ``vocab.unk_id``, 1 for built-in runs).
+
+    Parameters
+    ----------
+    model : Traceable
+    vocab : Vocab
+    texts : sequence of str
+    tokenizer : str or callable, default 'word'
+        ``word``/``char``/``space``, ``"model"`` for the model's own ``model.tokenize``
+        (a run created with ``stateseer create`` whose config says tokenizer ``model``),
+        or a function ``text -> list of tokens``.
+    layer : int, default -1
+    max_tokens : int
 
     Raises
     ------
     DataError
         A text longer than ``max_tokens`` tokens.
     """
-    tok = get_tokenizer(tokenizer)
-    toks = [tok(t) for t in texts]
+    if callable(tokenizer):
+        tok = tokenizer
+    elif tokenizer == "model":
+        tok = getattr(model, "tokenize", None)
+        if not callable(tok):
+            raise DataError("tokenizer 'model' needs the model's own `tokenize(text)`; add it "
+                            "to the model or choose word, char or space")
+    else:
+        tok = get_tokenizer(tokenizer)
+    toks = [list(tok(t)) for t in texts]
     for i, t in enumerate(toks):
         if len(t) > max_tokens:
             raise DataError(

@@ -32,18 +32,11 @@ from rnn_models.models import RecurrentAdapter
 ITOS = ["<pad>", "<unk>", "good", "bad", "film"]
 
 
-class Adapter(RecurrentAdapter):
-    """RecurrentAdapter with the vocab/tokenize/classes keywords of the design."""
-
-    def __init__(self, embedding, rnn, head, *, vocab, tokenize, classes):
-        super().__init__(embedding, rnn, head, n_classes=len(classes))
-        self.vocab, self.tokenize, self.classes = vocab, tokenize, classes
-
-
 def build():
     torch.manual_seed(0)
-    return Adapter(nn.Embedding(len(ITOS), 4), nn.GRU(4, 6, batch_first=True),
-                   nn.Linear(6, 2), vocab=ITOS, tokenize=str.split, classes=["neg", "pos"])
+    return RecurrentAdapter(nn.Embedding(len(ITOS), 4), nn.GRU(4, 6, batch_first=True),
+                            nn.Linear(6, 2), vocab=ITOS, tokenize=str.split,
+                            classes=["neg", "pos"])
 
 
 def broken():
@@ -94,7 +87,7 @@ def test_factory_by_name_and_by_path_returns_a_protocol_model(user_module, tmp_p
     assert model_classes(model) == ["neg", "pos"]
     assert model_tokenizer(model)("good film") == ["good", "film"]
     by_path = load_factory(f"{tmp_path / user_module}.py:build")
-    assert type(by_path).__name__ == "Adapter"
+    assert type(by_path).__name__ == "RecurrentAdapter"
     section = factory_section(f"{user_module}.py:build")
     assert section["module_path"] == str((tmp_path / f"{user_module}.py").resolve())
     assert len(section["module_sha256"]) == 64
@@ -132,7 +125,6 @@ class _M:
 @pytest.mark.parametrize("vocab, words", [
     ({"a": 0}, "is a dict"),
     (["<pad>", "a"], "no '<unk>' token"),
-    (["<unk>", "<pad>", "a"], "'<unk>' at id 0 and '<pad>' at id 1"),
     (["<pad>", "<unk>", "a", "a"], "holds 'a' twice"),
 ])
 def test_bad_vocabularies_are_refused(vocab, words):
@@ -179,3 +171,99 @@ def test_load_model_dispatches_and_never_says_train_for_other_runs(tmp_path, use
     assert "stateseer create" in msg and "stateseer train" not in msg
     run = _config(tmp_path, factory_section(f"{user_module}:build"))
     assert load_model(run).n_classes == 2
+
+
+def test_any_vocab_layout_with_unk_is_accepted():
+    m = _M()
+    m.vocab = ["<unk>", "<pad>", "a"]  # a user's itos: <unk> first
+    assert model_vocab(m) == ["<unk>", "<pad>", "a"]
+    m.vocab = ["a", "<unk>"]  # no <pad>
+    assert model_vocab(m) == ["a", "<unk>"]
+
+
+CONTRACT = '''
+import re
+import torch
+from torch import nn
+from rnn_models.models import RecurrentAdapter
+
+ITOS = ["<unk>", "good", "bad", "a/c", "film", "not", "<pad>"]  # the user's own id order
+NAMES = ["pos", "neg"]  # the head's output order (not alphabetical)
+
+
+def tokenize(text):  # keeps "a/c" whole, unlike stateseer's word tokeniser
+    return re.findall(r"[a-z/]+", text.lower())
+
+
+def build():
+    torch.manual_seed(0)
+    return RecurrentAdapter(nn.Embedding(len(ITOS), 4), nn.LSTM(4, 5, batch_first=True),
+                            nn.Linear(5, 2), vocab=ITOS, tokenize=tokenize, classes=NAMES)
+'''
+
+
+def test_design_contract_recorded_accuracy_equals_the_users_own(tmp_path, monkeypatch):
+    """RecurrentAdapter(embedding, rnn, head, vocab=ITOS, tokenize=FN, classes=NAMES)
+    through create_model_run + record_run(path): per split, the recorded accuracy is the
+    user's own evaluation (own tokeniser, own ids, own class order) exactly."""
+    import importlib
+    import random
+
+    import torch
+
+    from rnn_models.factory import create_model_run
+    from rnn_models.record import record_run
+
+    name = f"contract_{abs(hash(str(tmp_path))) % 10**8}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(CONTRACT))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rng = random.Random(0)
+    words = ["good", "bad", "a/c", "film", "not", "Great", "meh!"]
+    rows = ["text,label,split"]
+    for i in range(90):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 7)))
+        rows.append(f"{text},{rng.choice(['pos', 'neg'])},{('train', 'val', 'test')[i % 3]}")
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+
+    create_model_run(tmp_path / "run", "csv:data.csv", f"{name}:build")
+    traces = record_run(str(tmp_path / "run"))
+    assert traces.meta["classes"] == ["pos", "neg"] and traces.meta["unk_id"] == 0
+
+    user = importlib.import_module(name)
+    net, stoi = user.build().eval(), {t: i for i, t in enumerate(user.ITOS)}
+    for split in ("train", "val", "test"):
+        data = [r.rsplit(",", 2) for r in rows[1:] if r.endswith("," + split)]
+        hits = []
+        with torch.no_grad():
+            for text, label, _ in data:
+                ids = torch.tensor([[stoi.get(t, 0) for t in user.tokenize(text)]])
+                out, _ = net.rnn(net.embedding(ids))
+                hits.append(user.NAMES[int(net.head(out[0, -1]).argmax())] == label)
+        assert traces.meta["splits"][split]["n_inputs"] == len(data)
+        assert traces.meta["splits"][split]["accuracy"] == sum(hits) / len(hits)
+    assert "a/c" in traces["test"].surface or "a/c" in traces["train"].surface
+
+
+def test_record_texts_with_the_models_own_tokeniser(tmp_path, monkeypatch):
+    import importlib
+
+    from rnn_models.errors import DataError
+    from rnn_models.record import record_texts
+    from rnn_models.tokenizers import Vocab
+
+    name = f"contract_t_{abs(hash(str(tmp_path))) % 10**8}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(CONTRACT))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    user = importlib.import_module(name)
+    model, vocab = user.build().eval(), Vocab(list(user.ITOS))
+    typed = record_texts(model, vocab, ["Good a/c zzz"], tokenizer="model")
+    assert typed.surface == ["good", "a/c", "zzz"]
+    assert typed.token_ids.tolist() == [1, 3, 0]  # zzz -> <unk>, id 0 in this vocabulary
+    same = record_texts(model, vocab, ["Good a/c zzz"], tokenizer=user.tokenize)
+    assert same.final_proba.tolist() == typed.final_proba.tolist()
+    m = user.build()
+    m.tokenize = None
+    with pytest.raises(DataError) as exc:
+        record_texts(m, vocab, ["a"], tokenizer="model")
+    assert "tokenize" in one_line(exc.value)
