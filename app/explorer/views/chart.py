@@ -77,7 +77,7 @@ def probability_figure(trace: TraceRecord, classes: Sequence[str], *,
     labels = ["⟨start⟩", *trace.tokens]
     many = len(classes) > 2  # a legend entry per class: a column right of the plot
     fig.update_layout(
-        margin={"l": 40, "r": 10, "t": 8 if many else 30, "b": 60},
+        margin={"l": 40, "r": 10, "t": 30, "b": 60},  # the toolbar sits in the top margin
         height=max(260, 18 * len(classes) + 80) if many else 260,
         yaxis={"range": [-0.02, 1.02], "title": "probability"},
         xaxis={"tickmode": "array", "tickvals": list(range(len(labels))),

@@ -130,8 +130,10 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
             "y": [float(path_xy[step + 1, 1])], "mode": "markers", "name": "selected step",
             "marker": {"size": 16, "symbol": "circle-open", "color": "#111",
                        "line": {"width": 3}}, "hoverinfo": "skip"})
-    layout = {"margin": {"l": 30, "r": 10, "t": 30, "b": 30}, "height": 300,
-              "legend": {"orientation": "h", "y": 1.12, "x": 0}, "plot_bgcolor": "#fafafa",
+    # the legend under the plot: above it, the plotly toolbar would cover its right end
+    layout = {"margin": {"l": 30, "r": 10, "t": 30, "b": 30}, "height": 330,
+              "legend": {"orientation": "h", "x": 0, "y": -0.22, "yanchor": "top"},
+              "plot_bgcolor": "#fafafa",
               "xaxis": {"title": {"text": "PC 1"}, "zeroline": False},
               "yaxis": {"title": {"text": "PC 2"}, "zeroline": False},
               "uirevision": "projection"}
