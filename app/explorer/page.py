@@ -23,18 +23,40 @@ __all__ = ["REGIONS", "header", "page"]
 REGIONS = ("stores", "diagram", "side", "table", "input", "trace", "below")
 
 
+def _figure(a: Mapping[str, Any], key: str, name: str) -> str | None:
+    """``name 0.912 (95 % CI 0.90–0.93)``, or None when the run has no such figure."""
+    v = a.get(key)
+    if not isinstance(v, (int, float)):
+        return None
+    ci = a.get(f"{key}_ci")
+    if isinstance(ci, (list, tuple)) and len(ci) == 2 and \
+            all(isinstance(x, (int, float)) for x in ci):
+        return f"{name} {v:.3f} (95 % CI {ci[0]:.3f}–{ci[1]:.3f})"
+    return f"{name} {v:.3f}"
+
+
 def header(ctx: ExplorerContext) -> html.Div:
-    """The run's name, model, data and fidelity figures."""
+    """The run's name, model and data, then the abstraction's figures: simulation fidelity
+    and forcing agreement first (with 95 % intervals when the run has them), label
+    fidelity marked "by construction" when the states were split by prediction."""
     d = ctx.data
     m = d.metrics
     a = m.get("abstraction", {})
+    label = _figure(a, "label_fidelity", "label fidelity")
+    if label and "label_fidelity" in (a.get("by_construction") or ()):
+        label += " (by construction)"
+    figures = [f for f in (_figure(a, "simulation_fidelity", "simulation fidelity"),
+                           _figure(a, "forcing_agreement", "forcing agreement"), label) if f]
     return html.Div([
         html.H2("stateseer"),
         html.Span(f"{d.name} · {d.config['model']['arch'].upper()} on "
                   f"{d.config['data']['name']} · test acc {m.get('test_accuracy', 0):.3f}"
-                  f" · {a.get('n_states', '?')} states · label fidelity "
-                  f"{a.get('label_fidelity', 0):.3f} · simulation fidelity "
-                  f"{a.get('simulation_fidelity', 0):.3f}", className="runinfo"),
+                  f" · {a.get('n_states', '?')} states", className="runinfo"),
+        html.Span(" · ".join(figures), className="runinfo fidelity",
+                  title="simulation fidelity: how often the FSM alone predicts what the "
+                        "model predicts; forcing agreement: how often the model's "
+                        "prediction survives replacing its hidden state by its abstract "
+                        "state's centroid"),
     ], className="header")
 
 

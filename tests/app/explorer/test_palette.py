@@ -71,3 +71,20 @@ def test_buggy_patterns_are_grouped_by_confusion_pair_with_their_q_value():
     weak = [{**p, "q_value": 0.5} for p in items]
     assert "None significant at q < 0.05" in _json(
         pattern_list(weak, "buggy", ["a", "b", "c"], pairs=pairs))
+
+
+def test_the_header_leads_with_simulation_fidelity_and_marks_label_fidelity(ctx, monkeypatch):
+    from app.explorer import page
+    from app.explorer.context import RunView
+
+    metrics = {"test_accuracy": 0.8, "abstraction": {
+        "n_states": 12, "label_fidelity": 1.0, "by_construction": ["label_fidelity"],
+        "simulation_fidelity": 0.912, "simulation_fidelity_ci": [0.9, 0.93],
+        "forcing_agreement": 0.88}}
+    monkeypatch.setattr(RunView, "metrics", property(lambda self: metrics))
+    text = page.header(ctx).children[2].children
+    assert text == ("simulation fidelity 0.912 (95 % CI 0.900–0.930) · forcing agreement "
+                    "0.880 · label fidelity 1.000 (by construction)")
+    metrics["abstraction"] = {"label_fidelity": 0.9, "simulation_fidelity": 0.8}
+    assert page.header(ctx).children[2].children == ("simulation fidelity 0.800 · "
+                                                     "label fidelity 0.900")
