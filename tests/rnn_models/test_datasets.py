@@ -555,3 +555,52 @@ class TestErrors:
     def test_data_error_is_a_value_error(self):
         with pytest.raises(ValueError):
             load_dataset("no-such-data-set")
+
+
+# ----------------------------------------------------------------------------- round 2 items
+def test_rotten_tomatoes3_keeps_the_plot_rows_as_a_third_class():
+    three = load_dataset("rotten_tomatoes3")
+    two = load_dataset("rotten_tomatoes")
+    assert "rotten_tomatoes3" in BUILTIN
+    assert three.classes == ["plot", "fresh", "rotten"]
+    counts = np.bincount(three.labels, minlength=3)
+    assert counts.min() > 0 and len(three.texts) == len(two.texts) + counts[0]
+    # the review rows are the two-class set's, labels by name
+    two_names = sorted(zip(two.texts, (two.classes[i] for i in two.labels), strict=True))
+    mine = sorted((t, three.classes[i]) for t, i in zip(three.texts, three.labels, strict=True)
+                  if three.classes[i] != "plot")
+    assert mine == two_names
+    for s in SPLITS:  # stratified: every class in every split
+        assert set(three.labels[three.splits[s]].tolist()) == {0, 1, 2}
+
+
+def test_a_huge_csv_field_loads(tmp_path):
+    big = "a " * 500_000  # a 1M-character field (the csv module's default limit is 131,072)
+    p = tmp_path / "big.csv"
+    with p.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["text", "label"])
+        w.writerows([[big, "x"], ["b", "y"]] + [["c", "x"], ["d", "y"]] * 3)
+    ds = load_dataset(f"csv:{p}", max_tokens=None)
+    assert len(ds.texts[0]) == len(big)
+
+
+def test_duplicate_csv_headers_are_one_line(tmp_path):
+    p = tmp_path / "dup.csv"
+    p.write_text("text,label,text\nhello,a,x\nbye,b,y\n")
+    with pytest.raises(DataError) as exc:
+        load_dataset(f"csv:{p}")
+    msg = str(exc.value)
+    assert "\n" not in msg and "'text' twice" in msg
+
+
+def test_a_tiny_csv_says_it_is_too_small_to_split(tmp_path):
+    from rnn_models.train import TrainConfig, train_run
+
+    p = tmp_path / "tiny.csv"
+    p.write_text("text,label\ngood film,pos\nbad film,neg\nfine,pos\nawful,neg\n")
+    with pytest.raises(DataError) as exc:
+        train_run(TrainConfig(dataset=f"csv:{p}", epochs=1), tmp_path / "run", progress=False)
+    msg = str(exc.value)
+    assert "\n" not in msg and "too small to split 80/10/10" in msg
+    assert "at least 3 rows" in msg and "6 in all" in msg and "drop 'split'" not in msg
