@@ -65,6 +65,21 @@ def _state_dict(run: RunDir) -> dict[str, Any]:
     return state
 
 
+def _check_vocab(run: RunDir) -> None:
+    """Refuse a ``vocab.json`` other than the one ``config.json`` was trained with."""
+    want = run.config.get("vocab_sha256")
+    if not want or not run.vocab_path.exists():
+        return  # runs trained before the hash was stored; a missing file is reported later
+    from .formats.rundir import sha256_file
+
+    if sha256_file(run.vocab_path) != want:
+        raise CheckpointError(
+            f"{run.vocab_path} is not the vocabulary {run.config_path} was trained with "
+            "(sha256 differs; an interrupted `train --force` or a copied file?); retrain "
+            "the run or restore the matching vocab.json"
+        )
+
+
 def _check_match(run: RunDir, expected: dict[str, Any], state: dict[str, Any]) -> None:
     """Refuse a state_dict whose keys or shapes differ from the architecture's."""
     missing = sorted(set(expected) - set(state))
@@ -136,6 +151,7 @@ def _builtin(run: RunDir, device: str | torch.device) -> Any:
     m = run.config.get("model")
     if not isinstance(m, dict):
         raise CheckpointError(f"{run.config_path} has no 'model' section; retrain the run")
+    _check_vocab(run)
     state = _state_dict(run)
     from .archs import build_model
 

@@ -22,8 +22,9 @@ from . import __version__
 from .batching import length_batches, pad_batch
 from .datasets import SPLITS
 from .errors import DataError
+from .formats.atomic import atomic_write_text, fsync_dir
 from .models import Traceable
-from .run import Run, atomic_write_text
+from .run import Run
 from .tokenizers import Vocab, get_tokenizer
 from .traces import FORMAT, VERSION, SplitTraces, Traces
 
@@ -195,11 +196,30 @@ def record_run(
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "stateseer": __version__, "splits": meta_splits,
     }
-    atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=2))
-    if run.traces_dir.exists():
-        shutil.rmtree(run.traces_dir)
-    tmp.rename(run.traces_dir)
+    atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=2))  # written last
+    _swap_in(tmp, run.traces_dir)
     return Traces(run.traces_dir)
+
+
+def _swap_in(new: Path, target: Path) -> None:
+    """Replace the directory ``target`` by ``new`` crash-safely.
+
+    The old traces lose their ``meta.json`` first (a reader then refuses them instead of
+    mixing files), are moved aside, the new directory is renamed in, and only then is the
+    old one deleted; each rename is flushed (:func:`~rnn_models.formats.atomic.fsync_dir`).
+    A crash leaves either no traces (re-record) or complete ones.
+    """
+    aside = target.with_name(target.name + ".old")
+    if aside.exists():
+        shutil.rmtree(aside)
+    if target.exists():
+        (target / "meta.json").unlink(missing_ok=True)
+        fsync_dir(target)
+        target.rename(aside)
+    new.rename(target)
+    fsync_dir(target.parent)
+    if aside.exists():
+        shutil.rmtree(aside)
 
 
 MAX_INPUT_TOKENS = 5000

@@ -151,8 +151,11 @@ class Vocab:
         return [self.tokens[int(i)] for i in ids]
 
     def save(self, path: str | Path) -> None:
+        """Write ``{"tokens": [...]}`` atomically (a crash leaves the old file or the new)."""
+        from .formats.atomic import atomic_write_text
+
         text = json.dumps({"tokens": self.tokens}, ensure_ascii=False)
-        Path(path).write_text(text, encoding="utf-8")
+        atomic_write_text(path, text)
 
     @classmethod
     def load(cls, path: str | Path) -> Vocab:

@@ -29,7 +29,8 @@ from .archs import ARCHITECTURES
 from .batching import length_batches, pad_batch
 from .datasets import TextDataset, load_dataset
 from .errors import DataError
-from .run import Run, atomic_write_text, data_section, sha256_file
+from .formats.atomic import atomic_write, atomic_write_text
+from .run import Run, data_section, sha256_file
 from .tokenizers import Vocab
 
 __all__ = ["ARCH_DEFAULTS", "DEFAULTS", "TrainConfig", "evaluate", "train_run"]
@@ -307,16 +308,16 @@ def _accuracies(model: nn.Module, data: _Data) -> dict[str, float]:
 
 def _write_run(run: Run, model: nn.Module, cfg: TrainConfig, data: _Data, hp: dict,
                section: dict, metrics: dict[str, Any]) -> None:
-    """Write ``vocab.json``, ``model.pt``, ``config.json`` and ``metrics.json``; remove
-    traces and abstraction of an earlier model."""
+    """Write ``vocab.json``, ``model.pt``, ``config.json`` and ``metrics.json`` (each
+    atomically; ``config.json`` holds ``vocab.json``'s sha256); remove traces and
+    abstraction of an earlier model."""
     run.path.mkdir(parents=True, exist_ok=True)
     for stale in (run.traces_dir, run.abstraction_dir):  # derived from the old model
         if stale.exists():
             shutil.rmtree(stale)
     data.vocab.save(run.vocab_path)
-    tmp = run.model_path.with_suffix(".pt.tmp")
-    torch.save(model.state_dict(), tmp)
-    tmp.replace(run.model_path)
+    state = model.state_dict()
+    atomic_write(run.model_path, lambda fh: torch.save(state, fh))
     config = {
         "format": "stateseer.run", "version": 1,
         "data": data_section(data.ds, text_col=cfg.text_col, label_col=cfg.label_col,
@@ -327,6 +328,7 @@ def _write_run(run: Run, model: nn.Module, cfg: TrainConfig, data: _Data, hp: di
                      "prefix_loss": data.prefix is not None, "optimizer": "adam",
                      "max_vocab": cfg.max_vocab, "seed": cfg.seed, "torch": torch.__version__},
         "config": asdict(cfg),
+        "vocab_sha256": sha256_file(run.vocab_path),  # load_model refuses another vocab.json
     }
     atomic_write_text(run.config_path, json.dumps(config, indent=2))
     if run.metrics_path.exists():

@@ -42,3 +42,39 @@ def test_unknown_arch_is_one_line(tmp_path):
     with pytest.raises(CheckpointError) as e:
         load_model(run.path)
     assert one_line(e.value) and "retrain" in str(e.value)
+
+
+def test_train_stores_the_vocab_hash_and_loading_refuses_another_vocab(tmp_path):
+    from rnn_models.formats.rundir import sha256_file
+    from rnn_models.tokenizers import Vocab
+
+    run = train_run(TrainConfig(dataset="tomita1", arch="gru", epochs=1, embed=4, hidden=3),
+                    tmp_path / "r", progress=False)
+    assert run.config["vocab_sha256"] == sha256_file(run.vocab_path)
+    assert not list(run.path.glob("*.tmp*"))  # atomic writes leave no temporaries
+    load_model(run.path)  # the matching vocabulary loads
+    tokens = Vocab.load(run.vocab_path).tokens
+    Vocab(tokens[:1] + tokens[2:3] + tokens[1:2] + tokens[3:]).save(run.vocab_path)
+    with pytest.raises(CheckpointError) as e:
+        load_model(run.path)
+    assert "vocab.json" in one_line(e.value) and "sha256" in str(e.value)
+
+
+def test_record_swaps_the_traces_directory_in(tmp_path):
+    from rnn_models.record import _swap_in
+
+    target, new = tmp_path / "traces", tmp_path / "traces.tmp"
+    target.mkdir()
+    (target / "meta.json").write_text("old")
+    (target / "old.npy").write_text("x")
+    new.mkdir()
+    (new / "meta.json").write_text("new")
+    _swap_in(new, target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["traces"]
+    assert sorted(p.name for p in target.iterdir()) == ["meta.json"]
+    assert (target / "meta.json").read_text() == "new"
+    # a crash after the old traces were moved aside: the next recording cleans up
+    (tmp_path / "traces.old").mkdir()
+    new.mkdir()
+    _swap_in(new, target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["traces"]
