@@ -44,3 +44,27 @@ def test_create_run_reloads_the_same_splits_and_records_an_adapter(tmp_path, tex
     with pytest.raises(StateseerError) as e:
         create_run(tmp_path / "other", ds, vocab, model={})
     assert "arch" in one_line(e.value)
+
+
+@pytest.mark.parametrize(("name", "content"), [("config.json", "[1, 2]"),
+                                                ("config.json", "\udcff"),
+                                                ("metrics.json", "[]"),
+                                                ("metrics.json", "{oops")])
+def test_run_files_that_are_not_json_objects(tmp_path, name, content):
+    from rnn_models.formats.rundir import RunDir
+
+    (tmp_path / name).write_bytes(content.encode("utf-8", "surrogateescape"))
+    run = RunDir(tmp_path)
+    with pytest.raises(StateseerError, match=name) as e:
+        run.config if name == "config.json" else run.update_metrics(x=1)
+    one_line(e.value)
+
+
+def test_traces_meta_that_is_a_list(tmp_path):
+    from rnn_models.formats.errors import TraceError
+    from rnn_models.formats.traces import Traces
+
+    (tmp_path / "meta.json").write_text("[]")
+    with pytest.raises(TraceError, match=r"not a JSON object.*stateseer record") as e:
+        Traces(tmp_path)
+    one_line(e.value)
