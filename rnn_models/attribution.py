@@ -96,7 +96,8 @@ def _target_fn(model, target: str, cls: int, other: int | None):
 
 def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], *,
               method: str = "ig", target: str = "predicted", contrast: int | None = None,
-              baseline: str = "pad", n_steps: int = 64) -> Attribution:
+              baseline: str = "pad", n_steps: int = 64, unk_id: int = 1,
+              pad_id: int | None = 0) -> Attribution:
     """Attribute one input's final prediction to its tokens.
 
     Parameters
@@ -118,6 +119,10 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
         occluded by token id: ``<pad>`` (0) or ``<unk>`` (1).
     n_steps : int
         Integration steps of IG (Gauss–Legendre).
+    unk_id, pad_id : int
+        The vocabulary's ``<unk>`` and ``<pad>`` ids (``vocab.unk_id``, ``vocab.pad_id``;
+        1 and 0 for built-in runs). Occlusion by id with ``baseline='pad'`` needs a
+        ``<pad>`` id.
 
     Returns
     -------
@@ -146,16 +151,21 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
         ids_t = torch.as_tensor(ids, device=model_device(model))  # run where the model lives
         if not by_embedding:
             require(model, ("trace",), "occlusion")
-            return _occlude_ids(model, ids_t, tokens, target, contrast, baseline)
+            if baseline == "pad" and pad_id is None:
+                raise StateseerError("the vocabulary has no '<pad>' token to occlude with; "
+                                     "use baseline='unk'")
+            return _occlude_ids(model, ids_t, tokens, target, contrast, baseline,
+                                pad_id if baseline == "pad" else unk_id)
         return _by_embeddings(model, ids_t, tokens, method, target, contrast, baseline,
-                              n_steps)
+                              n_steps, unk_id)
     finally:
         if isinstance(model, nn.Module):
             model.train(was_training)
 
 
 def _by_embeddings(model, ids: Tensor, tokens: list[str], method: str, target: str,
-                   contrast: int | None, baseline: str, n_steps: int) -> Attribution:
+                   contrast: int | None, baseline: str, n_steps: int,
+                   unk_id: int = 1) -> Attribution:
     """Captum's IG, gradient × input or occlusion on the model's embeddings."""
     from captum.attr import InputXGradient, IntegratedGradients, Occlusion
 
@@ -163,7 +173,7 @@ def _by_embeddings(model, ids: Tensor, tokens: list[str], method: str, target: s
         emb = model.embed(ids[None]).detach()
         logits = model.forward_from_embeddings(emb)[0]
         base = (torch.zeros_like(emb) if baseline == "pad" else
-                model.embed(torch.ones_like(ids)[None]).detach())
+                model.embed(torch.full_like(ids, unk_id)[None]).detach())
     cls, other = _classes(torch.argsort(logits, descending=True).tolist(), target, contrast)
     f = _target_fn(model, target, cls, other)
     cudnn_off = torch.backends.cudnn.flags(enabled=False)
@@ -209,12 +219,12 @@ def _classes(order: list[int], target: str, contrast: int | None) -> tuple[int, 
 
 
 def _occlude_ids(model, ids: Tensor, tokens: list[str], target: str,
-                 contrast: int | None, baseline: str) -> Attribution:
+                 contrast: int | None, baseline: str, fill: int) -> Attribution:
     """Occlusion by token id for a model without embeddings: one batch, the input and
-    the input with each token in turn replaced by ``<pad>`` (0) or ``<unk>`` (1)."""
+    the input with each token in turn replaced by the id ``fill`` (``<pad>`` or ``<unk>``)."""
     n = len(ids)
     batch = ids[None].repeat(n + 1, 1)
-    batch[torch.arange(1, n + 1), torch.arange(n)] = 0 if baseline == "pad" else 1
+    batch[torch.arange(1, n + 1), torch.arange(n)] = fill
     with torch.no_grad():
         lengths = torch.full((n + 1,), n, dtype=torch.long, device=ids.device)
         _, proba = model.trace(batch, lengths)

@@ -125,3 +125,27 @@ def test_delimiter_patterns_are_bounded():
     with pytest.raises(StateseerError) as e:
         segments(["a"], "regex", pattern="x" * 101)
     assert "limit" in one_line(e.value)
+
+
+def test_unk_baseline_follows_the_vocabularys_unk_id():
+    from torch import nn
+
+    from rnn_models.models import RecurrentAdapter
+
+    torch.manual_seed(0)
+    m = RecurrentAdapter(nn.Embedding(6, 3), nn.GRU(3, 4, batch_first=True), nn.Linear(4, 2),
+                         classes=["a", "b"])
+    ids = [3, 4, 5]
+    outs = {}
+    for unk in (1, 0):  # a user's vocabulary may hold <unk> at id 0
+        a = attribute(m, ids, ["x", "y", "z"], method="ig", baseline="unk", unk_id=unk)
+        with torch.no_grad():
+            p = torch.softmax(m.forward_from_embeddings(m.embed(torch.full((1, 3), unk))), -1)
+        assert a.baseline_output == pytest.approx(float(p[0, a.target_class]), abs=1e-5)
+        outs[unk] = a.baseline_output
+    assert outs[0] != outs[1]
+    with pytest.raises(StateseerError):
+        class NoEmbed:  # occlusion by id needs a <pad> id for baseline='pad'
+            n_classes, n_layers = 2, 1
+            trace = m.trace
+        attribute(NoEmbed(), ids, ["x", "y", "z"], method="occlusion", pad_id=None)
