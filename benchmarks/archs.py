@@ -42,11 +42,10 @@ ARCHS = ("lstm", "gru", "rnn", "mingru", "minlstm", "mamba")
 
 
 def _workflow(name: str):
-    """A workflow function, where it lives now (app.workflows) or lived (app.analysis)."""
+    """A workflow function of :mod:`app.workflows` (forcing or DFA extraction)."""
     import importlib
 
-    for module in ("app.workflows.forcing", "app.workflows.dfa", "app.analysis",
-                   "abstraction.exporting"):
+    for module in ("app.workflows.forcing", "app.workflows.dfa"):
         try:
             fn = getattr(importlib.import_module(module), name, None)
         except ImportError:

@@ -288,4 +288,5 @@ def record_texts(
         surface_ids=surface_ids, offsets=np.concatenate([[0], np.cumsum(lengths)]),
         labels=np.full(len(seqs), -1, np.int64), final_proba=final,
         rows=np.arange(len(seqs)), surface=list(table), texts=list(texts),
+        unk_id=vocab.unk_id,
     )

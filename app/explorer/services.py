@@ -123,11 +123,12 @@ class ModelService:
         if tr.n_tokens > MAX_ATTRIBUTION_TOKENS:
             raise StateseerError(f"the input has {tr.n_tokens:,} tokens; attribution is "
                                  f"limited to {MAX_ATTRIBUTION_TOKENS:,} — pick a shorter one")
-        model, _ = self.load()
+        model, vocab = self.load()
         return self.cache.get(("attr", tr.text, method, target, baseline),
                               lambda: attribute(model, self.token_ids(tr), list(tr.tokens),
                                                 method=method, target=target,
-                                                baseline=baseline))
+                                                baseline=baseline, unk_id=vocab.unk_id,
+                                                pad_id=vocab.pad_id))
 
     @property
     def centroids(self) -> np.ndarray:

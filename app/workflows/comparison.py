@@ -37,13 +37,15 @@ def compare_split(a: RunView, b: RunView, split: str) -> dict[str, Any]:
     """
     from abstraction.compare import changed_inputs, match_states
 
+    from .inputs import input_difference
+
     if split not in b.splits:
         raise StateseerError(f"the compared run has no split {split!r}")
     ta, tb = a.traces[split], b.traces[split]
-    if ta.n_inputs != tb.n_inputs or ta.texts != tb.texts:
-        raise StateseerError(
-            f"the runs hold different {split} inputs ({ta.n_inputs:,} vs "
-            f"{tb.n_inputs:,}); compare runs trained on the same data set and split")
+    differs = input_difference(split, ta.texts, tb.texts, data_a=a.config.get("data"),
+                               data_b=b.config.get("data"))
+    if differs:
+        raise StateseerError(differs)
     if ta.n_steps != tb.n_steps or not np.array_equal(ta.offsets, tb.offsets):
         raise StateseerError("the runs tokenise the inputs differently; compare runs "
                              "that use the same tokenizer")

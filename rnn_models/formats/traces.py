@@ -10,7 +10,7 @@ can be memory-mapped (``np.load(mmap_mode="r")``) and nothing needs to fit in RA
     surface.json              list of distinct token strings as they appeared in the texts
     SPLIT/hidden.npy          (n_steps, state_size)  float32 or float16, state after each token
     SPLIT/proba.npy           (n_steps, n_classes)   float32, intermediate prediction per token
-    SPLIT/token_ids.npy       (n_steps,)  int32, vocabulary id (1 = <unk>)
+    SPLIT/token_ids.npy       (n_steps,)  int32, vocabulary id (meta's unk_id, default 1, = <unk>)
     SPLIT/surface_ids.npy     (n_steps,)  int32, index into surface.json
     SPLIT/offsets.npy         (n_inputs + 1,)  int64, steps of input i are offsets[i]:offsets[i+1]
     SPLIT/labels.npy          (n_inputs,)  int64, gold label
@@ -75,6 +75,7 @@ class SplitTraces:
     rows: np.ndarray
     surface: Sequence[str]
     texts: Sequence[str] = field(default_factory=list)
+    unk_id: int = 1
 
     @property
     def n_inputs(self) -> int:
@@ -116,8 +117,9 @@ class SplitTraces:
         return [self.surface[j] for j in self.surface_ids[self.steps(i)]]
 
     def known(self, i: int) -> np.ndarray:
-        """Boolean mask (len,) — False where the token was out of vocabulary."""
-        return np.asarray(self.token_ids[self.steps(i)]) != 1
+        """Boolean mask (len,) — False where the token was out of vocabulary
+        (its id is ``unk_id``, the vocabulary's ``<unk>``)."""
+        return np.asarray(self.token_ids[self.steps(i)]) != self.unk_id
 
 
 class Traces:
@@ -206,6 +208,7 @@ class Traces:
             _check_split(arrays, texts, len(self.classes), len(self.surface),
                          len(self.initial_hidden), d, self._fix)
             self._splits[split] = SplitTraces(name=split, surface=self.surface, texts=texts,
+                                              unk_id=int(self.meta.get("unk_id", 1)),
                                               **arrays)
         return self._splits[split]
 

@@ -475,7 +475,7 @@ def test_save_and_load_are_methods_and_pickle_free(tmp_path, method):
     assert type(ab).load(tmp_path / "ab.npz").n_states_ == ab.n_states_
     with np.load(tmp_path / "ab.npz", allow_pickle=False) as d:  # no object arrays
         assert all(d[k].dtype != object for k in d.files)
-    with pytest.raises(AbstractionError, match="re-run `stateseer abstract`") as e:
+    with pytest.raises(AbstractionError, match="is missing; rerun `stateseer abstract ") as e:
         BaseAbstractor.load(tmp_path / "missing.npz")
     one_line(e.value)
 

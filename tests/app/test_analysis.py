@@ -1,5 +1,5 @@
-"""The explorer's analyses (``RunData``: nearest contexts, forcing, attribution, comparison)
-on a real run. The workflows themselves are tested in ``tests/app/workflows``."""
+"""The explorer's analyses (its services: nearest contexts, forcing, attribution; and run
+comparison) on a real run. The workflows themselves are tested in ``tests/app/workflows``."""
 
 from __future__ import annotations
 
@@ -13,69 +13,70 @@ from tests.conftest import one_line
 
 
 def test_nearest_contexts_of_a_training_step_start_with_itself(analysed_run):
-    from app.data import RunData
+    from app.explorer.context import ExplorerContext
 
-    data = RunData(analysed_run)
-    tr = data.trace_instance("train", 3)
-    t = len(tr["tokens"]) - 1
-    res = data.nearest(tr, t, k=5, window=2)
+    ctx = ExplorerContext.load(analysed_run)
+    tr = ctx.data.trace_instance("train", 3)
+    t = len(tr.tokens) - 1
+    res = ctx.contexts.nearest(tr, t, k=5, window=2)
     top = res["rows"][0]
     assert top["distance"] == pytest.approx(0.0, abs=1e-4)
-    assert top["token"] == tr["tokens"][t] and top["state"] == tr["states"][t + 1]
+    assert top["token"] == tr.tokens[t] and top["state"] == tr.states[t + 1]
     assert len(top["left"]) <= 2 and len(top["right"]) <= 2
     s = res["summary"]
     assert s["k"] == 5 and sum(s["labels"].values()) == 5 and s["same_state"] >= 1
     # a typed input gets neighbours too, and an out-of-range step a clear error
-    typed = data.trace_text("a wonderful , moving film")
-    assert len(data.nearest(typed, 0, k=3)["rows"]) == 3
+    typed = ctx.models.trace_text("a wonderful , moving film")
+    assert len(ctx.contexts.nearest(typed, 0, k=3)["rows"]) == 3
     with pytest.raises(StateseerError) as e:
-        data.nearest(typed, 99)
+        ctx.contexts.nearest(typed, 99)
     assert "does not exist" in one_line(e.value)
-    xy = data.project_trace(typed)
-    assert xy.shape == (len(typed["tokens"]) + 1, 2)
+    xy = ctx.contexts.project(typed)
+    assert xy.shape == (len(typed.tokens) + 1, 2)
 
 
 def test_forcing_a_trace_and_attributing_it(analysed_run):
-    from app.data import RunData
+    from app.explorer.context import ExplorerContext
 
-    data = RunData(analysed_run)
-    tr = data.trace_instance("test", 0)
-    every = data.force(tr)
-    assert len(every["proba"]) == len(tr["tokens"]) and all(every["forced"])
-    one = data.force(tr, 1)
-    assert one["forced"] == [t == 1 for t in range(len(tr["tokens"]))]
-    np.testing.assert_allclose(one["proba"][0], tr["proba"][0], atol=1e-5)
-    att = data.attribution(tr, "ig", "contrastive")
-    assert att is data.attribution(tr, "ig", "contrastive")  # cached
-    assert len(att.scores) == len(tr["tokens"])
+    ctx = ExplorerContext.load(analysed_run)
+    tr = ctx.data.trace_instance("test", 0)
+    every = ctx.models.force(tr)
+    assert len(every["proba"]) == len(tr.tokens) and all(every["forced"])
+    one = ctx.models.force(tr, 1)
+    assert one["forced"] == [t == 1 for t in range(len(tr.tokens))]
+    np.testing.assert_allclose(one["proba"][0], tr.proba[0], atol=1e-5)
+    att = ctx.models.attribution(tr, "ig", "contrastive")
+    assert att is ctx.models.attribution(tr, "ig", "contrastive")  # cached
+    assert len(att.scores) == len(tr.tokens)
 
 
 def test_comparing_two_abstractions_of_the_same_run(copy_run, analysed_run, tmp_path):
     from abstraction.pipeline import abstract_run
-    from app.data import RunData
+    from app.explorer.context import RunView
+    from app.workflows.comparison import RunComparison
 
     other = tmp_path / "other"
     shutil.copytree(analysed_run, other)
     abstract_run(other, n_states=8, random_state=3)
-    data = RunData(analysed_run)
-    data.other = RunData(other)
-    cmp_ = data.comparison("test")
+    here = RunView(analysed_run)
+    cmp_ = RunComparison(here, RunView(other)).compare("test")
     s = cmp_["summary"]
     assert s["prediction_changed"] == 0 and s["fixed"] == s["broken"] == 0  # same model
     assert 0 < s["step_agreement"] <= 1
-    tr = data.other_trace("test", 0)
-    assert tr["run"] == "other" and len(tr["states"]) == len(tr["states_own"])
-    # a run on other data is refused with one line
-    data.other = RunData(copy_run(analysed_run))
-    data.other.traces["test"].texts[0] = "something else"
-    data._cache.clear()
+    tr = RunComparison(here, RunView(other)).other_trace("test", 0)
+    assert tr.run == "other" and len(tr.states) == len(tr.states_own)
+    # a run on other data is refused with one line that names the first differing input
+    changed = RunView(copy_run(analysed_run))
+    first = changed.traces["test"].texts[0]
+    changed.traces["test"].texts[0] = "something else"
     with pytest.raises(StateseerError) as e:
-        data.comparison("test")
-    assert "different test inputs" in one_line(e.value)
+        RunComparison(here, changed).compare("test")
+    msg = one_line(e.value)
+    assert "input" in msg and "something else" in msg and first[:10] in msg
 
 
 def test_nearest_rows_have_unique_ids_even_from_one_input():
-    from app.views.nearest import nearest_list
+    from app.explorer.views.nearest import nearest_list
 
     row = {"input": 4, "id": 40, "position": 1, "left": ["a"], "token": "b", "right": [],
            "cut_left": False, "cut_right": False, "state": 2, "label": "x",

@@ -83,11 +83,3 @@ def test_forced_trace_refuses_empty_input_and_missing_step(analysed_run):
     assert "does not exist" in one_line(e.value)
     out = forced_trace(model, ab, cent, np.array([2, 3, 4]), step=1)
     assert out["forced"] == [False, True, False] and len(out["states"]) == 4
-
-
-def test_the_old_analysis_module_still_re_exports():
-    import app.analysis as old
-    from app.workflows import contexts, forcing
-
-    assert old.measure_forcing is forcing.measure_forcing
-    assert old.context_index is contexts.context_index
