@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -67,14 +68,23 @@ def _attrs(text: str) -> dict[str, str]:
     return out
 
 
-def read_dot(text: str, classes: Sequence[str] | None = None) -> FSM:
+def read_dot(source: Any, classes: Sequence[str] | None = None) -> FSM:
     """Load an FSM written by :func:`fsm_to_dot` (with all edges) back.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or file
+        A path to a ``.dot`` file, an open file (text or binary), or the DOT text itself
+        (networkx's convention: a path or a file).
+    classes : list of str, optional
+        Class names, when the DOT text does not carry them.
 
     Raises
     ------
     AbstractionError
-        The text is not a stateseer DOT export.
+        The file is missing, or the text is not a stateseer DOT export.
     """
+    text = _dot_text(source)
     nodes: dict[int, dict[str, str]] = {}
     triples: list[tuple[int, str, int, int]] = []
     initial = 0
@@ -124,6 +134,21 @@ def read_dot(text: str, classes: Sequence[str] | None = None) -> FSM:
                fallback=graph.get("stateseer_fallback",
                                   "displacement" if coords is not None else "stay"),
                bandwidth=float(graph.get("stateseer_bandwidth", 0.5)), initial=initial)
+
+
+def _dot_text(source: Any) -> str:
+    """The DOT text of a path, an open file or the text itself."""
+    if hasattr(source, "read"):
+        data = source.read()
+        return data.decode("utf-8") if isinstance(data, bytes) else data
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and "{" not in source):
+        path = Path(source)
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise AbstractionError(f"cannot read {path} ({exc.__class__.__name__}); pass a "
+                                   "stateseer DOT export's path, file or text") from None
+    return str(source)
 
 
 def render(dot_text: str, fmt: str) -> bytes:

@@ -614,7 +614,12 @@ class FSM(Automaton):
             edge_defaults={"fontname": "Helvetica", "fontsize": 9})
 
     def to_networkx(self):
-        """A ``networkx.MultiDiGraph``: one edge per (source, token, target), scalar attributes."""
+        """A ``networkx.MultiDiGraph``: one edge per (source, token, target), scalar attributes.
+
+        Edge keys are ``e0``, ``e1`` … (the token is the ``token`` attribute), so that
+        ``networkx.read_graphml`` with its default arguments reads every transition back:
+        tokens such as ``0``, ``00`` and ``005`` as keys would collapse into one integer.
+        """
         import networkx as nx
 
         g = nx.MultiDiGraph(initial=self.initial, classes=",".join(self.classes))
@@ -622,9 +627,9 @@ class FSM(Automaton):
             attrs = {f"p_{c}": float(self.prediction[s, i]) for i, c in enumerate(self.classes)}
             g.add_node(s, visits=int(self.visits[s]), label=self.classes[self.labels[s]],
                        initial=s == self.initial, **attrs)
-        for s, t, d, c in zip(self.source, self.token, self.target, self.count, strict=True):
-            g.add_edge(int(s), int(d), key=self.alphabet[int(t)], token=self.alphabet[int(t)],
-                       count=int(c))
+        for i, (s, t, d, c) in enumerate(zip(self.source, self.token, self.target, self.count,
+                                             strict=True)):
+            g.add_edge(int(s), int(d), key=f"e{i}", token=self.alphabet[int(t)], count=int(c))
         return g
 
     # exchange format ----------------------------------------------------------------------

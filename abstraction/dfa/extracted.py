@@ -184,8 +184,9 @@ class ExtractedDFA(TableAutomaton):
         """The automaton as a ``networkx.MultiDiGraph``.
 
         Nodes are state ids with scalar attributes (``visits``, ``label``, ``accepting``,
-        ``initial``, ``p_<class>``); one edge per (source, symbol), keyed by the symbol, with
-        ``token`` and ``count`` (so GraphML export works).
+        ``initial``, ``p_<class>``); one edge per (source, symbol), keyed ``e0``, ``e1`` …
+        with ``token`` and ``count`` (so GraphML export works, and ``networkx.read_graphml``
+        with default arguments reads every edge back).
         """
         import networkx as nx
 
@@ -195,10 +196,11 @@ class ExtractedDFA(TableAutomaton):
             g.add_node(q, visits=int(self.visits[q]),
                        label=self.classes[int(self.state_class[q])],
                        accepting=bool(self.accepting[q]), initial=q == self.initial, **attrs)
+        n_symbols = len(self.alphabet)
         for q in range(self.n_states):
             for a, sym in enumerate(self.alphabet):
-                g.add_edge(q, int(self.transitions[q, a]), key=sym, token=sym,
-                           count=int(self.counts[q, a]))
+                g.add_edge(q, int(self.transitions[q, a]), key=f"e{q * n_symbols + a}",
+                           token=sym, count=int(self.counts[q, a]))
         return g
 
     # exchange format -----------------------------------------------------------------------

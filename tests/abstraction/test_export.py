@@ -212,3 +212,50 @@ def test_extracted_dfa_exports_through_the_same_writers():
     assert json.loads(export_data(parity, "json"))["kind"] == "dfa"
     with pytest.raises(AbstractionError, match="unknown automaton format"):
         export_data(parity, "traces-csv")
+
+
+def numeric_token_fsm() -> FSM:
+    """Tokens that networkx's default ``edge_key_type=int`` would collapse: 0, 00, 005."""
+    alphabet = ["0", "00", "005", "5", "05", "a"]
+    rng = np.random.default_rng(1)
+    n_steps = 400
+    offsets = np.concatenate([[0], np.sort(rng.choice(np.arange(1, n_steps), 39,
+                                                      replace=False)), [n_steps]])
+    states = rng.integers(0, 4, n_steps)
+    tokens = rng.integers(0, len(alphabet), n_steps)
+    p = np.where(states >= 2, 0.8, 0.2)
+    return FSM.from_paths(states, offsets, tokens, np.stack([1 - p, p], 1), np.array([0.5, 0.5]),
+                          n_states=4, classes=["neg", "pos"], alphabet=alphabet)
+
+
+def test_graphml_reads_back_every_transition_with_networkx_defaults(tmp_path):
+    import networkx as nx
+
+    from abstraction.export import write_automaton
+
+    fsm = numeric_token_fsm()
+    path = tmp_path / "fsm.graphml"
+    write_automaton(fsm, "graphml", path)
+    back = nx.read_graphml(path)  # default arguments, as a user would call it
+    assert back.number_of_nodes() == fsm.n_states
+    assert back.number_of_edges() == len(fsm.source)
+    got = sorted((int(u), d["token"], int(v), d["count"]) for u, v, d in back.edges(data=True))
+    assert got == sorted(triples(fsm))
+
+
+def test_read_dot_takes_a_path_a_file_or_the_text(tmp_path):
+    fsm = example_a("nearest")
+    dot = fsm_to_dot(fsm)
+    path = tmp_path / "fsm.dot"
+    path.write_text(dot, encoding="utf-8")
+    want = triples(fsm)
+    assert triples(read_dot(path)) == want
+    assert triples(read_dot(str(path))) == want
+    with path.open(encoding="utf-8") as fh:
+        assert triples(read_dot(fh)) == want
+    with path.open("rb") as fh:
+        assert triples(read_dot(fh)) == want
+    assert triples(read_dot(dot)) == want
+    with pytest.raises(AbstractionError, match="cannot read") as e:
+        read_dot(tmp_path / "missing.dot")
+    one_line(e.value)
