@@ -25,6 +25,16 @@ __all__ = ["atomic_save_npy", "atomic_save_npz", "atomic_write", "atomic_write_b
            "atomic_write_text", "fsync_dir"]
 
 
+def _file_mode() -> int:
+    """The mode ``open()`` would give a new file under the process's umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_FILE_MODE = _file_mode()
+
+
 def fsync_dir(path: str | Path) -> None:
     """Flush a directory entry to disk (best effort: a no-op where directories cannot be
     opened, e.g. on Windows)."""
@@ -63,6 +73,7 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> Path:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, _FILE_MODE)  # mkstemp makes 0600; a run's files are as any other file
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -68,3 +68,13 @@ def test_traces_meta_that_is_a_list(tmp_path):
     with pytest.raises(TraceError, match=r"not a JSON object.*stateseer record") as e:
         Traces(tmp_path)
     one_line(e.value)
+
+
+def test_atomic_writes_get_the_mode_of_an_ordinary_file(tmp_path):
+    """mkstemp creates 0600 files; config.json and friends must not differ from the rest."""
+    from rnn_models.formats.atomic import atomic_write_text
+
+    ordinary = tmp_path / "plain.txt"
+    ordinary.write_text("x")
+    atomic_write_text(tmp_path / "config.json", "{}")
+    assert (tmp_path / "config.json").stat().st_mode & 0o777 == ordinary.stat().st_mode & 0o777
