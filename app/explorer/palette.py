@@ -1,11 +1,7 @@
-"""Class colours of the explorer: :mod:`abstraction.colors` for two classes (the diverging
-red–white–blue scale), a qualitative palette of 20 colours for more.
-
-The palette starts with :data:`abstraction.colors.CATEGORICAL` less its orange (the
-selected path is drawn orange, :data:`PATH_COLOR`) and adds colours chosen so that every
-two of the 20 differ by CIELAB ΔE ≥ 24, and each differs from the path, compare and
-selection colours and from the neutral white by ΔE ≥ 25 (:func:`delta_e`). Classes beyond
-20 repeat it.
+"""Colours of the explorer: the class colours of :mod:`abstraction.colors` (one scale for
+the browser and the exports: the diverging red–white–blue scale for two classes, a
+20-colour qualitative palette for more), the path, compare and selection colours kept
+apart from every class colour, and the CIELAB ΔE that checks it.
 
 Examples
 --------
@@ -15,11 +11,9 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
-from abstraction import colors as _scale
+from abstraction.colors import CATEGORICAL, class_color, mix_color
 
 __all__ = ["COMPARE_COLOR", "PALETTE", "PATH_COLOR", "SELECTED_COLOR", "class_color",
            "delta_e", "mix_color"]
@@ -27,30 +21,7 @@ __all__ = ["COMPARE_COLOR", "PALETTE", "PATH_COLOR", "SELECTED_COLOR", "class_co
 PATH_COLOR = "#ff9f1c"
 COMPARE_COLOR = "#7b2cbf"
 SELECTED_COLOR = "#111111"
-PALETTE = ("#4c78a8", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2", "#ff9da6",
-           "#9d755d", "#bab0ac", "#dbdb8d", "#8db600", "#6b6ecf", "#882d17", "#a1caf1",
-           "#393b79", "#b3446c", "#637939", "#2b3d26", "#636363", "#e377c2")
-_WHITE = np.array([247, 247, 247])
-
-
-def class_color(k: int, n_classes: int) -> str:
-    """Solid colour of class ``k`` of ``n_classes``."""
-    if n_classes == 2:
-        return _scale.class_color(k, 2)
-    return PALETTE[k % len(PALETTE)]
-
-
-def mix_color(prediction: Sequence[float]) -> str:
-    """Colour of a prediction: the diverging scale for two classes, else the argmax
-    class's colour blended toward white as confidence falls to chance."""
-    p = np.asarray(prediction, dtype=float)
-    if len(p) == 2:
-        return _scale.mix_color(p)
-    k, n = int(p.argmax()), len(p)
-    base = np.array([int(PALETTE[k % len(PALETTE)][i:i + 2], 16) for i in (1, 3, 5)])
-    t = min(1.0, max(0.0, (float(p.max()) - 1 / n) * n / max(n - 1, 1)))
-    rgb = _WHITE + (base - _WHITE) * (0.25 + 0.75 * t)  # never quite white: the class shows
-    return "#" + "".join(f"{round(float(c)):02x}" for c in rgb)
+PALETTE = CATEGORICAL
 
 
 def _lab(hex_color: str) -> np.ndarray:

@@ -259,3 +259,21 @@ def test_read_dot_takes_a_path_a_file_or_the_text(tmp_path):
     with pytest.raises(AbstractionError, match="cannot read") as e:
         read_dot(tmp_path / "missing.dot")
     one_line(e.value)
+
+
+def test_dot_export_colours_twenty_classes_apart_and_as_the_explorer_does():
+    """Class colours reach the exports (DOT/SVG/PNG/PDF): distinct at 20 classes, and the
+    same colours the explorer draws."""
+    from abstraction.colors import CATEGORICAL, mix_color
+    from app.explorer.palette import mix_color as browser_mix
+
+    n = 20
+    pred = np.eye(n) * 0.9 + 0.1 / n
+    fsm = FSM.from_paths(np.arange(n), np.array([0, n]), np.zeros(n, np.int64), pred,
+                         np.full(n, 1 / n), n_states=n, classes=[f"c{k}" for k in range(n)],
+                         alphabet=["x"])
+    dot = fsm_to_dot(fsm)
+    fills = {mix_color(fsm.prediction[s]) for s in range(fsm.n_states)}
+    assert len(fills) >= n and all(f'fillcolor="{f}"' in dot for f in fills)
+    assert len(set(CATEGORICAL)) == n
+    assert all(mix_color(p) == browser_mix(p) for p in pred)
