@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from abstraction.metrics import AUTO_CAP, bootstrap_ci, choose_knee
 from rnn_models.errors import StateseerError
 
 __all__ = [
@@ -47,63 +48,31 @@ __all__ = [
 
 DEFAULT_STATES = (4, 8, 16, 32, 40)
 AUTO_CANDIDATES = (4, 8, 12, 16, 24, 32, 40)
-AUTO_CAP = 40
-
-
-def bootstrap_ci(agree: np.ndarray, *, level: float = 0.95, n_boot: int = 4000,
-                 seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of a 0/1 agreement vector.
-
-    Resampling ``n`` inputs with replacement from a vector holding ``k`` ones gives a
-    count of ones distributed Binomial(n, k/n), so the bootstrap distribution is drawn
-    exactly and cheaply, whatever ``n``.
-
-    Parameters
-    ----------
-    agree : ndarray of bool of shape (n_inputs,)
-    level : float
-        Coverage of the interval.
-    n_boot : int
-        Bootstrap resamples.
-    seed : int
-
-    Returns
-    -------
-    (low, high) : tuple of float
-
-    Examples
-    --------
-    >>> lo, hi = bootstrap_ci(np.r_[np.ones(80, bool), np.zeros(20, bool)])
-    >>> lo < 0.8 < hi
-    True
-    """
-    agree = np.asarray(agree, bool).ravel()
-    n = len(agree)
-    if n == 0:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = rng.binomial(n, agree.mean(), size=n_boot) / n
-    tail = (1.0 - level) / 2
-    lo, hi = np.quantile(means, [tail, 1.0 - tail])
-    return float(lo), float(hi)
 
 
 def simulation_agreement(ab: Any, tr: Any) -> np.ndarray:
     """Whether the FSM run on the tokens alone predicts what the RNN predicted.
 
+    The FSM's own prediction is the abstraction's (probabilistic by default, as
+    ``metrics.json`` reports it); an abstraction without one falls back to the label of
+    the last state of the argmax path.
+
     Parameters
     ----------
     ab : Abstraction
-        Holding ``simulated`` paths for ``tr``'s split.
+        Holding ``simulated`` paths (and ``sim_predictions``) for ``tr``'s split.
     tr : SplitTraces
 
     Returns
     -------
     ndarray of bool of shape (n_inputs,)
     """
-    fsm = ab.fsm
-    final = fsm.final_states(ab.simulated[tr.name], tr.offsets)
-    return np.asarray(fsm.labels[final] == np.asarray(tr.predictions), bool)
+    if tr.name in getattr(ab, "sim_predictions", {}):
+        predicted = np.asarray(ab.sim_predictions[tr.name])
+    else:
+        fsm = ab.fsm
+        predicted = fsm.labels[fsm.final_states(ab.simulated[tr.name], tr.offsets)]
+    return np.asarray(predicted == np.asarray(tr.predictions), bool)
 
 
 def _forcing_agreement(model: Any, ab: Any, traces: Any, split: str) -> float:
@@ -208,49 +177,6 @@ def sweep_run(run: Any, states: Sequence[int] = DEFAULT_STATES, *, split: str = 
         if log:
             log(f"{k} states: simulation fidelity {agree.mean():.3f}")
     return points
-
-
-def choose_knee(points: Sequence[dict[str, Any]], *, cap: int = AUTO_CAP,
-                key: str = "simulation_fidelity", flat: float = 0.005) -> tuple[int, str]:
-    """The knee of a fidelity-against-states curve, never above ``cap``.
-
-    Kneedle (Satopää et al., 2011): both axes scaled to [0, 1], the knee is the point
-    furthest above the chord, i.e. where ``y - x`` is largest. A curve whose range is below
-    ``flat`` gives the fewest states.
-
-    Parameters
-    ----------
-    points : sequence of dict
-        With ``n_states`` and ``key``.
-    cap : int
-        Readability cap: candidates above it are ignored.
-
-    Returns
-    -------
-    n_states : int
-    reason : str
-        One line saying why.
-    """
-    pts = sorted((p for p in points if p["n_states"] <= cap), key=lambda p: p["n_states"])
-    if not pts:
-        raise StateseerError(f"no candidate state count is within the cap of {cap}; pass "
-                             "smaller counts or a larger cap")
-    x = np.array([p["n_states"] for p in pts], float)
-    y = np.array([p[key] for p in pts], float)
-    best = int(np.nanargmax(y))
-    span = f"{int(x[0])}–{int(x[-1])}"
-    if len(pts) == 1 or np.nanmax(y) - np.nanmin(y) < flat:
-        k = int(x[0])
-        return k, (f"{k} states: the fidelity curve over {span} states is flat (range "
-                   f"{np.nanmax(y) - np.nanmin(y):.3f}), so the fewest states "
-                   f"(cap {cap} for a readable diagram)")
-    xn = (x - x[0]) / (x[-1] - x[0])
-    yn = (y - np.nanmin(y)) / (np.nanmax(y) - np.nanmin(y))
-    i = int(np.nanargmax(yn - xn))
-    k = int(x[i])
-    return k, (f"{k} states: the knee of the fidelity curve over {span} states ({y[i]:.3f} "
-               f"at {k}; best {y[best]:.3f} at {int(x[best])}; cap {cap} for a readable "
-               "diagram)")
 
 
 def auto_states(run: Any, *, cap: int = AUTO_CAP,
