@@ -509,7 +509,18 @@ class FSM(Automaton):
 
     # views ----------------------------------------------------------------------------------
     def state_edges(self, top_tokens: int = 5) -> list[dict[str, Any]]:
-        """State-to-state aggregate: count, probability and most frequent tokens per edge."""
+        """State-to-state aggregate: count, probability and most frequent tokens per edge.
+
+        Computed once per ``top_tokens`` (an FSM's transitions do not change after it is
+        built; the explorer asks for this on every diagram and card update); every call
+        returns fresh dicts.
+        """
+        cache = self.__dict__.setdefault("_state_edges_cache", {})
+        if top_tokens not in cache:
+            cache[top_tokens] = self._state_edges(top_tokens)
+        return [{**e, "top_tokens": list(e["top_tokens"])} for e in cache[top_tokens]]
+
+    def _state_edges(self, top_tokens: int) -> list[dict[str, Any]]:
         if self.n_transitions == 0:
             return []
         S = self.n_states

@@ -484,3 +484,13 @@ def test_simulation_mode_round_trips_and_is_checked():
     one_line(e.value)
     with pytest.raises(AbstractionError, match="smoothing"):
         fsm.simulate_distribution(np.array([0]), np.array([0, 1]), smoothing=1.0)
+
+
+def test_state_edges_are_computed_once_and_handed_out_as_copies():
+    fsm = example_a("nearest")
+    first = fsm.state_edges()
+    assert first == fsm._state_edges(5)
+    first[0]["top_tokens"].append("changed by a caller")
+    first[0]["count"] = -1
+    assert fsm.state_edges() == fsm._state_edges(5)  # the cached edges are untouched
+    assert fsm.state_edges(top_tokens=1) == fsm._state_edges(1)
