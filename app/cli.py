@@ -511,14 +511,14 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _serve(run: str, host: str, port: int, debug: bool = False,
-           compare: str | None = None) -> int:
+           compare: str | None = None, allowed_hosts: list[str] | None = None) -> int:
     import time
 
     from .main import create_app
 
     _check_bind(host, "the explorer", debug)
     t0 = time.perf_counter()
-    app = create_app(run, compare=compare)
+    app = create_app(run, compare=compare, allowed_hosts=allowed_hosts, bind_host=host)
     print(f"stateseer: serving {run} on http://{host}:{port}/ (ready in "
           f"{time.perf_counter() - t0:.1f} s; Ctrl+C to stop)", file=sys.stderr)
     app.run(host=host, port=port, debug=debug)
@@ -526,7 +526,8 @@ def _serve(run: str, host: str, port: int, debug: bool = False,
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    return _serve(args.run, args.host, args.port, args.debug, compare=args.compare)
+    return _serve(args.run, args.host, args.port, args.debug, compare=args.compare,
+                  allowed_hosts=args.allowed_hosts)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -539,7 +540,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if args.no_serve:
         print(json.dumps({"run": args.run, "fsm": f"{args.run}/abstraction/fsm.json"}))
         return 0
-    return _serve(args.run, args.host, args.port)
+    return _serve(args.run, args.host, args.port, allowed_hosts=args.allowed_hosts)
 
 
 def _cmd_study(args: argparse.Namespace) -> int:
@@ -548,7 +549,8 @@ def _cmd_study(args: argparse.Namespace) -> int:
     token = args.admin_token or os.environ.get("STATESEER_ADMIN_TOKEN") or None
     _check_bind(args.host, "the study server" + (" (and its admin token)" if token else ""))
     return serve_study(args.study_file, db=args.db, run=args.run, host=args.host,
-                       port=args.port, admin_token=token, access_log=args.access_log)
+                       port=args.port, admin_token=token, access_log=args.access_log,
+                       allowed_hosts=args.allowed_hosts)
 
 
 def _cmd_study_export(args: argparse.Namespace) -> int:
@@ -763,10 +765,21 @@ def _add_dfa_export(sub: Any) -> None:
     e.set_defaults(func=_cmd_export)
 
 
+def _host_list(text: str) -> list[str]:
+    """``--allowed-hosts a.example,b.example`` as a list of names."""
+    hosts = [h.strip() for h in text.split(",") if h.strip()]
+    if not hosts:
+        raise argparse.ArgumentTypeError("give one or more host names separated by commas")
+    return hosts
+
+
 def _add_host_port(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="interface to bind (127.0.0.1: this machine only; others get a warning)")
     p.add_argument("--port", type=_port, default=8050, help="TCP port")
+    p.add_argument("--allowed-hosts", type=_host_list, default=None, metavar="H1,H2",
+                   help="host names (besides loopback, IP addresses and --host) the server "
+                   "answers, against DNS rebinding; default: $STATESEER_ALLOWED_HOSTS")
 
 
 def _add_serving(sub: Any) -> None:

@@ -363,3 +363,16 @@ def test_fuzz_damaged_run_directories_never_traceback(tmp_path, capsys, fuzz_sou
     argv = [command[0], str(run), *[a.replace("{d}", str(d)) for a in command[1:]]]
     rc, err = _run_cli(argv, capsys)
     _assert_clean(rc, err)
+
+
+def test_allowed_hosts_on_every_command_that_serves(capsys):
+    from app.cli import build_parser
+
+    parser = build_parser()
+    for argv in (["serve", "runs/x"], ["demo"], ["study", "study.json"]):
+        args = parser.parse_args([*argv, "--allowed-hosts", "a.example, b.example"])
+        assert args.allowed_hosts == ["a.example", "b.example"]
+        assert parser.parse_args(argv).allowed_hosts is None  # then $STATESEER_ALLOWED_HOSTS
+    assert main(["serve", "runs/x", "--allowed-hosts", " , "]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "host names separated by commas" in err
