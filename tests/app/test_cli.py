@@ -169,7 +169,9 @@ def test_debug_only_on_loopback(tmp_path, capsys, monkeypatch):
         def run(self, **kw):
             served.append(kw)
 
-    monkeypatch.setattr(app.main, "create_app", lambda run, compare=None: FakeApp())
+    made = []
+    monkeypatch.setattr(app.main, "create_app",
+                        lambda run, **kw: made.append(kw) or FakeApp())
     line = _one_line_error(capsys, main(["serve", str(tmp_path), "--host", "0.0.0.0",
                                          "--debug"]))
     assert "--debug" in line and "127.0.0.1" in line and not served
@@ -181,6 +183,7 @@ def test_debug_only_on_loopback(tmp_path, capsys, monkeypatch):
     assert len(warn) == 1 and "0.0.0.0" in warn[0]
     assert main(["serve", str(tmp_path), "--host", "::1"]) == 0
     assert "warning" not in capsys.readouterr().err
+    assert made[-1]["bind_host"] == "::1" and made[-1]["allowed_hosts"] is None
 
 
 def test_study_warns_when_bound_beyond_loopback(capsys, monkeypatch):
