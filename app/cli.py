@@ -10,7 +10,6 @@ one line (``stateseer: error: ...``) with exit status 2, never as a traceback.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
 import math
 import os
@@ -216,26 +215,19 @@ def _check_out_file(out: str | Path, force: bool = False) -> None:
     _writable_ancestor(path)
 
 
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+def _check_bind(host: str, what: str, debug: bool = False, *, warn: bool = True) -> None:
+    """``--debug`` only on loopback; a warning on stderr for any other interface (unless
+    the server prints its own: ``warn=False``)."""
+    from .security import bind_warning, is_loopback
 
-
-def _check_bind(host: str, what: str, debug: bool = False) -> None:
-    """``--debug`` only on loopback; a warning on stderr for any other interface."""
-    if _is_loopback(host):
+    if is_loopback(host):
         return
     if debug:
         raise StateseerError(f"--debug runs the Werkzeug debugger (code typed in the browser "
                              f"runs here) and is refused on --host {host}; use --host "
                              "127.0.0.1 or drop --debug")
-    print(f"stateseer: warning: {what} listens on {host}: anyone who can reach this machine "
-          "can use it, over plain HTTP; prefer --host 127.0.0.1 and an SSH tunnel",
-          file=sys.stderr)
+    if warn:
+        print(bind_warning(host, what), file=sys.stderr)
 
 
 # -- commands -----------------------------------------------------------------------------
@@ -512,17 +504,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 def _serve(run: str, host: str, port: int, debug: bool = False,
            compare: str | None = None, allowed_hosts: list[str] | None = None) -> int:
-    import time
+    from .main import serve
 
-    from .main import create_app
-
-    _check_bind(host, "the explorer", debug)
-    t0 = time.perf_counter()
-    app = create_app(run, compare=compare, allowed_hosts=allowed_hosts, bind_host=host)
-    print(f"stateseer: serving {run} on http://{host}:{port}/ (ready in "
-          f"{time.perf_counter() - t0:.1f} s; Ctrl+C to stop)", file=sys.stderr)
-    app.run(host=host, port=port, debug=debug)
-    return 0
+    _check_bind(host, "the explorer", debug, warn=False)  # serve() warns itself
+    return serve(run, host, port, compare=compare, allowed_hosts=allowed_hosts, debug=debug)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -534,7 +519,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from .workflows.prepare import prepare_run
 
     if not args.no_serve:
-        _check_bind(args.host, "the explorer")
+        _check_bind(args.host, "the explorer", warn=False)  # warned when served
     prepare_run(args.run, n_states=args.states,
                 log=lambda msg: print(f"stateseer demo: {msg}", file=sys.stderr))
     if args.no_serve:
