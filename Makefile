@@ -4,6 +4,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.stateseer-installed
 RUN    ?= runs/rt
+# test processes (pytest-xdist); browser tests stay together on one of them
+TEST_WORKERS ?= 2
 
 .PHONY: venv demo test lint bench clean-venv
 
@@ -23,7 +25,7 @@ demo: venv
 	$(BIN)/stateseer demo --run $(RUN)
 
 test: venv
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 lint: venv
 	$(BIN)/ruff check .

@@ -95,3 +95,13 @@ def analysed_run(tmp_path_factory, explored_run) -> Path:
     run = Run(dst)
     context_index(run, Traces(run.traces_dir))
     return dst
+
+
+def pytest_collection_modifyitems(config, items):
+    """Group tests for pytest-xdist (``make test`` runs two workers, ``--dist loadgroup``):
+    a test file stays on one worker, so its module fixtures are built once, and every test
+    that drives a browser shares one worker: dash.testing serves each app on port 8050."""
+    for item in items:
+        browser = "dash_duo" in getattr(item, "fixturenames", ()) or "/browser/" in item.nodeid
+        group = "browser" if browser else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
