@@ -1,0 +1,321 @@
+"""Where heavy steps run: in this process (default) or on a Dask cluster.
+
+Every heavy step of stateseer (recording, forcing, assignment, simulation, counting) is a
+*map* of a per-shard function over the shards of a split, followed by a small *reduce*.
+An :class:`Engine` runs that map:
+
+=====================  ==============================================================
+``None`` / ``""``      :class:`SerialEngine`: a plain loop in this process, no Dask
+                       imported (the default)
+``local``              a ``distributed.LocalCluster`` of one worker process per core
+``local:N``            the same with ``N`` worker processes
+``tcp://HOST:PORT``    an existing ``dask scheduler`` (workers: ``dask worker ADDR``)
+=====================  ==============================================================
+
+``STATESEER_CLUSTER`` sets the address used when none is given. Workers are processes
+with one thread each (``threads_per_worker=1``): the per-shard functions are numpy and
+torch code that is single-threaded by design, so one process per core is the unit.
+
+Results do not depend on the engine: the per-shard functions are the same, the shard
+layout depends only on the data, results come back in shard order and :meth:`~Engine.reduce`
+always combines them in the same binary tree. A task whose worker dies (killed,
+out of memory) is run again on another worker by the scheduler; a per-shard function
+must therefore be idempotent (write only its own temporary output). A scheduler that
+disappears ends the command with a one-line :class:`ClusterError`; commands write to
+temporary names and swap results in only at the end, so the run stays the old one.
+
+This module is part of the torch-free :mod:`rnn_models.formats` layer (both
+``rnn_models`` and ``abstraction`` use it); Dask is imported only when a cluster is
+asked for. The torch side (a model loaded once per worker process) is
+:mod:`rnn_models.engine`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from .errors import StateseerError
+
+__all__ = ["ENV", "ClusterError", "DaskEngine", "Engine", "SerialEngine", "open_engine",
+           "parse_address", "tree_reduce"]
+
+ENV = "STATESEER_CLUSTER"
+T = TypeVar("T")
+USAGE = "use local, local:N or tcp://HOST:PORT"
+
+
+class ClusterError(StateseerError):
+    """A cluster address that is wrong, or a scheduler that cannot be reached."""
+
+
+def parse_address(address: str | None) -> tuple[str, Any]:
+    """Kind and argument of a ``--cluster`` address.
+
+    Parameters
+    ----------
+    address : str or None
+        ``None``/``""`` (in-process), ``local``, ``local:N`` or ``tcp://HOST:PORT``.
+
+    Returns
+    -------
+    (kind, arg) : tuple
+        ``("inprocess", None)``, ``("local", n_workers or None)`` or ``("tcp", address)``.
+
+    Raises
+    ------
+    ClusterError
+        Anything else (one line naming the accepted forms).
+
+    Examples
+    --------
+    >>> parse_address("local:2"), parse_address(None)
+    (('local', 2), ('inprocess', None))
+    """
+    if address is None or not str(address).strip():
+        return "inprocess", None
+    a = str(address).strip()
+    if a == "local":
+        return "local", None
+    if a.startswith("local:"):
+        n = a[len("local:"):]
+        if not n.isdigit() or int(n) < 1:
+            raise ClusterError(f"--cluster {a!r}: N in local:N must be a positive number of "
+                               f"worker processes (e.g. local:2)")
+        return "local", int(n)
+    if a.startswith("tcp://"):
+        host, _, port = a[len("tcp://"):].rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ClusterError(f"--cluster {a!r} is not tcp://HOST:PORT (e.g. "
+                               f"tcp://127.0.0.1:8786, the address `dask scheduler` prints)")
+        return "tcp", a
+    raise ClusterError(f"unknown --cluster {a!r}; {USAGE} (or set {ENV})")
+
+
+def tree_reduce(combine: Callable[[T, T], T], items: Sequence[T]) -> T:
+    """Combine ``items`` pairwise in a fixed binary tree: ``((0,1),(2,3)),...``.
+
+    The tree depends only on ``len(items)``, so a floating-point reduction gives the same
+    bits whichever engine computed the items. One item is returned as it is.
+
+    Raises
+    ------
+    ValueError
+        ``items`` is empty.
+    """
+    level = list(items)
+    if not level:
+        raise ValueError("nothing to reduce")
+    while len(level) > 1:
+        nxt = [combine(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0]
+
+
+class Engine:
+    """Runs per-shard functions; see the module docstring.
+
+    Subclasses implement :meth:`map` and :meth:`reduce`; both keep the order of ``items``.
+    An engine is a context manager (:meth:`close` on exit).
+    """
+
+    address: str | None = None
+    n_workers: int = 1
+    threads_per_worker: int = 1
+    is_cluster: bool = False
+
+    def map(self, fn: Callable[..., T], items: Iterable[Any], **shared: Any) -> list[T]:
+        """``[fn(x, **shared) for x in items]``, in order.
+
+        ``shared`` keyword arguments are sent to each worker once, not once per item.
+        """
+        raise NotImplementedError
+
+    def reduce(self, combine: Callable[[T, T], T], items: Sequence[T]) -> T:
+        """:func:`tree_reduce` of ``items``."""
+        return tree_reduce(combine, items)
+
+    def map_reduce(self, fn: Callable[..., T], items: Iterable[Any],
+                   combine: Callable[[T, T], T], **shared: Any) -> T:
+        """``reduce(combine, map(fn, items))``, the reduce on the workers where possible."""
+        return self.reduce(combine, self.map(fn, items, **shared))
+
+    def close(self) -> None:
+        """Release the cluster (nothing for the in-process engine)."""
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def describe(self) -> dict[str, Any]:
+        """Where the work ran, for provenance (``info["engine"]``)."""
+        return {"engine": "dask" if self.is_cluster else "inprocess",
+                "address": self.address, "workers": self.n_workers}
+
+
+class SerialEngine(Engine):
+    """The in-process engine: a plain ordered loop (imports no Dask)."""
+
+    def map(self, fn: Callable[..., T], items: Iterable[Any], **shared: Any) -> list[T]:
+        return [fn(x, **shared) for x in items]
+
+
+class DaskEngine(Engine):
+    """A ``distributed.Client`` on a local or remote Dask cluster.
+
+    Parameters
+    ----------
+    address : str
+        ``local``, ``local:N`` or ``tcp://HOST:PORT``.
+    retries : int
+        Extra attempts of a task that *raised* (a task whose worker died is rescheduled
+        by the scheduler anyway, up to ``distributed.scheduler.allowed-failures``).
+    timeout : float
+        Seconds to wait for a remote scheduler to answer.
+    """
+
+    is_cluster = True
+
+    def __init__(self, address: str, *, retries: int = 2, timeout: float = 10.0) -> None:
+        kind, arg = parse_address(address)
+        if kind == "inprocess":
+            raise ClusterError(f"DaskEngine needs a cluster address; {USAGE}")
+        self.address, self.retries = address, retries
+        self._cluster = None
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:  # pragma: no cover - a dependency of the package
+            raise ClusterError("--cluster needs dask and distributed: pip install "
+                               "'dask[distributed]'") from None
+        if kind == "local":
+            n = arg or os.cpu_count() or 1
+            import logging
+
+            self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                         dashboard_address=None, silence_logs=logging.ERROR)
+            self.client = Client(self._cluster)
+        else:
+            try:
+                self.client = Client(arg, timeout=timeout)
+            except (OSError, TimeoutError) as exc:
+                raise ClusterError(
+                    f"no Dask scheduler answers at {arg} ({type(exc).__name__}); start one "
+                    f"with `dask scheduler` and workers with `dask worker {arg}`, or drop "
+                    f"--cluster / unset {ENV} to run in this process") from None
+        info = self.client.scheduler_info()
+        workers = info.get("workers", {})
+        self.n_workers = max(len(workers), 1)
+        self.threads_per_worker = max((w.get("nthreads", 1) for w in workers.values()),
+                                      default=1)
+
+    @classmethod
+    def from_client(cls, client: Any, retries: int = 2) -> DaskEngine:
+        """An engine on an existing ``distributed.Client`` (not closed by :meth:`close`)."""
+        self = cls.__new__(cls)
+        self.client, self._cluster, self.retries = client, None, retries
+        self.address = getattr(client.scheduler, "address", None)
+        self._borrowed = True
+        workers = client.scheduler_info().get("workers", {})
+        self.n_workers = max(len(workers), 1)
+        self.threads_per_worker = max((w.get("nthreads", 1) for w in workers.values()),
+                                      default=1)
+        return self
+
+    def _lost(self, exc: BaseException) -> ClusterError:
+        return ClusterError(
+            f"the Dask cluster at {self.address} went away mid-command "
+            f"({type(exc).__name__}); the run directory was left as it was — restart the "
+            f"scheduler and workers and rerun, or drop --cluster")
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        from concurrent.futures import CancelledError
+
+        from distributed.comm.core import CommClosedError
+
+        try:
+            return fn()
+        except (CommClosedError, CancelledError, OSError, TimeoutError) as exc:
+            raise self._lost(exc) from None
+
+    def _shared(self, shared: dict[str, Any]) -> dict[str, Any]:
+        if not shared:
+            return {}
+        return {k: self.client.scatter(v, broadcast=True, hash=False)
+                for k, v in shared.items()}
+
+    def map(self, fn: Callable[..., T], items: Iterable[Any], **shared: Any) -> list[T]:
+        items = list(items)
+        if not items:
+            return []
+
+        def run() -> list[T]:
+            kw = self._shared(shared)
+            futures = self.client.map(fn, items, pure=False, retries=self.retries, **kw)
+            return self.client.gather(futures)
+
+        return self._call(run)
+
+    def map_reduce(self, fn: Callable[..., T], items: Iterable[Any],
+                   combine: Callable[[T, T], T], **shared: Any) -> T:
+        items = list(items)
+        if not items:
+            raise ValueError("nothing to reduce")
+
+        def run() -> T:
+            kw = self._shared(shared)
+            level = self.client.map(fn, items, pure=False, retries=self.retries, **kw)
+            while len(level) > 1:  # the same tree as tree_reduce, on the workers
+                nxt = [self.client.submit(combine, level[i], level[i + 1], pure=False,
+                                          retries=self.retries)
+                       for i in range(0, len(level) - 1, 2)]
+                if len(level) % 2:
+                    nxt.append(level[-1])
+                level = nxt
+            return level[0].result()
+
+        return self._call(run)
+
+    def close(self) -> None:
+        if getattr(self, "_borrowed", False):
+            return
+        try:
+            self.client.close()
+        finally:
+            if self._cluster is not None:
+                self._cluster.close()
+
+
+def open_engine(cluster: str | Engine | None = None) -> Engine:
+    """The engine for ``cluster``: an :class:`Engine` as it is, an address (or, for
+    ``None``, ``$STATESEER_CLUSTER``) opened, else the in-process engine.
+
+    Use it as a context manager through :func:`engine_scope` when the caller owns it.
+    """
+    if isinstance(cluster, Engine):
+        return cluster
+    if cluster is None:
+        cluster = os.environ.get(ENV) or None
+    kind, _ = parse_address(cluster)
+    if kind == "inprocess":
+        return SerialEngine()
+    return DaskEngine(str(cluster).strip())
+
+
+@contextmanager
+def engine_scope(cluster: str | Engine | None = None):
+    """Context manager: :func:`open_engine`, closed at the end only if opened here."""
+    engine = open_engine(cluster)
+    try:
+        yield engine
+    finally:
+        if engine is not cluster:
+            engine.close()
+
+
+__all__ += ["engine_scope"]
