@@ -3,7 +3,10 @@
 What is measured, in one run on the CPU, per architecture (``--archs``):
 
 1. Rotten Tomatoes (``rotten_tomatoes``, one seed, the text defaults of
-   :mod:`rnn_models.train`, training stopped after ``--train-seconds``, default 300 s):
+   :mod:`rnn_models.train`, a fixed number of epochs per arch, :data:`TEXT_EPOCHS`, with the
+   defaults' early stopping; ``--train-seconds`` is an optional cap, off by default, because
+   a time budget makes the figures depend on the machine's load; ``train_seconds`` is
+   measured):
    ``test_accuracy``; ``record_tok_s``, tokens per second of :func:`rnn_models.record.record_run`
    over every split at the arch's default ``--state`` (``state`` and ``state_size`` say
    which); ``simulation_fidelity`` of a ``--states`` (default 40) k-means abstraction
@@ -18,7 +21,9 @@ The last line of output is one JSON object with key ``archs``: a list of objects
 ``arch``, ``test_accuracy``, ``record_tok_s``, ``simulation_fidelity``,
 ``forcing_agreement``, ``tomita_exact`` and details.
 
-Run: ``python benchmarks/archs.py [--quick] [--archs lstm,mamba] [--threads 2]``.
+Run: ``python benchmarks/archs.py [--quick] [--archs lstm,mamba] [--threads 2]
+[--no-text | --no-tomita] [--json PATH]``; ``--json`` rewrites PATH after every arch, so
+a long run that is stopped keeps the rows it finished.
 ``--quick`` is a smoke run (tiny models, one epoch or a few seconds, 8 states, Tomita 1–2):
 its figures say nothing about the archs.
 """
@@ -39,6 +44,12 @@ from rnn_models.record import record_run
 from rnn_models.train import TrainConfig, train_run
 
 ARCHS = ("lstm", "gru", "rnn", "mingru", "minlstm", "mamba")
+#: Rotten Tomatoes epochs per arch (an upper bound: patience 3 may stop earlier). Chosen from
+#: a short measurement (8 random training batches per arch, CPU time on one thread,
+#: extrapolated to the epoch's tokens): 8 s/epoch LSTM, 10 GRU, 5 Elman, 14 minGRU,
+#: 12 minLSTM, 18 Mamba, so 12 epochs train each arch in at most about 4 minutes on idle
+#: cores (Mamba, the slowest, 12 × 18 s).
+TEXT_EPOCHS = {"lstm": 12, "gru": 12, "rnn": 12, "mingru": 12, "minlstm": 12, "mamba": 12}
 
 
 def _workflow(name: str):
@@ -67,8 +78,9 @@ def text_figures(arch: str, out: Path, args: argparse.Namespace) -> dict[str, An
     from abstraction.pipeline import abstract_run
 
     small = dict(embed=16, hidden=16, epochs=1, d_state=4) if args.quick else {}
+    epochs = args.epochs or TEXT_EPOCHS.get(arch, 12)
     cfg = TrainConfig(dataset="rotten_tomatoes", arch=arch, max_seconds=args.train_seconds,
-                      **small)
+                      **{"epochs": epochs, **small})
     t0 = time.perf_counter()
     run = train_run(cfg, out, force=True, progress=False)
     train_s = time.perf_counter() - t0
@@ -88,7 +100,9 @@ def text_figures(arch: str, out: Path, args: argparse.Namespace) -> dict[str, An
             "forcing_agreement": forcing["forcing_agreement"],
             "state": model.state, "state_size": int(traces.meta["state_size"]),
             "n_parameters": sum(p.numel() for p in model.parameters()),
-            "train_seconds": round(train_s, 1), "epochs_run": m["epochs_run"],
+            "train_seconds": round(m["train_seconds"], 1), "epochs": cfg.epochs,
+            "epochs_run": m["epochs_run"], "best_epoch": m["best_epoch"],
+            "train_run_seconds": round(train_s, 1),
             "recorded_tokens": n_tokens, "n_states": args.states}
 
 
@@ -108,11 +122,21 @@ def tomita_figures(arch: str, runs_dir: Path, grammars: list[str],
         detail[name] = {"test_accuracy": run.metrics()["test_accuracy"],
                         "dfa_states": rep.get("n_states"),
                         "grammar_agreement_le12": rep.get("grammar_agreement_le12"),
-                        "exact": ok}
+                        "exact": ok, "epochs_run": run.metrics()["epochs_run"],
+                        "train_seconds": round(run.metrics()["train_seconds"], 1)}
+        print(f"    {arch} {name}: {detail[name]}", flush=True)
         if ok:
             exact.append(name)
     return {"tomita_exact": len(exact), "tomita_grammars": len(grammars), "tomita": exact,
             "tomita_detail": detail}
+
+
+def _result(rows: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+    """The benchmark's JSON object for the rows done so far."""
+    return {"archs": rows, "quick": args.quick, "threads": args.threads,
+            "n_states": args.states, "text_epochs": args.epochs or TEXT_EPOCHS,
+            "train_seconds_cap": args.train_seconds, "torch": torch.__version__,
+            "numpy": np.__version__}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -122,12 +146,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--runs-dir", type=Path, default=Path("/tmp/stateseer-archs"))
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--states", type=int, default=None, help="abstract states (default 40)")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="Rotten Tomatoes epochs for every arch (default: TEXT_EPOCHS per arch)")
     p.add_argument("--train-seconds", type=float, default=None,
-                   help="training budget per arch on text (default 300, quick 20)")
+                   help="optional cap on each text training's seconds (default none; "
+                        "quick 20)")
     p.add_argument("--no-tomita", action="store_true", help="skip the Tomita columns")
+    p.add_argument("--no-text", action="store_true", help="skip the Rotten Tomatoes columns")
+    p.add_argument("--json", type=Path, default=None,
+                   help="also write the result here, rewritten after every arch")
     args = p.parse_args(argv)
     args.states = args.states or (8 if args.quick else 40)
-    args.train_seconds = args.train_seconds or (20.0 if args.quick else 300.0)
+    if args.quick and args.train_seconds is None:
+        args.train_seconds = 20.0
     torch.set_num_threads(args.threads)
     archs = [a for a in args.archs.split(",") if a]
     unknown = sorted(set(archs) - set(ARCHITECTURES))
@@ -138,7 +169,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for arch in archs:
         t0 = time.perf_counter()
         row: dict[str, Any] = {"arch": arch}
-        row.update(text_figures(arch, args.runs_dir / f"rt-{arch}", args))
+        if not args.no_text:
+            row.update(text_figures(arch, args.runs_dir / f"rt-{arch}", args))
         if not args.no_tomita:
             row.update(tomita_figures(arch, args.runs_dir, grammars, args))
         row["seconds"] = round(time.perf_counter() - t0, 1)
@@ -146,9 +178,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "test_accuracy", "record_tok_s", "simulation_fidelity", "forcing_agreement",
             "tomita_exact") if k in row), flush=True)
         rows.append(row)
-    result = {"archs": rows, "quick": args.quick, "threads": args.threads,
-              "n_states": args.states, "train_seconds_budget": args.train_seconds,
-              "torch": torch.__version__, "numpy": np.__version__}
+        result = _result(rows, args)
+        if args.json is not None:
+            args.json.write_text(json.dumps(result, indent=1))
+    result = _result(rows, args)
     print(json.dumps(result))
     return result
 
