@@ -31,11 +31,13 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
-from rnn_models.formats.atomic import atomic_write_text, fsync_dir
+from rnn_models.formats.atomic import atomic_write_text, swap_dir
+from rnn_models.formats.engine import Engine, SerialEngine, engine_scope
 from rnn_models.formats.errors import StateseerError
 from rnn_models.formats.rundir import RunDir
 from rnn_models.formats.traces import SplitTraces, Traces
 
+from . import sharded
 from .abstractor import BaseAbstractor, make_abstractor
 from .errors import AbstractionError
 from .fsm import FSM
@@ -125,7 +127,7 @@ class Abstraction:
 
     # persistence ----------------------------------------------------------------------------
     def save(self, path: str | Path) -> None:
-        """Write into ``path`` via a temporary directory (never half-written)."""
+        """Write into ``path`` via a temporary directory swapped in whole (never half-written)."""
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
         if tmp.exists():
@@ -143,14 +145,11 @@ class Abstraction:
                                            encoding="utf-8")
         meta = {"format": FORMAT, "version": VERSION, "info": self.info,
                 "metrics": self.metrics, "splits": sorted(self.states)}
+        dfa = path / "dfa.json"  # an extracted DFA depends on the traces, not on this
+        if dfa.exists():
+            shutil.copy2(dfa, tmp / "dfa.json")
         atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=2))
-        if path.exists():
-            dfa = path / "dfa.json"  # an extracted DFA depends on the traces, not on this
-            if dfa.exists():
-                shutil.copy2(dfa, tmp / "dfa.json")
-            shutil.rmtree(path)
-        tmp.rename(path)
-        fsync_dir(path.parent)
+        swap_dir(tmp, path)  # one atomic exchange: a crash leaves the old or the new whole
 
     @classmethod
     def load(cls, path: str | Path) -> Abstraction:
@@ -263,8 +262,14 @@ def fit_abstraction(
     random_state: int = 0,
     max_fit_samples: int = 30_000,
     pool: ThreadPoolExecutor | None = None,
+    cluster: str | Engine | None = None,
+    out_dir: str | Path | None = None,
 ) -> Abstraction:
     """Fit an abstraction on the training split of ``traces`` and apply it to every split.
+
+    Every heavy step maps over the splits' shards (:mod:`abstraction.sharded`): the fit
+    sample is drawn per shard and the fit runs here; assignment, the FSM's counts and the
+    simulation run per shard, in this process or on a Dask cluster, with the same result.
 
     Parameters
     ----------
@@ -286,11 +291,35 @@ def fit_abstraction(
     pool : ThreadPoolExecutor, optional
         Pattern mining starts as soon as each split's states are known and runs beside the
         rest; the patterns are then futures until :func:`_results`.
+    cluster : str or Engine, optional
+        Where the per-shard steps run: ``local``, ``local:N``, ``tcp://HOST:PORT`` or an
+        open :class:`~rnn_models.formats.engine.Engine` (default: ``$STATESEER_CLUSTER``,
+        else this process; see :mod:`rnn_models.formats.engine`).
+    out_dir : str or Path, optional
+        Write the states and simulated paths into ``out_dir/SPLIT.states.npy`` /
+        ``SPLIT.simulated.npy`` (int32, filled shard by shard) and hold them memory-mapped,
+        instead of in memory.
 
     Returns
     -------
     Abstraction
     """
+    with engine_scope(cluster) as engine:
+        return _fit_abstraction(traces, alphabet, engine, n_states=n_states, method=method,
+                                pca=pca, features=features, fallback=fallback,
+                                simulation=simulation,
+                                split_by_prediction=split_by_prediction, splits=splits,
+                                random_state=random_state, max_fit_samples=max_fit_samples,
+                                pool=pool, out_dir=out_dir)
+
+
+def _fit_abstraction(traces: Traces, alphabet: list[str], engine: Engine, *, n_states: int,
+                     method: str | BaseAbstractor, pca: int, features: str, fallback: str,
+                     simulation: str, split_by_prediction: bool,
+                     splits: tuple[str, ...] | None, random_state: int,
+                     max_fit_samples: int, pool: ThreadPoolExecutor | None,
+                     out_dir: str | Path | None) -> Abstraction:
+    """:func:`fit_abstraction` on an open engine."""
     if "train" not in traces:
         raise AbstractionError("the traces have no training split; record it with "
                                "`stateseer record RUN --splits train val test`")
@@ -312,29 +341,29 @@ def fit_abstraction(
         ab = make_abstractor(method, n_states=n_states, pca_components=pca, features=features,
                              split_by_prediction=split_by_prediction,
                              random_state=random_state, max_fit_samples=max_fit_samples)
-    ab.fit(train.hidden, proba=train.proba)
+    refs = {split: sharded.shard_refs(traces, split) for split in names}
+    sharded.fit_sharded(ab, refs["train"], engine)  # sample per shard, fit here
     h0 = np.asarray(traces.initial_hidden, np.float32)[None]
     p0 = np.asarray(traces.initial_proba, np.float64)[None]
     coords = np.vstack([ab.transform(h0, p0), ab.cluster_centers_]).astype(np.float64)
     states: dict[str, np.ndarray] = {}
     patterns: dict[str, Any] = {"buggy": {}}
+    S = ab.n_states_ + 1
     for split in names:
-        tr = traces[split]
+        states[split], stats = sharded.assign_split(
+            engine, ab, refs[split], out_dir=out_dir,
+            stats=(S, len(alphabet)) if split == "train" else None)
         if split == "train":
-            states[split] = ab.labels_ + 1  # fit assigned the training rows already
-        else:
-            states[split] = (ab.predict(tr.hidden, tr.proba) + 1 if tr.n_steps
-                             else np.zeros(0, np.int64))
+            fsm = sharded.fsm_from_stats(stats, traces.initial_proba, n_states=ab.n_states_,
+                                         classes=traces.classes, alphabet=alphabet,
+                                         coords=coords, fallback=fallback,
+                                         simulation=simulation)
         if pool is not None:
-            _submit_patterns(traces, split, states[split], ab.n_states_ + 1, pool, patterns)
-    fsm = FSM.from_paths(states["train"] - 1, train.offsets, train.token_ids, train.proba,
-                         traces.initial_proba, n_states=ab.n_states_, classes=traces.classes,
-                         alphabet=alphabet, coords=coords, fallback=fallback,
-                         simulation=simulation)
+            _submit_patterns(traces, split, states[split], S, pool, patterns)
     simulated, sim_pred = {}, {}
     for split in states:
-        simulated[split], sim_pred[split] = fsm.simulate_predictions(
-            traces[split].token_ids, traces[split].offsets)
+        simulated[split], (sim_pred[split],) = sharded.simulate_split(
+            engine, fsm, refs[split], out_dir=out_dir)
     return Abstraction(abstractor=ab, fsm=fsm, states=states, simulated=simulated,
                        patterns=patterns if pool is not None else {},
                        sim_predictions=sim_pred)
@@ -360,7 +389,7 @@ def _submit_patterns(traces: Traces, split: str, st: np.ndarray, S: int, pool,
 
 
 def _figures(ab: Abstraction, traces: Traces, eval_split: str, requested: int,
-             split_by_prediction: bool) -> dict[str, Any]:
+             split_by_prediction: bool, engine: Engine | None = None) -> dict[str, Any]:
     """Fidelity and quality figures (DESIGN.md) of ``ab``, measured on ``eval_split``.
 
     ``simulation_fidelity`` (the FSM alone, in its own ``simulation`` mode) leads, with a
@@ -373,8 +402,10 @@ def _figures(ab: Abstraction, traces: Traces, eval_split: str, requested: int,
     lf, sf = _split_figures(ab.fsm, ev, ab.states[eval_split], sim_pred)
     lo, hi = bootstrap_ci(sim_pred == ev.predictions)
     modes = {}
-    for mode in ("argmax", "probabilistic"):
-        _, pred = ab.fsm.simulate_predictions(ev.token_ids, ev.offsets, mode)
+    names = ("argmax", "probabilistic")
+    _, preds = sharded.simulate_split(engine or SerialEngine(), ab.fsm,
+                                      sharded.shard_refs(traces, eval_split), modes=names)
+    for mode, pred in zip(names, preds, strict=True):  # per shard, on the engine
         modes[f"simulation_fidelity_{mode}"] = float((pred == ev.predictions).mean())
     figures: dict[str, Any] = {
         "headline": ["simulation_fidelity", "forcing_agreement"],
@@ -475,6 +506,7 @@ def abstract_run(
     random_state: int = 0,
     cap: int = AUTO_CAP,
     save: bool = True,
+    cluster: str | Engine | None = None,
 ) -> Abstraction:
     """Abstract a run (see module docstring) and return the :class:`Abstraction`.
 
@@ -506,7 +538,24 @@ def abstract_run(
         Keep every state within one predicted class.
     cap : int
         Readability cap of ``n_states='auto'`` (default 40).
+    cluster : str or Engine, optional
+        Run the per-shard steps on Dask: ``local``, ``local:N``, ``tcp://HOST:PORT`` or an
+        open engine (default: ``$STATESEER_CLUSTER``, else in this process). The results
+        are the same bits; files are written only at the end, so a cluster lost midway
+        leaves the old abstraction in place.
     """
+    with engine_scope(cluster) as engine:
+        return _abstract_run(run, engine, n_states=n_states, method=method, pca=pca,
+                             features=features, layer=layer, fallback=fallback,
+                             simulation=simulation, split_by_prediction=split_by_prediction,
+                             random_state=random_state, cap=cap, save=save)
+
+
+def _abstract_run(run: RunDir | str | Path, engine: Engine, *, n_states: int | str,
+                  method: str | BaseAbstractor, pca: int, features: str, layer: int | None,
+                  fallback: str, simulation: str, split_by_prediction: bool,
+                  random_state: int, cap: int, save: bool) -> Abstraction:
+    """:func:`abstract_run` on an open engine."""
     run = run if isinstance(run, RunDir) else RunDir(run)
     t0 = time.perf_counter()
     traces = fresh_traces(run)
@@ -518,7 +567,7 @@ def abstract_run(
     alphabet = _read_alphabet(run)
     params = {"pca": pca, "features": features, "fallback": fallback,
               "simulation": simulation, "split_by_prediction": split_by_prediction,
-              "random_state": random_state}
+              "random_state": random_state, "cluster": engine}
     curve = None
     if n_states == "auto":
         n_states, why, curve = _auto_states(traces, alphabet, method, cap, **params)
@@ -531,7 +580,7 @@ def abstract_run(
                              pool=pool, **params)
         figures = _figures(ab, traces, eval_split, int(ab.abstractor.n_states),
                            bool(getattr(ab.abstractor, "split_by_prediction_",
-                                        split_by_prediction)))
+                                        split_by_prediction)), engine)
         ab.patterns = _results(ab.patterns)  # mined meanwhile
     if curve is not None:
         figures["auto_curve"], figures["auto_reason"] = curve, why

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -29,7 +30,7 @@ from .archs import ARCHITECTURES
 from .batching import length_batches, pad_batch
 from .datasets import TextDataset, load_dataset
 from .errors import DataError
-from .formats.atomic import atomic_write, atomic_write_text
+from .formats.atomic import atomic_write, atomic_write_text, swap_dir
 from .run import Run, data_section, sha256_file
 from .tokenizers import Vocab
 
@@ -306,18 +307,57 @@ def _accuracies(model: nn.Module, data: _Data) -> dict[str, float]:
     return out
 
 
+#: what a new model makes stale in a run directory it replaces (and temporary leftovers)
+_MODEL_FILES = frozenset({"config.json", "model.pt", "vocab.json", "metrics.json"})
+_DERIVED = frozenset({"traces", "abstraction", "index", "traces.tmp", "traces.old",
+                      "abstraction.tmp", "abstraction.old"})
+
+
+def _carry_over(old: Path, new: Path) -> None:
+    """Hard-link (or copy) into ``new`` what the user keeps in the run directory ``old``
+    besides the model and what was derived from it (exports, notes ...)."""
+    for entry in old.iterdir():
+        name = entry.name
+        if name in _MODEL_FILES or name in _DERIVED or name.startswith(".") \
+                or name.endswith(".tmp"):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.copytree(entry, new / name, symlinks=True, copy_function=_link_or_copy)
+        else:
+            _link_or_copy(entry, new / name)
+
+
+def _link_or_copy(src: str | Path, dst: str | Path) -> None:
+    try:
+        if Path(src).is_symlink():
+            raise OSError("copy symlinks as links")
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst, follow_symlinks=False)
+
+
 def _write_run(run: Run, model: nn.Module, cfg: TrainConfig, data: _Data, hp: dict,
                section: dict, metrics: dict[str, Any]) -> None:
-    """Write ``vocab.json``, ``model.pt``, ``config.json`` and ``metrics.json`` (each
-    atomically; ``config.json`` holds ``vocab.json``'s sha256); remove traces and
-    abstraction of an earlier model."""
-    run.path.mkdir(parents=True, exist_ok=True)
-    for stale in (run.traces_dir, run.abstraction_dir):  # derived from the old model
-        if stale.exists():
-            shutil.rmtree(stale)
-    data.vocab.save(run.vocab_path)
+    """Write ``vocab.json``, ``model.pt``, ``config.json`` and ``metrics.json`` and swap
+    them in as one directory.
+
+    The new run is written into a sibling temporary directory (``config.json`` holds
+    ``vocab.json``'s sha256); files the user kept in an earlier run are carried over, its
+    traces, abstraction and index (derived from the old model) are not; then the
+    directory replaces the old one in one atomic exchange
+    (:func:`~rnn_models.formats.atomic.swap_dir`). A crash at any point leaves the old
+    run or the new one, whole.
+    """
+    run.path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Run(run.path.with_name(f".{run.path.name}.train.tmp"))
+    if tmp.path.exists():
+        shutil.rmtree(tmp.path)  # left by an earlier interrupted train
+    tmp.path.mkdir()
+    if run.path.is_dir():
+        _carry_over(run.path, tmp.path)
+    data.vocab.save(tmp.vocab_path)
     state = model.state_dict()
-    atomic_write(run.model_path, lambda fh: torch.save(state, fh))
+    atomic_write(tmp.model_path, lambda fh: torch.save(state, fh))
     config = {
         "format": "stateseer.run", "version": 1,
         "data": data_section(data.ds, text_col=cfg.text_col, label_col=cfg.label_col,
@@ -328,12 +368,11 @@ def _write_run(run: Run, model: nn.Module, cfg: TrainConfig, data: _Data, hp: di
                      "prefix_loss": data.prefix is not None, "optimizer": "adam",
                      "max_vocab": cfg.max_vocab, "seed": cfg.seed, "torch": torch.__version__},
         "config": asdict(cfg),
-        "vocab_sha256": sha256_file(run.vocab_path),  # load_model refuses another vocab.json
+        "vocab_sha256": sha256_file(tmp.vocab_path),  # load_model refuses another vocab.json
     }
-    atomic_write_text(run.config_path, json.dumps(config, indent=2))
-    if run.metrics_path.exists():
-        run.metrics_path.unlink()
-    run.update_metrics(**metrics, model_sha256=sha256_file(run.model_path))
+    atomic_write_text(tmp.config_path, json.dumps(config, indent=2))
+    tmp.update_metrics(**metrics, model_sha256=sha256_file(tmp.model_path))
+    swap_dir(tmp.path, run.path)
 
 
 def train_run(

@@ -15,14 +15,18 @@ Examples
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
+import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 __all__ = ["atomic_save_npy", "atomic_save_npz", "atomic_write", "atomic_write_bytes",
-           "atomic_write_text", "fsync_dir"]
+           "atomic_write_text", "fsync_dir", "fsync_tree", "swap_dir"]
 
 
 def _file_mode() -> int:
@@ -104,3 +108,82 @@ def atomic_save_npz(path: str | Path, **arrays: Any) -> Path:
     import numpy as np
 
     return atomic_write(path, lambda fh: np.savez(fh, **arrays))
+
+
+def fsync_tree(path: str | Path) -> None:
+    """``fsync`` every file and directory under ``path`` (and ``path`` itself), so that a
+    directory written with ordinary writes is on disk before it is swapped in."""
+    path = Path(path)
+    for root, _dirs, files in os.walk(path, topdown=False):
+        for name in files:
+            fd = os.open(os.path.join(root, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(root)
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the names ``a`` and ``b`` in one atomic step (Linux ``renameat2`` with
+    ``RENAME_EXCHANGE``); False where the system or file system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # no libc symbol (musl before 1.2.?, old glibc)
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                          ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV):
+        return False  # this file system cannot exchange: fall back to two renames
+    raise OSError(err, os.strerror(err), str(a))
+
+
+def swap_dir(new: str | Path, target: str | Path) -> Path:
+    """Replace the directory ``target`` by the complete directory ``new``, crash-safely.
+
+    ``new`` is flushed (:func:`fsync_tree`), then the two names are exchanged in one
+    atomic step (Linux ``renameat2(RENAME_EXCHANGE)``), the parent directory is flushed,
+    and only then is the old content (now under ``new``'s name) deleted. A crash at any
+    point leaves ``target`` holding the old directory or the new one, whole; a leftover
+    ``new`` is garbage for the next writer to remove. Without an atomic exchange (other
+    systems, some network file systems) the old directory is renamed aside first and the
+    new one renamed in: a crash between the two renames leaves no ``target`` (the old
+    one survives as ``TARGET.old``).
+
+    Parameters
+    ----------
+    new, target : str or Path
+        Sibling paths on one file system; ``target`` need not exist.
+
+    Returns
+    -------
+    Path
+        ``target``.
+    """
+    new, target = Path(new), Path(target)
+    fsync_tree(new)
+    if not target.exists():
+        os.rename(new, target)
+        fsync_dir(target.parent)
+        return target
+    if _exchange(new, target):
+        fsync_dir(target.parent)
+        shutil.rmtree(new)
+        return target
+    aside = target.with_name(target.name + ".old")
+    if aside.exists():
+        shutil.rmtree(aside)
+    os.rename(target, aside)
+    os.rename(new, target)
+    fsync_dir(target.parent)
+    shutil.rmtree(aside)
+    return target
