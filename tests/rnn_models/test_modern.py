@@ -108,6 +108,26 @@ def test_parallel_scan_equals_stepping(arch, state, size, layer):
     torch.testing.assert_close(p0, torch.softmax(model.head.bias, -1))  # head of a zero state
 
 
+@pytest.mark.parametrize("arch,state", [("mingru", "h"), ("minlstm", "h"), ("mamba", "full"),
+                                        ("mamba", "ssm"), ("mamba", "summary")])
+@pytest.mark.parametrize("layer", [0, -1])
+def test_forcing_with_nothing_replaced_is_the_model_itself(arch, state, layer):
+    """Every --state, every layer: forcing under an all-False mask gives the model's own
+    per-step probabilities (the trained fixture checks the default states on a real run)."""
+    model = _small(arch, state)
+    ids, lens = _batch()
+    cent = np.full((2, model.state_size), 7.0, np.float32)  # would show if it leaked in
+    assign = lambda h, p: np.ones(len(h), np.int64)  # noqa: E731
+    r = forced_run(model, ids, lens, assign, cent, layer=layer,
+                   mask=np.zeros(ids.shape, bool))
+    with torch.no_grad():
+        _hidden, proba = model.trace(ids, lens, layer)
+    for b in range(len(ids)):
+        np.testing.assert_allclose(r.proba[b, : lens[b]], proba[b, : lens[b]].numpy(),
+                                   atol=1e-5)
+        np.testing.assert_allclose(r.final_proba[b], proba[b, lens[b] - 1].numpy(), atol=1e-5)
+
+
 @pytest.mark.parametrize("arch,state", [("mingru", "h"), ("mamba", "full"),
                                         ("mamba", "summary")])
 def test_forcing_replaces_the_state_and_the_head_sees_it(arch, state):
