@@ -244,9 +244,9 @@ class DaskEngine(Engine):
             raise self._lost(exc) from None
 
     def _shared(self, shared: dict[str, Any]) -> dict[str, Any]:
-        if not shared:
-            return {}
-        return {k: self.client.scatter(v, broadcast=True, hash=False)
+        small = (str, int, float, bool, tuple, type(None))
+        return {k: v if isinstance(v, small) else
+                self.client.scatter(v, broadcast=True, hash=False)
                 for k, v in shared.items()}
 
     def map(self, fn: Callable[..., T], items: Iterable[Any], **shared: Any) -> list[T]:

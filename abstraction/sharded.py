@@ -1,0 +1,436 @@
+"""The abstraction as maps over trace shards and small reduces (in-process or on Dask).
+
+A split's traces are stored as shards of whole inputs (:mod:`rnn_models.formats.traces`;
+a split recorded before shards existed is one shard). Every heavy step of
+:func:`abstraction.pipeline.fit_abstraction` is a per-shard function here, mapped by an
+engine (:mod:`rnn_models.formats.engine`: a plain loop in this process by default, or a
+Dask cluster), and the per-shard results are combined in a fixed binary tree
+(:func:`~rnn_models.formats.engine.tree_reduce`):
+
+=====================  ==============================================================
+:func:`sample_shard`   the fit sample: runs of rows drawn per shard, the shard's quota
+                       proportional to its length, seeded by ``(random_state, index)``
+                       (shard 0: ``random_state`` itself, so a one-shard split draws
+                       exactly the rows an unsharded fit drew); the fit itself runs on
+                       the driver (scikit-learn, unchanged)
+:func:`assign_shard`   abstract state of every step (chunked ``predict``) and, for the
+                       training split, the FSM's statistics (:class:`PathStats`):
+                       visits, per-state prediction sums and (source, token, target)
+                       counts as packed int64 keys
+:func:`simulate_shard` the FSM run on the tokens alone, and its predictions
+=====================  ==============================================================
+
+The in-process path uses these same functions, so for the same seed and shard layout the
+states, the FSM, the patterns and the metrics are the same bits whichever engine ran them.
+Per-shard outputs either come back to the driver or, with ``out`` (a ``.npy`` file made by
+:func:`new_states_file`), are written by the worker into its own slice of that file, so
+the driver never holds a whole split's states (writes are idempotent: a retried task
+writes the same bytes again).
+
+This module imports neither torch nor dash; Dask only through an engine it is given.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rnn_models.formats.traces import SplitTraces, Traces
+
+from .features import check_finite, sample_rows
+
+__all__ = ["PathStats", "ShardRef", "assign_shard", "assign_split", "combine_stats",
+           "fit_quotas", "fit_sharded", "fsm_from_stats", "new_states_file", "open_ref",
+           "path_stats", "sample_shard", "shard_refs", "simulate_shard", "simulate_split"]
+
+
+@dataclass(frozen=True)
+class ShardRef:
+    """Where one shard lives; small and picklable (what a task receives).
+
+    Attributes
+    ----------
+    traces : str
+        The ``traces/`` directory.
+    split : str
+    index : int
+        Shard number within the split.
+    step_start, step_stop, input_start, input_stop : int
+        The shard's steps and inputs within the split.
+    """
+
+    traces: str
+    split: str
+    index: int
+    step_start: int
+    step_stop: int
+    input_start: int
+    input_stop: int
+
+    @property
+    def n_steps(self) -> int:
+        return self.step_stop - self.step_start
+
+
+def shard_refs(traces: Traces, split: str) -> list[ShardRef]:
+    """The shards of ``split`` in order (one for traces recorded without shards)."""
+    shards = getattr(traces, "shards", None)
+    if callable(shards):
+        return [ShardRef(str(traces.path), split, int(s.index), int(s.step_start),
+                         int(s.step_stop), int(s.input_start), int(s.input_stop))
+                for s in shards(split)]
+    tr = traces[split]
+    return [ShardRef(str(traces.path), split, 0, 0, tr.n_steps, 0, tr.n_inputs)]
+
+
+_OPEN: OrderedDict[tuple, SplitTraces] = OrderedDict()
+_OPEN_MAX = 64
+
+
+def open_ref(ref: ShardRef) -> SplitTraces:
+    """The shard's traces, memory-mapped, with offsets local to the shard.
+
+    Kept open per process (a worker runs several steps on the same shard), keyed by the
+    traces' ``meta.json`` time stamp so that re-recorded traces are opened afresh.
+    """
+    meta = Path(ref.traces) / "meta.json"
+    try:
+        stamp = meta.stat().st_mtime_ns
+    except OSError:
+        stamp = 0
+    key = (ref.traces, ref.split, ref.index, stamp)
+    tr = _OPEN.get(key)
+    if tr is None:
+        from rnn_models.formats import traces as fmt
+
+        opener = getattr(fmt, "open_shard", None)
+        tr = (opener(ref.traces, ref.split, ref.index) if opener is not None
+              else Traces(ref.traces)[ref.split])
+        _OPEN[key] = tr
+        if len(_OPEN) > _OPEN_MAX:
+            _OPEN.popitem(last=False)
+    else:
+        _OPEN.move_to_end(key)
+    return tr
+
+
+# -- the fit sample ------------------------------------------------------------------------
+def fit_quotas(lengths: Sequence[int], k: int) -> np.ndarray:
+    """Rows each shard gives to a fit sample of at most ``k`` rows, shape (n_shards,).
+
+    Every row when the shards hold ``k`` or fewer; else shares proportional to the
+    shards' lengths, rounded by largest remainder (ties: the earlier shard).
+    """
+    n = np.asarray(lengths, np.int64)
+    total = int(n.sum())
+    if total <= k:
+        return n.copy()
+    share = n * (k / total)
+    q = np.floor(share).astype(np.int64)
+    rest = int(k - q.sum())
+    q[np.argsort(-(share - q), kind="stable")[:rest]] += 1
+    return np.minimum(q, n)
+
+
+def _seed(random_state: int | None, index: int) -> Any:
+    return random_state if random_state is None or index == 0 else [random_state, index]
+
+
+def sample_shard(item: tuple[ShardRef, int], *, random_state: int | None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The fit sample's rows from one shard.
+
+    Parameters
+    ----------
+    item : (ShardRef, int)
+        The shard and its quota of rows (:func:`fit_quotas`).
+    random_state : int or None
+
+    Returns
+    -------
+    S : ndarray of shape (n_rows, state_size), float32
+    P : ndarray of shape (n_rows, n_classes)
+        Runs of 16 consecutive rows (:func:`abstraction.features.sample_rows`).
+
+    Raises
+    ------
+    AbstractionError
+        A sampled hidden state is NaN or infinite (named by its step in the split).
+    """
+    ref, quota = item
+    tr = open_ref(ref)
+    if quota <= 0:
+        return (np.zeros((0, tr.hidden.shape[1]), np.float32),
+                np.zeros((0, tr.proba.shape[1]), np.asarray(tr.proba[:0]).dtype))
+    idx = sample_rows(tr.n_steps, int(quota), np.random.default_rng(_seed(random_state,
+                                                                            ref.index)))
+    idx = idx[:quota]
+    S = np.asarray(tr.hidden[idx], dtype=np.float32)
+    bad = ~np.isfinite(S).all(axis=1)
+    if bad.any():
+        check_finite(S[bad][:1], ref.step_start + int(idx[bad][0]))
+    return S, np.asarray(tr.proba[idx])
+
+
+def fit_sharded(abstractor: Any, refs: Sequence[ShardRef], engine: Any) -> Any:
+    """Fit ``abstractor`` on a sample drawn per shard (the fit runs here, on the driver).
+
+    The sample holds at most ``abstractor.max_fit_samples`` rows, so the abstractor
+    takes it whole; with one shard it is exactly the sample an unsharded fit draws.
+    ``labels_`` then holds the states of the sample's rows only: the states of every
+    step come from :func:`assign_split`.
+    """
+    abstractor._validate_params()
+    n_steps = sum(r.n_steps for r in refs)
+    abstractor._check_size(n_steps)
+    quotas = fit_quotas([r.n_steps for r in refs], int(abstractor.max_fit_samples))
+    items = [(r, int(q)) for r, q in zip(refs, quotas, strict=True) if q > 0]
+    parts = engine.map(sample_shard, items, random_state=abstractor.random_state)
+    S = np.concatenate([p[0] for p in parts])
+    P = np.concatenate([p[1] for p in parts])
+    return abstractor.fit(S, proba=P)
+
+
+# -- assignment and the FSM's statistics ---------------------------------------------------
+@dataclass
+class PathStats:
+    """What the FSM needs from the training paths, summable over shards.
+
+    Attributes
+    ----------
+    visits : ndarray of shape (n_fsm_states,), int64
+        Steps per FSM state.
+    sums : ndarray of shape (n_fsm_states, n_classes), float64
+        Sum of the steps' intermediate predictions per state.
+    n_inputs : int
+    keys, counts : ndarray of shape (n_keys,), int64
+        Sorted packed ``(source * n_tokens + token) * n_fsm_states + target`` keys and how
+        often each was seen.
+    """
+
+    visits: np.ndarray
+    sums: np.ndarray
+    n_inputs: int
+    keys: np.ndarray
+    counts: np.ndarray
+
+
+def path_stats(states: np.ndarray, tr: SplitTraces, n_fsm_states: int, n_tokens: int
+               ) -> PathStats:
+    """:class:`PathStats` of one shard's FSM states (abstract state + 1), shape (n_steps,).
+
+    Computed exactly as :meth:`abstraction.fsm.FSM.from_paths` computes them on a whole
+    split (bincounts per class, ``np.unique`` of packed keys), so one shard gives the
+    same bits.
+    """
+    S = n_fsm_states
+    st = np.asarray(states, dtype=np.int64)
+    visits = np.bincount(st, minlength=S).astype(np.int64)
+    C = tr.proba.shape[1]
+    sums = np.zeros((S, C))
+    for c in range(C):  # a loop over classes, vectorised over steps
+        sums[:, c] = np.bincount(st, weights=np.asarray(tr.proba[:, c], np.float64),
+                                 minlength=S)
+    if len(st):
+        prev = np.empty_like(st)
+        prev[1:] = st[:-1]
+        offsets = np.asarray(tr.offsets)
+        prev[offsets[:-1][np.diff(offsets) > 0]] = 0
+        key = (prev * n_tokens + np.asarray(tr.token_ids, np.int64)) * S + st
+        keys, counts = np.unique(key, return_counts=True)
+    else:
+        keys = counts = np.zeros(0, np.int64)
+    return PathStats(visits, sums, tr.n_inputs, keys, counts.astype(np.int64))
+
+
+def combine_stats(a: PathStats, b: PathStats) -> PathStats:
+    """Sum of two shards' statistics (keys merged, counts added)."""
+    keys = np.concatenate([a.keys, b.keys])
+    counts = np.concatenate([a.counts, b.counts])
+    if len(keys):
+        order = np.argsort(keys, kind="stable")
+        keys, counts = keys[order], counts[order]
+        first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        keys, counts = keys[first], np.add.reduceat(counts, first)
+    return PathStats(a.visits + b.visits, a.sums + b.sums, a.n_inputs + b.n_inputs, keys,
+                     counts)
+
+
+def fsm_from_stats(stats: PathStats, initial_proba: np.ndarray, *, n_states: int,
+                   classes: Sequence[str], alphabet: Sequence[str],
+                   coords: np.ndarray | None = None, fallback: str = "displacement",
+                   simulation: str = "argmax", **kwargs: Any) -> Any:
+    """The FSM of :meth:`~abstraction.fsm.FSM.from_paths`, from reduced statistics.
+
+    Parameters
+    ----------
+    stats : PathStats
+        Of the whole training split (:func:`combine_stats` over its shards).
+    initial_proba : ndarray of shape (n_classes,)
+    n_states : int
+        Abstract states (the FSM has one more).
+    **kwargs
+        Further :class:`~abstraction.fsm.FSM` fields (``bandwidth``, ``info`` ...).
+    """
+    from .fsm import FSM
+
+    S, V, C = n_states + 1, len(alphabet), len(classes)
+    visits = stats.visits.copy()
+    visits[0] = stats.n_inputs
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prediction = stats.sums / np.maximum(visits, 1)[:, None]
+    prediction[0] = np.asarray(initial_proba, np.float64)
+    prediction[visits == 0] = 1.0 / C
+    dst = stats.keys % S
+    pair = stats.keys // S
+    src, tok = pair // V, pair % V
+    cnt = stats.counts
+    order = np.lexsort((dst, -cnt, tok, src))
+    return FSM(classes=list(classes), alphabet=list(alphabet), visits=visits,
+               prediction=prediction, source=src[order], token=tok[order],
+               target=dst[order], count=cnt[order],
+               coords=None if coords is None else np.asarray(coords, np.float64),
+               fallback=fallback, simulation=simulation, **kwargs)
+
+
+def new_states_file(path: str | Path, n_steps: int) -> str:
+    """An int32 ``.npy`` file of ``n_steps`` zeros for the shards to fill (``out``)."""
+    np.lib.format.open_memmap(path, "w+", np.int32, (n_steps,)).flush()
+    return str(path)
+
+
+def _write(out: str, start: int, values: np.ndarray) -> None:
+    mm = np.load(out, mmap_mode="r+")
+    mm[start:start + len(values)] = values
+    mm.flush()
+    del mm
+
+
+def assign_shard(ref: ShardRef, *, abstractor: Any, stats: tuple[int, int] | None = None,
+                 out: str | None = None) -> dict[str, Any]:
+    """FSM state (abstract state + 1) of every step of one shard.
+
+    Parameters
+    ----------
+    ref : ShardRef
+    abstractor : fitted abstractor
+    stats : (n_fsm_states, n_tokens), optional
+        Also return the shard's :class:`PathStats`.
+    out : str, optional
+        An int32 ``.npy`` of the whole split: the states go into the shard's slice
+        instead of coming back.
+
+    Returns
+    -------
+    dict
+        ``states`` (ndarray of shape (n_steps,), int64) unless ``out``; ``stats``.
+    """
+    tr = open_ref(ref)
+    st = (abstractor.predict(tr.hidden, tr.proba) + 1 if tr.n_steps
+          else np.zeros(0, np.int64))
+    res: dict[str, Any] = {}
+    if stats is not None:
+        res["stats"] = path_stats(st, tr, *stats)
+    if out is None:
+        res["states"] = st
+    else:
+        _write(out, ref.step_start, st.astype(np.int32))
+    return res
+
+
+def _states_out(out_dir: str | Path | None, name: str, n: int) -> str | None:
+    return None if out_dir is None else new_states_file(Path(out_dir) / name, n)
+
+
+def _gather(parts: list[dict[str, Any]], key: str, out: str | None) -> np.ndarray:
+    if out is not None:
+        return np.load(out, mmap_mode="r")
+    arrays = [p[key] for p in parts]
+    return np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
+
+
+def assign_split(engine: Any, abstractor: Any, refs: Sequence[ShardRef], *,
+                 stats: tuple[int, int] | None = None, out_dir: str | Path | None = None
+                 ) -> tuple[np.ndarray, PathStats | None]:
+    """States of a whole split, mapped over its shards, and the reduced statistics.
+
+    Returns
+    -------
+    states : ndarray of shape (n_steps,)
+        int64 in memory, or an int32 memory map of ``out_dir/SPLIT.states.npy``.
+    stats : PathStats or None
+    """
+    n = sum(r.n_steps for r in refs)
+    split = refs[0].split if refs else "split"
+    out = _states_out(out_dir, f"{split}.states.npy", n)
+    if stats is not None and refs:
+        parts = engine.map(assign_shard, refs, abstractor=abstractor, stats=stats, out=out)
+        total = engine.reduce(combine_stats, [p["stats"] for p in parts])
+    else:
+        parts = engine.map(assign_shard, refs, abstractor=abstractor, out=out)
+        total = None
+    return _gather(parts, "states", out), total
+
+
+# -- simulation ------------------------------------------------------------------------------
+def simulate_shard(ref: ShardRef, *, fsm: Any, modes: Sequence[str | None] = (None,),
+                   out: str | None = None) -> dict[str, Any]:
+    """The FSM run on one shard's tokens alone.
+
+    Parameters
+    ----------
+    ref : ShardRef
+    fsm : FSM
+    modes : sequence of {None, 'argmax', 'probabilistic'}
+        Simulations whose predictions to return (``None``: the FSM's own).
+    out : str, optional
+        As in :func:`assign_shard`, for the simulated path.
+
+    Returns
+    -------
+    dict
+        ``path`` (ndarray of shape (n_steps,), unless ``out``) and ``pred``: a list, one
+        ndarray of shape (n_inputs,) per mode.
+    """
+    tr = open_ref(ref)
+    tok, off = np.asarray(tr.token_ids), np.asarray(tr.offsets)
+    preds, path = [], None
+    for mode in modes:
+        p, pred = fsm.simulate_predictions(tok, off, mode)
+        path = p if path is None else path
+        preds.append(pred)
+    if path is None:
+        path = fsm.simulate(tok, off)
+    res: dict[str, Any] = {"pred": preds}
+    if out is None:
+        res["path"] = path
+    else:
+        _write(out, ref.step_start, path.astype(np.int32))
+    return res
+
+
+def simulate_split(engine: Any, fsm: Any, refs: Sequence[ShardRef], *,
+                   modes: Sequence[str | None] = (None,), out_dir: str | Path | None = None
+                   ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Simulated path of a whole split and the predictions per mode (shard order).
+
+    Returns
+    -------
+    path : ndarray of shape (n_steps,)
+    preds : list of ndarray of shape (n_inputs,)
+        One per entry of ``modes``.
+    """
+    for name in ("labels", "delta", "_seen", "_by_token", "_mean_transition"):
+        getattr(fsm, name, None)  # cached tables: computed once here, shipped with the FSM
+    n = sum(r.n_steps for r in refs)
+    split = refs[0].split if refs else "split"
+    out = _states_out(out_dir, f"{split}.simulated.npy", n)
+    parts = engine.map(simulate_shard, refs, fsm=fsm, modes=tuple(modes), out=out)
+    preds = [np.concatenate([p["pred"][j] for p in parts]) if parts
+             else np.zeros(0, np.int64) for j in range(len(modes))]
+    return _gather(parts, "path", out), preds
