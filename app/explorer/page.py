@@ -18,9 +18,17 @@ from dash import dcc, html
 from . import ids
 from .context import ExplorerContext
 
-__all__ = ["REGIONS", "header", "page"]
+__all__ = ["REGIONS", "box", "header", "page"]
 
 REGIONS = ("stores", "diagram", "side", "table", "input", "trace", "below")
+
+
+def box(component: Any, width: int, height: int = 40) -> html.Div:
+    """``component`` in a box of fixed width and minimum height: dropdowns and sliders are
+    drawn only once their script has loaded, and without the box the page below them
+    moved down by ~38 px then (a click aimed at the diagram landed beside a node)."""
+    return html.Div(component, className="fixed-box",
+                    style={"width": width, "minHeight": height})
 
 
 def _figure(a: Mapping[str, Any], key: str, name: str) -> str | None:

@@ -7,14 +7,16 @@ and one line in :data:`VIEWS` (or, in a test or a plug-in, ``REGISTRY.add(VIEW)`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from dash import Dash, Output
+from dash import Dash, Input, Output, State, no_update
+from dash.exceptions import PreventUpdate
 
 from .context import ExplorerContext
 from .page import REGIONS, page
-from .view import Callback, View
+from .view import Callback, Trigger, View
 from .views import (
     attribution,
     card,
@@ -85,10 +87,22 @@ class Registry:
         return [v.name for v in self.views if v.optional or not optional_only]
 
     # -- the page -----------------------------------------------------------------------------
-    def layout(self, ctx: ExplorerContext, initial: dict[str, Any] | None = None) -> Any:
-        """The page for ``ctx`` opening on the selection ``initial``."""
+    def layout(self, ctx: ExplorerContext, initial: dict[str, Any] | None = None, *,
+               views: Sequence[str] | None = None) -> Any:
+        """The page for ``ctx`` opening on the selection ``initial``.
+
+        ``views``: the optional views to place (default: all); the others are not in the
+        page at all (the core always is). Callbacks that read a component of a view left
+        out get None for it (see :meth:`register`).
+        """
         regions: dict[str, list[Any]] = {r: [] for r in REGIONS}
+        shown = None if views is None else set(views)
+        if shown is not None and shown - set(self.names()):
+            raise ValueError(f"unknown views {sorted(shown - set(self.names()))}; "
+                             f"views are {self.names()}")
         for view in self.views:
+            if shown is not None and view.optional and view.name not in shown:
+                continue
             for region, parts in view.layout(ctx, initial or {}).items():
                 if region not in regions:
                     raise ValueError(f"view {view.name!r} places components in unknown "
@@ -107,10 +121,36 @@ class Registry:
                     yield view, cb
 
     def register(self, app: Dash, ctx: ExplorerContext) -> None:
-        """Register every view's callbacks on ``app``."""
-        for _view, cb in self.callbacks(ctx):
-            app.callback(*_fresh(cb.outputs), *cb.inputs,
-                         prevent_initial_call=cb.prevent_initial_call)(cb.bind(ctx))
+        """Register every view's callbacks on ``app``: clientside ones as JavaScript, a
+        ``fuse`` group as one callback. An Input or State that names a component another
+        optional view places is optional (None when that view is not on the page)."""
+        groups: dict[str, list[Callback]] = {}
+        for view, cb in self.callbacks(ctx):
+            inputs = self._optional_deps(view, cb.inputs)
+            if cb.fuse:
+                groups.setdefault(cb.fuse, []).append(
+                    Callback(cb.fn, cb.outputs, inputs, trigger=cb.trigger))
+            elif cb.clientside:
+                app.clientside_callback(cb.clientside, *_fresh(cb.outputs), *inputs,
+                                        prevent_initial_call=cb.prevent_initial_call)
+            else:
+                app.callback(*_fresh(cb.outputs), *inputs,
+                             prevent_initial_call=cb.prevent_initial_call)(cb.bind(ctx))
+        for members in groups.values():
+            outputs, inputs, run = fuse(members, ctx)
+            app.callback(*_fresh(outputs), *inputs)(run)
+
+    def _optional_deps(self, view: View, deps: Sequence[Input | State]
+                       ) -> list[Input | State]:
+        """``deps`` with those on another optional view's components made optional."""
+        others = {i for v in self.views if v.optional and v is not view for i in v.ids}
+        out = []
+        for d in deps:
+            cid = d.component_id
+            if isinstance(cid, str) and cid in others and cid not in view.ids:
+                d = type(d)(cid, d.component_property, allow_optional=True)
+            out.append(d)
+        return out
 
     # -- what study mode reads ----------------------------------------------------------------
     def targets(self) -> dict[str, tuple[tuple[str, str], ...]]:
@@ -142,6 +182,56 @@ def _check_owned(view: View, parts: list[Any]) -> None:
                 f"component {type(c).__name__} id={getattr(c, 'id', None)!r}"
             raise ValueError(f"view {view.name!r} places {what} that its View does not "
                              "declare; add it to ids= (or tabs=)")
+
+
+def _key(dep: Input | State | Output) -> tuple[str, str]:
+    cid = dep.component_id
+    return (cid if isinstance(cid, str) else repr(sorted(cid.items())), dep.component_property)
+
+
+def fuse(members: Sequence[Callback], ctx: ExplorerContext
+         ) -> tuple[list[Output], list[Input | State], Any]:
+    """One Dash callback for ``members``: ``(outputs, inputs, function)``.
+
+    Its inputs are the union of the members' (an Input in any member is an Input); on a
+    call, each member whose own Inputs include a fired one (or every member, on the
+    first call) runs with its own values, the others return ``no_update``.
+    """
+    deps: dict[tuple[str, str], Input | State] = {}
+    for cb in members:
+        for d in cb.inputs:
+            k = _key(d)
+            if k not in deps or (isinstance(d, Input) and isinstance(deps[k], State)):
+                deps[k] = d
+    order = list(deps)
+    outputs = [o for cb in members for o in cb.outputs]
+    bound = [(cb, cb.bind(ctx)) for cb in members]
+
+    def run(*values: Any) -> list[Any]:
+        fired = {_fired_key(p) for p in Trigger.fired_props()}
+        out: list[Any] = []
+        for cb, fn in bound:
+            n = len(cb.outputs)
+            mine = {_key(d) for d in cb.inputs if isinstance(d, Input)}
+            res: Any = [no_update] * n
+            if not fired or mine & fired:
+                try:
+                    res = fn(*(values[order.index(_key(d))] for d in cb.inputs))
+                except PreventUpdate:
+                    pass
+            out.extend(res if n > 1 else [res])
+        return out
+
+    run.__name__ = "fused_" + "_".join(cb.fn.__name__ for cb in members)
+    return outputs, [deps[k] for k in order], run
+
+
+def _fired_key(prop_id: str) -> tuple[str, str]:
+    """``("id", "prop")`` of a fired ``"id.prop"`` (a pattern id: its JSON, sorted)."""
+    cid, _, prop = prop_id.rpartition(".")
+    if cid.startswith("{"):
+        return (repr(sorted(json.loads(cid).items())), prop)
+    return (cid, prop)
 
 
 def _fresh(outputs: Sequence[Output]) -> list[Output]:

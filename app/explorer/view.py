@@ -20,7 +20,7 @@ from .records import StoreError
 if TYPE_CHECKING:
     from .context import ExplorerContext
 
-__all__ = ["Callback", "Layout", "Trigger", "View", "select_outputs"]
+__all__ = ["Callback", "Layout", "Trigger", "View", "js", "select_outputs"]
 
 # region name -> the components a view places there, in page order
 Layout = Mapping[str, Any]
@@ -45,6 +45,14 @@ class Trigger:
         trig = ctx.triggered
         return cls(ctx.triggered_id, trig[0].get("value") if trig else None)
 
+    @staticmethod
+    def fired_props() -> list[str]:
+        """``"id.prop"`` of every Input that fired the running Dash callback (none on the
+        page's first call)."""
+        from dash import ctx
+
+        return list(ctx.triggered_prop_ids)
+
     def is_type(self, kind: str) -> bool:
         """Whether a pattern-matching id of ``kind`` fired (with a truthy value: a
         component re-rendered with ``n_clicks=0`` fires too, and is no click)."""
@@ -67,6 +75,15 @@ class Callback:
     prevent_initial_call : bool
     when : callable, optional
         ``when(ctx)``: register only if true (e.g. only with a compared run).
+    clientside : str, optional
+        The same rule in JavaScript (``function (...values) {...}``, values in the order
+        of ``inputs``): the page runs it without a server round trip, and ``fn`` stays its
+        reference (unit tests). Only for callbacks that need nothing but the page's data.
+    fuse : str, optional
+        Callbacks of the same ``fuse`` group are registered as ONE Dash callback (the
+        union of their inputs, their outputs one after the other): one request and one
+        render for views that follow the same store. A member runs only when one of its
+        own Inputs fired (its outputs are left unchanged otherwise).
     """
 
     fn: Callable[..., Any]
@@ -75,6 +92,8 @@ class Callback:
     trigger: bool = False
     prevent_initial_call: bool = False
     when: Callable[[ExplorerContext], bool] | None = None
+    clientside: str | None = None
+    fuse: str | None = None
 
     def bind(self, ctx: ExplorerContext) -> Callable[..., Any]:
         """The function Dash calls: ``fn`` with ``ctx`` (and the trigger) filled in."""
@@ -131,6 +150,18 @@ class View:
     tabs: Sequence[str] = ()
     optional: bool = True
     doc: str = field(default="", compare=False)
+
+
+def js(source: str, **names: str) -> str:
+    """A clientside callback's JavaScript with ``$name`` placeholders filled in (component
+    ids from :mod:`app.explorer.ids`, so that no id is spelled twice).
+
+    >>> js('function (x) { return "$sel"; }', sel="selection")
+    'function (x) { return "selection"; }'
+    """
+    from string import Template
+
+    return Template(source).substitute(names)
 
 
 def select_outputs() -> list[Output]:

@@ -13,6 +13,7 @@ from dash import Input, Output, dcc, html
 from rnn_models.errors import StateseerError
 
 from .. import ids
+from ..page import box
 from ..palette import class_color
 from ..view import Callback, View
 from .core import active_of
@@ -86,19 +87,19 @@ def attribution_note(att, classes: Sequence[str]) -> str:
 def _controls() -> html.Div:
     return html.Div([
         html.B("Attribution "),
-        dcc.Dropdown(id=ids.ATTR_METHOD, clearable=False, value="ig", style={"width": 190},
+        box(dcc.Dropdown(id=ids.ATTR_METHOD, clearable=False, value="ig", style={"width": 190},
                      options=[{"label": "integrated gradients", "value": "ig"},
                               {"label": "gradient × input", "value": "gxi"},
                               {"label": "occlusion", "value": "occlusion"},
-                              {"label": "off", "value": "off"}]),
+                              {"label": "off", "value": "off"}]), 190),
         dcc.RadioItems(id=ids.ATTR_TARGET, inline=True, value="predicted",
                        options=[{"label": " predicted class ", "value": "predicted"},
                                 {"label": " vs runner-up", "value": "contrastive"}]),
-        dcc.Dropdown(id=ids.ATTR_LEVEL, clearable=False, value="token", style={"width": 110},
-                     options=["token", "word", "sentence", "regex"]),
-        dcc.Dropdown(id=ids.ATTR_BASELINE, clearable=False, value="pad", style={"width": 150},
+        box(dcc.Dropdown(id=ids.ATTR_LEVEL, clearable=False, value="token", style={"width": 110},
+                     options=["token", "word", "sentence", "regex"]), 110),
+        box(dcc.Dropdown(id=ids.ATTR_BASELINE, clearable=False, value="pad", style={"width": 150},
                      options=[{"label": "baseline <pad>", "value": "pad"},
-                              {"label": "baseline <unk>", "value": "unk"}]),
+                              {"label": "baseline <unk>", "value": "unk"}]), 150),
         dcc.Input(id=ids.ATTR_REGEX, type="text", placeholder="delimiter regex, e.g. [,;.]",
                   debounce=True, style={"width": 150}),
         html.Label(["intensity", dcc.Slider(id=ids.ATTR_INTENSITY, min=0.25, max=3,

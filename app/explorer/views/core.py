@@ -29,14 +29,23 @@ def active_of(active: dict[str, Any] | None
     return record_of(active.get("main")), record_of(active.get("compare"))
 
 
-def active_store(main: TraceRecord | None, compare: TraceRecord | dict | None = None
-                 ) -> dict[str, Any] | None:
-    """The ``active-trace`` store of a trace on display (and the one compared with)."""
+def active_store(main: TraceRecord | None, compare: TraceRecord | dict | None = None,
+                 pattern: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The ``active-trace`` store of a trace on display (and the one compared with);
+    ``pattern``, the selected pattern, is kept so that selecting another one shows its
+    steps on the trace."""
     if main is None:
         return None
     if isinstance(compare, TraceRecord):
         compare = compare.to_store()
-    return {"main": main.to_store(), "compare": compare}
+    return {"main": main.to_store(), "compare": compare,
+            "pattern": list(pattern["states"]) if pattern else None}
+
+
+def _changed(new: Any, current: Any, message: Any = "") -> tuple[Any, Any]:
+    """``(new, message)``, or ``no_update`` for the store when it already holds ``new``
+    (rewriting it would re-run every view that follows the trace)."""
+    return (no_update if new == current else new), message
 
 
 def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
@@ -86,17 +95,19 @@ def choose_trace(ctx, trigger: Trigger, sel, _n, pinned, text, compare_mode, cur
         unknown = [t for t, k in zip(typed.tokens, typed.known, strict=True) if not k]
         msg = f"{len(unknown)} unknown word(s): {', '.join(unknown[:8])}" if unknown else ""
         pin = pinned if pinned and record_of(pinned).key != typed.key else None
-        return active_store(typed, (row if compare_mode else None) or pin), msg
+        return active_store(typed, (row if compare_mode else None) or pin,
+                            sel.get("pattern")), msg
     main, _ = active_of(current)
     if trigger.id == ids.PINNED:
         if main is None:
             return no_update, no_update
-        return active_store(main, _other(ctx, main, pinned)), no_update
+        return _changed(active_store(main, _other(ctx, main, pinned), sel.get("pattern")),
+                        current, no_update)
     if main is not None and not main.recorded and trigger.id == ids.SELECTION and row is None:
         return no_update, no_update  # keep a typed trace when the selection changes
     if row is None:
-        return None, ""
-    return active_store(row, _other(ctx, row, pinned)), ""
+        return _changed(None, current)
+    return _changed(active_store(row, _other(ctx, row, pinned), sel.get("pattern")), current)
 
 
 VIEW = View(

@@ -25,6 +25,7 @@ from app.selection import apply_event, to_query
 from rnn_models.errors import StateseerError
 
 from .. import ids
+from ..page import box
 from ..palette import class_color, mix_color
 from ..view import Callback, Trigger, View, select_outputs
 from .core import active_of
@@ -250,15 +251,15 @@ def _controls() -> html.Div:
                                             debounce=True, style={"width": 60})]),
         dcc.Checklist(id=ids.LOOPS, options=[{"label": " self-loops", "value": "on"}],
                       value=[], inline=True),
-        html.Label(["layout ", dcc.Dropdown(id=ids.LAYOUT, options=list(LAYOUTS),
+        html.Label(["layout ", box(dcc.Dropdown(id=ids.LAYOUT, options=list(LAYOUTS),
                                             value="preset", clearable=False,
-                                            style={"width": 130})], className="inline"),
-        html.Label(["colour ", dcc.Dropdown(id=ids.COLOR_BY, value="prediction",
+                                            style={"width": 130}), 130)], className="inline"),
+        html.Label(["colour ", box(dcc.Dropdown(id=ids.COLOR_BY, value="prediction",
                                             clearable=False, style={"width": 150},
                                             options=[{"label": "by prediction",
                                                       "value": "prediction"},
                                                      {"label": "by forcing agreement",
-                                                      "value": "forcing"}])],
+                                                      "value": "forcing"}]), 150)],
                    className="inline",
                    title="colour states by their prediction mix, or by how often "
                          "predictions survive forcing them to their centroid"),
@@ -319,8 +320,9 @@ def elements(ctx, trigger: Trigger, topk, mincount, loops, layout_name, active, 
     return els, (no_update if trigger.id not in (None, ids.LAYOUT) else lay)
 
 
-def style(ctx, sel, hover_state):
-    """The stylesheet marking the selected and the hovered state."""
+def style(ctx, sel, hover_state, _current=None):
+    """The stylesheet marking the selected and the hovered state (runs in the page:
+    :data:`STYLE_JS`)."""
     return stylesheet((sel or {}).get("state"), hover_state)
 
 
@@ -376,6 +378,39 @@ def download(ctx, trigger: Trigger, _svg, _png, _dot, _json, topk, mincount, loo
     return dcc.send_bytes(blob, f"{name}-fsm.{fmt}")
 
 
+# the selection rules run in the page (app/assets/explorer.js mirrors app.selection)
+TAP_JS = """
+function (node, sel) {
+    const nu = window.dash_clientside.no_update;
+    if (!node) { return [nu, nu]; }
+    return window.stateseer.select(sel || {}, "state", parseInt(node.state, 10));
+}
+"""
+""":func:`tap` in the page."""
+
+CLEAR_JS = """
+function (_n, sel) { return window.stateseer.select(sel || {}, "clear"); }
+"""
+""":func:`clear` in the page."""
+
+STYLE_JS = """
+function (sel, hover, current) {
+    const out = (current || []).filter(r => !String(r.selector).startsWith("#s"));
+    const state = sel ? sel.state : null;
+    if (state !== null && state !== undefined) {
+        out.push({selector: "#s" + parseInt(state, 10),
+                  style: {"border-width": 6, "border-color": "#111"}});
+    }
+    if (hover !== null && hover !== undefined) {
+        out.push({selector: "#s" + parseInt(hover, 10),
+                  style: {"overlay-color": "#ff9f1c", "overlay-opacity": 0.35,
+                          "overlay-padding": 6}});
+    }
+    return out;
+}
+"""
+""":func:`style` in the page (the base stylesheet is the one the layout sets)."""
+
 VIEW = View(
     name="diagram", layout=layout, ids=(ids.DIAGRAM_PANEL, ids.HOVER_STATE),
     callbacks=(
@@ -385,17 +420,18 @@ VIEW = View(
                   Input(ids.ACTIVE_TRACE, "data"), Input(ids.COLOR_BY, "value")],
                  trigger=True),
         Callback(style, [Output(ids.DIAGRAM, "stylesheet")],
-                 [Input(ids.SELECTION, "data"), Input(ids.HOVER_STATE, "data")]),
+                 [Input(ids.SELECTION, "data"), Input(ids.HOVER_STATE, "data"),
+                  State(ids.DIAGRAM, "stylesheet")], clientside=STYLE_JS),
         Callback(edge_info, [Output(ids.EDGE_INFO, "children")],
                  [Input(ids.DIAGRAM, "mouseoverEdgeData")], prevent_initial_call=True),
         Callback(color_note, [Output(ids.COLOR_NOTE, "children")],
                  [Input(ids.COLOR_BY, "value")], prevent_initial_call=True),
         Callback(tap, select_outputs(), [Input(ids.DIAGRAM, "tapNodeData"),
                                          State(ids.SELECTION, "data")],
-                 prevent_initial_call=True),
+                 prevent_initial_call=True, clientside=TAP_JS),
         Callback(clear, select_outputs(), [Input(ids.CLEAR, "n_clicks"),
                                            State(ids.SELECTION, "data")],
-                 prevent_initial_call=True),
+                 prevent_initial_call=True, clientside=CLEAR_JS),
         Callback(download, [Output(ids.DOWNLOAD, "data")],
                  [Input(ids.DL_SVG, "n_clicks"), Input(ids.DL_PNG, "n_clicks"),
                   Input(ids.DL_DOT, "n_clicks"), Input(ids.DL_JSON, "n_clicks"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dash import Input, Output, State, dcc, html
+from dash import Input, Output, State, dcc, html, no_update
 
 from rnn_models.errors import StateseerError
 
@@ -15,7 +15,7 @@ from ..records import TraceRecord
 from ..view import Callback, Trigger, View
 from .core import active_of
 
-__all__ = ["VIEW", "force", "forced_for"]
+__all__ = ["VIEW", "force", "forced_for", "reset"]
 
 
 def forced_for(main: TraceRecord | None, forced: dict[str, Any] | None
@@ -40,10 +40,16 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
     return {"trace": panel, "stores": dcc.Store(id=ids.FORCED)}
 
 
+def reset(ctx, active, forced):
+    """A new trace drops the forced run and its note (in the same request that draws the
+    trace: no chain of callbacks)."""
+    return (None if forced is not None else no_update), ""
+
+
 def force(ctx, trigger: Trigger, _all, _step, _clear, active, step):
-    """Force every step (or the selected one); a new trace or "clear" drops the run."""
+    """Force every step (or the selected one); "clear" drops the run."""
     tr, _ = active_of(active)
-    if trigger.id in (ids.FORCE_CLEAR, ids.ACTIVE_TRACE) or tr is None:
+    if trigger.id == ids.FORCE_CLEAR or tr is None:
         return None, ""
     if not tr.tokens:
         return None, "An empty input has no hidden state to force."
@@ -66,8 +72,12 @@ def force(ctx, trigger: Trigger, _all, _step, _clear, active, step):
 VIEW = View(
     name="forcing", layout=layout, ids=(ids.FORCING_PANEL, ids.FORCED),
     callbacks=(
-        Callback(force, [Output(ids.FORCED, "data"), Output(ids.FORCE_NOTE, "children")],
+        Callback(reset, [Output(ids.FORCED, "data"), Output(ids.FORCE_NOTE, "children")],
+                 [Input(ids.ACTIVE_TRACE, "data"), State(ids.FORCED, "data")],
+                 fuse="trace"),
+        Callback(force, [Output(ids.FORCED, "data", allow_duplicate=True),
+                         Output(ids.FORCE_NOTE, "children", allow_duplicate=True)],
                  [Input(ids.FORCE_ALL, "n_clicks"), Input(ids.FORCE_STEP, "n_clicks"),
-                  Input(ids.FORCE_CLEAR, "n_clicks"), Input(ids.ACTIVE_TRACE, "data"),
+                  Input(ids.FORCE_CLEAR, "n_clicks"), State(ids.ACTIVE_TRACE, "data"),
                   State(ids.STEP, "data")], trigger=True, prevent_initial_call=True),
     ))

@@ -14,6 +14,7 @@ from app.selection import apply_event, to_query
 from rnn_models.errors import StateseerError
 
 from .. import ids
+from ..page import box
 from ..palette import mix_color
 from ..view import Callback, Trigger, View, select_outputs
 from .core import active_of
@@ -144,12 +145,12 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
     controls = html.Div([
         html.B("Nearest training contexts"),
         html.Span(" of the clicked token (default: the last one) ", className="muted"),
-        html.Label([" k ", dcc.Dropdown(id=ids.NN_K, options=[5, 8, 12, 20], value=8,
-                                        clearable=False, style={"width": 70})],
+        html.Label([" k ", box(dcc.Dropdown(id=ids.NN_K, options=[5, 8, 12, 20], value=8,
+                                        clearable=False, style={"width": 70}), 70)],
                    className="inline"),
-        html.Label([" context ± ", dcc.Dropdown(id=ids.NN_WINDOW, options=[2, 5, 10],
+        html.Label([" context ± ", box(dcc.Dropdown(id=ids.NN_WINDOW, options=[2, 5, 10],
                                                 value=5, clearable=False,
-                                                style={"width": 70})],
+                                                style={"width": 70}), 70)],
                    className="inline", title="tokens shown on each side")],
         className="nn-controls")
     near = html.Div([controls, html.Div(id=ids.NN_LIST, children=html.P(

@@ -12,6 +12,7 @@ from app.csvsafe import rows_to_csv
 from app.selection import EMPTY, apply_event, to_query
 
 from .. import ids
+from ..page import box
 from ..query import MAX_SEARCH_CHARS, InstanceQuery, query_instances
 from ..view import Callback, Trigger, View, select_outputs
 
@@ -47,12 +48,12 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
                   maxLength=MAX_SEARCH_CHARS),
         dcc.Checklist(id=ids.REGEX, options=[{"label": " regex", "value": "on"}], value=[],
                       inline=True),
-        dcc.Dropdown(id=ids.F_LABEL, options=d.classes, placeholder="label",
-                     style={"width": 110}),
-        dcc.Dropdown(id=ids.F_PRED, options=d.classes, placeholder="prediction",
-                     style={"width": 120}),
-        dcc.Dropdown(id=ids.F_CORRECT, options=["correct", "wrong"], placeholder="correct?",
-                     style={"width": 110}),
+        box(dcc.Dropdown(id=ids.F_LABEL, options=d.classes, placeholder="label",
+                     style={"width": 110}), 110),
+        box(dcc.Dropdown(id=ids.F_PRED, options=d.classes, placeholder="prediction",
+                     style={"width": 120}), 120),
+        box(dcc.Dropdown(id=ids.F_CORRECT, options=["correct", "wrong"], placeholder="correct?",
+                     style={"width": 110}), 110),
         html.Span(id=ids.FILTER_CHIPS, className="chips"),
         html.Button("CSV", id=ids.DL_TABLE, n_clicks=0, title="download the filtered table"),
     ], className="table-controls")
@@ -134,6 +135,36 @@ def table_csv(ctx, trigger: Trigger, _n, sel, search, regex, label, pred, correc
             "filename": f"{ctx.data.name}-{split}-instances.csv"}
 
 
+# the selection rules run in the page (app/assets/explorer.js mirrors app.selection)
+SELECT_ROW_JS = """
+function (cell, sel, rows) {
+    const nu = window.dash_clientside.no_update;
+    const r = cell ? cell.row : null;
+    if (r === null || r === undefined || !rows || r >= rows.length) { return [nu, nu]; }
+    return window.stateseer.select(sel || window.stateseer.EMPTY, "row",
+                                   parseInt(rows[r].index, 10));
+}
+"""
+""":func:`select_row` in the page."""
+
+SELECT_SPLIT_JS = """
+function (split, sel) {
+    const nu = window.dash_clientside.no_update;
+    sel = sel || window.stateseer.EMPTY;
+    if (split === sel.split) { return [nu, nu]; }
+    return window.stateseer.select(sel, "split", split);
+}
+"""
+""":func:`select_split` in the page."""
+
+SYNC_SPLIT_JS = """
+function (sel, current) {
+    return sel && sel.split && sel.split !== current ? sel.split
+        : window.dash_clientside.no_update;
+}
+"""
+""":func:`sync_split` in the page."""
+
 _FILTERS = (State(ids.SEARCH, "value"), State(ids.REGEX, "value"), State(ids.F_LABEL, "value"),
             State(ids.F_PRED, "value"), State(ids.F_CORRECT, "value"))
 
@@ -150,13 +181,14 @@ VIEW = View(
                   Input(ids.TABLE, "page_current"), Input(ids.TABLE, "sort_by")]),
         Callback(select_row, select_outputs(),
                  [Input(ids.TABLE, "active_cell"), State(ids.SELECTION, "data"),
-                  State(ids.TABLE, "data")], prevent_initial_call=True),
+                  State(ids.TABLE, "data")], prevent_initial_call=True,
+                 clientside=SELECT_ROW_JS),
         Callback(select_split, select_outputs(),
                  [Input(ids.SPLIT, "value"), State(ids.SELECTION, "data")],
-                 prevent_initial_call=True),
+                 prevent_initial_call=True, clientside=SELECT_SPLIT_JS),
         Callback(sync_split, [Output(ids.SPLIT, "value")],
                  [Input(ids.SELECTION, "data"), State(ids.SPLIT, "value")],
-                 prevent_initial_call=True),
+                 prevent_initial_call=True, clientside=SYNC_SPLIT_JS),
         Callback(table_csv, [Output(ids.DOWNLOAD, "data", allow_duplicate=True)],
                  [Input(ids.DL_TABLE, "n_clicks"), State(ids.SELECTION, "data"), *_FILTERS],
                  trigger=True, prevent_initial_call=True),

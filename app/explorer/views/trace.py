@@ -19,7 +19,7 @@ from abstraction.colors import text_color_on
 from .. import ids
 from ..palette import mix_color
 from ..records import TraceRecord
-from ..view import Callback, Trigger, View
+from ..view import Callback, Trigger, View, js
 from .core import active_of
 
 __all__ = ["VIEW", "click_token", "flips", "pattern_steps", "show_trace", "state_differences",
@@ -184,11 +184,11 @@ def show_trace(ctx, active, sel):
         token_strip(cmp_, classes, highlight=diff, id_type=ids.CMP_TOKEN_TYPE)]
 
 
-def click_token(ctx, trigger: Trigger, _clicks, active):
+def click_token(ctx, trigger: Trigger, _clicks, active, step=None):
     """A clicked token becomes the selected step, its state marked on the diagram; a new
-    trace resets the step."""
+    trace resets the step (runs in the page: :data:`CLICK_TOKEN_JS`)."""
     if trigger.id == ids.ACTIVE_TRACE:
-        return None, no_update
+        return (no_update if step is None else None), no_update
     if not trigger.is_type(ids.TOKEN_TYPE):
         return no_update, no_update
     t = int(trigger.id["index"])
@@ -198,14 +198,31 @@ def click_token(ctx, trigger: Trigger, _clicks, active):
     return t, state
 
 
+CLICK_TOKEN_JS = js("""
+function (_clicks, active, step) {
+    const nu = window.dash_clientside.no_update;
+    const c = window.dash_clientside.callback_context;
+    const id = c.triggered_id;
+    if (id === "$active") { return [step === null || step === undefined ? nu : null, nu]; }
+    const fired = c.triggered.length ? c.triggered[0].value : null;
+    if (!id || typeof id !== "object" || id.type !== "$token" || !fired) { return [nu, nu]; }
+    const t = parseInt(id.index, 10);
+    const states = active && active.main ? active.main.states : null;
+    return [t, states && t + 1 < states.length ? states[t + 1] : nu];
+}
+""", active=ids.ACTIVE_TRACE, token=ids.TOKEN_TYPE)
+""":func:`click_token` in the page (no server round trip)."""
+
 VIEW = View(
     name="trace_text", layout=layout, ids=(ids.TRACE_TITLE, ids.TRACE_TOKENS),
     callbacks=(
         Callback(show_trace, [Output(ids.TRACE_TITLE, "children"),
                               Output(ids.TRACE_TOKENS, "children")],
-                 [Input(ids.ACTIVE_TRACE, "data"), State(ids.SELECTION, "data")]),
+                 [Input(ids.ACTIVE_TRACE, "data"), State(ids.SELECTION, "data")],
+                 fuse="trace"),
         Callback(click_token, [Output(ids.STEP, "data"),
                                Output(ids.HOVER_STATE, "data", allow_duplicate=True)],
-                 [Input(ids.token(ALL), "n_clicks"), Input(ids.ACTIVE_TRACE, "data")],
-                 trigger=True, prevent_initial_call=True),
+                 [Input(ids.token(ALL), "n_clicks"), Input(ids.ACTIVE_TRACE, "data"),
+                  State(ids.STEP, "data")],
+                 trigger=True, prevent_initial_call=True, clientside=CLICK_TOKEN_JS),
     ))

@@ -50,7 +50,7 @@ def test_row_click_shows_that_rows_trace_record(ctx):
     assert title[0].children == f"#{main.id} "
     assert [c.children[0].children for c in strips[0].children[1:]] == list(main.tokens)
     graph = chart.show_chart(ctx, active, None)
-    assert graph.id == ids.TRACE_CHART and len(graph.figure.data) >= 1
+    assert graph.id == ids.TRACE_CHART and len(graph.figure["data"]) >= 1
     # a click on a row beyond the page does nothing
     assert table.select_row(ctx, {"row": 99}, SEL0, rows) == (no_update, no_update)
 
@@ -105,7 +105,8 @@ def test_token_click_selects_the_step_and_marks_its_state(ctx):
     main = TraceRecord.from_store(active["main"])
     step, state = trace.click_token(ctx, Trigger(ids.token(1), 1), [0, 1], active)
     assert (step, state) == (1, main.states[2])
-    assert trace.click_token(ctx, Trigger(ids.ACTIVE_TRACE), [], active) == (None, no_update)
+    assert trace.click_token(ctx, Trigger(ids.ACTIVE_TRACE), [], active, 3) == (None, no_update)
+    assert trace.click_token(ctx, Trigger(ids.ACTIVE_TRACE), [], active) == (no_update,) * 2
 
 
 def test_a_second_run_gets_a_tab_and_its_traces_are_compared(explored_run, tmp_path):

@@ -98,3 +98,52 @@ def test_component_ids_say_which_view_owns_what():
     assert {"trace-btn", "new-text"} <= REGISTRY.component_ids("input")
     for view in REGISTRY.names():  # the stores every view shares belong to none
         assert not {"selection", "active-trace", "url"} & REGISTRY.component_ids(view), view
+
+
+def test_views_left_out_are_not_in_the_page_at_all(ctx):
+    ids = _ids(_json(REGISTRY.layout(ctx, views=["table", "trace_text"])))
+    assert {"table", "trace-title", "trace-tokens", "selection", "active-trace"} <= ids
+    assert not {"diagram", "diagram-panel", "trace-chart-box", "new-text", "nn-list"} & ids
+    assert "diagram" in _ids(_json(REGISTRY.layout(ctx)))  # default: every view
+    with pytest.raises(ValueError, match="unknown views"):
+        REGISTRY.layout(ctx, views=["nope"])
+
+
+def test_what_another_optional_view_places_is_read_as_optional(ctx):
+    from app.main import create_app
+
+    app = create_app(context=ctx)
+    spec = next(c for c in app._callback_list if c["output"].startswith("..active-trace"))
+    optional = {s["id"] for s in spec["state"] + spec["inputs"] if s.get("allow_optional")}
+    assert {"new-text", "compare-mode", "pinned"} <= optional
+    assert "selection" not in optional  # the core's own store is always there
+
+
+def test_a_fuse_group_is_one_callback_that_runs_only_the_members_that_fired(ctx):
+    from app.explorer import ids
+    from app.explorer.views import core
+    from app.main import create_app
+
+    app = create_app(context=ctx)
+    key = next(k for k in app.callback_map if "trace-title.children" in k)
+    assert "trace-chart-box.children" in key and "forced.data" in key
+    active = core.active_store(ctx.data.trace_instance("test", 1))
+    outputs = [{"id": o.split(".")[0], "property": o.split(".")[1]}
+               for o in key.strip(".").split("...")]
+    inputs = [{"id": d["id"], "property": d["property"],
+               "value": active if d["id"] == ids.ACTIVE_TRACE else None}
+              for d in app.callback_map[key]["inputs"]]
+    state = [{"id": d["id"], "property": d["property"], "value": None}
+             for d in app.callback_map[key]["state"]]
+    client = app.server.test_client()
+
+    def post(changed):
+        r = client.post("/_dash-update-component", json={
+            "output": key, "outputs": outputs, "inputs": inputs, "state": state,
+            "changedPropIds": [changed]})
+        return json.loads(r.data)["response"] if r.status_code == 200 else {}
+
+    everything = post("active-trace.data")  # a new trace: title, strip and chart at once
+    assert {"trace-title", "trace-tokens", "trace-chart-box", "force-note"} <= set(everything)
+    only_chart = post("forced.data")  # a forced run: the chart only
+    assert set(only_chart) == {"trace-chart-box"}
