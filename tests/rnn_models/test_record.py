@@ -61,6 +61,7 @@ def test_provenance_and_layout(text_run, recorded):
     assert tr.step_input.shape == (tr.n_steps,)
     assert np.array_equal(tr.step_position[tr.offsets[:-1]], np.zeros(tr.n_inputs))
     assert not (run.path / "traces.tmp").exists()
+    assert [s.path.name for s in recorded.shards("train")] == ["00000"]  # one shard
 
 
 def test_empty_string_gets_head_of_h0(tomita_run):
@@ -91,7 +92,7 @@ def test_missing_or_damaged_traces(tmp_path, copy_run, text_run):
     record_run(run, splits=["val"])
     with pytest.raises(TraceError, match="was not recorded"):
         Traces(run.traces_dir)["train"]
-    (run.traces_dir / "val" / "hidden.npy").write_bytes(b"broken")
+    (run.traces_dir / "val" / "shards" / "00000" / "hidden.npy").write_bytes(b"broken")
     with pytest.raises(TraceError, match="damaged") as e:
         Traces(run.traces_dir)["val"]
     one_line(e.value)
