@@ -129,6 +129,41 @@ class ContextIndex(BaseEstimator):
             raise AbstractionError("no hidden states to index: the split is empty")
         rng = np.random.default_rng(self.random_state)
         S = np.asarray(X[sample_rows(n, self.max_fit_samples, rng)], np.float32)
+        self._fit_lists(S, n, d)
+        codes, lists = self.encode(X)
+        return self._store(codes, lists)
+
+    def fit_shards(self, refs, engine) -> ContextIndex:
+        """:meth:`fit` over the shards of a split (:mod:`abstraction.sharded`): the sample
+        drawn per shard, the projection and the lists fitted here, every shard encoded
+        by ``engine`` (in-process or Dask), the inverted lists built from the shards' codes
+        in shard order. With one shard it is :meth:`fit` on the whole split, bit for bit.
+
+        Parameters
+        ----------
+        refs : list of ShardRef
+        engine : Engine
+        """
+        from .sharded import fit_quotas, index_shard, open_ref, sample_shard
+
+        n = sum(r.n_steps for r in refs)
+        if n == 0:
+            raise AbstractionError("no hidden states to index: the split is empty")
+        quotas = fit_quotas([r.n_steps for r in refs], int(self.max_fit_samples))
+        items = [(r, int(q)) for r, q in zip(refs, quotas, strict=True) if q > 0]
+        try:
+            parts = engine.map(sample_shard, items, random_state=self.random_state)
+        except AbstractionError:
+            raise AbstractionError("hidden states contain NaN or infinity; re-record the "
+                                   "run") from None
+        S = np.concatenate([p[0] for p in parts])
+        self._fit_lists(S, n, open_ref(refs[0]).hidden.shape[1])
+        coded = engine.map(index_shard, refs, index=self)
+        return self._store(np.concatenate([c[0] for c in coded]),
+                           np.concatenate([c[1] for c in coded]))
+
+    def _fit_lists(self, S: np.ndarray, n: int, d: int) -> None:
+        """Projection and list centres from the sample ``S`` of ``n`` rows of width ``d``."""
         if not np.isfinite(S).all():
             raise AbstractionError("hidden states contain NaN or infinity; re-record the run")
         n_comp = int(min(self.n_components, d, len(S)))
@@ -141,19 +176,28 @@ class ContextIndex(BaseEstimator):
         km = MiniBatchKMeans(n_clusters=n_lists, n_init=1, batch_size=4096, max_iter=50,
                              random_state=self.random_state).fit(self.transform(S))
         self.centers_ = km.cluster_centers_.astype(np.float32)
-        codes = np.empty((n, n_comp), np.float32)
+        self.n_features_in_ = d
+
+    def encode(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """Projected codes (n, n_components) float32 and list (n,) int32 of rows ``X``,
+        read chunk by chunk."""
+        n = X.shape[0]
+        codes = np.empty((n, self.components_.shape[0]), np.float32)
         lists = np.empty(n, np.int32)
         c2 = (self.centers_ ** 2).sum(1)
         for start, block in iter_rows(X, self.chunk_size):
             z = self.transform(block)
             codes[start : start + len(z)] = z
             lists[start : start + len(z)] = (c2[None, :] - 2.0 * (z @ self.centers_.T)).argmin(1)
+        return codes, lists
+
+    def _store(self, codes: np.ndarray, lists: np.ndarray) -> ContextIndex:
+        """The inverted lists: codes in list order (stable: step order within a list)."""
         self.order_ = np.argsort(lists, kind="stable").astype(np.int64)
         self.codes_ = codes[self.order_]
         self.norms_ = np.einsum("ij,ij->i", self.codes_, self.codes_)
-        self.list_ptr_ = np.searchsorted(lists[self.order_], np.arange(n_lists + 1))
-        self.n_indexed_ = n
-        self.n_features_in_ = d
+        self.list_ptr_ = np.searchsorted(lists[self.order_], np.arange(len(self.centers_) + 1))
+        self.n_indexed_ = len(lists)
         return self
 
     def transform(self, X) -> np.ndarray:

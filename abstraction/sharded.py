@@ -44,9 +44,24 @@ from rnn_models.formats.traces import SplitTraces, Traces
 
 from .features import check_finite, sample_rows
 
-__all__ = ["PathStats", "ShardRef", "assign_shard", "assign_split", "combine_stats",
-           "fit_quotas", "fit_sharded", "fsm_from_stats", "new_states_file", "open_ref",
-           "path_stats", "sample_shard", "shard_refs", "simulate_shard", "simulate_split"]
+__all__ = [
+    "PathStats",
+    "ShardRef",
+    "assign_shard",
+    "assign_split",
+    "combine_stats",
+    "fit_quotas",
+    "fit_sharded",
+    "fsm_from_stats",
+    "index_shard",
+    "new_states_file",
+    "open_ref",
+    "path_stats",
+    "sample_shard",
+    "shard_refs",
+    "simulate_shard",
+    "simulate_split",
+]
 
 
 @dataclass(frozen=True)
@@ -434,3 +449,10 @@ def simulate_split(engine: Any, fsm: Any, refs: Sequence[ShardRef], *,
     preds = [np.concatenate([p["pred"][j] for p in parts]) if parts
              else np.zeros(0, np.int64) for j in range(len(modes))]
     return _gather(parts, "path", out), preds
+
+
+# -- the context index -----------------------------------------------------------------------
+def index_shard(ref: ShardRef, *, index: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Codes (n_steps, n_components) and inverted-list number (n_steps,) of one shard's
+    steps under a fitted :class:`~abstraction.neighbors.ContextIndex` projection."""
+    return index.encode(open_ref(ref).hidden)

@@ -300,12 +300,12 @@ def _cmd_import_traces(args: argparse.Namespace) -> int:
 
 
 def _cmd_record(args: argparse.Namespace) -> int:
+    from rnn_models.engine import record_run
     from rnn_models.factory import ModelRun
-    from rnn_models.record import record_run
 
     run = ModelRun(args.run)
     traces = record_run(run, splits=args.splits, layer=args.layer, dtype=args.dtype,
-                        batch_size=args.batch_size)
+                        batch_size=args.batch_size, cluster=args.cluster)
     if run.config.get("model", {}).get("kind") == "factory":  # no training wrote them
         run.update_metrics(**{f"{s}_accuracy": v["accuracy"]
                               for s, v in traces.meta["splits"].items()})
@@ -345,12 +345,19 @@ def _auto_states(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
 
 
 def _cmd_abstract(args: argparse.Namespace) -> int:
+    from rnn_models.engine import engine_scope
+
+    with engine_scope(args.cluster) as engine:  # one cluster for every step
+        return _abstract(args, engine)
+
+
+def _abstract(args: argparse.Namespace, engine: Any) -> int:
     from abstraction.pipeline import abstract_run
 
     n_states, auto = args.states, None
     if n_states == "auto":
         n_states, auto = _auto_states(args)
-    ab = abstract_run(args.run, n_states=n_states, layer=args.layer,
+    ab = abstract_run(args.run, n_states=n_states, layer=args.layer, cluster=engine,
                       **_abstraction_params(args))
     keys = ("n_states", "label_fidelity", "simulation_fidelity", "state_purity",
             "state_coverage", "transition_coverage", "evaluated_on", "seconds")
@@ -366,33 +373,33 @@ def _cmd_abstract(args: argparse.Namespace) -> int:
         out["auto"] = {"cap": auto["cap"], "reason": auto["reason"]}
     if not args.no_forcing:
         try:
-            out["forcing_agreement"] = _forcing(args.run)["forcing_agreement"]
+            out["forcing_agreement"] = _forcing(args.run, cluster=engine)["forcing_agreement"]
         except StateseerError as exc:  # e.g. a run of a user's own model: abstraction stays
             print(f"stateseer: note: state forcing skipped ({exc})", file=sys.stderr)
     if not args.no_index:
-        _index(args.run)
+        _index(args.run, engine)
     print(json.dumps(out))
     return 0
 
 
-def _forcing(run: str, split: str = "test") -> dict:
+def _forcing(run: str, split: str = "test", cluster: Any = None) -> dict:
     from .workflows.forcing import measure_forcing
 
-    return measure_forcing(run, split=split)
+    return measure_forcing(run, split=split, cluster=cluster)
 
 
-def _index(run: str) -> None:
+def _index(run: str, cluster: Any = None) -> None:
     from rnn_models.run import Run
     from rnn_models.traces import Traces
 
     from .workflows.contexts import context_index
 
     r = Run(run)
-    context_index(r, Traces(r.traces_dir))
+    context_index(r, Traces(r.traces_dir), cluster=cluster)
 
 
 def _cmd_force(args: argparse.Namespace) -> int:
-    figs = _forcing(args.run, args.split)
+    figs = _forcing(args.run, args.split, args.cluster)
     per = figs["forcing"].get("per_state", {})
     worst = sorted(per.items(), key=lambda kv: kv[1]["agreement"])[:5]
     print(json.dumps({"forcing_agreement": figs["forcing_agreement"],
@@ -452,7 +459,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     import time
 
     t0 = time.perf_counter()
-    _index(args.run)
+    _index(args.run, args.cluster)
     print(json.dumps({"index": f"{args.run}/index/train.contexts.npz",
                       "seconds": round(time.perf_counter() - t0, 2)}))
     return 0
@@ -656,7 +663,15 @@ def _add_record(sub: Any) -> None:
     r.add_argument("--dtype", choices=("float32", "float16"), default="float32",
                    help="storage type of the hidden states")
     r.add_argument("--batch-size", type=_positive_int, default=256, help="inputs per batch")
+    _add_cluster(r)
     r.set_defaults(func=_cmd_record)
+
+
+def _add_cluster(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cluster", metavar="ADDRESS", default=None,
+                   help="run the per-shard work on Dask: local, local:N (N worker "
+                   "processes) or tcp://HOST:PORT (a running `dask scheduler`); default "
+                   "$STATESEER_CLUSTER, else this process")
 
 
 def _add_abstraction_options(a: argparse.ArgumentParser) -> None:
@@ -689,6 +704,7 @@ def _add_abstract(sub: Any) -> None:
                    help="skip the state-forcing figures (they need the model)")
     a.add_argument("--no-index", action="store_true",
                    help="skip building the nearest-context index")
+    _add_cluster(a)
     a.set_defaults(func=_cmd_abstract)
 
 
@@ -710,6 +726,7 @@ def _add_force_compare_index(sub: Any) -> None:
                        "hidden states are replaced by their state's centroid")
     f.add_argument("run", help="run directory")
     f.add_argument("--split", default="test", choices=SPLITS, help="split to force")
+    _add_cluster(f)
     f.set_defaults(func=_cmd_force)
 
     c = sub.add_parser("compare", help="match the states of two runs on the same data and "
@@ -724,6 +741,7 @@ def _add_force_compare_index(sub: Any) -> None:
 
     ix = sub.add_parser("index", help="build the nearest-training-context index of a run")
     ix.add_argument("run", help="run directory")
+    _add_cluster(ix)
     ix.set_defaults(func=_cmd_index)
 
 

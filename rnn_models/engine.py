@@ -32,7 +32,8 @@ from .formats.engine import (
 )
 
 __all__ = ["ENV", "ClusterError", "DaskEngine", "Engine", "SerialEngine", "engine_scope",
-           "open_engine", "parse_address", "tree_reduce", "worker_model", "worker_threads"]
+           "open_engine", "parse_address", "record_run", "tree_reduce", "worker_model",
+           "worker_threads"]
 
 _MODELS: dict[str, tuple[str, Any]] = {}
 
@@ -79,3 +80,48 @@ def worker_model(run_path: str | Path, model_sha: str | None = None) -> Any:
     model = ModelRun(run_path).load_model()
     _MODELS[key] = (model_sha or "", model)
     return model
+
+
+def _with_threads(fn: Any, item: Any) -> Any:
+    """``fn(item)`` with torch set to the worker's threads (once per process)."""
+    threads = worker_threads()
+    if threads and not _THREADS_SET:
+        import torch
+
+        torch.set_num_threads(threads)
+        _THREADS_SET.append(threads)
+    return fn(item)
+
+
+_THREADS_SET: list[int] = []
+
+
+def cluster_map(engine: Engine) -> Any:
+    """A ``map``-like callable that runs on ``engine`` (for ``record_run(map_fn=...)``),
+    torch set to each worker's thread count."""
+    from functools import partial
+
+    def map_fn(fn: Any, items: Any) -> list[Any]:
+        return engine.map(partial(_with_threads, fn), list(items))
+
+    return map_fn
+
+
+def record_run(run: Any, *, cluster: str | Engine | None = None, **kwargs: Any) -> Any:
+    """:func:`rnn_models.record.record_run` with its shards recorded on ``cluster``.
+
+    Parameters
+    ----------
+    run : Run, str or Path
+    cluster : str or Engine, optional
+        ``local``, ``local:N``, ``tcp://HOST:PORT`` or an open engine (default:
+        ``$STATESEER_CLUSTER``, else in this process).
+    **kwargs
+        As for :func:`rnn_models.record.record_run` (``shard_size`` ...).
+    """
+    from .record import record_run as record
+
+    with engine_scope(cluster) as engine:
+        if not engine.is_cluster:
+            return record(run, **kwargs)
+        return record(run, map_fn=cluster_map(engine), **kwargs)

@@ -31,11 +31,14 @@ def _index_paths(run: Run) -> tuple[Path, Path]:
     return d / "train.contexts.npz", d / "train.contexts.json"
 
 
-def context_index(run: Run, traces: Traces, *, build: bool = True) -> ContextIndex | None:
+def context_index(run: Run, traces: Traces, *, build: bool = True,
+                  cluster: Any = None) -> ContextIndex | None:
     """The nearest-context index over the run's training steps (built once, then read).
 
     Rebuilt when the traces were re-recorded (another model or size). ``None`` when
-    ``build`` is false and no up-to-date index exists.
+    ``build`` is false and no up-to-date index exists. The training shards are encoded
+    in this process or on ``cluster`` (``local``, ``local:N``, ``tcp://HOST:PORT`` or an
+    open engine; default ``$STATESEER_CLUSTER``), with the same index either way.
     """
     npz, meta_path = _index_paths(run)
     train = traces["train"]
@@ -56,7 +59,11 @@ def context_index(run: Run, traces: Traces, *, build: bool = True) -> ContextInd
     if train.n_steps == 0:
         raise StateseerError("the training split has no steps to index")
     t0 = time.perf_counter()
-    index = ContextIndex().fit(train.hidden)
+    from abstraction.sharded import shard_refs
+    from rnn_models.engine import engine_scope
+
+    with engine_scope(cluster) as engine:
+        index = ContextIndex().fit_shards(shard_refs(traces, "train"), engine)
     try:
         npz.parent.mkdir(parents=True, exist_ok=True)
         index.save(npz)

@@ -97,12 +97,27 @@ def _batches(tr: SplitTraces, idx: np.ndarray, batch_size: int) -> Iterator[tupl
 def _per_state(model: Any, ab: Abstraction, centroids: np.ndarray, tr: SplitTraces,
                layer: int, batch_size: int) -> dict[str, dict[str, Any]]:
     """Agreement when only state ``s`` is forced, over the inputs whose path visits ``s``."""
-    from rnn_models.forcing import forced_run
-
     if tr.name not in ab.states:
         raise StateseerError(f"the abstraction has no states for split {tr.name!r}; "
                              "re-run `stateseer abstract`")
-    states = ab.states[tr.name]
+    n, good = _per_state_counts(model, ab, centroids, tr, ab.states[tr.name], layer,
+                                batch_size)
+    return _per_state_doc(n, good)
+
+
+def _per_state_doc(n: np.ndarray, good: np.ndarray) -> dict[str, dict[str, Any]]:
+    return {str(s): {"n_inputs": int(n[s]), "agreement": round(float(good[s] / n[s]), 4)}
+            for s in np.flatnonzero(n)}
+
+
+def _per_state_counts(model: Any, ab: Abstraction, centroids: np.ndarray, tr: SplitTraces,
+                      states: np.ndarray, layer: int, batch_size: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Per FSM state: inputs of ``tr`` visiting it, and how many of them survive forcing
+    it alone; shapes (n_fsm_states,). ``states`` (n_steps,) are ``tr``'s FSM states."""
+    from rnn_models.forcing import forced_run
+
+    states = np.asarray(states)
     # inputs visiting each state, from the (state, input) pairs of every step
     pairs = np.unique(states.astype(np.int64) * tr.n_inputs + tr.step_input)
     # all (input, state) experiments in one set of batches: row b forces state st[b]
@@ -116,8 +131,7 @@ def _per_state(model: Any, ab: Abstraction, centroids: np.ndarray, tr: SplitTrac
         ok[b] = r.predictions == tr.predictions[inp[b]]
     n = np.bincount(st, minlength=ab.fsm.n_states)
     good = np.bincount(st, weights=ok, minlength=ab.fsm.n_states)
-    return {str(s): {"n_inputs": int(n[s]), "agreement": round(float(good[s] / n[s]), 4)}
-            for s in np.flatnonzero(n)}
+    return n, good
 
 
 def forcing_survival(model: Any, ab: Abstraction, centroids: np.ndarray, tr: SplitTraces,
@@ -178,18 +192,79 @@ def forcing_figures(model: Any, ab: Abstraction, centroids: np.ndarray, tr: Spli
     return out
 
 
+def _force_shard(item: tuple[Any, np.ndarray], *, run: str, model_sha: str | None,
+                 ab: Abstraction, centroids: np.ndarray, layer: int, per_state: bool,
+                 batch_size: int, model: Any = None) -> dict[str, Any]:
+    """Forcing figures of one shard (``item``: its ShardRef and its FSM states); the model
+    is ``model`` or the one loaded once per worker process."""
+    from abstraction.sharded import open_ref
+    from rnn_models.engine import worker_model
+
+    ref, states = item
+    model = model if model is not None else worker_model(run, model_sha)
+    tr = open_ref(ref)
+    out: dict[str, Any] = {"survived": forcing_survival(model, ab, centroids, tr, layer=layer,
+                                                        batch_size=batch_size)}
+    if per_state:
+        out["per_state"] = _per_state_counts(model, ab, centroids, tr, states, layer,
+                                             batch_size * 4)
+    return out
+
+
+def _forcing_on_shards(engine: Any, run: Run, traces: Traces, ab: Abstraction,
+                       centroids: np.ndarray, split: str, per_state: bool,
+                       batch_size: int = 512) -> dict[str, Any]:
+    """:func:`forcing_figures` mapped over the shards of ``split`` on ``engine`` (in-process
+    or Dask, the same figures), the per-state counts summed."""
+    from abstraction.pipeline import Abstraction as Ab
+    from abstraction.sharded import shard_refs
+
+    t0 = time.perf_counter()
+    if split not in ab.states:
+        raise StateseerError(f"the abstraction has no states for split {split!r}; "
+                             "re-run `stateseer abstract`")
+    refs = shard_refs(traces, split)
+    states = ab.states[split]
+    items = [(r, np.asarray(states[r.step_start:r.step_stop])) for r in refs]
+    light = Ab(abstractor=ab.abstractor, fsm=ab.fsm, states={}, simulated={})
+    shared = {"run": str(run.path), "model_sha": traces.meta.get("model_sha256"),
+              "ab": light, "centroids": centroids, "layer": traces.meta.get("layer", -1),
+              "per_state": per_state, "batch_size": batch_size}
+    if not engine.is_cluster:
+        shared["model"] = load_model(run)
+    parts = engine.map(_force_shard, items, **shared)
+    survived = np.concatenate([p["survived"] for p in parts])
+    out: dict[str, Any] = {
+        "forcing_agreement": float(survived.mean()) if len(survived) else 1.0}
+    details: dict[str, Any] = {"split": split, "n_inputs": len(survived),
+                               "every_step": out["forcing_agreement"]}
+    if per_state:
+        n, good = engine.reduce(lambda a, b: (a[0] + b[0], a[1] + b[1]),
+                                [p["per_state"] for p in parts])
+        details["per_state"] = _per_state_doc(n, good)
+    details["seconds"] = round(time.perf_counter() - t0, 2)
+    out["forcing"] = details
+    return out
+
+
 def measure_forcing(run_dir: str | Path, *, split: str = "test", per_state: bool = True,
-                    save: bool = True) -> dict[str, Any]:
-    """:func:`forcing_figures` for a run, merged into ``metrics.json["abstraction"]``."""
+                    save: bool = True, cluster: Any = None) -> dict[str, Any]:
+    """:func:`forcing_figures` for a run, merged into ``metrics.json["abstraction"]``.
+
+    The split's shards are forced one task each, in this process or on ``cluster``
+    (``local``, ``local:N``, ``tcp://HOST:PORT`` or an open engine; default
+    ``$STATESEER_CLUSTER``); workers load the model once each. Same figures either way.
+    """
+    from rnn_models.engine import engine_scope
+
     run = Run(run_dir)
     traces = Traces(run.traces_dir)
     ab = Abstraction.load(run.abstraction_dir)
     if split not in traces:
         raise StateseerError(f"split {split!r} was not recorded; record it first")
-    model = load_model(run)
-    cent = load_centroids(run, ab, traces)
-    figs = forcing_figures(model, ab, cent, traces[split], layer=traces.meta.get("layer", -1),
-                           per_state=per_state)
+    with engine_scope(cluster) as engine:
+        cent = load_centroids(run, ab, traces)
+        figs = _forcing_on_shards(engine, run, traces, ab, cent, split, per_state)
     if save:
         m = run.metrics()
         prev = m.get("abstraction") if isinstance(m, dict) else None
