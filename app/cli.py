@@ -305,7 +305,8 @@ def _cmd_record(args: argparse.Namespace) -> int:
 
     run = ModelRun(args.run)
     traces = record_run(run, splits=args.splits, layer=args.layer, dtype=args.dtype,
-                        batch_size=args.batch_size, cluster=args.cluster)
+                        batch_size=args.batch_size, cluster=args.cluster,
+                        shard_size=args.shard_size)
     if run.config.get("model", {}).get("kind") == "factory":  # no training wrote them
         run.update_metrics(**{f"{s}_accuracy": v["accuracy"]
                               for s, v in traces.meta["splits"].items()})
@@ -663,6 +664,9 @@ def _add_record(sub: Any) -> None:
     r.add_argument("--dtype", choices=("float32", "float16"), default="float32",
                    help="storage type of the hidden states")
     r.add_argument("--batch-size", type=_positive_int, default=256, help="inputs per batch")
+    r.add_argument("--shard-size", type=_positive_int, default=None,
+                   help="inputs per trace shard (default: $STATESEER_SHARD_SIZE, else 65,536: "
+                        "one shard for ordinary runs); the layout never depends on the workers")
     _add_cluster(r)
     r.set_defaults(func=_cmd_record)
 

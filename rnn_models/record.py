@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 import json
+import os
 import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -430,8 +431,9 @@ def record_run(
         Use this model instead of loading the run's (in-process recording only: jobs
         handed to ``map_fn`` build theirs from the run directory).
     shard_size : int, optional
-        Inputs per shard (default :data:`~rnn_models.formats.traces.DEFAULT_SHARD_SIZE`,
-        one shard for ordinary runs). The layout depends on this and the data only.
+        Inputs per shard (default ``$STATESEER_SHARD_SIZE``, else
+        :data:`~rnn_models.formats.traces.DEFAULT_SHARD_SIZE`, one shard for ordinary
+        runs). The layout depends on this and the data only.
     map_fn : callable, optional
         ``map_fn(record_job, jobs)`` with the signature of the builtin :func:`map`; it
         must call :func:`record_job` once per :class:`ShardJob` (anywhere, in any order,
@@ -446,6 +448,8 @@ def record_run(
     """
     if dtype not in DTYPES:
         raise DataError(f"unknown --dtype {dtype!r}; choose float32 or float16")
+    if shard_size is None:
+        shard_size = _env_shard_size()
     if shard_size is not None and (isinstance(shard_size, bool)
                                    or not isinstance(shard_size, (int, np.integer))
                                    or shard_size < 1):
@@ -493,6 +497,18 @@ def record_run(
     atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=2))  # written last
     _swap_in(tmp, run.traces_dir)
     return Traces(run.traces_dir)
+
+
+def _env_shard_size() -> int | None:
+    """``$STATESEER_SHARD_SIZE`` as a number of inputs (None when unset)."""
+    text = os.environ.get("STATESEER_SHARD_SIZE", "").strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise DataError(f"STATESEER_SHARD_SIZE={text!r} is not a number of inputs; set a "
+                        "positive integer or unset it") from None
 
 
 def _extend_surface(token_lists: Iterable[Sequence[str]], table: dict[str, int]) -> None:
