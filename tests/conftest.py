@@ -97,6 +97,22 @@ def analysed_run(tmp_path_factory, explored_run) -> Path:
     return dst
 
 
+@pytest.fixture(scope="session")
+def dask_client():
+    """A ``distributed.Client`` on one ``LocalCluster(n_workers=2, threads_per_worker=1,
+    processes=True)`` shared by the session's cluster tests (tests/test_distributed.py)."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=None, silence_logs=logging.ERROR)
+    client = Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
 def pytest_collection_modifyitems(config, items):
     """Group tests for pytest-xdist (``make test`` runs two workers, ``--dist loadgroup``):
     a test file stays on one worker, so its module fixtures are built once, and every test
