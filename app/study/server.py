@@ -427,7 +427,8 @@ def serve_study(study_file: str | Path, *, db: str | Path | None = None,
     app = create_study_app(study, db=db, admin_token=admin_token,
                            allowed_hosts=allowed_hosts, bind_host=host)
     sc = app.study_context
-    warnings = [bind_warning(host, "the study server")]
+    warnings = [bind_warning(host, "the study server"  # the one bind warning
+                             + (" (and its admin token)" if admin_token else ""))]
     if sc.log.digest_changed:
         warnings.append(f"stateseer: warning: the conditions or tasks of study {study.id!r} "
                         f"changed since {db} was created; answers before and after may not "

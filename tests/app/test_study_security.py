@@ -503,6 +503,28 @@ def test_binding_beyond_loopback_warns():
     assert "plain HTTP" in one_line(StudyError(msg)) and "HTTPS" in msg
 
 
+def test_study_beyond_loopback_warns_once(explored_run, tmp_path, monkeypatch, capsys):
+    import signal
+    import socket
+
+    from dash import Dash
+
+    from app.cli import main
+
+    monkeypatch.setattr(Dash, "run", lambda self, **kw: None)  # do not serve
+    monkeypatch.setattr(signal, "signal", lambda *a: None)
+    monkeypatch.setattr(socket, "getfqdn", lambda *a: "lab.example.org")
+    study = tmp_path / "study.json"
+    study.write_text(json.dumps(_doc(explored_run)))
+    argv = ["study", str(study), "--host", "0.0.0.0", "--db", str(tmp_path / "s.sqlite")]
+    assert main([*argv, "--admin-token", TOKEN]) == 0
+    err = capsys.readouterr().err
+    assert err.count("listens on 0.0.0.0") == 1 and "(and its admin token)" in err
+    assert main(argv) == 0  # no admin token: still one warning, without the token note
+    err = capsys.readouterr().err
+    assert err.count("listens on 0.0.0.0") == 1 and "admin token" not in err
+
+
 def test_parse_ids_refuses_non_ascii_digits():
     from app.study.answers import parse_ids
 
