@@ -3,9 +3,16 @@
 ``pca``     PCA of the hidden state (DeepSeer).
 ``margin``  the classifier's own logit differences, read exactly from the recorded
             intermediate predictions, plus the main directions of the hidden state
-            orthogonal to the head, all standardised. It keeps the sentiment "level" an
-            RNN accumulates as one axis, which makes the FSM's transitions far more
-            predictable from tokens alone.
+            orthogonal to the head (``n_components`` of them per logit difference), all
+            standardised, the logit differences then weighted by :data:`MARGIN_WEIGHT`.
+            It keeps the sentiment "level" an RNN accumulates as one axis, which makes
+            the FSM's transitions far more predictable from tokens alone.
+
+Why one residual axis per logit difference and a margin weight of 0.5: measured on the
+validation splits of the Rotten Tomatoes LSTM (2 classes) and its 3-class variant
+(40 states, probabilistic simulation), the FSM alone agrees with the RNN at 0.864 → 0.880
+(RT) and 0.748 → 0.865 (3 classes) against one residual axis at weight 1; no residual
+axis at all falls to 0.71, more axes than logit differences lose again (0.80 / 0.82).
 
 :func:`iter_rows` reads memory-mapped hidden states chunk by chunk (and releases the pages
 behind it), so millions of steps are abstracted without being loaded whole.
@@ -18,10 +25,12 @@ from sklearn.decomposition import PCA
 
 from .errors import AbstractionError
 
-__all__ = ["FEATURES", "Projection", "as_2d", "check_finite", "iter_rows", "log_ratios",
-           "nearest", "sample_rows"]
+__all__ = ["FEATURES", "MARGIN_WEIGHT", "Projection", "as_2d", "check_finite", "iter_rows",
+           "log_ratios", "nearest", "sample_rows"]
 
 FEATURES = ("margin", "pca")
+MARGIN_WEIGHT = 0.5
+"""Weight of the standardised logit differences against the standardised residual axes."""
 
 
 def as_2d(X, name: str = "hidden states") -> np.ndarray:
@@ -94,8 +103,10 @@ class Projection:
 
     ``pca``     PCA of the hidden state (DeepSeer): ``(h - mean) @ components.T``.
     ``margin``  the classifier's logit differences (from the intermediate predictions) and
-                the top principal axes of ``h`` orthogonal to the head's directions, each
-                divided by its standard deviation on the fitting sample.
+                the top principal axes of ``h`` orthogonal to the head's directions (the
+                fit's ``n_components`` per logit difference), each divided by its standard
+                deviation on the fitting sample; the logit differences are then weighted by
+                ``margin_weight``.
     """
 
     def __init__(self, kind: str, arrays: dict[str, np.ndarray]) -> None:
@@ -108,7 +119,12 @@ class Projection:
 
     @classmethod
     def fit(cls, kind: str, S: np.ndarray, P: np.ndarray | None, n_components: int,
-            random_state: int | None) -> Projection:
+            random_state: int | None, *, margin_weight: float = MARGIN_WEIGHT) -> Projection:
+        """Fit the space on hidden states ``S`` (n, d) and predictions ``P`` (n, C).
+
+        ``n_components``: PCA dimensions (``pca``), or residual axes per logit difference
+        (``margin``: ``n_components * (C - 1)`` in all, at most ``d - (C - 1)``).
+        """
         if kind == "pca":
             n = int(min(n_components, S.shape[1], len(S)))
             pca = PCA(n_components=n, svd_solver="covariance_eigh",
@@ -125,7 +141,7 @@ class Projection:
         head = np.linalg.solve(G, A.T @ L)[:-1].T              # (C-1, d): head directions
         Q, _ = np.linalg.qr(head.T)                           # orthonormal basis of their span
         R = S - (S @ Q) @ Q.T
-        n = int(min(n_components, S.shape[1] - Q.shape[1], len(S)))
+        n = int(min(n_components * L.shape[1], S.shape[1] - Q.shape[1], len(S)))
         if n > 0:
             pca = PCA(n_components=n, svd_solver="covariance_eigh",
                       random_state=random_state).fit(R)
@@ -135,6 +151,9 @@ class Projection:
         raw = np.column_stack([L, (S - mean) @ comps.T])
         scale = raw.std(axis=0)
         scale[scale == 0] = 1.0
+        if not margin_weight > 0:
+            raise AbstractionError(f"margin_weight must be positive, not {margin_weight}")
+        scale[:L.shape[1]] /= margin_weight  # transform divides by scale
         return cls("margin", {"mean": mean, "components": comps, "scale": scale,
                               "head": head})
 
