@@ -1,0 +1,112 @@
+"""Crash safety of run directories (issue 14, M2).
+
+A reduced run of ``benchmarks/kill_points.py`` on a 120-string Tomita-1 run: SIGKILL at
+every write point of ``record``, ``abstract`` and ``train --force`` that touches a path a
+reader opens, and at two other points of each, then the run must load in its old or its
+new state, commands on it must not crash and a rerun must succeed. The directory swap it
+relies on (:func:`rnn_models.formats.atomic.swap_dir`) is tested directly too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="the kill-point launcher forks and reads /proc")
+
+
+def _tree(path: Path) -> dict[str, str]:
+    return {str(p.relative_to(path)): p.read_text() for p in sorted(path.rglob("*"))
+            if p.is_file()}
+
+
+def test_swap_dir_exchanges_a_directory_whole(tmp_path):
+    from rnn_models.formats.atomic import swap_dir
+
+    target, new = tmp_path / "traces", tmp_path / "traces.tmp"
+    (target / "a").mkdir(parents=True)
+    (target / "meta.json").write_text("old")
+    (target / "a" / "x.npy").write_text("old x")
+    new.mkdir()
+    (new / "meta.json").write_text("new")
+    assert swap_dir(new, target) == target
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["traces"]
+    assert _tree(target) == {"meta.json": "new"}
+    new.mkdir()
+    (new / "meta.json").write_text("newer")
+    target.rename(tmp_path / "gone")  # no target yet: a plain rename
+    swap_dir(new, target)
+    assert _tree(target) == {"meta.json": "newer"}
+
+
+def test_swap_dir_without_an_atomic_exchange_renames_aside(tmp_path, monkeypatch):
+    from rnn_models.formats import atomic
+
+    monkeypatch.setattr(atomic, "_exchange", lambda a, b: False)  # e.g. not Linux
+    target, new = tmp_path / "abstraction", tmp_path / "abstraction.tmp"
+    target.mkdir()
+    (target / "meta.json").write_text("old")
+    (tmp_path / "abstraction.old").mkdir()  # left by an earlier crash
+    new.mkdir()
+    (new / "meta.json").write_text("new")
+    atomic.swap_dir(new, target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["abstraction"]
+    assert _tree(target) == {"meta.json": "new"}
+
+
+@linux_only
+def test_train_force_swaps_the_run_in_and_keeps_the_users_files(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from kill_points import tomita1_csv
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from rnn_models.loading import load_model
+    from rnn_models.train import TrainConfig, train_run
+
+    data = f"csv:{tomita1_csv(tmp_path / 'tomita1.csv')}"
+    cfg = dict(dataset=data, arch="gru", epochs=1, embed=4, hidden=3, tokenizer="char")
+    run = train_run(TrainConfig(**cfg, seed=0), tmp_path / "run", progress=False)
+    (run.path / "notes.txt").write_text("mine")
+    (run.path / "exports").mkdir()
+    (run.path / "exports" / "fsm.dot").write_text("digraph {}")
+    for derived in ("traces", "abstraction", "index"):
+        (run.path / derived).mkdir()
+        (run.path / derived / "meta.json").write_text("{}")
+    old_model = run.model_path.read_bytes()
+    train_run(TrainConfig(**cfg, seed=1), run.path, force=True, progress=False)
+    names = sorted(p.name for p in run.path.iterdir())
+    assert names == ["config.json", "exports", "metrics.json", "model.pt", "notes.txt",
+                     "vocab.json"]  # the old model's traces, abstraction and index are gone
+    assert (run.path / "notes.txt").read_text() == "mine"
+    assert (run.path / "exports" / "fsm.dot").read_text() == "digraph {}"
+    assert run.model_path.read_bytes() != old_model
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "tomita1.csv"]  # no temps
+    load_model(run.path)
+
+
+@linux_only
+def test_a_kill_at_a_write_point_leaves_the_old_or_the_new_run(tmp_path):
+    out = tmp_path / "kill_points.json"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "kill_points.py"), "--sample", "2",
+         "--quiet", "--json", str(out)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=1800)
+    assert out.exists(), proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    by_command = {r["command"].split()[0]: r for r in result["commands"]}
+    assert set(by_command) == {"record", "abstract", "train"}
+    for name, r in by_command.items():
+        assert r["write_points"] >= 10, name  # every file, rename, fsync ... is a point
+        assert r["checked"] >= 3 and r["old"] >= 1 and r["new"] >= 1, (name, r)
+        assert r["corrupt"] == 0, (name, [f["problems"] for f in r["failures"]])
+    assert proc.returncode == 0 and json.loads(proc.stdout.splitlines()[-1])["corrupt"] == 0
