@@ -110,7 +110,29 @@ class Registry:
                 parts = _as_list(parts)
                 _check_owned(view, parts)
                 regions[region].extend(parts)
-        return page(ctx, regions)
+        out = page(ctx, regions)
+        if shown is not None:
+            out.children = [*out.children, *self._placeholders(ctx, out)]
+        return out
+
+    def _placeholders(self, ctx: ExplorerContext, layout: Any) -> list[Any]:
+        """Empty hidden components for the outputs, on views left out, of callbacks that
+        also update a component on the page (Dash refuses a callback whose outputs are
+        only partly in the page). They hold nothing until such a callback writes them."""
+        from dash import dcc, html
+
+        present = {getattr(c, "id", None) for c in _walk(layout)}
+        groups: dict[Any, list[Output]] = {}  # per Dash callback (a fuse group is one)
+        for n, (_view, cb) in enumerate(self.callbacks(ctx)):
+            groups.setdefault(cb.fuse or n, []).extend(cb.outputs)
+        missing: dict[str, str] = {}
+        for outputs in groups.values():
+            outs = [(o.component_id, o.component_property) for o in outputs
+                    if isinstance(o.component_id, str)]
+            if any(i in present for i, _ in outs):
+                missing.update((i, prop) for i, prop in outs if i not in present)
+        return [dcc.Store(id=i) if prop == "data" else html.Div(id=i, hidden=True)
+                for i, prop in missing.items()]
 
     # -- callbacks ----------------------------------------------------------------------------
     def callbacks(self, ctx: ExplorerContext | None = None) -> Iterator[tuple[View, Callback]]:
@@ -168,6 +190,14 @@ class Registry:
             own |= cb.ids()
         shared = set().union(*(v.ids for v in self.views if not v.optional))
         return frozenset(own if not view.optional else own - shared)
+
+
+def _walk(c: Any) -> Iterator[Any]:
+    """A component and every component under it."""
+    yield c
+    for k in _as_list(getattr(c, "children", None)):
+        if hasattr(k, "to_plotly_json"):
+            yield from _walk(k)
 
 
 def _check_owned(view: View, parts: list[Any]) -> None:

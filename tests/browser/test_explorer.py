@@ -123,6 +123,31 @@ def test_select_row_shows_trace_chart_and_path(dash_duo, explored_run):
     assert dash_duo.get_logs() == []
 
 
+def test_a_page_with_some_views_left_out_works_without_them(dash_duo, explored_run):
+    """Registry.layout(views=...): the views left out are not in the page; the callbacks
+    that read their components get None and nothing fails."""
+    from dash import Dash
+
+    from app.explorer.context import ExplorerContext
+    from app.explorer.registry import REGISTRY
+    from app.main import ASSETS, initial_selection
+
+    ctx = ExplorerContext.load(explored_run)
+    app = Dash(__name__, assets_folder=str(ASSETS), suppress_callback_exceptions=True)
+    app.layout = lambda: REGISTRY.layout(ctx, initial_selection(ctx, ""),
+                                         views=["table", "trace_text", "trace_chart"])
+    REGISTRY.register(app, ctx)
+    dash_duo.start_server(app)
+    dash_duo.wait_for_element("#table td", timeout=20)
+    for absent in ("#diagram", "#new-text", "#forcing-panel", "#nn-list", "#state-card"):
+        assert not dash_duo.driver.find_elements(By.CSS_SELECTOR, absent), absent
+    dash_duo.find_element('#table td[data-dash-column="text"]').click()
+    dash_duo.wait_for_element("#trace-tokens .chip", timeout=10)
+    dash_duo.wait_for_element("#trace-chart .scatterlayer .trace", timeout=10)
+    assert "row=" in dash_duo.driver.current_url
+    assert dash_duo.get_logs() == []
+
+
 def test_typed_input_draws_its_path_and_names_unknown_words(dash_duo, explored_run):
     _start(dash_duo, explored_run)
     dash_duo.find_element("#new-text").send_keys("a zorblaxian and truly moving film")
