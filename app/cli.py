@@ -325,7 +325,7 @@ def _has_predictions(run: str) -> bool:
 
 def _abstraction_params(args: argparse.Namespace) -> dict[str, Any]:
     params = {"method": args.method, "pca": args.pca, "features": args.features,
-              "fallback": args.fallback,
+              "fallback": args.fallback, "simulation": args.simulation,
               "split_by_prediction": not args.no_split_by_prediction,
               "random_state": args.seed}
     if not _has_predictions(args.run) and (params["features"] == "margin"
@@ -472,9 +472,11 @@ def _cmd_extract_dfa(args: argparse.Namespace) -> int:
     except ImportError:  # before the move out of abstraction
         from abstraction.exporting import extract_run_dfa
 
-    dfa = extract_run_dfa(args.run, max_states=args.max_states, random_state=args.seed)
+    dfa = extract_run_dfa(args.run, max_states=args.max_states, random_state=args.seed,
+                          examples=args.examples, states=args.states)
     keys = ("n_states", "n_states_before_minimisation", "seconds", "budget_exhausted",
-            "agreement", "agreement_le12", "grammar_agreement_le12", "minimal_size_match")
+            "agreement", "agreement_le12", "grammar_agreement_le12", "minimal_size_match",
+            "examples")
     print(json.dumps({k: dfa.report.get(k) for k in keys if k in dfa.report}))
     return 0
 
@@ -688,6 +690,10 @@ def _add_abstraction_options(a: argparse.ArgumentParser) -> None:
                    help="PCA components (with --features pca)")
     a.add_argument("--fallback", choices=FALLBACKS, default="displacement", metavar="RULE",
                    help="FSM simulation rule for unseen (state, token) pairs: %(choices)s")
+    a.add_argument("--simulation", choices=("probabilistic", "argmax"),
+                   default="probabilistic",
+                   help="how the FSM alone predicts: track a distribution over states "
+                   "(probabilistic) or follow the single most frequent path (argmax)")
     a.add_argument("--no-split-by-prediction", action="store_true",
                    help="let states mix hidden states of different predicted classes")
     a.add_argument("--seed", type=_seed, default=0, help="random seed of the clustering")
@@ -756,6 +762,14 @@ def _add_dfa_export(sub: Any) -> None:
     x.add_argument("--max-states", type=_positive_int, default=200,
                    help="state budget before minimisation")
     x.add_argument("--seed", type=_seed, default=0, help="random seed")
+    x.add_argument("--states", type=_positive_int, default=None,
+                   help="at most this many states: merge states whose behaviour agrees "
+                   "and keep the automaton that agrees most with the RNN (imperfect RNNs)")
+    x.add_argument("--examples", metavar="FILE", default=None,
+                   help="strings whose answer you know, one per line as STRING<TAB>LABEL "
+                   "(LABEL a class of the run, e.g. accept or reject; '#' lines skipped); "
+                   "used as counterexamples first, and the report says how many the DFA "
+                   "and the RNN get right")
     x.set_defaults(func=_cmd_extract_dfa)
 
     e = sub.add_parser("export", help="export the FSM/DFA or the traces")

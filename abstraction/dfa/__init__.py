@@ -69,7 +69,7 @@ A hand-made automaton (``extract_dfa`` builds the same kind of object from trace
 
 from __future__ import annotations
 
-from .extract import extract_dfa
+from .extract import extract_dfa, training_alphabet
 from .extracted import ExtractedDFA
 
-__all__ = ["ExtractedDFA", "extract_dfa"]
+__all__ = ["ExtractedDFA", "extract_dfa", "training_alphabet"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -11,12 +12,25 @@ from rnn_models.formats.traces import SplitTraces, Traces
 
 from ..errors import AbstractionError
 from .agreement import _agreement, _grammar_check, training_statistics
+from .approximate import eval_set, shrink
 from .extracted import ExtractedDFA
 from .minimise import _minimise
-from .prefix_tree import _alphabet, _alphabet_lookup, _prefix_tree, _tokenizer_of
+from .prefix_tree import (
+    _alphabet,
+    _alphabet_lookup,
+    _prefix_tree,
+    _tokenizer_of,
+    _weighted,
+    _with_extra,
+)
 from .refine import _initial_partition, complete, refine
 
-__all__ = ["extract_dfa"]
+__all__ = ["extract_dfa", "training_alphabet"]
+
+
+def training_alphabet(traces: Traces, split: str = "train") -> tuple[str, ...]:
+    """The sorted symbols of ``split``: the alphabet :func:`extract_dfa` gives the DFA."""
+    return _alphabet(traces, split)[0]
 
 
 def _is_count(v: Any) -> bool:
@@ -60,6 +74,10 @@ def extract_dfa(
     eval_split: str | None = "test",
     max_rounds: int = 10_000,
     grammar: Any = None,
+    states: int | None = None,
+    extra: Sequence[tuple[SplitTraces, int]] = (),
+    fit_len: int = 12,
+    time_limit: float = 8.0,
 ) -> ExtractedDFA:
     """Extract a deterministic, complete, minimal automaton from recorded traces.
 
@@ -92,6 +110,22 @@ def extract_dfa(
         The language the RNN was trained on, if known (e.g.
         ``rnn_models.formal.GRAMMARS[name]``): the report then compares the automaton with
         it on every string of length at most 12.
+    states : int, optional
+        At most this many states in the result (after minimisation). The refined automaton
+        is then shrunk by :func:`abstraction.dfa.approximate.shrink`: states whose
+        behaviour agrees are merged, and the smallest-enough automaton that agrees most
+        with the RNN is polished. Default: the refined automaton, minimised (exact on the
+        training prefixes when the budget allows).
+    extra : sequence of (SplitTraces, int)
+        More traced strings and the weight of each: e.g. strings sampled to check the
+        automaton (weight 1), or the user's examples (a weight larger than the training
+        set, so refinement resolves their conflicts first and the votes follow them).
+        Their symbols must occur in ``split``.
+    fit_len : int, default 12
+        With ``states``: agreement is maximised on the prefixes of length <= ``fit_len``,
+        every length weighted by its share of all strings up to that length.
+    time_limit : float, default 8.0
+        With ``states``: seconds (from the start of the call) after which polishing stops.
 
     Returns
     -------
@@ -124,17 +158,35 @@ def extract_dfa(
     p0 = np.asarray(traces.initial_proba, dtype=np.float64)
     tree = _prefix_tree(st, lookup[np.asarray(st.surface_ids, dtype=np.int64)], n_sym,
                         np.asarray(traces.initial_hidden, dtype=np.float32), p0)
+    if extra:
+        st, sym, weights = _with_extra(st, lookup[np.asarray(st.surface_ids, dtype=np.int64)],
+                                       list(extra), alphabet)
+        tree = _prefix_tree(st, sym, n_sym, np.asarray(traces.initial_hidden, np.float32), p0)
+        work = _weighted(tree, st.offsets, weights)
+    else:
+        work = tree
     n_pred = len(np.unique(tree.pred))
     if max_states < n_pred:
         raise AbstractionError(
             f"max_states={max_states} cannot separate the {n_pred} classes the RNN predicts; "
             f"pass max_states >= {n_pred}"
         )
-    state = _initial_partition(tree, n_classes, initial_states, random_state)
+    state = _initial_partition(work, n_classes, initial_states, random_state)
     n_initial = int(state.max()) + 1
-    n_states, rounds, budget_exhausted = refine(tree, state, n_sym, max_states, max_rounds)
-    trans, cls, deterministic, conflicting = complete(tree, state, n_states, n_sym, n_classes)
+    n_states, rounds, budget_exhausted = refine(work, state, n_sym, max_states, max_rounds)
+    trans, cls, deterministic, conflicting = complete(work, state, n_states, n_sym, n_classes)
     m_trans, m_cls, _ = _minimise(alphabet, trans, cls, int(state[0]), n_classes)
+    shrunk: dict[str, Any] = {}
+    if states is not None:
+        heavy = None
+        if extra:
+            heavy = np.zeros(len(tree.X), dtype=bool)
+            heavy[tree.step_node[np.repeat(weights, np.diff(st.offsets)) > 1]] = True
+        ev = eval_set(work, n_sym, fit_len, heavy)
+        n_refined = len(m_trans)
+        m_trans, m_cls, shrunk = shrink(work, ev, alphabet, m_trans, m_cls, n_classes,
+                                        states, t_start + time_limit)
+        shrunk["n_states_refined"] = n_refined
     stats = training_statistics(tree, st, m_trans, m_cls, p0, n_classes)
     report: dict[str, Any] = {
         "n_states": len(m_trans), "n_states_before_minimisation": int(n_states),
@@ -143,7 +195,7 @@ def extract_dfa(
         "deterministic": deterministic, "conflicting_steps": conflicting,
         "n_prefixes": len(tree.X), "train_agreement": stats["train_agreement"],
         "train_prefix_agreement": stats["train_prefix_agreement"],
-        "seconds": round(time.perf_counter() - t_start, 4),
+        "seconds": round(time.perf_counter() - t_start, 4), **shrunk,
     }
     info = {**dict(traces.provenance), "split": split, "max_states": int(max_states),
             "initial_states": initial_states, "random_state": random_state,

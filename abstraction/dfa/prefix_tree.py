@@ -7,7 +7,7 @@ abstract states. The empty prefix is node 0 (``initial_hidden``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -115,6 +115,64 @@ def _prefix_tree(st: SplitTraces, sym: np.ndarray, n_symbols: int, h0: np.ndarra
                  step_node=step_node, level=np.array(level, dtype=np.int64))
 
 
+
+
+def _weighted(tree: _Tree, offsets: np.ndarray, weights: np.ndarray) -> _Tree:
+    """The tree with ``occ`` counting input ``i`` ``weights[i]`` times (refinement and votes
+    only; the automaton's visit counts keep one per input)."""
+    lengths = np.diff(np.asarray(offsets, np.int64))
+    occ = np.bincount(tree.step_node, weights=np.repeat(weights, lengths),
+                      minlength=len(tree.X)).astype(np.int64)
+    occ[0] = int(weights.sum())
+    return replace(tree, occ=occ)
+
+
+def _with_extra(st: SplitTraces, sym: np.ndarray, extra: list[tuple[SplitTraces, int]],
+                alphabet: tuple[str, ...]) -> tuple[SplitTraces, np.ndarray, np.ndarray]:
+    """The split with more inputs appended: ``(split, symbol ids, weight per input)``.
+
+    Parameters
+    ----------
+    st : SplitTraces
+        The training split; ``sym`` (n_steps,) its symbol ids.
+    extra : list of (SplitTraces, int)
+        More traced inputs (e.g. ``rnn_models.record.record_texts`` output, which carries
+        its own ``surface`` table) and the weight of each of their inputs.
+    alphabet : tuple of str
+        Symbols of the automaton; an extra input with another symbol is refused.
+
+    Raises
+    ------
+    AbstractionError
+        An extra input uses a symbol that is not in the training split.
+    """
+    index = {s: i for i, s in enumerate(alphabet)}
+    parts, syms = [st], [sym]
+    weights = [np.ones(st.n_inputs, np.int64)]
+    for ex, w in extra:
+        surface = list(ex.surface)
+        ids = np.asarray(ex.surface_ids, dtype=np.int64)
+        s = np.array([index.get(surface[i], -1) for i in ids], dtype=np.int64)
+        if (s < 0).any():
+            bad = surface[int(ids[np.flatnonzero(s < 0)[0]])]
+            raise AbstractionError(
+                f"symbol {bad!r} of an extra string is not in the training alphabet "
+                f"{list(alphabet)}; use only symbols seen in training"
+            )
+        parts.append(ex)
+        syms.append(s)
+        weights.append(np.full(ex.n_inputs, int(w), np.int64))
+    lengths = np.concatenate([np.diff(np.asarray(p.offsets, np.int64)) for p in parts])
+    cat = SplitTraces(
+        name=st.name,
+        hidden=np.concatenate([np.asarray(p.hidden, np.float32) for p in parts]),
+        proba=np.concatenate([np.asarray(p.proba, np.float32) for p in parts]),
+        token_ids=np.concatenate([np.asarray(p.token_ids) for p in parts]),
+        surface_ids=np.concatenate(syms), offsets=np.concatenate([[0], np.cumsum(lengths)]),
+        labels=np.concatenate([np.asarray(p.labels) for p in parts]),
+        final_proba=np.concatenate([np.asarray(p.final_proba, np.float32) for p in parts]),
+        rows=np.arange(len(lengths)), surface=list(alphabet))
+    return cat, np.concatenate(syms), np.concatenate(weights)
 
 
 def _alphabet_lookup(traces: Traces, alphabet: tuple[str, ...]) -> np.ndarray:

@@ -1,35 +1,155 @@
 """``stateseer extract-dfa``: the deterministic automaton of a run's traces, saved beside
-its abstraction."""
+its abstraction, optionally honouring strings whose answer the user knows (``--examples``).
+
+Examples file: one example per line, ``STRING<TAB>LABEL``, where LABEL is one of the run's
+class names (``accept`` / ``reject`` for the built-in grammars) and STRING is written as the
+run's data is (characters for ``char`` runs such as ``0110``, space-separated symbols for
+``space`` runs); an empty STRING (the line starts with the tab) is the empty input. Blank
+lines and lines starting with ``#`` are skipped.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from abstraction.dfa import ExtractedDFA, extract_dfa
+import numpy as np
+
+from abstraction.dfa import ExtractedDFA, extract_dfa, training_alphabet
 from abstraction.pipeline import fresh_traces
+from rnn_models.errors import StateseerError
 from rnn_models.formal import GRAMMARS
 from rnn_models.formats.rundir import RunDir
 
-__all__ = ["DFA_FILE", "extract_run_dfa"]
+__all__ = ["DFA_FILE", "extract_run_dfa", "read_examples"]
 
 DFA_FILE = "dfa.json"
+EXAMPLES_FORMAT = "STRING<TAB>LABEL"
+
+
+def read_examples(path: str | Path, classes: list[str], alphabet: tuple[str, ...],
+                  tokenizer: str) -> tuple[list[str], np.ndarray]:
+    """Parse an examples file (format in the module docstring).
+
+    Parameters
+    ----------
+    path : str or Path
+    classes : list of str
+        The run's class names; labels must be one of them.
+    alphabet : tuple of str
+        Symbols of the training split; every symbol of an example must be one of them.
+    tokenizer : {'char', 'space'}
+
+    Returns
+    -------
+    texts : list of str
+        The example strings, shape (n_examples,).
+    labels : ndarray of shape (n_examples,)
+        Class index of each.
+
+    Raises
+    ------
+    StateseerError
+        Unreadable file, no examples, or a malformed line (one line naming it and the fix).
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StateseerError(f"--examples {path} cannot be read ({exc}); give a UTF-8 text "
+                             f"file of {EXAMPLES_FORMAT} lines") from None
+    index = {c: i for i, c in enumerate(classes)}
+    symbols = set(alphabet)
+    texts, labels = [], []
+    for no, line in enumerate(lines, start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        where = f"--examples {path} line {no}"
+        parts = line.split("\t")
+        if len(parts) != 2:
+            raise StateseerError(
+                f"{where}: expected {EXAMPLES_FORMAT} (one tab), got {line[:40]!r}; separate "
+                "the string and its label with a single tab")
+        text, label = parts[0], parts[1].strip()
+        if label not in index:
+            raise StateseerError(
+                f"{where}: label {label[:20]!r} is not a class of the run; use one of "
+                f"{', '.join(classes)}")
+        toks = list(text) if tokenizer == "char" else text.split()
+        bad = [t for t in toks if t not in symbols]
+        if bad:
+            raise StateseerError(
+                f"{where}: symbol {bad[0]!r} never occurs in the training data; use only "
+                f"{', '.join(alphabet)}")
+        texts.append(text)
+        labels.append(index[label])
+    if not texts:
+        raise StateseerError(f"--examples {path} holds no examples; write {EXAMPLES_FORMAT} "
+                             "lines")
+    return texts, np.asarray(labels, dtype=np.int64)
+
+
+def _trace_examples(run: RunDir, texts: list[str], tokenizer: str) -> Any:
+    """The examples run through the run's model (hidden states, per-prefix predictions)."""
+    from rnn_models.loading import load_model
+    from rnn_models.record import record_texts
+    from rnn_models.tokenizers import Vocab
+
+    vocab = Vocab.load(run.vocab_path)
+    return record_texts(load_model(run), vocab, texts, tokenizer=tokenizer)
 
 
 def extract_run_dfa(run: RunDir | str | Path, *, max_states: int = 200,
-                    random_state: int = 0) -> ExtractedDFA:
+                    random_state: int = 0, examples: str | Path | None = None,
+                    states: int | None = None) -> ExtractedDFA:
     """Extract the run's DFA, save ``abstraction/dfa.json`` and record its report in
     ``metrics.json["abstraction"]["dfa"]``.
 
     When the run's data set is a built-in grammar, the report compares the automaton with
-    the grammar (``grammar_agreement_le12``, ``minimal_size_match``).
+    the grammar (``grammar_agreement_le12``, ``minimal_size_match``). With ``examples``
+    (a file, see the module docstring) the examples are run through the model and added to
+    the training prefixes with a weight above the whole training set, so refinement treats
+    them as counterexamples first; ``report["examples"]`` then says how many the DFA and
+    the RNN itself classify as labelled. ``states`` caps the automaton's size
+    (:func:`abstraction.dfa.extract_dfa`).
     """
     run = run if isinstance(run, RunDir) else RunDir(run)
     traces = fresh_traces(run)
     grammar = GRAMMARS.get(str(traces.meta.get("dataset")))
+    extra, checked = [], None
+    if examples is not None:
+        tokenizer = "char" if run.config.get("data", {}).get("tokenizer") == "char" else "space"
+        texts, labels = read_examples(examples, list(traces.classes),
+                                      training_alphabet(traces), tokenizer)
+        traced = _trace_examples(run, texts, tokenizer)
+        extra = [(traced, traces["train"].n_inputs + 1)]
+        checked = (texts, labels, np.asarray(traced.final_proba).argmax(axis=1))
     dfa = extract_dfa(traces, max_states=max_states, random_state=random_state,
-                      grammar=grammar)
+                      grammar=grammar, extra=extra, states=states)
+    if checked is not None:
+        dfa.report["examples"] = example_report(dfa, *checked)
     dfa.save(run.abstraction_dir / DFA_FILE, overwrite=True)
     m = run.metrics().get("abstraction", {})
     m["dfa"] = {k: v for k, v in dfa.report.items() if not isinstance(v, (list, dict))}
+    if checked is not None:
+        m["dfa"]["examples"] = dfa.report["examples"]
     run.update_metrics(abstraction=m)
     return dfa
+
+
+def example_report(dfa: ExtractedDFA, texts: list[str], labels: np.ndarray,
+                   rnn: np.ndarray) -> dict[str, Any]:
+    """How many examples the DFA and the RNN classify as labelled.
+
+    Parameters
+    ----------
+    dfa : ExtractedDFA
+    texts : list of str
+    labels, rnn : ndarray of shape (n_examples,)
+        The user's class and the RNN's predicted class of each example.
+    """
+    got = dfa.classify(texts)
+    wrong = [t for t, g, y in zip(texts, got, labels, strict=True) if g != y]
+    return {"n": len(texts), "dfa_correct": int((got == labels).sum()),
+            "rnn_correct": int((rnn == labels).sum()),
+            "dfa_correct_where_rnn_correct": int(((got == labels) & (rnn == labels)).sum()),
+            "dfa_wrong": wrong[:10]}
