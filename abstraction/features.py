@@ -20,17 +20,60 @@ behind it), so millions of steps are abstracted without being loaded whole.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 import numpy as np
 from sklearn.decomposition import PCA
 
 from .errors import AbstractionError
 
 __all__ = ["FEATURES", "MARGIN_WEIGHT", "Projection", "as_2d", "check_finite", "iter_rows",
-           "log_ratios", "nearest", "sample_rows"]
+           "log_ratios", "nearest", "sample_rows", "shared_projections"]
 
 FEATURES = ("margin", "pca")
 MARGIN_WEIGHT = 0.5
 """Weight of the standardised logit differences against the standardised residual axes."""
+
+_SHARED: ContextVar[dict[str, Projection] | None] = ContextVar("stateseer_projections",
+                                                                default=None)
+
+
+@contextmanager
+def shared_projections() -> Iterator[dict[str, Projection]]:
+    """Within this block, :meth:`Projection.fit` fits each distinct input once.
+
+    A sweep fits many abstractions of one run that differ only in their number of states:
+    they draw the same fit sample, so the feature space (PCA, head directions, scales) is
+    the same for all. Inside the block a repeated fit on identical arrays and parameters
+    returns the space fitted first (keyed by a digest of the inputs, so a different sample
+    or parameter is fitted anew); the clustering still runs per candidate.
+
+    Yields
+    ------
+    dict
+        The fitted spaces by digest (``len`` tells how many distinct fits ran).
+    """
+    cache: dict[str, Projection] = {}
+    token = _SHARED.set(cache)
+    try:
+        yield cache
+    finally:
+        _SHARED.reset(token)
+
+
+def _digest(*parts: object) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for x in parts:
+        if isinstance(x, np.ndarray):
+            a = np.ascontiguousarray(x)
+            h.update(f"{a.dtype}{a.shape}".encode())
+            h.update(memoryview(a).cast("B"))
+        else:
+            h.update(repr(x).encode())
+    return h.hexdigest()
 
 
 def as_2d(X, name: str = "hidden states") -> np.ndarray:
@@ -123,8 +166,23 @@ class Projection:
         """Fit the space on hidden states ``S`` (n, d) and predictions ``P`` (n, C).
 
         ``n_components``: PCA dimensions (``pca``), or residual axes per logit difference
-        (``margin``: ``n_components * (C - 1)`` in all, at most ``d - (C - 1)``).
+        (``margin``: ``n_components * (C - 1)`` in all, at most ``d - (C - 1)``). Inside
+        :func:`shared_projections`, identical inputs are fitted once.
         """
+        cache = _SHARED.get()
+        if cache is None:
+            return cls._fit(kind, S, P, n_components, random_state, margin_weight)
+        key = _digest(kind, np.asarray(S), None if P is None else np.asarray(P),
+                      n_components, random_state, margin_weight)
+        if key not in cache:
+            cache[key] = cls._fit(kind, S, P, n_components, random_state, margin_weight)
+        hit = cache[key]
+        return cls(hit.kind, {k: v.copy() for k, v in hit.arrays.items()})
+
+    @classmethod
+    def _fit(cls, kind: str, S: np.ndarray, P: np.ndarray | None, n_components: int,
+             random_state: int | None, margin_weight: float) -> Projection:
+        """:meth:`fit` without the cache."""
         if kind == "pca":
             n = int(min(n_components, S.shape[1], len(S)))
             pca = PCA(n_components=n, svd_solver="covariance_eigh",

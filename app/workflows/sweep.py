@@ -1,7 +1,9 @@
 """Fidelity against the number of abstract states, and the ``--states auto`` choice.
 
 For every candidate count the abstraction is fitted on the training split and measured
-on one split (the test split by default) with the two figures that discriminate:
+on one split (the test split by default) with the two figures that discriminate. The
+candidates share one feature fit (the projection is fitted once,
+:func:`abstraction.features.shared_projections`); the clustering runs per candidate.
 
 * **simulation fidelity** — the FSM alone, run on the tokens, ends in a state whose
   label is the RNN's final prediction — with a 95 % bootstrap interval over inputs;
@@ -30,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from abstraction.features import shared_projections
 from abstraction.metrics import AUTO_CAP, bootstrap_ci, choose_knee
 from rnn_models.errors import StateseerError
 
@@ -111,8 +114,8 @@ def _load(run: Any, split: str) -> tuple[Any, Any, list[str]]:
 def sweep_run(run: Any, states: Sequence[int] = DEFAULT_STATES, *, split: str = "test",
               forcing: bool = True, method: str = "kmeans", features: str = "margin",
               pca: int = 20, fallback: str = "displacement", split_by_prediction: bool = True,
-              random_state: int = 0, log: Callable[[str], None] | None = None
-              ) -> list[dict[str, Any]]:
+              random_state: int = 0, simulation: str = "probabilistic",
+              log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Fit an abstraction per candidate state count and measure it on ``split``.
 
     Parameters
@@ -126,7 +129,7 @@ def sweep_run(run: Any, states: Sequence[int] = DEFAULT_STATES, *, split: str = 
     forcing : bool
         Also measure forcing agreement (skipped, ``None``, when the model cannot be
         loaded or forced; the reason goes to ``log``).
-    method, features, pca, fallback, split_by_prediction, random_state
+    method, features, pca, fallback, split_by_prediction, random_state, simulation
         As for :func:`abstraction.pipeline.abstract_run`.
 
     Returns
@@ -152,31 +155,45 @@ def sweep_run(run: Any, states: Sequence[int] = DEFAULT_STATES, *, split: str = 
             if log:
                 log(f"forcing agreement skipped ({exc})")
     points = []
-    for k in counts:
-        t0 = time.perf_counter()
-        ab = fit_abstraction(traces, alphabet, n_states=k, method=method, pca=pca,
-                             features=features, fallback=fallback,
-                             split_by_prediction=split_by_prediction,
-                             splits=("train", split), random_state=random_state)
-        agree = simulation_agreement(ab, traces[split])
-        seconds = time.perf_counter() - t0
-        fa = None
-        t1 = time.perf_counter()
-        if model is not None:
-            try:
-                fa = round(_forcing_agreement(model, ab, traces, split), 4)
-            except StateseerError as exc:  # a model without the forcing methods
-                model = None
-                if log:
-                    log(f"forcing agreement skipped ({exc})")
-        lo, hi = bootstrap_ci(agree, seed=random_state)
-        points.append({"n_states": k, "simulation_fidelity": round(float(agree.mean()), 4),
-                       "simulation_fidelity_ci": [round(lo, 4), round(hi, 4)],
-                       "forcing_agreement": fa, "seconds": round(seconds, 2),
-                       "forcing_seconds": round(time.perf_counter() - t1, 2)})
-        if log:
-            log(f"{k} states: simulation fidelity {agree.mean():.3f}")
+    with shared_projections():  # one feature fit for every candidate
+        for k in counts:
+            t0 = time.perf_counter()
+            ab = fit_abstraction(traces, alphabet, n_states=k, method=method, pca=pca,
+                                 features=features, fallback=fallback,
+                                 simulation=simulation,
+                                 split_by_prediction=split_by_prediction,
+                                 splits=("train", split), random_state=random_state)
+            points.append(_point(ab, k, traces, split, time.perf_counter() - t0,
+                                 random_state))
+            if model is not None:
+                model = _add_forcing(points[-1], model, ab, traces, split, log)
+            if log:
+                log(f"{k} states: simulation fidelity {points[-1]['simulation_fidelity']:.3f}")
     return points
+
+
+def _point(ab: Any, k: int, traces: Any, split: str, seconds: float, seed: int
+           ) -> dict[str, Any]:
+    """One row of the sweep (forcing agreement still ``None``)."""
+    agree = simulation_agreement(ab, traces[split])
+    lo, hi = bootstrap_ci(agree, seed=seed)
+    return {"n_states": k, "simulation_fidelity": round(float(agree.mean()), 4),
+            "simulation_fidelity_ci": [round(lo, 4), round(hi, 4)],
+            "forcing_agreement": None, "seconds": round(seconds, 2), "forcing_seconds": 0.0}
+
+
+def _add_forcing(point: dict[str, Any], model: Any, ab: Any, traces: Any, split: str,
+                 log: Callable[[str], None] | None) -> Any:
+    """Fill ``point``'s forcing agreement; the model, or None once it cannot be forced."""
+    t1 = time.perf_counter()
+    try:
+        point["forcing_agreement"] = round(_forcing_agreement(model, ab, traces, split), 4)
+    except StateseerError as exc:  # a model without the forcing methods
+        if log:
+            log(f"forcing agreement skipped ({exc})")
+        return None
+    point["forcing_seconds"] = round(time.perf_counter() - t1, 2)
+    return model
 
 
 def auto_states(run: Any, *, cap: int = AUTO_CAP,
