@@ -255,8 +255,8 @@ class DaskEngine(Engine):
             return []
 
         def run() -> list[T]:
-            kw = self._shared(shared)
-            futures = self.client.map(fn, items, pure=False, retries=self.retries, **kw)
+            futures = self.client.map(_apply, items, pure=False, retries=self.retries,
+                                      fn=fn, shared_kwargs=self._shared(shared))
             return self.client.gather(futures)
 
         return self._call(run)
@@ -268,8 +268,8 @@ class DaskEngine(Engine):
             raise ValueError("nothing to reduce")
 
         def run() -> T:
-            kw = self._shared(shared)
-            level = self.client.map(fn, items, pure=False, retries=self.retries, **kw)
+            level = self.client.map(_apply, items, pure=False, retries=self.retries,
+                                    fn=fn, shared_kwargs=self._shared(shared))
             while len(level) > 1:  # the same tree as tree_reduce, on the workers
                 nxt = [self.client.submit(combine, level[i], level[i + 1], pure=False,
                                           retries=self.retries)
@@ -289,6 +289,12 @@ class DaskEngine(Engine):
         finally:
             if self._cluster is not None:
                 self._cluster.close()
+
+
+def _apply(item: Any, fn: Callable[..., T], shared_kwargs: dict[str, Any]) -> T:
+    """``fn(item, **shared_kwargs)`` on a worker (the keywords travel as one dict, so
+    none can clash with ``Client.map``'s own, such as ``batch_size`` or ``key``)."""
+    return fn(item, **shared_kwargs)
 
 
 def open_engine(cluster: str | Engine | None = None) -> Engine:

@@ -1,0 +1,187 @@
+"""The Dask path gives the in-process results bit for bit, survives a killed worker, and
+reads old single-file runs; the explorer opens a sharded run.
+
+Every test here shares one ``LocalCluster(n_workers=2, threads_per_worker=1,
+processes=True)`` (the session's ``dask_client`` fixture in tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from abstraction import sharded
+from abstraction.pipeline import Abstraction, abstract_run
+from rnn_models.engine import DaskEngine, SerialEngine, record_run
+from rnn_models.formats.traces import Traces
+
+SHARD = 150  # inputs per shard: several shards on the small fixtures
+
+
+@pytest.fixture(scope="module")
+def engine(dask_client):
+    return DaskEngine.from_client(dask_client)
+
+
+def _fresh(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("traces*", "abstraction*",
+                                                            "index*"))
+    return dst
+
+
+def _fsm_doc(ab: Abstraction) -> dict:
+    doc = ab.fsm.to_dict()
+    doc["provenance"].pop("created", None)
+    return doc
+
+
+def _assert_same(a: Abstraction, b: Abstraction) -> None:
+    """States, simulated paths, FSM JSON, patterns and metrics equal, bit for bit."""
+    assert sorted(a.states) == sorted(b.states)
+    for s in a.states:
+        assert np.asarray(a.states[s]).tobytes() == np.asarray(b.states[s]).tobytes()
+        assert np.asarray(a.simulated[s]).tobytes() == np.asarray(b.simulated[s]).tobytes()
+        assert a.sim_predictions[s].tobytes() == b.sim_predictions[s].tobytes()
+    assert json.dumps(_fsm_doc(a)) == json.dumps(_fsm_doc(b))
+    assert json.dumps(a.patterns) == json.dumps(b.patterns)
+    strip = lambda m: {k: v for k, v in m.items() if k != "seconds"}  # noqa: E731
+    assert json.dumps(strip(a.metrics)) == json.dumps(strip(b.metrics))
+
+
+@pytest.fixture(scope="module")
+def text_pair(tmp_path_factory, text_run, engine):
+    """The small text run recorded in process and on the cluster, several shards each."""
+    root = tmp_path_factory.mktemp("distributed")
+    a, b = _fresh(text_run, root / "inproc"), _fresh(text_run, root / "cluster")
+    record_run(a, shard_size=SHARD)
+    record_run(b, shard_size=SHARD, cluster=engine)
+    return a, b
+
+
+def test_text_run_recorded_and_abstracted_on_the_cluster_equals_in_process(text_pair,
+                                                                            engine):
+    a, b = text_pair
+    ta, tb = Traces(a / "traces"), Traces(b / "traces")
+    assert len(ta.shards("train")) > 2
+    for split in ta.split_names:
+        assert [(s.input_start, s.step_stop) for s in ta.shards(split)] == \
+            [(s.input_start, s.step_stop) for s in tb.shards(split)]
+        for k in ("hidden", "proba", "token_ids", "offsets", "final_proba"):
+            assert np.asarray(getattr(ta[split], k)).tobytes() == \
+                np.asarray(getattr(tb[split], k)).tobytes(), (split, k)
+    _assert_same(abstract_run(a, n_states=10), abstract_run(b, n_states=10, cluster=engine))
+    loaded = Abstraction.load(b / "abstraction")  # what the cluster run saved reads back
+    assert loaded.fsm.n_states == 11
+
+
+def test_forcing_and_index_on_the_cluster_equal_in_process(text_pair, engine):
+    from app.workflows.contexts import context_index
+    from app.workflows.forcing import measure_forcing
+    from rnn_models.run import Run
+
+    a, b = text_pair
+    for run in (a, b):
+        if not (run / "abstraction" / "meta.json").exists():
+            abstract_run(run, n_states=10)
+    fa = measure_forcing(a, save=False)
+    fb = measure_forcing(b, save=False, cluster=engine)
+    for f in (fa, fb):
+        f["forcing"].pop("seconds")
+    assert fa == fb and fa["forcing"]["per_state"]
+    ia = context_index(Run(a), Traces(a / "traces"))
+    ib = context_index(Run(b), Traces(b / "traces"), cluster=engine)
+    for k in ("order_", "codes_", "list_ptr_", "centers_"):
+        assert getattr(ia, k).tobytes() == getattr(ib, k).tobytes(), k
+
+
+def test_tomita_run_on_the_cluster_equals_in_process(tmp_path, tomita_run, engine):
+    run = _fresh(tomita_run, tmp_path / "t3")
+    record_run(run, splits=["train", "val"], shard_size=SHARD)
+    assert len(Traces(run / "traces").shards("train")) > 1
+    kw = {"n_states": 5, "method": "gmm", "save": False}
+    _assert_same(abstract_run(run, **kw), abstract_run(run, cluster=engine, **kw))
+
+
+def _slow_assign(ref, **kw):
+    time.sleep(0.4)
+    return sharded.assign_shard(ref, **kw)
+
+
+def test_a_worker_killed_mid_map_is_retried_with_the_same_result(text_pair, engine,
+                                                                 dask_client):
+    a, _ = text_pair
+    traces = Traces(a / "traces")
+    ab = abstract_run(a, n_states=10, save=False)
+    refs = sharded.shard_refs(traces, "train")
+    want = SerialEngine().map(_slow_assign, refs, abstractor=ab.abstractor, stats=(11, 10**5))
+    pids = sorted(dask_client.run(os.getpid).values())
+    out: dict = {}
+    job = threading.Thread(target=lambda: out.update(r=engine.map(
+        _slow_assign, refs, abstractor=ab.abstractor, stats=(11, 10**5))))
+    job.start()
+    deadline = time.monotonic() + 60
+    while not any(dask_client.processing().values()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(pids[0], signal.SIGKILL)  # mid-map: its task is rescheduled on the other
+    job.join(180)
+    assert not job.is_alive() and "r" in out
+    for w, g in zip(want, out["r"], strict=True):
+        assert w["states"].tobytes() == g["states"].tobytes()
+        assert w["stats"].keys.tobytes() == g["stats"].keys.tobytes()
+        assert w["stats"].sums.tobytes() == g["stats"].sums.tobytes()
+    dask_client.wait_for_workers(2, timeout=120)  # the nanny restarts it for later tests
+
+
+def _as_legacy(run: Path) -> None:
+    """Rewrite one-shard traces in the layout written before shards existed."""
+    t = run / "traces"
+    meta = json.loads((t / "meta.json").read_text())
+    for split, entry in meta["splits"].items():
+        shard = t / split / "shards" / "00000"
+        for f in shard.iterdir():
+            f.rename(t / split / f.name)
+        shutil.rmtree(t / split / "shards")
+        entry.pop("shards", None)
+    meta.pop("shard_size", None)
+    (t / "meta.json").write_text(json.dumps(meta))
+
+
+def test_an_old_single_file_run_still_loads_and_abstracts(tmp_path, text_run, engine):
+    run = _fresh(text_run, tmp_path / "old")
+    record_run(run)
+    before = abstract_run(run, n_states=8, save=False)
+    _as_legacy(run)
+    assert not list((run / "traces").rglob("shards"))
+    traces = Traces(run / "traces")
+    assert len(traces.shards("train")) == 1 and traces["train"].n_steps > 0
+    _assert_same(before, abstract_run(run, n_states=8, cluster=engine))
+    assert Abstraction.load(run / "abstraction").n_states == 8
+
+
+def test_the_explorer_opens_a_sharded_run(text_pair):
+    from app.explorer.context import ExplorerContext
+    from app.explorer.views import diagram
+    from app.main import create_app
+
+    a, _ = text_pair
+    if not (a / "abstraction" / "meta.json").exists():
+        abstract_run(a, n_states=10)
+    assert len(Traces(a / "traces").shards("train")) > 1
+    assert create_app(a) is not None
+    ctx = ExplorerContext.load(a)
+    states = np.asarray(ctx.data.abstraction.states["test"])
+    s = int(np.bincount(states).argmax())
+    sel0 = {"split": "test", "state": None, "row": None, "pattern": None}
+    sel, url = diagram.tap(ctx, {"state": s}, sel0)
+    assert sel["state"] == s and url == f"?split=test&state={s}"
+    tr = ctx.data.traces["train"]
+    assert tr.n_inputs == sum(x.n_inputs for x in Traces(a / "traces").shards("train"))
+    assert len(ctx.data.abstraction.states["train"]) == tr.n_steps
