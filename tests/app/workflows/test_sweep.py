@@ -85,3 +85,113 @@ def test_sweep_files_and_table(tmp_path):
     file.write_text("x")
     with pytest.raises(StateseerError):
         write_sweep(pts, file / "sub")
+
+
+def test_sweep_fits_the_features_once_and_matches_separate_fits(explored_run, monkeypatch):
+    """Three candidates, one projection fit; each candidate's figures equal those of a
+    sweep of that candidate alone (sharing changes nothing but the work)."""
+    import abstraction.features as F
+    from app.workflows.sweep import sweep_run
+
+    calls = []
+    fit = F.Projection._fit.__func__
+
+    def counting(cls, *args, **kwargs):
+        calls.append(args[0])
+        return fit(cls, *args, **kwargs)
+
+    monkeypatch.setattr(F.Projection, "_fit", classmethod(counting))
+    pts = sweep_run(explored_run, [3, 5, 8], split="val", forcing=False)
+    assert len(calls) == 1 and [p["n_states"] for p in pts] == [3, 5, 8]
+    alone = sweep_run(explored_run, [5], split="val", forcing=False)
+    assert len(calls) == 2  # outside the block nothing is shared
+    strip = lambda p: {k: v for k, v in p.items() if "seconds" not in k}  # noqa: E731
+    assert strip(alone[0]) == strip(pts[1])
+
+
+def test_sweep_honours_the_simulation(explored_run):
+    from abstraction.pipeline import fresh_traces
+    from app.workflows.sweep import sweep_run
+    from rnn_models.run import Run
+
+    prob = sweep_run(explored_run, [6], split="val", forcing=False)[0]
+    arg = sweep_run(explored_run, [6], split="val", forcing=False, simulation="argmax")[0]
+    val = fresh_traces(Run(explored_run))["val"]
+    for p in (prob, arg):
+        lo, hi = p["simulation_fidelity_ci"]
+        assert lo <= p["simulation_fidelity"] <= hi
+        assert p["simulation_fidelity"] * val.n_inputs == pytest.approx(
+            round(p["simulation_fidelity"] * val.n_inputs), abs=0.06)
+
+
+def test_projection_cache_keys_on_the_inputs():
+    from abstraction.features import Projection, shared_projections
+
+    rng = np.random.default_rng(0)
+    S = rng.normal(size=(300, 6)).astype(np.float32)
+    P = rng.dirichlet([1, 1, 1], size=300)
+    with shared_projections() as cache:
+        a = Projection.fit("margin", S, P, 1, 0)
+        b = Projection.fit("margin", S, P, 1, 0)
+        c = Projection.fit("margin", S + 1, P, 1, 0)   # another sample: fitted anew
+        d = Projection.fit("margin", S, P, 2, 0)       # another parameter: fitted anew
+        assert len(cache) == 3
+    assert a.arrays["scale"] is not b.arrays["scale"]  # copies: a caller cannot spoil it
+    assert all(np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays)
+    assert a.n_components == 2 + 2 and d.n_components == 2 + 4  # per logit difference
+    assert not np.array_equal(a.arrays["mean"], c.arrays["mean"])
+    e = Projection.fit("margin", S, P, 1, 0)  # outside the block: a fresh, equal fit
+    assert all(np.array_equal(a.arrays[k], e.arrays[k]) for k in a.arrays)
+
+
+# -- the explorer's sweep view -------------------------------------------------------------
+def _sweep_points():
+    return [{"n_states": 4, "simulation_fidelity": 0.8, "simulation_fidelity_ci": [0.75, 0.85],
+             "forcing_agreement": 0.9, "seconds": 1.0},
+            {"n_states": 12, "simulation_fidelity": 0.86,
+             "simulation_fidelity_ci": [0.82, 0.9], "forcing_agreement": 0.93, "seconds": 2.0}]
+
+
+def test_sweep_view_reads_the_sweep_file_then_the_auto_curve(tmp_path):
+    from app.explorer.views.sweep import sweep_curve, sweep_figure
+
+    metrics = {"abstraction": {"n_states": 12, "simulation_fidelity": 0.85,
+                               "auto": {"curve": [{"n_states": 8, "simulation_fidelity": 0.7},
+                                                  {"n_states": 4, "simulation_fidelity": 0.6},
+                                                  {"n_states": "x"}]}}}
+    assert sweep_curve(tmp_path, {}) == ([], "none")
+    pts, src = sweep_curve(tmp_path, metrics)
+    assert src == "auto" and [p["n_states"] for p in pts] == [4, 8]  # sorted, junk skipped
+    pts, src = sweep_curve(tmp_path, {"abstraction": {"n_states": 12,
+                                                      "simulation_fidelity": 0.85}})
+    assert src == "run" and pts[0]["simulation_fidelity"] == 0.85
+    write_sweep(_sweep_points(), tmp_path / "sweep")
+    pts, src = sweep_curve(tmp_path, metrics)
+    assert src == "sweep" and [p["n_states"] for p in pts] == [4, 12]
+    fig = sweep_figure(pts, 12)
+    assert fig["data"][0]["error_y"]["array"] == pytest.approx([0.05, 0.04])
+    assert fig["data"][1]["name"] == "forcing agreement"
+    assert fig["layout"]["shapes"][0]["x0"] == 12  # the run's count marked
+    (tmp_path / "sweep" / "sweep.json").write_text("not json")
+    assert sweep_curve(tmp_path, metrics)[1] == "auto"
+
+
+def test_sweep_view_renders_in_the_explorer(explored_run, tmp_path):
+    import shutil
+
+    from app.explorer.context import ExplorerContext
+    from app.explorer.registry import REGISTRY
+    from app.explorer.views import sweep
+    from app.main import create_app
+
+    run = tmp_path / "run"
+    shutil.copytree(explored_run, run)
+    write_sweep(_sweep_points(), run / "sweep")
+    ctx = ExplorerContext.load(run)
+    registry = REGISTRY if "sweep" in REGISTRY.names() else REGISTRY.add(sweep.VIEW)
+    app = create_app(context=ctx, registry=registry)
+    page = json.dumps(app.layout().to_plotly_json(), default=lambda o: o.to_plotly_json()
+                      if hasattr(o, "to_plotly_json") else str(o))
+    assert sweep.SWEEP_GRAPH in page and "Fidelity vs states" in page
+    assert "this run: 12" in page and "From `stateseer sweep`" in page
+    assert "sweep" in registry.names()  # a study condition can leave it out

@@ -1,0 +1,158 @@
+"""Fidelity against the number of states: the sweep curve with the run's count marked
+(a tab of the side panel).
+
+The curve is the one ``stateseer sweep RUN`` wrote (``RUN/sweep/sweep.json``: simulation
+fidelity with its 95 % interval and forcing agreement, on the test split), else the
+validation curve ``--states auto`` read (``metrics.json``), else just the run's own point;
+the count the run's abstraction uses is marked. No callbacks: the curve belongs to the
+run, not to the selection.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dash import dcc, html
+
+from ..view import View
+
+__all__ = ["SWEEP_GRAPH", "TAB_SWEEP", "VIEW", "sweep_curve", "sweep_figure", "sweep_panel"]
+
+TAB_SWEEP = "sweep"
+SWEEP_GRAPH = "sweep-graph"
+GRAPH_CONFIG = {"displaylogo": False, "displayModeBar": "hover",
+                "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _clean(points: Any, key: str) -> list[dict[str, Any]]:
+    """Valid points of a curve (``n_states`` and a numeric ``key``), ascending by states;
+    malformed entries are skipped (the file is the user's)."""
+    out = []
+    for p in points if isinstance(points, list) else []:
+        if not (isinstance(p, Mapping) and _number(p.get("n_states")) and _number(p.get(key))):
+            continue
+        ci = p.get("simulation_fidelity_ci")
+        fa = p.get("forcing_agreement")
+        out.append({"n_states": int(p["n_states"]), "simulation_fidelity": float(p[key]),
+                    "simulation_fidelity_ci": [float(ci[0]), float(ci[1])]
+                    if isinstance(ci, (list, tuple)) and len(ci) == 2
+                    and all(_number(v) for v in ci) else None,
+                    "forcing_agreement": float(fa) if _number(fa) else None})
+    return sorted(out, key=lambda p: p["n_states"])
+
+
+def sweep_curve(run_dir: str | Path, metrics: Mapping[str, Any]
+                ) -> tuple[list[dict[str, Any]], str]:
+    """The curve to show and where it comes from.
+
+    Parameters
+    ----------
+    run_dir : path
+        The run (``RUN/sweep/sweep.json`` is read if present).
+    metrics : dict
+        The run's ``metrics.json``.
+
+    Returns
+    -------
+    points : list of dict
+        ``n_states``, ``simulation_fidelity``, ``simulation_fidelity_ci`` (or None),
+        ``forcing_agreement`` (or None), ascending by states.
+    source : str
+        ``"sweep"`` (test split), ``"auto"`` (validation split), ``"run"`` (the run's own
+        point only) or ``"none"``.
+    """
+    path = Path(run_dir) / "sweep" / "sweep.json"
+    try:
+        points = _clean(json.loads(path.read_text(encoding="utf-8")), "simulation_fidelity")
+    except (OSError, ValueError):
+        points = []
+    if points:
+        return points, "sweep"
+    a = metrics.get("abstraction") if isinstance(metrics, Mapping) else None
+    a = a if isinstance(a, Mapping) else {}
+    auto = a.get("auto") if isinstance(a.get("auto"), Mapping) else {}
+    for curve in (auto.get("curve"), a.get("auto_curve")):
+        for key in ("simulation_fidelity", "val_simulation_fidelity"):
+            points = _clean(curve, key)
+            if points:
+                return points, "auto"
+    own = _clean([{**a, "forcing_agreement": metrics.get("forcing_agreement",
+                                                         a.get("forcing_agreement"))}],
+                 "simulation_fidelity")
+    return (own, "run") if own else ([], "none")
+
+
+def sweep_figure(points: Sequence[Mapping[str, Any]], chosen: int | None) -> dict[str, Any]:
+    """A plotly figure (a dict): simulation fidelity with its intervals, forcing agreement
+    dashed, and a dotted vertical line at ``chosen`` states."""
+    x = [p["n_states"] for p in points]
+    y = [p["simulation_fidelity"] for p in points]
+    trace: dict[str, Any] = {"type": "scatter", "mode": "lines+markers", "x": x, "y": y,
+                             "name": "simulation fidelity"}
+    if points and all(p.get("simulation_fidelity_ci") for p in points):
+        trace["name"] += " (95% CI)"
+        trace["error_y"] = {"type": "data", "symmetric": False,
+                            "array": [p["simulation_fidelity_ci"][1] - p["simulation_fidelity"]
+                                      for p in points],
+                            "arrayminus": [p["simulation_fidelity"]
+                                           - p["simulation_fidelity_ci"][0] for p in points]}
+    data = [trace]
+    fa = [(p["n_states"], p["forcing_agreement"]) for p in points
+          if p.get("forcing_agreement") is not None]
+    if fa:
+        data.append({"type": "scatter", "mode": "lines+markers", "x": [k for k, _ in fa],
+                     "y": [v for _, v in fa], "name": "forcing agreement",
+                     "line": {"dash": "dash"}})
+    layout: dict[str, Any] = {
+        "xaxis": {"title": {"text": "abstract states"}},
+        "yaxis": {"title": {"text": "agreement with the model"}},
+        "margin": {"l": 50, "r": 10, "t": 10, "b": 40}, "height": 300,
+        "legend": {"orientation": "h", "y": -0.3}, "template": "plotly_white"}
+    if chosen is not None:
+        layout["shapes"] = [{"type": "line", "x0": chosen, "x1": chosen, "y0": 0, "y1": 1,
+                             "yref": "paper", "line": {"dash": "dot", "color": "grey"}}]
+        layout["annotations"] = [{"x": chosen, "y": 1, "yref": "paper", "showarrow": False,
+                                  "text": f"this run: {chosen}", "yanchor": "bottom"}]
+    return {"data": data, "layout": layout}
+
+
+_SOURCES = {
+    "sweep": "From `stateseer sweep` (test split).",
+    "auto": "The validation curve `--states auto` chose from; `stateseer sweep RUN` "
+            "measures it on the test split.",
+    "run": "Only this run's own figure: `stateseer sweep RUN` draws the whole curve.",
+    "none": "No fidelity figures yet: run `stateseer sweep RUN`.",
+}
+
+
+def sweep_panel(run_dir: str | Path, metrics: Mapping[str, Any]) -> html.Div:
+    """The tab's content: the curve (or a note) and where it comes from."""
+    points, source = sweep_curve(run_dir, metrics)
+    a = metrics.get("abstraction") if isinstance(metrics, Mapping) else None
+    chosen = a.get("n_states") if isinstance(a, Mapping) else None
+    chosen = int(chosen) if _number(chosen) else None
+    parts: list[Any] = [dcc.Graph(id=SWEEP_GRAPH, figure=sweep_figure(points, chosen),
+                                  config=GRAPH_CONFIG)]
+    note = _SOURCES[source]
+    if chosen is not None:
+        note = f"This run uses {chosen} states. " + note
+    parts.append(html.P(note, className="muted sweep-source"))
+    return html.Div(parts, className="sweep-panel")
+
+
+def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
+    d = ctx.data
+    return {"side": [dcc.Tab(label="Fidelity vs states", value=TAB_SWEEP,
+                             children=sweep_panel(d.run.path, d.metrics))]}
+
+
+VIEW = View(name="sweep", layout=layout, ids=(SWEEP_GRAPH,), tabs=(TAB_SWEEP,),
+            doc="simulation fidelity and forcing agreement against the number of states, "
+                "the run's count marked")
