@@ -28,6 +28,7 @@ from .views import (
     input_box,
     nearest,
     patterns,
+    sweep,
     table,
     trace,
 )
@@ -39,6 +40,7 @@ VIEWS: tuple[View, ...] = (
     diagram.VIEW,
     card.VIEW,
     patterns.VIEW,
+    sweep.VIEW,
     table.VIEW,
     input_box.VIEW,
     compare.VIEW,
