@@ -280,6 +280,23 @@ def test_the_dash_endpoint_refuses_large_bodies(sec_app):
     assert r.status_code == 413
 
 
+def test_a_500_mb_or_endless_body_to_the_dash_endpoint_is_cut_off(sec_app):
+    """Neither a 500 MB Content-Length nor an endless chunked body is read past the limit
+    (memory stays flat: what is read is bounded by MAX_REQUEST_BYTES)."""
+    from app.security import MAX_REQUEST_BYTES
+
+    _, secret, _ = _open_page(sec_app, "B03")
+    for stream, length in ((_Exploding(), 500 * 2**20), (_Endless(), None)):
+        env = _environ(secret, stream, length)
+        env["PATH_INFO"] = "/_dash-update-component"
+        env["HTTP_REFERER"] = f"http://localhost/p/{secret}/"
+        with sec_app.server.request_context(env):
+            resp = sec_app.server.full_dispatch_request()
+        # 413 unread; a chunked body is cut at the limit (its truncated JSON: 400)
+        assert resp.status_code == (413 if length else 400), resp.status_code
+        assert getattr(stream, "read_bytes", 0) <= MAX_REQUEST_BYTES + 64 * 1024
+
+
 def test_a_30_mb_event_through_the_callback_path_is_refused(sec_app):
     from app.study.events import Logger
 
