@@ -673,8 +673,19 @@ def _add_record(sub: Any) -> None:
     r.set_defaults(func=_cmd_record)
 
 
+def _cluster(text: str) -> str:
+    from rnn_models.formats.engine import ClusterError, parse_address
+
+    try:
+        parse_address(text)
+    except ClusterError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--cluster {text!r}: ")) \
+            from None
+    return text
+
+
 def _add_cluster(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cluster", metavar="ADDRESS", default=None,
+    p.add_argument("--cluster", metavar="ADDRESS", default=None, type=_cluster,
                    help="run the per-shard work on Dask: local, local:N (N worker "
                    "processes) or tcp://HOST:PORT (a running `dask scheduler`); default "
                    "$STATESEER_CLUSTER, else this process")
