@@ -1,0 +1,129 @@
+"""``stateseer extract-dfa --examples FILE`` and ``--states N`` on a real (tiny) Tomita run.
+
+The run is the session's Tomita 3 LSTM (tests/conftest.py), recorded once here. A small
+state budget makes the plain extraction wrong on some strings the RNN gets right; those
+strings, given as examples, must come out right.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from app.cli import main
+from app.workflows.dfa import extract_run_dfa, read_examples
+from rnn_models.errors import StateseerError
+from rnn_models.formal import GRAMMARS
+from rnn_models.formats.traces import Traces
+from tests.conftest import one_line
+
+BUDGET = 3  # few enough states that the plain automaton misclassifies strings
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, tomita_run):
+    """A copy of the Tomita 3 run with its train and test splits recorded."""
+    import shutil
+
+    import torch
+
+    from rnn_models.record import record_run
+
+    run = tmp_path_factory.mktemp("dfa_examples") / "t3"
+    shutil.copytree(tomita_run, run)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        record_run(run, splits=("train", "test"))
+    finally:
+        torch.set_num_threads(threads)
+    return run
+
+
+def _rnn_predictions(run) -> dict[str, int]:
+    test = Traces(run / "traces")["test"]
+    return dict(zip(test.texts, test.predictions.tolist(), strict=True))
+
+
+def _wrong_but_rnn_right(run, dfa, limit: int = 3) -> list[str]:
+    """Short strings the DFA misclassifies while the RNN (and the grammar) gets them right."""
+    rnn = _rnn_predictions(run)
+    grammar = GRAMMARS["tomita3"].dfa
+    strings = sorted((s for s in rnn if len(s) <= 8), key=lambda s: (len(s), s))
+    got = dfa.classify(strings)
+    want = grammar.accepts(strings).astype(np.int64)  # class 1 = accept for the grammars
+    return [s for s, g, w in zip(strings, got, want, strict=True)
+            if g != w and rnn[s] == w][:limit]
+
+
+def test_examples_the_plain_dfa_gets_wrong_are_right_after(recorded, tmp_path):
+    plain = extract_run_dfa(recorded, max_states=BUDGET)
+    wrong = _wrong_but_rnn_right(recorded, plain)
+    assert wrong, "the small budget should leave some string misclassified"
+    classes = plain.classes
+    grammar = GRAMMARS["tomita3"].dfa
+    path = tmp_path / "examples.tsv"
+    lines = ["# strings whose answer I know"]
+    lines += [f"{s}\t{classes[int(grammar.accepts([s])[0])]}" for s in wrong]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    dfa = extract_run_dfa(recorded, max_states=BUDGET, examples=path)
+    labels = grammar.accepts(wrong).astype(np.int64)
+    assert dfa.classify(wrong).tolist() == labels.tolist()
+    ex = dfa.report["examples"]
+    assert ex == {"n": len(wrong), "dfa_correct": len(wrong), "rnn_correct": len(wrong),
+                  "dfa_correct_where_rnn_correct": len(wrong), "dfa_wrong": []}
+    saved = json.loads((recorded / "metrics.json").read_text())["abstraction"]["dfa"]
+    assert saved["examples"]["dfa_correct"] == len(wrong)
+
+
+def test_an_example_the_rnn_disagrees_with_is_reported_not_forced(recorded, tmp_path):
+    """The DFA models the RNN: a wrong label is counted against both, not learned."""
+    rnn = _rnn_predictions(recorded)
+    s = "0110"
+    truth = int(GRAMMARS["tomita3"].dfa.accepts([s])[0])
+    assert rnn[s] == truth
+    path = tmp_path / "examples.tsv"
+    path.write_text(f"{s}\t{['reject', 'accept'][1 - truth]}\n", encoding="utf-8")
+    dfa = extract_run_dfa(recorded, examples=path)
+    ex = dfa.report["examples"]
+    assert ex["rnn_correct"] == 0 and ex["dfa_correct"] == 0 and ex["dfa_wrong"] == [s]
+
+
+def test_cli_examples_and_states(recorded, tmp_path, capsys):
+    path = tmp_path / "examples.tsv"
+    path.write_text("0110\taccept\n\taccept\n", encoding="utf-8")
+    assert main(["extract-dfa", str(recorded), "--examples", str(path), "--states", "4"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["n_states"] <= 4
+    assert out["examples"]["n"] == 2 and out["examples"]["rnn_correct"] == 2
+    assert out["examples"]["dfa_correct"] == 2
+
+
+@pytest.mark.parametrize("text, where, fix", [
+    ("0110 accept\n", "line 1", "tab"),
+    ("0110\taccept\n\n1\tmaybe\n", "line 3", "use one of"),
+    ("# comment\n0120\treject\n", "line 2", "use only 0, 1"),
+    ("0\taccept\textra\n", "line 1", "single tab"),
+    ("# nothing\n\n", "holds no examples", "STRING<TAB>LABEL"),
+])
+def test_malformed_examples_file_is_one_line_naming_line_and_fix(recorded, tmp_path, capsys,
+                                                                 text, where, fix):
+    path = tmp_path / "bad.tsv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(StateseerError) as err:
+        read_examples(path, ["reject", "accept"], ("0", "1"), "char")
+    msg = one_line(err.value)
+    assert where in msg and fix in msg and str(path) in msg
+    assert main(["extract-dfa", str(recorded), "--examples", str(path)]) == 2
+    err_line = capsys.readouterr().err.strip()
+    assert err_line.startswith("stateseer: error: --examples") and "\n" not in err_line
+    assert where in err_line and fix in err_line
+
+
+def test_missing_examples_file(tmp_path):
+    with pytest.raises(StateseerError) as err:
+        read_examples(tmp_path / "nope.tsv", ["reject", "accept"], ("0", "1"), "char")
+    assert "cannot be read" in one_line(err.value)
