@@ -18,7 +18,11 @@ What is measured, in one run on the CPU:
    favours the baseline. ``max_abs_diff`` checks on a few inputs that its hidden states equal
    the ones stateseer recorded.
 3. ``matmul_gflops`` — the machine's dense float32 roof: best of a few 2048×2048 ``torch.matmul``.
-4. ``stateseer_gflops`` — GRU-forward FLOPs per token (see :func:`flops_per_token`) times
+4. ``sharded_tok_s`` — the same inputs recorded the way ``record_run`` writes shards
+   (:func:`rnn_models.record.record_shard` per ``--shard-size`` inputs: surface ids, the
+   small arrays, fsync and the rename included); ``sharded_vs_unsharded`` is its ratio to
+   ``stateseer_tok_s``, measured in the same run.
+5. ``stateseer_gflops`` — GRU-forward FLOPs per token (see :func:`flops_per_token`) times
    ``stateseer_tok_s``; ``roof_fraction`` is that over ``matmul_gflops``.
 
 Rates are best-of (``--repeats`` stateseer runs; the fastest of 4 parts of the per-step loop;
@@ -46,8 +50,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from rnn_models.formats.traces import shard_layout
 from rnn_models.models import RNNClassifier
-from rnn_models.record import record_traces
+from rnn_models.record import ShardInputs, record_shard, record_traces
 
 VOCAB, CLASSES, EMBED, HIDDEN, LAYERS = 20000, 2, 128, 256, 2
 MIN_LEN, MAX_LEN = 5, 60
@@ -149,6 +154,29 @@ def bench_stateseer(model: RNNClassifier, seqs: list[np.ndarray], tmp: Path,
     return best
 
 
+def bench_sharded(model: RNNClassifier, seqs: list[np.ndarray], tmp: Path,
+                  args: argparse.Namespace) -> dict:
+    """The same inputs recorded as ``record_run`` writes shards: one
+    :func:`rnn_models.record.record_shard` per ``--shard-size`` inputs (surface ids, the
+    small arrays, fsync and the rename included); best of ``--repeats`` runs."""
+    tokens = [[str(t) for t in s] for s in seqs]
+    surface = {t: i for i, t in enumerate(dict.fromkeys(t for toks in tokens for t in toks))}
+    layout = shard_layout(len(seqs), args.shard_size)
+    labels = np.zeros(len(seqs), np.int64)
+    n_steps = int(sum(len(s) for s in seqs))
+    totals = []
+    for r in range(args.repeats):
+        d = tmp / f"shards{r}"
+        t0 = time.perf_counter()
+        for k, (a, b) in enumerate(layout):
+            inputs = ShardInputs(tokens=tokens[a:b], seqs=seqs[a:b], labels=labels[a:b],
+                                 rows=np.arange(a, b), texts=[""] * (b - a))
+            record_shard(model, inputs, surface, d, k, batch_size=args.batch_size or 256)
+        totals.append(time.perf_counter() - t0)
+    return {"tok_s": n_steps / min(totals), "tok_s_median": n_steps / statistics.median(totals),
+            "n_shards": len(layout), "total_s": min(totals)}
+
+
 def gru_cell(rnn: nn.GRU) -> nn.GRUCell:
     """A GRUCell with the weights of a single-layer GRU."""
     cell = nn.GRUCell(rnn.input_size, rnn.hidden_size)
@@ -232,6 +260,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="record_traces batch_tokens (default: record_traces's own)")
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     ap.add_argument("--matmul-n", type=int, default=2048)
+    ap.add_argument("--shard-size", type=int, default=2_000,
+                    help="inputs per shard of the sharded recording (default: 2,000, so the "
+                    "default inputs make several shards)")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -256,6 +287,11 @@ def main(argv: list[str] | None = None) -> None:
               f"(median {rec['tok_s_median']:,.0f}) "
               f"({rec['total_s']:.2f} s wall; forward {rec['forward_s']:.2f} s summed over "
               f"worker threads; {rec['n_batches']} batches)")
+        sh = bench_sharded(model, seqs, Path(tmp), args)
+        print(f"sharded recording ({sh['n_shards']} shards of {args.shard_size:,} inputs, "
+              f"record_shard each): {sh['tok_s']:,.0f} tok/s best of {args.repeats} "
+              f"(median {sh['tok_s_median']:,.0f}); {sh['tok_s'] / rec['tok_s']:.2f}x the "
+              "unsharded recorder")
         step_tok_s, step_median, step_tokens, step_states = bench_stepwise(
             model, seqs, args.stepwise_tokens)
         print(f"per-step GRUCell loop: {step_tok_s:,.0f} tok/s (median of 4 parts "
@@ -287,6 +323,11 @@ def main(argv: list[str] | None = None) -> None:
         "n_inputs": len(seqs),
         "stepwise_tokens": step_tokens,
         "max_abs_diff": max_diff,
+        "sharded_tok_s": round(sh["tok_s"], 1),
+        "sharded_tok_s_median": round(sh["tok_s_median"], 1),
+        "sharded_vs_unsharded": round(sh["tok_s"] / rec["tok_s"], 3),
+        "n_shards": sh["n_shards"],
+        "shard_size": args.shard_size,
         "stateseer_total_s": round(rec["total_s"], 3),
         "stateseer_forward_thread_s": round(rec["forward_s"], 3),
         "n_batches": rec["n_batches"],
