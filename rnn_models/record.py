@@ -438,8 +438,10 @@ def record_run(
         ``map_fn(record_job, jobs)`` with the signature of the builtin :func:`map`; it
         must call :func:`record_job` once per :class:`ShardJob` (anywhere, in any order,
         retrying at will) and return the results in the order of ``jobs``, e.g. a
-        function that submits to a Dask cluster and gathers. Default: the builtin
-        ``map``, in this process, with the model already loaded.
+        function that submits to a Dask cluster and gathers. Jobs read the run directory
+        and write into ``RUN/traces.tmp``, so workers on other machines need them on a
+        shared file system. Default: the builtin ``map``, in this process, with the
+        model already loaded.
 
     Raises
     ------

@@ -6,7 +6,7 @@
     runs/NAME/model.pt        state_dict only (loaded by :func:`rnn_models.loading.load_model`)
     runs/NAME/vocab.json
     runs/NAME/metrics.json    train/val/test accuracy; "abstraction" figures below
-    runs/NAME/traces/         recorded traces (see :mod:`rnn_models.formats.traces`)
+    runs/NAME/traces/         recorded traces, shards + manifest (:mod:`~rnn_models.formats.traces`)
     runs/NAME/abstraction/    fitted abstraction and FSM
 
 :class:`RunDir` reads and writes these files and never builds a model, so the
