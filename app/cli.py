@@ -542,10 +542,10 @@ def _cmd_study(args: argparse.Namespace) -> int:
     from .study.server import serve_study
 
     token = args.admin_token or os.environ.get("STATESEER_ADMIN_TOKEN") or None
-    _check_bind(args.host, "the study server", warn=False)  # serve_study warns once
+    _check_bind(args.host, "the study server" + (" (and its admin token)" if token else ""))
     return serve_study(args.study_file, db=args.db, run=args.run, host=args.host,
                        port=args.port, admin_token=token, access_log=args.access_log,
-                       allowed_hosts=args.allowed_hosts)
+                       allowed_hosts=args.allowed_hosts, bind_warned=True)  # warned once
 
 
 def _cmd_study_export(args: argparse.Namespace) -> int:

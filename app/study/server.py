@@ -409,10 +409,12 @@ def create_study_app(study: Study | str | Path, *, db: str | Path,
 def serve_study(study_file: str | Path, *, db: str | Path | None = None,
                 run: str | Path | None = None, host: str = "127.0.0.1", port: int = 8050,
                 admin_token: str | None = None, access_log: bool = False,
-                allowed_hosts: list[str] | None = None) -> int:
+                allowed_hosts: list[str] | None = None, bind_warned: bool = False) -> int:
     """``stateseer study``: load, check and serve a study until interrupted.
 
-    ``allowed_hosts`` defaults to ``$STATESEER_ALLOWED_HOSTS`` (comma-separated).
+    ``allowed_hosts`` defaults to ``$STATESEER_ALLOWED_HOSTS`` (comma-separated). A bind
+    beyond loopback is warned about once: here, unless the caller did (``bind_warned``,
+    as the command line does before loading the study).
     """
     import logging
     import signal
@@ -427,8 +429,8 @@ def serve_study(study_file: str | Path, *, db: str | Path | None = None,
     app = create_study_app(study, db=db, admin_token=admin_token,
                            allowed_hosts=allowed_hosts, bind_host=host)
     sc = app.study_context
-    warnings = [bind_warning(host, "the study server"  # the one bind warning
-                             + (" (and its admin token)" if admin_token else ""))]
+    warnings = [None if bind_warned else bind_warning(
+        host, "the study server" + (" (and its admin token)" if admin_token else ""))]
     if sc.log.digest_changed:
         warnings.append(f"stateseer: warning: the conditions or tasks of study {study.id!r} "
                         f"changed since {db} was created; answers before and after may not "

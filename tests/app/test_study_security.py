@@ -540,6 +540,10 @@ def test_study_beyond_loopback_warns_once(explored_run, tmp_path, monkeypatch, c
     assert main(argv) == 0  # no admin token: still one warning, without the token note
     err = capsys.readouterr().err
     assert err.count("listens on 0.0.0.0") == 1 and "admin token" not in err
+    from app.study.server import serve_study  # called directly, it warns itself
+
+    assert serve_study(study, db=tmp_path / "d.sqlite", host="0.0.0.0") == 0
+    assert capsys.readouterr().err.count("listens on 0.0.0.0") == 1
 
 
 def test_parse_ids_refuses_non_ascii_digits():
