@@ -139,8 +139,10 @@ def test_a_page_with_some_views_left_out_works_without_them(dash_duo, explored_r
     REGISTRY.register(app, ctx)
     dash_duo.start_server(app)
     dash_duo.wait_for_element("#table td", timeout=20)
-    for absent in ("#diagram", "#new-text", "#forcing-panel", "#nn-list", "#state-card"):
+    for absent in ("#diagram", "#new-text", "#forcing-panel", "#nn-list", "#attr-strip"):
         assert not dash_duo.driver.find_elements(By.CSS_SELECTOR, absent), absent
+    # outputs of left-out views that callbacks on the page also update: hidden holders
+    assert not dash_duo.find_element("#state-card").is_displayed()
     dash_duo.find_element('#table td[data-dash-column="text"]').click()
     dash_duo.wait_for_element("#trace-tokens .chip", timeout=10)
     dash_duo.wait_for_element("#trace-chart .scatterlayer .trace", timeout=10)

@@ -13,7 +13,7 @@ from dash import Input, Output, State, dcc, html, no_update
 from .. import ids
 from ..palette import class_color
 from ..records import TraceRecord
-from ..view import Callback, View
+from ..view import Callback, View, js
 from .core import active_of
 from .forcing import forced_for
 from .trace import flips
@@ -121,16 +121,26 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
 
 PRELOAD_AFTER_MS = 1000
 """plotly.js (~4 MB, loaded with the first chart) is loaded this long after the page
-opened, in a hidden empty chart, so that the first trace shown does not wait for it."""
+opened, once no callback is pending and the browser is idle, in a hidden empty chart, so
+that the first trace shown does not wait for it (nor the first render for plotly.js)."""
 
-PRELOAD_JS = """
+PRELOAD_JS = js("""
 function (n) {
     if (!n) { return window.dash_clientside.no_update; }
-    return {namespace: "dash_core_components", type: "Graph",
-            props: {figure: {data: [], layout: {}}, config: {staticPlot: true},
-                    style: {width: "10px", height: "10px"}}};
+    const graph = {namespace: "dash_core_components", type: "Graph",
+                   props: {figure: {data: [], layout: {}}, config: {staticPlot: true},
+                           style: {width: "10px", height: "10px"}}};
+    const t0 = Date.now();
+    const busy = () => document.querySelector(
+        '[data-dash-is-loading="true"]:not(#$me)');
+    const idle = window.requestIdleCallback || ((f) => setTimeout(f, 0));
+    return new Promise((resolve) => {
+        const wait = () => (busy() && Date.now() - t0 < 5000)
+            ? setTimeout(wait, 100) : idle(() => resolve(graph), {timeout: 1000});
+        wait();
+    });
 }
-"""
+""", me=ids.PLOTLY_PRELOAD)
 """:func:`preload` in the page."""
 
 
