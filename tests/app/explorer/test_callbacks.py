@@ -144,3 +144,41 @@ def _walk(c):
     for k in kids if isinstance(kids, list) else [kids] if kids is not None else []:
         if hasattr(k, "to_plotly_json"):
             yield from _walk(k)
+
+
+def test_an_unchanged_trace_is_not_written_again(ctx):
+    """A state click with a row selected keeps the same trace: the store is left alone
+    (rewriting it would redraw every view that follows the trace)."""
+    sel = {**SEL0, "row": 1}
+    active, _ = core.choose_trace(ctx, Trigger(ids.SELECTION), sel, 0, None, "", [], None)
+    same = json.loads(json.dumps(active))  # as the page sends it back
+    again, msg = core.choose_trace(ctx, Trigger(ids.SELECTION), {**sel, "state": 2}, 0,
+                                   None, "", [], same)
+    assert again is no_update and msg == ""
+    # a pattern selected: the same trace, but its steps are to be marked
+    pat = {"kind": "buggy", "index": 0, "states": [1, 2]}
+    marked, _ = core.choose_trace(ctx, Trigger(ids.SELECTION), {**sel, "pattern": pat}, 0,
+                                  None, "", [], same)
+    assert marked["pattern"] == [1, 2] and marked["main"] == active["main"]
+    # no row, nothing on display: nothing to write either
+    assert core.choose_trace(ctx, Trigger(ids.SELECTION), SEL0, 0, None, "", [], None) == \
+        (no_update, "")
+
+
+def test_a_new_trace_drops_the_forced_run_only_when_there_is_one(ctx):
+    from app.explorer.views import forcing
+
+    assert forcing.reset(ctx, {"main": {}}, {"key": "x"}) == (None, "")
+    assert forcing.reset(ctx, {"main": {}}, None) == (no_update, "")
+
+
+def test_the_chart_is_a_plain_figure_dict(ctx):
+    main = ctx.data.trace_instance("test", 1)
+    fig = chart.probability_figure(main, ctx.data.classes)
+    json.dumps(fig)  # plain data, no plotly objects
+    curve = fig["data"][0]
+    assert curve["type"] == "scatter" and len(curve["x"]) == main.n_tokens + 1
+    assert [c[0] for c in curve["customdata"]] == ["⟨start⟩", *main.tokens]
+    import plotly.graph_objects as go
+
+    assert len(go.Figure(fig).data) == len(fig["data"])  # valid for plotly
