@@ -323,17 +323,17 @@ def _fit_abstraction(traces: Traces, alphabet: list[str], engine: Engine, *, n_s
     if "train" not in traces:
         raise AbstractionError("the traces have no training split; record it with "
                                "`stateseer record RUN --splits train val test`")
-    train = traces["train"]
-    if train.n_steps == 0:
+    names = ["train", *[s for s in (splits or tuple(traces.split_names)) if s != "train"]]
+    refs = {split: sharded.shard_refs(traces, split) for split in names}
+    if sum(r.n_steps for r in refs["train"]) == 0:
         raise AbstractionError("the training split has no steps (every input is empty); "
                                "an abstraction needs recorded hidden states")
-    names = ["train", *[s for s in (splits or tuple(traces.split_names)) if s != "train"]]
-    for name in names:
-        ids = traces[name].token_ids
-        if len(ids) and int(ids.max()) >= len(alphabet):
+    every = [r for name in names for r in refs[name]]
+    for ref, top in zip(every, engine.map(sharded.max_token, every), strict=True):
+        if top >= len(alphabet):
             raise AbstractionError(
-                f"token ids in {traces.path / name / 'token_ids.npy'} exceed the vocabulary "
-                f"({len(alphabet)} tokens); re-record with `stateseer record "
+                f"token ids in {traces.path / ref.split / 'token_ids.npy'} exceed the "
+                f"vocabulary ({len(alphabet)} tokens); re-record with `stateseer record "
                 f"{traces.path.parent}`")
     if isinstance(method, BaseAbstractor):
         ab = clone(method)
@@ -341,7 +341,6 @@ def _fit_abstraction(traces: Traces, alphabet: list[str], engine: Engine, *, n_s
         ab = make_abstractor(method, n_states=n_states, pca_components=pca, features=features,
                              split_by_prediction=split_by_prediction,
                              random_state=random_state, max_fit_samples=max_fit_samples)
-    refs = {split: sharded.shard_refs(traces, split) for split in names}
     sharded.fit_sharded(ab, refs["train"], engine)  # sample per shard, fit here
     h0 = np.asarray(traces.initial_hidden, np.float32)[None]
     p0 = np.asarray(traces.initial_proba, np.float64)[None]

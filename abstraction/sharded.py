@@ -54,6 +54,7 @@ __all__ = [
     "fit_sharded",
     "fsm_from_stats",
     "index_shard",
+    "max_token",
     "new_states_file",
     "open_ref",
     "path_stats",
@@ -104,7 +105,7 @@ def shard_refs(traces: Traces, split: str) -> list[ShardRef]:
 
 
 _OPEN: OrderedDict[tuple, SplitTraces] = OrderedDict()
-_OPEN_MAX = 64
+_OPEN_MAX = 4  # memory maps are cheap; touched pages count as resident
 
 
 def open_ref(ref: ShardRef) -> SplitTraces:
@@ -132,6 +133,12 @@ def open_ref(ref: ShardRef) -> SplitTraces:
     else:
         _OPEN.move_to_end(key)
     return tr
+
+
+def max_token(ref: ShardRef) -> int:
+    """Largest token id of one shard (-1 when it has no steps)."""
+    ids = open_ref(ref).token_ids
+    return int(np.max(ids)) if len(ids) else -1
 
 
 # -- the fit sample ------------------------------------------------------------------------
@@ -358,6 +365,11 @@ def assign_shard(ref: ShardRef, *, abstractor: Any, stats: tuple[int, int] | Non
     return res
 
 
+def _assign_stats(ref: ShardRef, **kw: Any) -> PathStats:
+    """:func:`assign_shard` writing its states to ``out``, returning the statistics only."""
+    return assign_shard(ref, **kw)["stats"]
+
+
 def _states_out(out_dir: str | Path | None, name: str, n: int) -> str | None:
     return None if out_dir is None else new_states_file(Path(out_dir) / name, n)
 
@@ -383,6 +395,9 @@ def assign_split(engine: Any, abstractor: Any, refs: Sequence[ShardRef], *,
     n = sum(r.n_steps for r in refs)
     split = refs[0].split if refs else "split"
     out = _states_out(out_dir, f"{split}.states.npy", n)
+    if stats is not None and refs and out is not None:  # only the statistics come back
+        return _gather([], "states", out), engine.map_reduce(
+            _assign_stats, refs, combine_stats, abstractor=abstractor, stats=stats, out=out)
     if stats is not None and refs:
         parts = engine.map(assign_shard, refs, abstractor=abstractor, stats=stats, out=out)
         total = engine.reduce(combine_stats, [p["stats"] for p in parts])

@@ -94,26 +94,38 @@ def parse_address(address: str | None) -> tuple[str, Any]:
     raise ClusterError(f"unknown --cluster {a!r}; {USAGE} (or set {ENV})")
 
 
-def tree_reduce(combine: Callable[[T, T], T], items: Sequence[T]) -> T:
+def tree_reduce(combine: Callable[[T, T], T], items: Iterable[T]) -> T:
     """Combine ``items`` pairwise in a fixed binary tree: ``((0,1),(2,3)),...``.
 
-    The tree depends only on ``len(items)``, so a floating-point reduction gives the same
-    bits whichever engine computed the items. One item is returned as it is.
+    Level by level, neighbours are combined and an odd last item moves up unchanged; the
+    tree depends only on the number of items, so a floating-point reduction gives the same
+    bits whichever engine computed the items. ``items`` may be a generator: they are
+    folded as they come (a binary counter of at most log2(n) partial results, combined
+    from the right at the end, which is the same tree). One item is returned as it is.
 
     Raises
     ------
     ValueError
         ``items`` is empty.
+
+    Examples
+    --------
+    >>> tree_reduce(lambda a, b: f"({a}{b})", "abcde")
+    '(((ab)(cd))e)'
     """
-    level = list(items)
-    if not level:
+    stack: list[tuple[int, T]] = []  # (size of the complete subtree, its value)
+    for item in items:
+        size, value = 1, item
+        while stack and stack[-1][0] == size:
+            value = combine(stack.pop()[1], value)
+            size *= 2
+        stack.append((size, value))
+    if not stack:
         raise ValueError("nothing to reduce")
-    while len(level) > 1:
-        nxt = [combine(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
-        if len(level) % 2:
-            nxt.append(level[-1])
-        level = nxt
-    return level[0]
+    value = stack.pop()[1]
+    while stack:
+        value = combine(stack.pop()[1], value)
+    return value
 
 
 class Engine:
@@ -164,6 +176,11 @@ class SerialEngine(Engine):
 
     def map(self, fn: Callable[..., T], items: Iterable[Any], **shared: Any) -> list[T]:
         return [fn(x, **shared) for x in items]
+
+    def map_reduce(self, fn: Callable[..., T], items: Iterable[Any],
+                   combine: Callable[[T, T], T], **shared: Any) -> T:
+        """Streamed: at most log2(n) results are held at once (same tree)."""
+        return tree_reduce(combine, (fn(x, **shared) for x in items))
 
 
 class DaskEngine(Engine):
