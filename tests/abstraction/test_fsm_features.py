@@ -1,0 +1,106 @@
+"""The margin space the FSM's states live in: one residual axis per logit difference, the
+logit differences weighted by MARGIN_WEIGHT (abstraction.features)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from abstraction.errors import AbstractionError
+from abstraction.features import MARGIN_WEIGHT, Projection, log_ratios
+from abstraction.fsm import FSM
+from abstraction.kmeans import KMeansAbstractor
+
+
+def _states(n: int, d: int, n_classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Hidden states (n, d) and the softmax of a linear head on them (n, C)."""
+    rng = np.random.default_rng(seed)
+    S = rng.normal(size=(n, d)).astype(np.float32) * np.linspace(3, 0.5, d).astype(np.float32)
+    W = rng.normal(size=(d, n_classes))
+    logits = S @ W
+    P = np.exp(logits - logits.max(1, keepdims=True))
+    return S, P / P.sum(1, keepdims=True)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 4])
+def test_one_residual_axis_per_logit_difference(n_classes):
+    S, P = _states(600, 12, n_classes)
+    proj = Projection.fit("margin", S, P, 1, 0)
+    Z = proj.transform(S, P)
+    C1 = n_classes - 1
+    assert Z.shape == (600, 2 * C1)
+    # the logit differences lead, in the classifier's own order, weighted by MARGIN_WEIGHT
+    L = log_ratios(P)
+    assert np.allclose(Z[:, :C1] * L.std(0) / MARGIN_WEIGHT, L, atol=1e-3)
+    assert Z.std(0) == pytest.approx([MARGIN_WEIGHT] * C1 + [1.0] * C1, abs=1e-3)
+    # the residual axes are orthogonal to the head's directions
+    comps = proj.arrays["components"]
+    head = proj.arrays["head"]
+    assert np.abs(comps @ head.T).max() < 1e-4
+    assert Projection.fit("margin", S, P, 2, 0).n_components == 3 * C1
+
+
+def test_margin_weight_is_a_parameter_and_must_be_positive():
+    S, P = _states(300, 8, 2)
+    Z = Projection.fit("margin", S, P, 1, 0, margin_weight=2.0).transform(S, P)
+    assert Z.std(0) == pytest.approx([2.0, 1.0], abs=1e-3)
+    with pytest.raises(AbstractionError, match="margin_weight must be positive") as e:
+        Projection.fit("margin", S, P, 1, 0, margin_weight=0.0)
+    assert "\n" not in str(e.value)
+
+
+def test_the_residual_axes_are_capped_by_the_state_size():
+    S, P = _states(200, 4, 3)  # 2 logit differences leave 2 residual directions
+    assert Projection.fit("margin", S, P, 5, 0).n_components == 2 + 2
+
+
+def _memory_task(n_inputs: int, seed: int):
+    """A recurrent process whose prediction needs a memory the head does not read.
+
+    Token 0 flips a hidden sign u (a direction orthogonal to the head), token 1 moves
+    the margin m by u, token 2 decays m. The classifier reads only m."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(4, 14, n_inputs)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    tokens = rng.choice(3, size=int(offsets[-1]), p=[0.25, 0.5, 0.25])
+    H = np.zeros((len(tokens), 6), np.float32)
+    noise = rng.normal(0, 0.05, (len(tokens), 6))
+    for i in range(n_inputs):
+        m, u = 0.0, 1.0
+        for t in range(offsets[i], offsets[i + 1]):
+            if tokens[t] == 0:
+                u = -u
+            elif tokens[t] == 1:
+                m = np.clip(m + u, -3, 3)
+            else:
+                m *= 0.5
+            H[t, :2] = m, u
+        H[offsets[i]:offsets[i + 1]] += noise[offsets[i]:offsets[i + 1]]
+    p1 = 1 / (1 + np.exp(-2 * H[:, 0]))
+    return H, np.stack([1 - p1, p1], 1), tokens, offsets
+
+
+def test_the_fsm_alone_follows_a_memory_the_head_does_not_read():
+    """With the residual axis the FSM knows u and simulates the process; without it (the
+    margin alone) it cannot tell which way token 1 moves."""
+    H, P, tok, off = _memory_task(600, 0)
+    _, Pt, tokt, offt = _memory_task(300, 1)
+    final = offt[1:] - 1
+    rnn = Pt[final].argmax(1)
+
+    def simulated(residual: int) -> float:
+        ab = KMeansAbstractor(n_states=16, split_by_prediction=True,
+                              residual_components=residual).fit(H, proba=P)
+        fsm = FSM.from_paths(ab.labels_, off, tok, P, np.array([0.5, 0.5]),
+                             n_states=ab.n_states_, classes=["neg", "pos"],
+                             alphabet=["flip", "go", "decay"],
+                             coords=np.vstack([ab.transform(np.zeros((1, 6), np.float32),
+                                                            np.array([[0.5, 0.5]])),
+                                               ab.cluster_centers_]),
+                             simulation="probabilistic")
+        _, pred = fsm.simulate_predictions(tokt, offt)
+        return float((pred == rnn).mean())
+
+    with_memory, margin_only = simulated(1), simulated(0)
+    assert with_memory >= 0.9
+    assert with_memory >= margin_only + 0.1
