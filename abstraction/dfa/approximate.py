@@ -201,9 +201,11 @@ def _merge_pair(trans: np.ndarray, counts: np.ndarray, q: int, r: int) -> np.nda
 def greedy_merge(ev: _Eval, trans: np.ndarray, state_class: np.ndarray, n_classes: int,
                  states: int, deadline: float, n_pairs: int = 16
                  ) -> tuple[np.ndarray, np.ndarray, float]:
-    """Merge two states at a time, the merge the RNN agrees with most, down to ``states``.
+    """Merge two states at a time, the merge the RNN agrees with most, down to ``states``,
+    then on while a merge loses no agreement (stopping at the knee).
 
-    Each round tries the ``n_pairs`` same-class pairs whose depth-6 signatures are closest
+    Each round tries the ``n_pairs`` same-class pairs whose depth-6 signatures (depth 4
+    above 100 states) are closest
     (:func:`signatures`) and keeps the one whose automaton agrees most (:func:`relabel`).
     ``trans`` has its initial state 0 and stays so (a merge into state 0 keeps id 0).
 
@@ -214,10 +216,10 @@ def greedy_merge(ev: _Eval, trans: np.ndarray, state_class: np.ndarray, n_classe
     agreement : float
     """
     cls, agree = relabel(ev, trans, 0, n_classes, state_class)
-    while len(trans) > states and time.perf_counter() < deadline:
+    while len(trans) > 1 and time.perf_counter() < deadline:
         n = len(trans)
         _, counts = _traffic(ev, trans, 0)
-        sig = signatures(trans, cls, 6)
+        sig = signatures(trans, cls, 6 if n <= 100 else 4)
         dist = (sig[:, None, :] != sig[None, :, :]).mean(-1)
         dist[cls[:, None] != cls[None, :]] = np.inf
         dist[np.tril_indices(n)] = np.inf
@@ -233,8 +235,8 @@ def greedy_merge(ev: _Eval, trans: np.ndarray, state_class: np.ndarray, n_classe
             c2, ag = relabel(ev, t, 0, n_classes, c)
             if best is None or ag > best[0]:
                 best = (ag, t, c2)
-        if best is None:
-            break
+        if best is None or (n <= states and best[0] < agree - 1e-12):
+            break  # within the budget, merge on only while nothing is lost (the knee)
         agree, trans, cls = best
     return trans, cls, agree
 

@@ -77,7 +77,7 @@ def extract_dfa(
     states: int | None = None,
     extra: Sequence[tuple[SplitTraces, int]] = (),
     fit_len: int = 12,
-    time_limit: float = 8.0,
+    time_limit: float = 6.0,
 ) -> ExtractedDFA:
     """Extract a deterministic, complete, minimal automaton from recorded traces.
 
@@ -124,7 +124,7 @@ def extract_dfa(
     fit_len : int, default 12
         With ``states``: agreement is maximised on the prefixes of length <= ``fit_len``,
         every length weighted by its share of all strings up to that length.
-    time_limit : float, default 8.0
+    time_limit : float, default 6.0
         With ``states``: seconds (from the start of the call) after which polishing stops.
 
     Returns
@@ -173,7 +173,8 @@ def extract_dfa(
         )
     state = _initial_partition(work, n_classes, initial_states, random_state)
     n_initial = int(state.max()) + 1
-    n_states, rounds, budget_exhausted = refine(work, state, n_sym, max_states, max_rounds)
+    n_states, rounds, budget_exhausted = refine(work, state, n_sym, max_states, max_rounds,
+                                                max_ref=4096)
     trans, cls, deterministic, conflicting = complete(work, state, n_states, n_sym, n_classes)
     m_trans, m_cls, _ = _minimise(alphabet, trans, cls, int(state[0]), n_classes)
     shrunk: dict[str, Any] = {}

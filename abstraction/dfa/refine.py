@@ -72,7 +72,7 @@ def _nearest_point(Z: np.ndarray, ref: np.ndarray, chunk: int = 2048,
 
 
 def _split(tree: _Tree, state: np.ndarray, members: np.ndarray, a: int, next_id: int,
-           max_new: int) -> int:
+           max_new: int, max_ref: int = 4096) -> int:
     """Split the nodes ``members`` of one state along symbol ``a``; returns the next free id.
 
     Nodes with an ``a``-child are grouped by the child's state (at most ``max_new + 1``
@@ -96,7 +96,8 @@ def _split(tree: _Tree, state: np.ndarray, members: np.ndarray, a: int, next_id:
     assign = np.empty(len(members), dtype=np.int64)
     assign[has] = group
     if (~has).any():
-        assign[~has] = group[_nearest_point(tree.X[members[~has]], tree.X[members[has]])]
+        assign[~has] = group[_nearest_point(tree.X[members[~has]], tree.X[members[has]],
+                                            max_ref=max_ref)]
     ids = np.concatenate([[state[members[0]]], next_id + np.arange(n_groups - 1)])
     state[members] = ids[assign]
     return next_id + n_groups - 1
@@ -123,7 +124,7 @@ def _initial_partition(tree: _Tree, n_classes: int, initial_states: int | None,
 
 
 def refine(tree: _Tree, state: np.ndarray, n_symbols: int, max_states: int,
-           max_rounds: int) -> tuple[int, int, bool]:
+           max_rounds: int, max_ref: int = 4096) -> tuple[int, int, bool]:
     """Split conflicting states (in place in ``state``) until none is left or the budget.
 
     Within a round the states with the most conflicting traffic split first, each along
@@ -135,6 +136,8 @@ def refine(tree: _Tree, state: np.ndarray, n_symbols: int, max_states: int,
     state : ndarray of shape (n_nodes,)
         Abstract state of every prefix node; refined in place.
     n_symbols, max_states, max_rounds : int
+    max_ref : int, default 4096
+        Reference points of the nearest-neighbour step of a split (:func:`_nearest_point`).
 
     Returns
     -------
@@ -171,7 +174,8 @@ def refine(tree: _Tree, state: np.ndarray, n_symbols: int, max_states: int,
                 break
             q, a = int(src[j]), int(pair[bad][j] % n_symbols)
             members = by_state[bounds[q]:bounds[q + 1]]
-            n_states = _split(tree, state, members, a, n_states, max_states - n_states)
+            n_states = _split(tree, state, members, a, n_states, max_states - n_states,
+                              max_ref)
     return n_states, rounds, False
 
 
