@@ -40,6 +40,7 @@ from rnn_models.formats.traces import SplitTraces, Traces
 from . import sharded
 from .abstractor import BaseAbstractor, make_abstractor
 from .errors import AbstractionError
+from .features import shared_projections
 from .fsm import FSM
 from .metrics import AUTO_CAP, bootstrap_ci, choose_knee, fidelity, quality
 from .patterns import buggy_patterns, influential_patterns, state_contexts, state_ngrams
@@ -449,13 +450,16 @@ def _auto_states(traces: Traces, alphabet: list[str], method: str | BaseAbstract
     n_train = traces["train"].n_steps if "train" in traces else 0
     curve = []
     val = traces["val"]
-    for k in sorted({c for c in AUTO_CANDIDATES if c <= cap} | {int(cap)}):
-        if k > max(n_train, 1):
-            continue
-        ab = fit_abstraction(traces, alphabet, n_states=k, method=_with_states(method, k),
-                             splits=("train", "val"), **params)
-        lf, sf = _split_figures(ab.fsm, val, ab.states["val"], ab.sim_predictions["val"])
-        curve.append({"n_states": k, "val_label_fidelity": lf, "val_simulation_fidelity": sf})
+    with shared_projections():  # one feature fit for every candidate (same sample)
+        for k in sorted({c for c in AUTO_CANDIDATES if c <= cap} | {int(cap)}):
+            if k > max(n_train, 1):
+                continue
+            ab = fit_abstraction(traces, alphabet, n_states=k,
+                                 method=_with_states(method, k), splits=("train", "val"),
+                                 **params)
+            lf, sf = _split_figures(ab.fsm, val, ab.states["val"], ab.sim_predictions["val"])
+            curve.append({"n_states": k, "val_label_fidelity": lf,
+                          "val_simulation_fidelity": sf})
     if not curve:
         raise AbstractionError("too few hidden states for any candidate state count")
     k, why = choose_knee(curve, cap=int(cap), key="val_simulation_fidelity")
