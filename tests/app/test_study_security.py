@@ -484,6 +484,29 @@ def test_csv_cells_are_escaped_in_exports_and_admin_downloads(sec_app, tmp_path)
 
 # -- M7 and Low: hosts, headers, bind warning, parse_ids -------------------------------------
 
+def test_the_explorer_table_download_escapes_formulas(monkeypatch):
+    """M5 in the explorer: the table's CSV download goes through app.csvsafe."""
+    import csv as _csv
+    from types import SimpleNamespace
+
+    from app.explorer import ids
+    from app.explorer.view import Trigger
+    from app.explorer.views import table
+
+    rows = [{"id": 1, "text": '=HYPERLINK("http://evil.example","x")', "label": "+pos",
+             "prediction": "@neg", "correct": False, "confidence": -0.5, "length": 3},
+            {"id": 2, "text": "\tcmd|' /C calc'!A0", "label": "-1", "prediction": "ok",
+             "correct": True, "confidence": 0.9, "length": 2}]
+    monkeypatch.setattr(table, "query_instances", lambda data, q: (rows, len(rows), ""))
+    ctx = SimpleNamespace(data=SimpleNamespace(splits=["test"], name="run"))
+    out = table.table_csv(ctx, Trigger(ids.DL_TABLE), 1, None, None, False, None, None, None)
+    got = list(_csv.DictReader(io.StringIO(out["content"])))
+    assert got[0]["text"].startswith("'=HYPERLINK") and got[0]["label"] == "'+pos"
+    assert got[0]["prediction"] == "'@neg" and got[0]["confidence"] == "-0.5"  # a number
+    assert got[1]["text"].startswith("'\t") and got[1]["label"] == "'-1"
+    assert got[1]["prediction"] == "ok"
+
+
 def test_foreign_hosts_and_origins_are_refused_and_headers_set(sec_app):
     client = sec_app.server.test_client()
     assert client.get("/study/health", headers={"Host": "rebound.example"}).status_code == 403
