@@ -130,7 +130,7 @@ def _split_damage(split_dir: Path, name: str) -> None:
 def test_inconsistent_split_arrays(tmp_path, abs_run, name, words):
     run = tmp_path / "run"
     shutil.copytree(abs_run, run)
-    _split_damage(run / "traces" / "test", name)
+    _split_damage(Traces(run / "traces").shards("test")[0].path, name)
     traces = Traces(run / "traces")
     with pytest.raises(TraceError, match=words) as e:
         traces["test"]
@@ -141,7 +141,7 @@ def test_inconsistent_split_arrays(tmp_path, abs_run, name, words):
 def test_token_ids_beyond_the_vocabulary(tmp_path, abs_run):
     run = tmp_path / "run"
     shutil.copytree(abs_run, run)
-    d = run / "traces" / "val"
+    d = Traces(run / "traces").shards("val")[0].path
     ids = np.load(d / "token_ids.npy")
     ids[0] = 10**6
     np.save(d / "token_ids.npy", ids)

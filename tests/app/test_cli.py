@@ -26,7 +26,7 @@ def test_train_and_record_from_the_command_line(tmp_path, capsys):
     assert main(["record", str(run), "--splits", "test"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["splits"]["test"]["accuracy"] == 1.0
-    assert (run / "traces" / "test" / "hidden.npy").exists()
+    assert (run / "traces" / "test" / "shards" / "00000" / "hidden.npy").exists()
 
 
 @pytest.mark.parametrize(
@@ -226,7 +226,7 @@ def test_every_help_shows_its_defaults(capsys):
 
 def test_compare_says_which_input_differs(analysed_run, copy_run, capsys):
     other = copy_run(analysed_run)
-    texts = other / "traces" / "test" / "texts.json"
+    texts = other / "traces" / "test" / "shards" / "00000" / "texts.json"
     if not texts.exists():
         pytest.skip("traces store texts elsewhere")
     data = json.loads(texts.read_text())
@@ -322,8 +322,9 @@ def test_fuzz_dataset_files_never_traceback(tmp_path, capsys, kind, header, rows
 
 
 _RUN_FILES = ["config.json", "metrics.json", "vocab.json", "model.pt", "traces/meta.json",
-              "traces/surface.json", "traces/initial_hidden.npy", "traces/test/hidden.npy",
-              "traces/test/texts.json", "traces/train/hidden.npy", "abstraction/meta.json",
+              "traces/surface.json", "traces/initial_hidden.npy",
+              "traces/test/shards/00000/hidden.npy", "traces/test/shards/00000/texts.json",
+              "traces/train/shards/00000/hidden.npy", "abstraction/meta.json",
               "abstraction/fsm.json", "abstraction/patterns.json",
               "abstraction/abstractor.npz", "abstraction/test.states.npy",
               "abstraction/train.states.npy", "abstraction/centroids.npy",

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from app.cli import main
+from rnn_models.formats.traces import Traces
 
 
 def write_import_dir(run: Path, out: Path, *, proba: bool = True) -> Path:
@@ -27,19 +28,20 @@ def write_import_dir(run: Path, out: Path, *, proba: bool = True) -> Path:
         np.save(out / "initial_proba.npy", np.load(tr / "initial_proba.npy"))
     vocab = json.loads((run / "vocab.json").read_text(encoding="utf-8"))["tokens"]
     (out / "vocab.json").write_text(json.dumps(vocab))
+    traces = Traces(tr)
     for split in meta["splits"]:
         d = out / split
         d.mkdir()
-        off = np.load(tr / split / "offsets.npy")
-        sid = np.load(tr / split / "surface_ids.npy")
-        np.save(d / "hidden.npy", np.load(tr / split / "hidden.npy"))
+        t = traces[split]
+        off, sid = np.asarray(t.offsets), np.asarray(t.surface_ids)
+        np.save(d / "hidden.npy", np.asarray(t.hidden))
         np.save(d / "offsets.npy", off)
-        np.save(d / "labels.npy", np.load(tr / split / "labels.npy"))
+        np.save(d / "labels.npy", np.asarray(t.labels))
         if proba:
-            np.save(d / "proba.npy", np.load(tr / split / "proba.npy"))
+            np.save(d / "proba.npy", np.asarray(t.proba))
         tokens = [[surface[j] for j in sid[a:b]] for a, b in itertools.pairwise(off)]
         (d / "tokens.json").write_text(json.dumps(tokens))
-        (d / "texts.json").write_text((tr / split / "texts.json").read_text())
+        (d / "texts.json").write_text(json.dumps(list(t.texts)))
     return out
 
 
