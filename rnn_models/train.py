@@ -348,13 +348,14 @@ def _write_run(run: Run, model: nn.Module, cfg: TrainConfig, data: _Data, hp: di
     (:func:`~rnn_models.formats.atomic.swap_dir`). A crash at any point leaves the old
     run or the new one, whole.
     """
-    run.path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Run(run.path.with_name(f".{run.path.name}.train.tmp"))
+    target = run.path.resolve() if run.path.is_symlink() else run.path  # a linked run stays
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Run(target.with_name(f".{target.name}.train.tmp"))
     if tmp.path.exists():
         shutil.rmtree(tmp.path)  # left by an earlier interrupted train
     tmp.path.mkdir()
-    if run.path.is_dir():
-        _carry_over(run.path, tmp.path)
+    if target.is_dir():
+        _carry_over(target, tmp.path)
     data.vocab.save(tmp.vocab_path)
     state = model.state_dict()
     atomic_write(tmp.model_path, lambda fh: torch.save(state, fh))
@@ -372,7 +373,7 @@ def _write_run(run: Run, model: nn.Module, cfg: TrainConfig, data: _Data, hp: di
     }
     atomic_write_text(tmp.config_path, json.dumps(config, indent=2))
     tmp.update_metrics(**metrics, model_sha256=sha256_file(tmp.model_path))
-    swap_dir(tmp.path, run.path)
+    swap_dir(tmp.path, target)
 
 
 def train_run(

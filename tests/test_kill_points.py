@@ -47,6 +47,20 @@ def test_swap_dir_exchanges_a_directory_whole(tmp_path):
     assert _tree(target) == {"meta.json": "newer"}
 
 
+def test_swap_dir_replaces_a_link_not_what_it_points_to(tmp_path):
+    from rnn_models.formats.atomic import swap_dir
+
+    real, link, new = tmp_path / "real", tmp_path / "traces", tmp_path / "traces.tmp"
+    real.mkdir()
+    (real / "meta.json").write_text("old")
+    link.symlink_to(real, target_is_directory=True)
+    new.mkdir()
+    (new / "meta.json").write_text("new")
+    swap_dir(new, link)
+    assert not link.is_symlink() and _tree(link) == {"meta.json": "new"}
+    assert _tree(real) == {"meta.json": "old"} and not new.exists()
+
+
 def test_swap_dir_without_an_atomic_exchange_renames_aside(tmp_path, monkeypatch):
     from rnn_models.formats import atomic
 
@@ -82,14 +96,17 @@ def test_train_force_swaps_the_run_in_and_keeps_the_users_files(tmp_path):
         (run.path / derived).mkdir()
         (run.path / derived / "meta.json").write_text("{}")
     old_model = run.model_path.read_bytes()
-    train_run(TrainConfig(**cfg, seed=1), run.path, force=True, progress=False)
+    link = tmp_path / "link"
+    link.symlink_to(run.path, target_is_directory=True)
+    train_run(TrainConfig(**cfg, seed=1), link, force=True, progress=False)
+    assert link.is_symlink() and link.resolve() == run.path.resolve()  # written through it
     names = sorted(p.name for p in run.path.iterdir())
     assert names == ["config.json", "exports", "metrics.json", "model.pt", "notes.txt",
                      "vocab.json"]  # the old model's traces, abstraction and index are gone
     assert (run.path / "notes.txt").read_text() == "mine"
     assert (run.path / "exports" / "fsm.dot").read_text() == "digraph {}"
     assert run.model_path.read_bytes() != old_model
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "tomita1.csv"]  # no temps
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "run", "tomita1.csv"]
     load_model(run.path)
 
 

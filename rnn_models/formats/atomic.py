@@ -162,7 +162,9 @@ def swap_dir(new: str | Path, target: str | Path) -> Path:
     Parameters
     ----------
     new, target : str or Path
-        Sibling paths on one file system; ``target`` need not exist.
+        Sibling paths on one file system; ``target`` need not exist. A ``target`` that is
+        a symbolic link is replaced by the directory (resolve it first to write into what
+        it points to).
 
     Returns
     -------
@@ -177,7 +179,10 @@ def swap_dir(new: str | Path, target: str | Path) -> Path:
         return target
     if _exchange(new, target):
         fsync_dir(target.parent)
-        shutil.rmtree(new)
+        if new.is_symlink():  # target was a link: the link goes, not what it pointed to
+            new.unlink()
+        else:
+            shutil.rmtree(new)
         return target
     aside = target.with_name(target.name + ".old")
     if aside.exists():
