@@ -77,7 +77,7 @@ def test_abstract_keeps_its_result_when_forcing_is_impossible(analysed_run, copy
     the reason is one line on stderr."""
     import app.cli as cli
 
-    def refuse(run, split="test"):
+    def refuse(run, split="test", **_):
         raise StateseerError("state forcing needs a stateseer RNNClassifier")
 
     monkeypatch.setattr(cli, "_forcing", refuse)
