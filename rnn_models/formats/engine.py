@@ -205,6 +205,7 @@ class DaskEngine(Engine):
             raise ClusterError(f"DaskEngine needs a cluster address; {USAGE}")
         self.address, self.retries = address, retries
         self._cluster = None
+        self._quiet()
         try:
             from distributed import Client, LocalCluster
         except ImportError:  # pragma: no cover - a dependency of the package
@@ -243,6 +244,18 @@ class DaskEngine(Engine):
         self.threads_per_worker = max((w.get("nthreads", 1) for w in workers.values()),
                                       default=1)
         return self
+
+    def _quiet(self) -> None:
+        """Dask's own client and comm loggers say nothing below CRITICAL while this engine
+        is open (a lost scheduler is reported once, as a :class:`ClusterError`)."""
+        import logging
+
+        self._levels = {}
+        for name in ("distributed.client", "distributed.comm", "distributed.core",
+                     "distributed.batched"):
+            log = logging.getLogger(name)
+            self._levels[name] = log.level
+            log.setLevel(logging.CRITICAL)
 
     def _lost(self, exc: BaseException) -> ClusterError:
         return ClusterError(
@@ -301,11 +314,15 @@ class DaskEngine(Engine):
     def close(self) -> None:
         if getattr(self, "_borrowed", False):
             return
+        import logging
+
         try:
             self.client.close()
         finally:
             if self._cluster is not None:
                 self._cluster.close()
+            for name, level in getattr(self, "_levels", {}).items():
+                logging.getLogger(name).setLevel(level)
 
 
 def _apply(item: Any, fn: Callable[..., T], shared_kwargs: dict[str, Any]) -> T:
