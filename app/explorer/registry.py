@@ -123,7 +123,7 @@ class Registry:
         only partly in the page). They hold nothing until such a callback writes them."""
         from dash import dcc, html
 
-        present = {getattr(c, "id", None) for c in _walk(layout)}
+        present = {i for c in _walk(layout) if isinstance(i := getattr(c, "id", None), str)}
         groups: dict[Any, list[Output]] = {}  # per Dash callback (a fuse group is one)
         for n, (_view, cb) in enumerate(self.callbacks(ctx)):
             groups.setdefault(cb.fuse or n, []).extend(cb.outputs)

@@ -113,6 +113,8 @@ def test_views_left_out_are_not_in_the_page_at_all(ctx):
     assert set(holders) == {"trace-chart-box", "input-message", "forced"}
     assert all(not c["props"].get("children") for c in holders.values())
     assert "diagram" in _ids(_json(REGISTRY.layout(ctx)))  # default: every view
+    # pattern-matching ids (the pattern buttons) on the page are no trouble
+    assert "influential" in _ids(_json(REGISTRY.layout(ctx, views=["patterns", "table"])))
     with pytest.raises(ValueError, match="unknown views"):
         REGISTRY.layout(ctx, views=["nope"])
 
