@@ -33,6 +33,7 @@ from .prefix_tree import _Tree
 
 EPS_GRID = (0.0, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.06, 0.1)
 DEPTHS = (4, 6, 8)
+PRE_MERGE_DEPTH = 10
 
 
 @dataclass
@@ -198,11 +199,34 @@ def _merge_pair(trans: np.ndarray, counts: np.ndarray, q: int, r: int) -> np.nda
     return t - (t > q)
 
 
+def _reachable(trans: np.ndarray, state_class: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Only the states reachable from state 0 (kept as 0), renumbered in order."""
+    seen = np.zeros(len(trans), dtype=bool)
+    seen[0] = True
+    frontier = np.array([0])
+    while frontier.size:
+        nxt = np.unique(trans[frontier].reshape(-1))
+        frontier = nxt[~seen[nxt]]
+        seen[frontier] = True
+    if seen.all():
+        return trans, state_class
+    remap = np.cumsum(seen) - 1
+    return remap[trans[seen]], state_class[seen]
+
+
+def full_set(tree: _Tree) -> _Eval:
+    """Every prefix of the tree, each weighing one (the stricter check of the knee)."""
+    return _Eval(parent=tree.parent, symbol=tree.symbol, pred=tree.pred,
+                 weight=np.ones(len(tree.parent)), level=tree.level)
+
+
 def greedy_merge(ev: _Eval, trans: np.ndarray, state_class: np.ndarray, n_classes: int,
-                 states: int, deadline: float, n_pairs: int = 16
-                 ) -> tuple[np.ndarray, np.ndarray, float]:
+                 states: int, deadline: float, n_pairs: int = 16,
+                 strict: _Eval | None = None) -> tuple[np.ndarray, np.ndarray, float]:
     """Merge two states at a time, the merge the RNN agrees with most, down to ``states``,
-    then on while a merge loses no agreement (stopping at the knee).
+    then on while a merge loses no agreement (stopping at the knee): neither on ``ev`` nor,
+    if given, on ``strict`` (every prefix, so that a merge is not called free merely
+    because the fit set does not see the strings it breaks).
 
     Each round tries the ``n_pairs`` same-class pairs whose depth-6 signatures (depth 4
     above 100 states) are closest
@@ -216,6 +240,7 @@ def greedy_merge(ev: _Eval, trans: np.ndarray, state_class: np.ndarray, n_classe
     agreement : float
     """
     cls, agree = relabel(ev, trans, 0, n_classes, state_class)
+    s_agree = None
     while len(trans) > 1 and time.perf_counter() < deadline:
         n = len(trans)
         _, counts = _traffic(ev, trans, 0)
@@ -230,13 +255,22 @@ def greedy_merge(ev: _Eval, trans: np.ndarray, state_class: np.ndarray, n_classe
             if not np.isfinite(dist[a, b]):
                 break
             q, r = (b, a) if a < b else (a, b)  # fold the higher id into the lower (0 stays)
-            t = _merge_pair(trans, counts, q, r)
-            c = np.delete(cls, q)
+            t, c = _reachable(_merge_pair(trans, counts, q, r), np.delete(cls, q))
             c2, ag = relabel(ev, t, 0, n_classes, c)
             if best is None or ag > best[0]:
                 best = (ag, t, c2)
-        if best is None or (n <= states and best[0] < agree - 1e-12):
-            break  # within the budget, merge on only while nothing is lost (the knee)
+        if best is None:
+            break
+        if n <= states:  # within the budget, merge on only while nothing is lost (the knee)
+            if best[0] < agree - 1e-12:
+                break
+            if strict is not None:
+                if s_agree is None:
+                    s_agree = relabel(strict, trans, 0, n_classes, cls)[1]
+                s_new = relabel(strict, best[1], 0, n_classes, best[2])[1]
+                if s_new < s_agree - 1e-12:
+                    break
+                s_agree = s_new
         agree, trans, cls = best
     return trans, cls, agree
 
@@ -315,10 +349,24 @@ def shrink(tree: _Tree, ev: _Eval, alphabet: tuple[str, ...], trans: np.ndarray,
     info : dict
         ``fit_agreement`` before and after polishing, the ``eps`` and ``depth`` chosen.
     """
-    del tree  # the evaluation set holds what is needed
     t0 = time.perf_counter()
+    if len(trans) > 2 * states:  # too many for pairwise merging: identical behaviour first
+        visits, counts = _traffic(ev, trans, 0)
+        sig = signatures(trans, state_class, PRE_MERGE_DEPTH)
+        block = np.unique(sig, axis=0, return_inverse=True)[1].reshape(-1)
+        leaders = np.unique(block, return_index=True)[1]
+        pre_t = np.zeros((len(leaders), trans.shape[1]), dtype=np.int64)
+        for a in range(trans.shape[1]):
+            vote = np.zeros((len(leaders), len(leaders)))
+            np.add.at(vote, (block, block[trans[:, a]]), counts[:, a] + 1e-3 * (visits + 1.0))
+            pre_t[:, a] = vote.argmax(axis=1)
+        pre_t, pre_c, _ = _minimise(alphabet, pre_t, state_class[leaders], int(block[0]),
+                                    n_classes)
+        if relabel(ev, pre_t, 0, n_classes, pre_c)[1] >= \
+                relabel(ev, trans, 0, n_classes, state_class)[1] - 1e-3:
+            trans, state_class = pre_t, pre_c
     g_t, g_c, g_agree = greedy_merge(ev, trans, state_class, n_classes, states,
-                                     t0 + 0.7 * (deadline - t0))
+                                     t0 + 0.7 * (deadline - t0), strict=full_set(tree))
     best = None
     if len(g_t) <= states:
         g_t, g_c, _ = _minimise(alphabet, g_t, g_c, 0, n_classes)
@@ -328,6 +376,8 @@ def shrink(tree: _Tree, ev: _Eval, alphabet: tuple[str, ...], trans: np.ndarray,
         for depth in DEPTHS:
             sig = signatures(trans, state_class, depth)
             for eps in EPS_GRID:
+                if best is not None and time.perf_counter() > deadline:
+                    break
                 m_t, m_c, init = merge(trans, state_class, counts, visits, 0, sig, eps)
                 m_t, m_c, _ = _minimise(alphabet, m_t, m_c, init, n_classes)
                 if len(m_t) > states:

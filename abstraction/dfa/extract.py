@@ -12,7 +12,7 @@ from rnn_models.formats.traces import SplitTraces, Traces
 
 from ..errors import AbstractionError
 from .agreement import _agreement, _grammar_check, training_statistics
-from .approximate import eval_set, shrink
+from .approximate import eval_set, relabel, shrink
 from .extracted import ExtractedDFA
 from .minimise import _minimise
 from .prefix_tree import (
@@ -158,6 +158,7 @@ def extract_dfa(
     p0 = np.asarray(traces.initial_proba, dtype=np.float64)
     tree = _prefix_tree(st, lookup[np.asarray(st.surface_ids, dtype=np.int64)], n_sym,
                         np.asarray(traces.initial_hidden, dtype=np.float32), p0)
+    base = tree
     if extra:
         st, sym, weights = _with_extra(st, lookup[np.asarray(st.surface_ids, dtype=np.int64)],
                                        list(extra), alphabet)
@@ -184,6 +185,18 @@ def extract_dfa(
             heavy = np.zeros(len(tree.X), dtype=bool)
             heavy[tree.step_node[np.repeat(weights, np.diff(st.offsets)) > 1]] = True
         ev = eval_set(work, n_sym, fit_len, heavy)
+        if extra and time.perf_counter() < t_start + time_limit / 3:
+            # The training prefixes alone can refine better than with the extra strings
+            # (the budget is spent elsewhere): keep whichever agrees more on the fit set.
+            b_state = _initial_partition(base, n_classes, initial_states, random_state)
+            b_n, b_rounds, b_exhausted = refine(base, b_state, n_sym, max_states, max_rounds)
+            b = complete(base, b_state, b_n, n_sym, n_classes)
+            b_trans, b_cls, _ = _minimise(alphabet, b[0], b[1], int(b_state[0]), n_classes)
+            if relabel(ev, b_trans, 0, n_classes, b_cls)[1] > \
+                    relabel(ev, m_trans, 0, n_classes, m_cls)[1]:
+                m_trans, m_cls, n_states, rounds, budget_exhausted = (
+                    b_trans, b_cls, b_n, b_rounds, b_exhausted)
+                deterministic, conflicting = b[2], b[3]
         n_refined = len(m_trans)
         m_trans, m_cls, shrunk = shrink(work, ev, alphabet, m_trans, m_cls, n_classes,
                                         states, t_start + time_limit)
