@@ -135,11 +135,13 @@ class BaseAbstractor(ClusterMixin, BaseEstimator):
     split_by_prediction : bool, default False
         Cluster each predicted class apart (needs ``proba``).
     features : {'margin', 'pca'}, default 'margin'
-        ``margin``: the classifier's logit differences plus ``residual_components``
-        principal axes of h orthogonal to the head, standardised (needs ``proba``; what
-        ``stateseer abstract`` and the README's figures use). ``pca``: PCA of h to
-        ``pca_components`` dimensions (DeepSeer).
+        ``margin``: the classifier's logit differences (standardised, then weighted by
+        :data:`abstraction.features.MARGIN_WEIGHT`) plus principal axes of h orthogonal
+        to the head, standardised (needs ``proba``; what ``stateseer abstract`` and the
+        README's figures use). ``pca``: PCA of h to ``pca_components`` dimensions
+        (DeepSeer).
     residual_components : int, default 1
+        Residual axes per logit difference (``C - 1`` differences for ``C`` classes).
     random_state : int or None, default 0
 
     Attributes
