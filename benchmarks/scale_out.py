@@ -32,7 +32,6 @@ import argparse
 import importlib.util
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -154,7 +153,7 @@ def child(kind: str, run_dir: str, address: str | None) -> dict:
     if kind == "cluster":
         engine.close()
     return {"seconds": seconds, "n_steps": int(traces.meta["splits"]["train"]["n_steps"]),
-            "driver_peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "driver_peak_rss": _vm_hwm(os.getpid()),  # (ru_maxrss survives fork + exec)
             "worker_peak_rss": workers[0] if workers else [], "digest": digest}
 
 
