@@ -119,10 +119,13 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
                                    max_intervals=1)]}
 
 
-PRELOAD_AFTER_MS = 1000
+PRELOAD_AFTER_MS = 3000
 """plotly.js (~4 MB, loaded with the first chart) is loaded this long after the page
 opened, once no callback is pending and the browser is idle, in a hidden empty chart, so
-that the first trace shown does not wait for it (nor the first render for plotly.js)."""
+that the first trace shown does not wait for it (nor the first render for plotly.js).
+At 1 s its parsing often coincided with a click made right after the page appeared
+(benchmarks/browser_latency.py: first click 2.2x slower with the preload than without,
+first row click 2.1x faster)."""
 
 PRELOAD_JS = js("""
 function (n) {
