@@ -30,7 +30,7 @@ from .archs import ARCHITECTURES
 from .batching import length_batches, pad_batch
 from .datasets import TextDataset, load_dataset
 from .errors import DataError
-from .formats.atomic import atomic_write, atomic_write_text, swap_dir
+from .formats.atomic import atomic_write, atomic_write_text, fsync_dir, swap_dir
 from .run import Run, data_section, sha256_file
 from .tokenizers import Vocab
 
@@ -348,13 +348,14 @@ def _write_run(run: Run, model: nn.Module, cfg: TrainConfig, data: _Data, hp: di
     (:func:`~rnn_models.formats.atomic.swap_dir`). A crash at any point leaves the old
     run or the new one, whole.
     """
-    target = run.path.resolve() if run.path.is_symlink() else run.path  # a linked run stays
+    target = run.path.resolve()  # `--out .` has a name; a symlinked run stays a link
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Run(target.with_name(f".{target.name}.train.tmp"))
     if tmp.path.exists():
         shutil.rmtree(tmp.path)  # left by an earlier interrupted train
     tmp.path.mkdir()
-    if target.is_dir():
+    in_place = _holds_cwd(target)  # a shell sits in the run: keep its directory
+    if target.is_dir() and not in_place:
         _carry_over(target, tmp.path)
     data.vocab.save(tmp.vocab_path)
     state = model.state_dict()
@@ -373,7 +374,30 @@ def _write_run(run: Run, model: nn.Module, cfg: TrainConfig, data: _Data, hp: di
     }
     atomic_write_text(tmp.config_path, json.dumps(config, indent=2))
     tmp.update_metrics(**metrics, model_sha256=sha256_file(tmp.model_path))
-    swap_dir(tmp.path, target)
+    if not in_place:
+        swap_dir(tmp.path, target)
+        return
+    # the working directory is the run (`--out .`): swapping it would leave the shell in
+    # a deleted directory. Files are replaced one by one instead (config.json, which
+    # names vocab.json's hash, last: a crash in between is refused in one line, never a
+    # new vocabulary silently paired with the old model), derived directories first.
+    target.mkdir(exist_ok=True)
+    for stale in sorted(_DERIVED):
+        if (target / stale).exists():
+            os.replace(target / stale, tmp.path / f"stale-{stale}")
+    for name in ("metrics.json", "vocab.json", "model.pt", "config.json"):
+        os.replace(tmp.path / name, target / name)
+    fsync_dir(target)
+    shutil.rmtree(tmp.path)
+
+
+def _holds_cwd(path: Path) -> bool:
+    """Whether the process's working directory is ``path`` or lies inside it."""
+    try:
+        cwd = Path.cwd().resolve()
+    except OSError:
+        return False
+    return cwd == path or path in cwd.parents
 
 
 def train_run(

@@ -110,6 +110,34 @@ def test_train_force_swaps_the_run_in_and_keeps_the_users_files(tmp_path):
     load_model(run.path)
 
 
+@linux_only
+def test_train_force_into_the_working_directory_keeps_it(tmp_path, monkeypatch):
+    """`--out .` from inside the run: the directory a shell sits in is not swapped away."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from kill_points import tomita1_csv
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from rnn_models.loading import load_model
+    from rnn_models.train import TrainConfig, train_run
+
+    data = f"csv:{tomita1_csv(tmp_path / 'tomita1.csv')}"
+    cfg = dict(dataset=data, arch="gru", epochs=1, embed=4, hidden=3, tokenizer="char")
+    run = tmp_path / "run"
+    run.mkdir()
+    monkeypatch.chdir(run)
+    inode = run.stat().st_ino
+    train_run(TrainConfig(**cfg, seed=0), ".", progress=False)
+    (run / "notes.txt").write_text("mine")
+    (run / "traces").mkdir()
+    train_run(TrainConfig(**cfg, seed=1), ".", force=True, progress=False)
+    assert run.stat().st_ino == inode and Path.cwd() == run.resolve()
+    assert sorted(p.name for p in run.iterdir()) == ["config.json", "metrics.json",
+                                                    "model.pt", "notes.txt", "vocab.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "tomita1.csv"]
+    load_model(".")
+
+
 @pytest.fixture(scope="module")
 def kill_points_result(tmp_path_factory):
     """One reduced run of the benchmark for the three commands (one warm-up)."""
