@@ -36,7 +36,7 @@ from . import __version__
 from .batching import length_batches, pad_batch
 from .datasets import SPLITS
 from .errors import DataError
-from .formats.atomic import atomic_write_text, fsync_dir
+from .formats.atomic import atomic_write_text, swap_dir
 from .formats.traces import (
     DEFAULT_SHARD_SIZE,
     FORMAT,
@@ -497,7 +497,7 @@ def record_run(
         "splits": _manifest(splits, jobs, results),
     }
     atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=2))  # written last
-    _swap_in(tmp, run.traces_dir)
+    swap_dir(tmp, run.traces_dir)  # old or new traces, whole, at every instant
     return Traces(run.traces_dir)
 
 
@@ -547,27 +547,6 @@ def _manifest(splits: Sequence[str], jobs: list[ShardJob], results: list[dict[st
         entry["accuracy"] = n_correct / entry["n_inputs"] if entry["n_inputs"] else None
     return {s: {k: out[s][k] for k in ("n_inputs", "n_steps", "accuracy", "shards")}
             for s in splits}
-
-
-def _swap_in(new: Path, target: Path) -> None:
-    """Replace the directory ``target`` by ``new`` crash-safely.
-
-    The old traces lose their ``meta.json`` first (a reader then refuses them instead of
-    mixing files), are moved aside, the new directory is renamed in, and only then is the
-    old one deleted; each rename is flushed (:func:`~rnn_models.formats.atomic.fsync_dir`).
-    A crash leaves either no traces (re-record) or complete ones.
-    """
-    aside = target.with_name(target.name + ".old")
-    if aside.exists():
-        shutil.rmtree(aside)
-    if target.exists():
-        (target / "meta.json").unlink(missing_ok=True)
-        fsync_dir(target)
-        target.rename(aside)
-    new.rename(target)
-    fsync_dir(target.parent)
-    if aside.exists():
-        shutil.rmtree(aside)
 
 
 MAX_INPUT_TOKENS = 5000

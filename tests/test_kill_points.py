@@ -169,9 +169,5 @@ def test_a_kill_at_a_write_point_leaves_the_old_or_the_new_run(kill_points_resul
 
 
 @linux_only
-@pytest.mark.xfail(strict=False, reason=(
-    "rnn_models/record.py _swap_in (HA) unlinks traces/meta.json, renames traces aside and "
-    "only then renames traces.tmp in: a kill in between leaves no loadable traces (3 of 182 "
-    "points); rnn_models.formats.atomic.swap_dir closes the window"))
 def test_a_kill_during_record_leaves_the_old_or_the_new_traces(kill_points_result):
     _check(kill_points_result["record"])

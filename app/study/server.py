@@ -161,7 +161,7 @@ def participant_page(sc: StudyContext, pid: str, query: str) -> html.Div:
                source="server")
     initial = _task_selection(sc, task, query, views)
     explorer = guard.blank_excluded(
-        restrict_views(REGISTRY.layout(sc.ctx, initial), views), views)
+        restrict_views(REGISTRY.layout(sc.ctx, initial, views=views), views), views)
     info = {"pid": pid, "condition": joined["condition"], "task": task.id,
             "position": position, "elapsed": elapsed, "limit": task.time_limit_s,
             "split": sc.split_of(task), "answer": task.answer}

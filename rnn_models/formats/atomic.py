@@ -172,10 +172,13 @@ def swap_dir(new: str | Path, target: str | Path) -> Path:
         ``target``.
     """
     new, target = Path(new), Path(target)
+    aside = target.with_name(target.name + ".old")  # left by a crash of the fallback below
     fsync_tree(new)
     if not target.exists():
         os.rename(new, target)
         fsync_dir(target.parent)
+        if aside.is_dir() and not aside.is_symlink():
+            shutil.rmtree(aside)
         return target
     if _exchange(new, target):
         fsync_dir(target.parent)
@@ -183,8 +186,9 @@ def swap_dir(new: str | Path, target: str | Path) -> Path:
             new.unlink()
         else:
             shutil.rmtree(new)
+        if aside.is_dir() and not aside.is_symlink():
+            shutil.rmtree(aside)
         return target
-    aside = target.with_name(target.name + ".old")
     if aside.exists():
         shutil.rmtree(aside)
     os.rename(target, aside)

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .atomic import atomic_save_npy, atomic_write_text
+from .atomic import atomic_save_npy, atomic_write_text, swap_dir
 from .errors import CheckpointError, TraceError
 from .rundir import RunDir
 from .traces import FORMAT as TRACES_FORMAT
@@ -411,11 +411,9 @@ def import_traces(run: str | Path | RunDir, src: str | Path, *, force: bool = Fa
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "stateseer": _version(), "splits": meta_splits}
     atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=2))
-    if run.traces_dir.exists():
-        shutil.rmtree(run.traces_dir)
     if run.abstraction_dir.exists():
         shutil.rmtree(run.abstraction_dir)  # fitted on other traces
-    tmp.rename(run.traces_dir)
+    swap_dir(tmp, run.traces_dir)  # old or new traces, whole, at every instant
     _write_run_files(run, man, src, dataset, vocab, meta_splits, has_p)
     return Traces(run.traces_dir)
 

@@ -131,7 +131,7 @@ def test_participants_get_a_stored_condition_and_their_views(study_app):
     info2 = _find(second, "study-info")["props"]["data"]
     assert (info1["condition"], info2["condition"]) == ("full", "baseline")
     assert _hidden(first, cls="diagram-panel") is False
-    assert _hidden(second, cls="diagram-panel") is True
+    assert _hidden(second, cls="diagram-panel") is None  # not rendered at all
     assert "no-states" in _find(second, "study-page")["props"]["className"]
     # the prompt is a text child (escaped by React), never HTML
     assert _find(first, "study-prompt")["props"]["children"] == "Why is <b>this</b> wrong?"

@@ -61,7 +61,7 @@ def test_train_stores_the_vocab_hash_and_loading_refuses_another_vocab(tmp_path)
 
 
 def test_record_swaps_the_traces_directory_in(tmp_path):
-    from rnn_models.record import _swap_in
+    from rnn_models.formats.atomic import swap_dir as _swap_in
 
     target, new = tmp_path / "traces", tmp_path / "traces.tmp"
     target.mkdir()
