@@ -774,8 +774,9 @@ def _add_dfa_export(sub: Any) -> None:
                    help="state budget before minimisation")
     x.add_argument("--seed", type=_seed, default=0, help="random seed")
     x.add_argument("--states", type=_positive_int, default=None,
-                   help="at most this many states: merge states whose behaviour agrees "
-                   "and keep the automaton that agrees most with the RNN (imperfect RNNs)")
+                   help="at most this many states (default: no cap, the exact automaton): "
+                   "merge states whose behaviour agrees and keep the automaton that agrees "
+                   "most with the RNN (imperfect RNNs)")
     x.add_argument("--examples", metavar="FILE", default=None,
                    help="strings whose answer you know, one per line as STRING<TAB>LABEL "
                    "(LABEL a class of the run, e.g. accept or reject; '#' lines skipped); "

@@ -149,8 +149,8 @@ def test_trace_views_mark_flips_and_escape_text():
     assert texts == ["<b>good</b>", "bad"]  # plain text children: React escapes them
     assert "unknown" in strip.children[2].children[0].className
     fig = probability_figure(trace, ["neg", "pos"])
-    stars = [t for t in fig.data if t.name == "prediction flips"]
-    assert list(stars[0].x) == [1, 2]
+    stars = [t for t in fig["data"] if t.get("name") == "prediction flips"]  # a plain dict
+    assert list(stars[0]["x"]) == [1, 2]
 
 
 def test_a_catastrophic_regex_runs_in_linear_time_or_is_refused(data):
