@@ -781,7 +781,7 @@ def _add_dfa_export(sub: Any) -> None:
                    help="strings whose answer you know, one per line as STRING<TAB>LABEL "
                    "(LABEL a class of the run, e.g. accept or reject; '#' lines skipped); "
                    "used as counterexamples first, and the report says how many the DFA "
-                   "and the RNN get right")
+                   "and the RNN get right (default: none)")
     x.set_defaults(func=_cmd_extract_dfa)
 
     e = sub.add_parser("export", help="export the FSM/DFA or the traces")
