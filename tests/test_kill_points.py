@@ -76,18 +76,23 @@ def test_swap_dir_without_an_atomic_exchange_renames_aside(tmp_path, monkeypatch
     assert _tree(target) == {"meta.json": "new"}
 
 
-@linux_only
-def test_train_force_swaps_the_run_in_and_keeps_the_users_files(tmp_path):
+def _tiny_config(tmp_path: Path) -> dict:
+    """TrainConfig keywords of a one-epoch GRU on the kill-point script's Tomita-1 CSV."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         from kill_points import tomita1_csv
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
+    data = f"csv:{tomita1_csv(tmp_path / 'tomita1.csv')}"
+    return dict(dataset=data, arch="gru", epochs=1, embed=4, hidden=3, tokenizer="char")
+
+
+@linux_only
+def test_train_force_swaps_the_run_in_and_keeps_the_users_files(tmp_path):
     from rnn_models.loading import load_model
     from rnn_models.train import TrainConfig, train_run
 
-    data = f"csv:{tomita1_csv(tmp_path / 'tomita1.csv')}"
-    cfg = dict(dataset=data, arch="gru", epochs=1, embed=4, hidden=3, tokenizer="char")
+    cfg = _tiny_config(tmp_path)
     run = train_run(TrainConfig(**cfg, seed=0), tmp_path / "run", progress=False)
     (run.path / "notes.txt").write_text("mine")
     (run.path / "exports").mkdir()
@@ -113,16 +118,10 @@ def test_train_force_swaps_the_run_in_and_keeps_the_users_files(tmp_path):
 @linux_only
 def test_train_force_into_the_working_directory_keeps_it(tmp_path, monkeypatch):
     """`--out .` from inside the run: the directory a shell sits in is not swapped away."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from kill_points import tomita1_csv
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
     from rnn_models.loading import load_model
     from rnn_models.train import TrainConfig, train_run
 
-    data = f"csv:{tomita1_csv(tmp_path / 'tomita1.csv')}"
-    cfg = dict(dataset=data, arch="gru", epochs=1, embed=4, hidden=3, tokenizer="char")
+    cfg = _tiny_config(tmp_path)
     run = tmp_path / "run"
     run.mkdir()
     monkeypatch.chdir(run)
