@@ -202,8 +202,11 @@ class ContextIndex(BaseEstimator):
 
     def transform(self, X) -> np.ndarray:
         """Projected coordinates, shape (n, n_components)."""
+        # float64 products rounded once to float32: the same bits whatever BLAS kernel
+        # or thread count computes them (in this process or on a one-thread Dask worker)
         X = np.asarray(X, np.float32)
-        return (X - self.mean_) @ self.components_.T
+        return ((X - self.mean_).astype(np.float64)
+                @ self.components_.T.astype(np.float64)).astype(np.float32)
 
     # querying -----------------------------------------------------------------------------
     def kneighbors(self, q: np.ndarray, k: int = 10, X=None,
