@@ -4,7 +4,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.stateseer-installed
 RUN    ?= runs/rt
-# test processes (pytest-xdist); browser tests stay together on one of them
+# test processes (pytest-xdist); browser tests stay together on one of them. One BLAS/torch
+# thread each: two workers with a thread per core each ran the suite about 4x slower.
 TEST_WORKERS ?= 2
 
 .PHONY: venv demo test lint bench clean-venv
@@ -25,7 +26,7 @@ demo: venv
 	$(BIN)/stateseer demo --run $(RUN)
 
 test: venv
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 lint: venv
 	$(BIN)/ruff check .

@@ -113,6 +113,18 @@ def dask_client():
     cluster.close()
 
 
+def pytest_configure(config):
+    """Under pytest-xdist, one BLAS/torch thread per worker process (and its subprocesses):
+    two workers each using every core oversubscribe the machine (the training tests ran
+    about four times slower)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
+        os.environ["OMP_NUM_THREADS"] = "1"
+        os.environ.setdefault("MKL_NUM_THREADS", "1")
+        import torch
+
+        torch.set_num_threads(1)
+
+
 def pytest_collection_modifyitems(config, items):
     """Group tests for pytest-xdist (``make test`` runs two workers, ``--dist loadgroup``):
     a test file stays on one worker, so its module fixtures are built once, and every test
