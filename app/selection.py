@@ -5,6 +5,9 @@ A selection is a dict ``{"split", "state", "row", "pattern"}``:
 ``state``    an FSM state id (filters the table, opens the state card) or None
 ``row``      index of the selected instance in ``split`` or None
 ``pattern``  ``{"kind": "influential"|"buggy", "index": j, "states": [...]}`` or None
+``pick``     (optional) how many rows were picked so far: a row event counts it up, even
+             for the row already selected, so the trace view can tell a row picked again
+             from a selection that changed something else (not in the URL)
 
 It travels in the page URL (``?split=test&state=5&row=12&pattern=buggy:3``) so a view can
 be shared and reloaded.
@@ -88,6 +91,7 @@ def apply_event(sel: dict[str, Any], event: str, payload: Any = None) -> dict[st
         new["state"] = None if payload == sel.get("state") else payload
     elif event == "row":
         new["row"] = payload
+        new["pick"] = int(sel.get("pick") or 0) + 1
     elif event == "pattern":
         same = sel.get("pattern") and sel["pattern"]["kind"] == payload["kind"] and \
             sel["pattern"]["index"] == payload["index"]

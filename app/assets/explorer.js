@@ -15,6 +15,7 @@ window.stateseer = Object.assign(window.stateseer || {}, {
       out.state = payload === s.state ? null : payload;
     } else if (event === 'row') {
       out.row = payload;
+      out.pick = (s.pick || 0) + 1;
     } else if (event === 'split') {
       Object.assign(out, {split: payload, row: null, pattern: null});
     }

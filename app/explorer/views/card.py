@@ -97,29 +97,36 @@ def state_card(fsm: FSM, state: int, patterns: dict[str, Any], forcing: dict | N
 
 
 def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
-    return {"side": dcc.Tab(label="State", value=ids.TAB_CARD, children=html.Div(
-        id=ids.STATE_CARD, className="card", children=html.P(PROMPT, className="muted")))}
+    return {"side": dcc.Tab(label="State", value=ids.TAB_CARD, children=[html.Div(
+        id=ids.STATE_CARD, className="card", children=html.P(PROMPT, className="muted")),
+        dcc.Store(id=ids.CARD_KEY)])}
 
 
-def show_card(ctx, trigger: Trigger, sel, tab):
-    """The selected state's card; a new state selection brings its tab to the front
-    (not while a pattern is selected: its tab stays)."""
+def show_card(ctx, trigger: Trigger, sel, tab, shown=None):
+    """The selected state's card and the state it shows (``card-key``); a new state
+    selection brings its tab to the front (not while a pattern is selected: its tab
+    stays). A selection that keeps the state (a row click) changes nothing."""
     state = (sel or {}).get("state")
+    if state is not None:
+        state = int(state)
+    if state == shown and trigger.id == ids.SELECTION:
+        return no_update, no_update, no_update
     if state is None:
-        return html.P(PROMPT, className="muted"), no_update
+        return html.P(PROMPT, className="muted"), no_update, None
     switch = ids.TAB_CARD if trigger.id == ids.SELECTION and tab != ids.TAB_CARD and \
         not (sel or {}).get("pattern") else no_update
-    f = ctx.data.forcing_per_state().get(str(int(state)))
+    f = ctx.data.forcing_per_state().get(str(state))
     forcing = {"agreement": f["agreement"], "n": f["n_inputs"]} if f else None
-    return state_card(ctx.data.fsm, int(state), ctx.data.abstraction.patterns,
-                      forcing=forcing), switch
+    return state_card(ctx.data.fsm, state, ctx.data.abstraction.patterns,
+                      forcing=forcing), switch, state
 
 
 VIEW = View(
     name="card", layout=layout, tabs=(ids.TAB_CARD,),
     callbacks=(
         Callback(show_card, [Output(ids.STATE_CARD, "children"),
-                             Output(ids.SIDE_TABS, "value")],
-                 [Input(ids.SELECTION, "data"), State(ids.SIDE_TABS, "value")],
+                             Output(ids.SIDE_TABS, "value"), Output(ids.CARD_KEY, "data")],
+                 [Input(ids.SELECTION, "data"), State(ids.SIDE_TABS, "value"),
+                  State(ids.CARD_KEY, "data")],
                  trigger=True),
     ))

@@ -30,16 +30,21 @@ def active_of(active: dict[str, Any] | None
 
 
 def active_store(main: TraceRecord | None, compare: TraceRecord | dict | None = None,
-                 pattern: dict[str, Any] | None = None) -> dict[str, Any] | None:
+                 pattern: dict[str, Any] | None = None,
+                 pick: int | None = None) -> dict[str, Any] | None:
     """The ``active-trace`` store of a trace on display (and the one compared with);
     ``pattern``, the selected pattern, is kept so that selecting another one shows its
-    steps on the trace."""
+    steps on the trace; ``pick``, the selection's row-pick count when a typed trace was
+    made (it stays on display until a row is picked)."""
     if main is None:
         return None
     if isinstance(compare, TraceRecord):
         compare = compare.to_store()
-    return {"main": main.to_store(), "compare": compare,
-            "pattern": list(pattern["states"]) if pattern else None}
+    out = {"main": main.to_store(), "compare": compare,
+           "pattern": list(pattern["states"]) if pattern else None}
+    if pick is not None:
+        out["pick"] = pick
+    return out
 
 
 def _changed(new: Any, current: Any, message: Any = "") -> tuple[Any, Any]:
@@ -80,8 +85,8 @@ def choose_trace(ctx, trigger: Trigger, sel, _n, pinned, text, compare_mode, cur
     """The trace on display and the input box's message.
 
     A click on "trace" traces the typed text (compared with the selected row when
-    "compare" is ticked, else with the pinned trace); a selected row shows that row; a
-    typed trace stays when the selection changes without a row.
+    "compare" is ticked, else with the pinned trace); a picked row shows that row; a
+    typed trace stays while no row is picked (a click on a state or a pattern keeps it).
     """
     sel = sel or EMPTY
     row = _row_trace(ctx, sel)
@@ -96,15 +101,19 @@ def choose_trace(ctx, trigger: Trigger, sel, _n, pinned, text, compare_mode, cur
         msg = f"{len(unknown)} unknown word(s): {', '.join(unknown[:8])}" if unknown else ""
         pin = pinned if pinned and record_of(pinned).key != typed.key else None
         return active_store(typed, (row if compare_mode else None) or pin,
-                            sel.get("pattern")), msg
+                            sel.get("pattern"), pick=int(sel.get("pick") or 0)), msg
     main, _ = active_of(current)
     if trigger.id == ids.PINNED:
         if main is None:
             return no_update, no_update
         return _changed(active_store(main, _other(ctx, main, pinned), sel.get("pattern")),
                         current, no_update)
-    if main is not None and not main.recorded and trigger.id == ids.SELECTION and row is None:
-        return no_update, no_update  # keep a typed trace when the selection changes
+    if main is not None and not main.recorded and trigger.id == ids.SELECTION and (
+            row is None or int(sel.get("pick") or 0) == (current or {}).get("pick")):
+        # a typed trace stays until a row is picked; a new pattern still shows on it
+        pattern = sel.get("pattern")
+        return _changed(active_store(main, active_of(current)[1], pattern,
+                                     pick=(current or {}).get("pick")), current, no_update)
     if row is None:
         return _changed(None, current)
     return _changed(active_store(row, _other(ctx, row, pinned), sel.get("pattern")), current)

@@ -68,7 +68,8 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
         style_data_conditional=[WRONG_ROW], tooltip_duration=None,
         css=[{"selector": ".dash-spreadsheet td div", "rule": "overflow: hidden"}])
     return {"table": html.Div([controls, html.Div(id=ids.TABLE_MESSAGE, className="message"),
-                               table], className="panel table-panel", id=ids.TABLE_PANEL)}
+                               table, dcc.Store(id=ids.TABLE_KEY)],
+                              className="panel table-panel", id=ids.TABLE_PANEL)}
 
 
 def _chips(sel: dict[str, Any], total: int, n_inputs: int) -> list[html.Span]:
@@ -82,20 +83,33 @@ def _chips(sel: dict[str, Any], total: int, n_inputs: int) -> list[html.Span]:
     return chips
 
 
-def update_table(ctx, sel, search, regex, label, pred, correct, page, sort_by):
-    """One page of rows, the page count, a message, the filter chips and row styles."""
+def update_table(ctx, sel, search, regex, label, pred, correct, page, sort_by, shown=None):
+    """One page of rows, the page count, a message, the filter chips, row styles and the
+    key of what is shown (``table-key``).
+
+    Only what changed is sent: a row click (the selection's row, nothing else) restyles
+    the page's rows and leaves the rows, the count and the chips alone; a selection that
+    changes nothing the table shows (e.g. a pattern outside it) changes nothing."""
     sel = sel or EMPTY
     split = sel.get("split") or ctx.data.splits[0]
     q = instance_query(sel, split, search, regex, label, pred, correct, page, sort_by)
     rows, total, msg = query_instances(ctx.data, q)
     if not rows and q.page:  # filters shrank the table below the current page
-        rows, total, msg = query_instances(ctx.data, q.first_page())
+        q = q.first_page()
+        rows, total, msg = query_instances(ctx.data, q)
+    row = None if sel.get("row") is None else int(sel["row"])
+    key = {"query": repr(q), "row": row}
+    shown = shown if isinstance(shown, dict) else {}
+    if key == shown:
+        return (no_update,) * 6
     style = [WRONG_ROW]
-    if sel.get("row") is not None:
-        style.append({"if": {"filter_query": f"{{index}} = {int(sel['row'])}"},
+    if row is not None:
+        style.append({"if": {"filter_query": f"{{index}} = {row}"},
                       "backgroundColor": "#fff1d6", "fontWeight": "bold"})
+    if key["query"] == shown.get("query"):
+        return no_update, no_update, no_update, no_update, style, key
     chips = _chips(sel, total, ctx.data.traces[split].n_inputs)
-    return rows, max(1, -(-total // q.page_size)), msg, chips, style
+    return rows, max(1, -(-total // q.page_size)), msg, chips, style, key
 
 
 def select_row(ctx, cell, sel, rows):
@@ -174,11 +188,13 @@ VIEW = View(
         Callback(update_table, [Output(ids.TABLE, "data"), Output(ids.TABLE, "page_count"),
                                 Output(ids.TABLE_MESSAGE, "children"),
                                 Output(ids.FILTER_CHIPS, "children"),
-                                Output(ids.TABLE, "style_data_conditional")],
+                                Output(ids.TABLE, "style_data_conditional"),
+                                Output(ids.TABLE_KEY, "data")],
                  [Input(ids.SELECTION, "data"), Input(ids.SEARCH, "value"),
                   Input(ids.REGEX, "value"), Input(ids.F_LABEL, "value"),
                   Input(ids.F_PRED, "value"), Input(ids.F_CORRECT, "value"),
-                  Input(ids.TABLE, "page_current"), Input(ids.TABLE, "sort_by")]),
+                  Input(ids.TABLE, "page_current"), Input(ids.TABLE, "sort_by"),
+                  State(ids.TABLE_KEY, "data")]),
         Callback(select_row, select_outputs(),
                  [Input(ids.TABLE, "active_cell"), State(ids.SELECTION, "data"),
                   State(ids.TABLE, "data")], prevent_initial_call=True,

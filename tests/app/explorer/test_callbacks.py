@@ -16,8 +16,37 @@ from app.selection import pattern_items
 SEL0 = {"split": "test", "state": None, "row": None, "pattern": None}
 
 
-def _table(ctx, sel, search="", regex=None):
-    return table.update_table(ctx, sel, search, regex or [], None, None, None, 0, [])
+def _table(ctx, sel, search="", regex=None, shown=None):
+    """update_table's rows, page count, message, chips and styles (and not its key)."""
+    return table.update_table(ctx, sel, search, regex or [], None, None, None, 0, [],
+                              shown)[:5]
+
+
+def test_a_row_click_restyles_the_table_and_leaves_its_rows_and_the_card_alone(ctx):
+    from app.explorer.views import card
+
+    s = int(np.bincount(ctx.data.abstraction.states["test"]).argmax())
+    sel = {**SEL0, "state": s}
+    *shown, key = table.update_table(ctx, sel, "", [], None, None, None, 0, [], None)
+    rows = shown[0]
+    picked = table.select_row(ctx, {"row": 1, "column_id": "text"}, sel, rows)[0]
+    again = table.update_table(ctx, picked, "", [], None, None, None, 0, [], key)
+    assert again[:4] == (no_update,) * 4  # rows, page count, message, chips: unchanged
+    assert again[4][-1]["if"] == {"filter_query": f"{{index}} = {rows[1]['index']}"}
+    assert again[5] == {**key, "row": rows[1]["index"]}
+    # nothing the table shows changed (a pattern outside it would do that): no update
+    assert table.update_table(ctx, picked, "", [], None, None, None, 0, [], again[5]) == \
+        (no_update,) * 6
+    # another filter sends the rows again
+    assert table.update_table(ctx, picked, "a", [], None, None, None, 0, [], again[5])[0] \
+        is not no_update
+    # the state card: drawn once for the state, not again for a row click in it
+    body, tab, card_key = card.show_card(ctx, Trigger(ids.SELECTION), sel, ids.TAB_BUGGY)
+    assert card_key == s and tab == ids.TAB_CARD and body.className == "card-body"
+    assert card.show_card(ctx, Trigger(ids.SELECTION), picked, ids.TAB_CARD, s) == \
+        (no_update,) * 3
+    prompt, _, none = card.show_card(ctx, Trigger(ids.SELECTION), SEL0, ids.TAB_CARD, s)
+    assert none is None and "muted" in prompt.className
 
 
 def test_state_click_selects_it_and_filters_the_table(ctx):
@@ -67,6 +96,17 @@ def test_typed_input_is_traced_and_kept_when_the_selection_changes(ctx):
     sel = {**SEL0, "state": 2}
     assert core.choose_trace(ctx, Trigger(ids.SELECTION), sel, 1, None, "", [],
                              active) == (no_update, no_update)
+    # ... and so it does while a row picked before the typing stays selected
+    rows, *_ = _table(ctx, SEL0)
+    picked = table.select_row(ctx, {"row": 2, "column_id": "text"}, SEL0, rows)[0]
+    typed, _ = core.choose_trace(ctx, trig, picked, 1, None, "a fine film", [], None)
+    assert core.choose_trace(ctx, Trigger(ids.SELECTION), {**picked, "state": 2}, 1, None,
+                             "", [], typed) == (no_update, no_update)
+    # picking a row, the same one again included, shows that row
+    again = table.select_row(ctx, {"row": 2, "column_id": "text"}, picked, rows)[0]
+    assert again["row"] == picked["row"] and again["pick"] == picked["pick"] + 1
+    shown, _ = core.choose_trace(ctx, Trigger(ids.SELECTION), again, 1, None, "", [], typed)
+    assert core.active_of(shown)[0].recorded and core.active_of(shown)[0].index == again["row"]
     # typed with "compare" ticked: compared with the selected row
     row_sel = {**SEL0, "row": 0}
     active, _ = core.choose_trace(ctx, trig, row_sel, 2, None, "a film", ["on"], active)
