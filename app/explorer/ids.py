@@ -92,8 +92,6 @@ FORCE_NOTE = "force-note"
 TRACE_CHART_BOX = "trace-chart-box"
 TRACE_CHART = "trace-chart"
 DL_FIGURE = "dl-figure"
-PLOTLY_PRELOAD = "plotly-preload"
-PRELOAD_TICK = "plotly-preload-tick"
 
 # -- nearest contexts and the projection -------------------------------------------------
 NEAREST_PANEL = "nearest-panel"

@@ -133,8 +133,10 @@ class Registry:
                     if isinstance(o.component_id, str)]
             if any(i in present for i, _ in outs):
                 missing.update((i, prop) for i, prop in outs if i not in present)
-        return [dcc.Store(id=i) if prop == "data" else html.Div(id=i, hidden=True)
-                for i, prop in missing.items()]
+        # of a type that has the property (Dash refuses to set an unknown one)
+        return [dcc.Store(id=i) if prop == "data" else
+                dcc.Graph(id=i, style={"display": "none"}) if prop == "figure" else
+                html.Div(id=i, hidden=True) for i, prop in missing.items()]
 
     # -- callbacks ----------------------------------------------------------------------------
     def callbacks(self, ctx: ExplorerContext | None = None) -> Iterator[tuple[View, Callback]]:

@@ -131,8 +131,9 @@ def nearest_contexts(index: ContextIndex, train: SplitTraces, train_states: np.n
 
 
 def projection_sample(index: ContextIndex, train: SplitTraces, train_states: np.ndarray, *,
-                      n: int = 4000, seed: int = 0) -> dict[str, np.ndarray]:
-    """A sample of training steps on the index's first two principal axes.
+                      n: int = 2000, seed: int = 0) -> dict[str, np.ndarray]:
+    """A sample of training steps on the index's first two principal axes (``n``: the
+    explorer draws them as SVG markers, redrawn with every trace, so a few thousand).
 
     Returns
     -------

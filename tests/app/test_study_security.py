@@ -390,7 +390,7 @@ def test_outputs_of_excluded_views_are_dropped_from_a_mixed_callback():
 
     hidden = excluded_ids(("table", "trace_text", "attribution"))
     doc = {"multi": True, "response": {"trace-tokens": {"children": "t"},
-                                       "trace-chart-box": {"children": "chart"},
+                                       "trace-chart": {"figure": {"data": []}},
                                        '{"index":1,"type":"nn-row"}': {"n_clicks": 0}}}
     with Flask("t").app_context():
         out = _drop_hidden(Response(json.dumps(doc), mimetype="application/json"), hidden)

@@ -11,6 +11,8 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
+PLOTLY_JS = "4.1.1"  # app/assets/vendor (tests/app/test_assets.py checks it against plotly)
+
 pytestmark = pytest.mark.browser
 
 def _cy(driver, expr: str):
@@ -120,6 +122,12 @@ def test_select_row_shows_trace_chart_and_path(dash_duo, explored_run):
     dash_duo.wait_for_element("#trace-chart .scatterlayer .trace", timeout=10)
     assert _cy(dash_duo.driver, "cy.$('node.path').length") >= 2
     assert "row=" in dash_duo.driver.current_url
+    # the chart is drawn by the page's own plotly.js bundle (app/assets/vendor), in place:
+    # the 4.8 MB full build is never fetched
+    d = dash_duo.driver
+    assert d.execute_script("return window.Plotly.version") == PLOTLY_JS
+    assert not d.execute_script("return performance.getEntriesByType('resource')"
+                                ".filter(e => e.name.includes('plotly.min.js')).length")
     assert dash_duo.get_logs() == []
 
 

@@ -13,7 +13,7 @@ from dash import Input, Output, State, dcc, html, no_update
 from .. import ids
 from ..palette import class_color
 from ..records import TraceRecord
-from ..view import Callback, View, js
+from ..view import Callback, View
 from .core import active_of
 from .forcing import forced_for
 from .trace import flips
@@ -111,59 +111,32 @@ def probability_figure(trace: TraceRecord, classes: Sequence[str], *,
     return {"data": data, "layout": layout}
 
 
+EMPTY_FIGURE: dict[str, Any] = {"data": [], "layout": {
+    "height": 120, "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
+    "xaxis": {"visible": False}, "yaxis": {"visible": False}, "plot_bgcolor": "white",
+    "template": _TEMPLATE, "annotations": [{
+        "text": "Pick a row or trace a text: its class probabilities, token by token, "
+                "appear here.", "showarrow": False, "xref": "paper", "yref": "paper",
+        "x": 0.5, "y": 0.5, "font": {"color": "#888", "size": 13}}]}}
+"""The chart before a trace is shown: one line saying what will be there."""
+
+
 def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
-    return {"trace": [html.Div(id=ids.TRACE_CHART_BOX),
-                      html.Button("figure as HTML", id=ids.DL_FIGURE, n_clicks=0),
-                      html.Div(id=ids.PLOTLY_PRELOAD, style={"display": "none"}),
-                      dcc.Interval(id=ids.PRELOAD_TICK, interval=PRELOAD_AFTER_MS,
-                                   max_intervals=1)]}
-
-
-PRELOAD_AFTER_MS = 3000
-"""plotly.js (~4 MB, loaded with the first chart) is loaded this long after the page
-opened, once no callback is pending and the browser is idle, in a hidden empty chart, so
-that the first trace shown does not wait for it (nor the first render for plotly.js).
-At 1 s its parsing often coincided with a click made right after the page appeared
-(benchmarks/browser_latency.py: first click 2.2x slower with the preload than without,
-first row click 2.1x faster)."""
-
-PRELOAD_JS = js("""
-function (n) {
-    if (!n) { return window.dash_clientside.no_update; }
-    const graph = {namespace: "dash_core_components", type: "Graph",
-                   props: {figure: {data: [], layout: {}}, config: {staticPlot: true},
-                           style: {width: "10px", height: "10px"}}};
-    const t0 = Date.now();
-    const busy = () => document.querySelector(
-        '[data-dash-is-loading="true"]:not(#$me)');
-    const idle = window.requestIdleCallback || ((f) => setTimeout(f, 0));
-    return new Promise((resolve) => {
-        const wait = () => (busy() && Date.now() - t0 < 5000)
-            ? setTimeout(wait, 100) : idle(() => resolve(graph), {timeout: 1000});
-        wait();
-    });
-}
-""", me=ids.PLOTLY_PRELOAD)
-""":func:`preload` in the page."""
-
-
-def preload(ctx, n):
-    """The hidden chart that loads plotly.js (runs in the page: :data:`PRELOAD_JS`)."""
-    if not n:
-        return no_update
-    return dcc.Graph(figure={"data": [], "layout": {}}, config={"staticPlot": True},
-                     style={"width": "10px", "height": "10px"})
+    # The chart is on the page from the start and only its figure changes: plotly.js then
+    # redraws it in place (a new Graph per trace was torn down and built again, and
+    # plotly.js loaded only with the first trace: that row click waited for ~4 MB).
+    return {"trace": [html.Div(dcc.Graph(id=ids.TRACE_CHART, figure=EMPTY_FIGURE,
+                                         config=GRAPH_CONFIG), id=ids.TRACE_CHART_BOX),
+                      html.Button("figure as HTML", id=ids.DL_FIGURE, n_clicks=0)]}
 
 
 def show_chart(ctx, active, forced):
-    """The chart of the trace on display (none yet: the page loads plotly.js only when
-    a trace is shown)."""
+    """The figure of the trace on display (:data:`EMPTY_FIGURE` while there is none)."""
     main, cmp_ = active_of(active)
     if main is None:
-        return None
-    fig = probability_figure(main, ctx.data.classes, compare=cmp_,
-                             forced=forced_for(main, forced))
-    return dcc.Graph(id=ids.TRACE_CHART, figure=fig, config=GRAPH_CONFIG)
+        return EMPTY_FIGURE
+    return probability_figure(main, ctx.data.classes, compare=cmp_,
+                              forced=forced_for(main, forced))
 
 
 def hover_state(ctx, hover_data):
@@ -188,14 +161,11 @@ def figure_html(ctx, n_clicks, active):
 
 VIEW = View(
     name="trace_chart", layout=layout,
-    ids=(ids.TRACE_CHART_BOX, ids.DL_FIGURE, ids.PLOTLY_PRELOAD, ids.PRELOAD_TICK),
+    ids=(ids.TRACE_CHART_BOX, ids.DL_FIGURE),
     callbacks=(
-        Callback(show_chart, [Output(ids.TRACE_CHART_BOX, "children")],
+        Callback(show_chart, [Output(ids.TRACE_CHART, "figure")],
                  [Input(ids.ACTIVE_TRACE, "data"), Input(ids.FORCED, "data")],
                  fuse="trace"),
-        Callback(preload, [Output(ids.PLOTLY_PRELOAD, "children")],
-                 [Input(ids.PRELOAD_TICK, "n_intervals")], prevent_initial_call=True,
-                 clientside=PRELOAD_JS),
         Callback(hover_state, [Output(ids.HOVER_STATE, "data", allow_duplicate=True)],
                  [Input(ids.TRACE_CHART, "hoverData")], prevent_initial_call=True),
         Callback(figure_html, [Output(ids.DOWNLOAD, "data", allow_duplicate=True)],

@@ -96,7 +96,7 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
     palette = np.array([mix_color(p) for p in state_prediction])
     xy = np.asarray(sample["xy"], float).round(3)
     data: list[dict[str, Any]] = [{
-        "type": "scattergl", "x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(),
+        "type": "scatter", "x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(),
         "mode": "markers", "name": "training states",
         "marker": {"size": 4, "color": palette[sample["states"]].tolist(), "opacity": 0.55,
                    "line": {"width": 0}},
@@ -106,7 +106,7 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
         hit = np.asarray(sample["states"]) == highlight_state
         if hit.any():
             data.append({
-                "type": "scattergl", "x": xy[hit, 0].tolist(), "y": xy[hit, 1].tolist(),
+                "type": "scatter", "x": xy[hit, 0].tolist(), "y": xy[hit, 1].tolist(),
                 "mode": "markers", "name": f"state {highlight_state}",
                 "marker": {"size": 6, "color": palette[highlight_state],
                            "line": {"width": 1, "color": "#111"}},

@@ -78,8 +78,9 @@ def test_row_click_shows_that_rows_trace_record(ctx):
     title, strips = trace.show_trace(ctx, active, sel)
     assert title[0].children == f"#{main.id} "
     assert [c.children[0].children for c in strips[0].children[1:]] == list(main.tokens)
-    graph = chart.show_chart(ctx, active, None)
-    assert graph.id == ids.TRACE_CHART and len(graph.figure["data"]) >= 1
+    fig = chart.show_chart(ctx, active, None)
+    assert len(fig["data"]) >= 1 and fig["data"][0]["x"][0] == 0
+    assert chart.show_chart(ctx, None, None) == chart.EMPTY_FIGURE  # no trace: one line
     # a click on a row beyond the page does nothing
     assert table.select_row(ctx, {"row": 99}, SEL0, rows) == (no_update, no_update)
 

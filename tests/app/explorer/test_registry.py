@@ -109,8 +109,8 @@ def test_views_left_out_are_not_in_the_page_at_all(ctx):
     # chart, drawn with the trace) is an empty hidden placeholder: Dash refuses a
     # callback whose outputs are only partly in the page
     holders = {c["props"]["id"]: c for c in page["props"]["children"]
-               if c["props"].get("id") in ("trace-chart-box", "input-message", "forced")}
-    assert set(holders) == {"trace-chart-box", "input-message", "forced"}
+               if c["props"].get("id") in ("trace-chart", "input-message", "forced")}
+    assert set(holders) == {"trace-chart", "input-message", "forced"}
     assert all(not c["props"].get("children") for c in holders.values())
     assert "diagram" in _ids(_json(REGISTRY.layout(ctx)))  # default: every view
     # pattern-matching ids (the pattern buttons) on the page are no trouble
@@ -136,7 +136,7 @@ def test_a_fuse_group_is_one_callback_that_runs_only_the_members_that_fired(ctx)
 
     app = create_app(context=ctx)
     key = next(k for k in app.callback_map if "trace-title.children" in k)
-    assert "trace-chart-box.children" in key and "forced.data" in key
+    assert "trace-chart.figure" in key and "forced.data" in key
     active = core.active_store(ctx.data.trace_instance("test", 1))
     outputs = [{"id": o.split(".")[0], "property": o.split(".")[1]}
                for o in key.strip(".").split("...")]
@@ -154,6 +154,6 @@ def test_a_fuse_group_is_one_callback_that_runs_only_the_members_that_fired(ctx)
         return json.loads(r.data)["response"] if r.status_code == 200 else {}
 
     everything = post("active-trace.data")  # a new trace: title, strip and chart at once
-    assert {"trace-title", "trace-tokens", "trace-chart-box", "force-note"} <= set(everything)
+    assert {"trace-title", "trace-tokens", "trace-chart", "force-note"} <= set(everything)
     only_chart = post("forced.data")  # a forced run: the chart only
-    assert set(only_chart) == {"trace-chart-box"}
+    assert set(only_chart) == {"trace-chart"}
