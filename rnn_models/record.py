@@ -129,14 +129,11 @@ def record_traces(
     # cores, and far steadier on a busy machine). Batches write disjoint rows.
     from concurrent.futures import ThreadPoolExecutor
 
+    from .threads import torch_threads
+
     batches.sort(key=lambda idx: -int(lengths[idx].max()) * len(idx))  # longest first
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(one, batches))
-    finally:
-        torch.set_num_threads(previous)
+    with torch_threads(1), ThreadPoolExecutor(workers) as pool:
+        list(pool.map(one, batches))
 
 
 def _surface_table(token_lists: Sequence[Sequence[str]], table: dict[str, int]) -> np.ndarray:

@@ -18,6 +18,7 @@ import numpy as np
 from app.workflows.contexts import context_index, nearest_contexts, projection_sample
 from app.workflows.forcing import forced_trace, load_centroids, load_model
 from rnn_models.errors import StateseerError
+from rnn_models.threads import torch_threads
 
 from .cache import LRUCache
 from .context import RunView
@@ -65,8 +66,9 @@ class ModelService:
 
         def compute():
             model, vocab = self.load()
-            return record_texts(model, vocab, [text], tokenizer=self.data.tokenizer,
-                                layer=self.data.layer)
+            with torch_threads(1):
+                return record_texts(model, vocab, [text], tokenizer=self.data.tokenizer,
+                                    layer=self.data.layer)
         return self.cache.get(("typed", text), compute)
 
     def trace_text(self, text: str) -> TraceRecord:
@@ -124,11 +126,13 @@ class ModelService:
             raise StateseerError(f"the input has {tr.n_tokens:,} tokens; attribution is "
                                  f"limited to {MAX_ATTRIBUTION_TOKENS:,} — pick a shorter one")
         model, vocab = self.load()
-        return self.cache.get(("attr", tr.text, method, target, baseline),
-                              lambda: attribute(model, self.token_ids(tr), list(tr.tokens),
-                                                method=method, target=target,
-                                                baseline=baseline, unk_id=vocab.unk_id,
-                                                pad_id=vocab.pad_id))
+
+        def compute():
+            with torch_threads(1):
+                return attribute(model, self.token_ids(tr), list(tr.tokens), method=method,
+                                 target=target, baseline=baseline, unk_id=vocab.unk_id,
+                                 pad_id=vocab.pad_id)
+        return self.cache.get(("attr", tr.text, method, target, baseline), compute)
 
     @property
     def centroids(self) -> np.ndarray:
@@ -142,9 +146,12 @@ class ModelService:
     def force(self, tr: TraceRecord, step: int | None = None) -> dict[str, Any]:
         """The trace re-run with states forced to centroids (every step, or one)."""
         model, _ = self.load()
-        return self.cache.get(("force", tr.key, step), lambda: forced_trace(
-            model, self.data.abstraction, self.centroids, self.token_ids(tr),
-            layer=self.data.layer, step=step))
+
+        def compute():
+            with torch_threads(1):
+                return forced_trace(model, self.data.abstraction, self.centroids,
+                                    self.token_ids(tr), layer=self.data.layer, step=step)
+        return self.cache.get(("force", tr.key, step), compute)
 
     def warm(self) -> None:
         """Load the model, Captum and the centroids (what the first trace needs)."""
