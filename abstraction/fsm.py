@@ -42,9 +42,12 @@ Probabilistic simulation (``simulation='probabilistic'``, :meth:`FSM.simulate_di
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import pairwise
 from pathlib import Path
 from typing import IO, Any
 
@@ -464,9 +467,28 @@ class FSM(Automaton):
         if not 0 <= smoothing < 1:
             raise AbstractionError(f"smoothing must be in [0, 1), not {smoothing}")
         offsets = np.asarray(offsets)
+        tok = np.asarray(token_ids, dtype=np.int64)
+        n, workers = len(offsets) - 1, min(os.cpu_count() or 1, 4)
+        if n < 8192 or workers < 2 or smoothing > 0:
+            return self._simulate_block(tok, offsets, smoothing)
+        # inputs are independent: blocks of inputs (equal in steps) run on threads, where
+        # numpy's gathers and bincounts run in parallel (1.59 -> 1.19 s on 2 cores for
+        # 1.05M steps); every input's numbers are bit for bit those of one block (not so
+        # with smoothing, whose matrix product BLAS computes by the block's size)
+        cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], workers + 1)[1:-1])
+        bounds = [0, *sorted(set(int(c) for c in cuts) - {0, n}), n]
+        blocks = [(tok[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a])
+                  for a, b in pairwise(bounds)]
+        _ = self._by_pair, self.delta  # built once, before the threads read them
+        with ThreadPoolExecutor(len(blocks)) as pool:
+            done = list(pool.map(lambda blk: self._simulate_block(*blk, smoothing), blocks))
+        return (np.concatenate([f for f, _ in done]), np.concatenate([p for _, p in done]))
+
+    def _simulate_block(self, tok: np.ndarray, offsets: np.ndarray, smoothing: float
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`simulate_distribution` of a block of inputs, in this thread."""
         lengths = np.diff(offsets)
         S = self.n_states
-        tok = np.asarray(token_ids, dtype=np.int64)
         path = np.empty(int(offsets[-1]), dtype=np.int64)
         order = np.argsort(-lengths, kind="stable")
         starts = offsets[:-1][order]

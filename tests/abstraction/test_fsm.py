@@ -494,3 +494,14 @@ def test_state_edges_are_computed_once_and_handed_out_as_copies():
     first[0]["count"] = -1
     assert fsm.state_edges() == fsm._state_edges(5)  # the cached edges are untouched
     assert fsm.state_edges(top_tokens=1) == fsm._state_edges(1)
+
+
+def test_probabilistic_simulation_in_blocks_on_threads_equals_one_block():
+    fsm = example_a("displacement")
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(0, 12, 9000)  # over the 8,192 inputs that split into blocks
+    offsets = np.r_[0, np.cumsum(lengths)]
+    tokens = rng.integers(-1, 3, int(offsets[-1]))
+    final, path = fsm.simulate_distribution(tokens, offsets)
+    one_final, one_path = fsm._simulate_block(tokens, offsets, 0.0)
+    assert np.array_equal(final, one_final) and np.array_equal(path, one_path)
