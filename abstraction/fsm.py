@@ -105,6 +105,17 @@ def paths_to_transitions(
     return src[order], tk[order], dst[order], count[order]
 
 
+def _threads(cap: int = 4) -> int:
+    """Threads for numpy work: the cores this process may use, at most ``cap`` and at
+    most ``$OMP_NUM_THREADS`` when set (a one-core measurement or test stays on one)."""
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        n = min(n or 1, int(os.environ.get("OMP_NUM_THREADS", "") or n or 1))
+    except ValueError:
+        pass
+    return max(1, min(n or 1, cap))
+
+
 @dataclass
 class FSM(Automaton):
     """An abstract-state machine with transition statistics.
@@ -468,7 +479,7 @@ class FSM(Automaton):
             raise AbstractionError(f"smoothing must be in [0, 1), not {smoothing}")
         offsets = np.asarray(offsets)
         tok = np.asarray(token_ids, dtype=np.int64)
-        n, workers = len(offsets) - 1, min(os.cpu_count() or 1, 4)
+        n, workers = len(offsets) - 1, _threads()
         if n < 8192 or workers < 2 or smoothing > 0:
             return self._simulate_block(tok, offsets, smoothing)
         # inputs are independent: blocks of inputs (equal in steps) run on threads, where

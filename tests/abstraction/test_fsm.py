@@ -496,7 +496,9 @@ def test_state_edges_are_computed_once_and_handed_out_as_copies():
     assert fsm.state_edges(top_tokens=1) == fsm._state_edges(1)
 
 
-def test_probabilistic_simulation_in_blocks_on_threads_equals_one_block():
+def test_probabilistic_simulation_in_blocks_on_threads_equals_one_block(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # make test runs with 1
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
     fsm = example_a("displacement")
     rng = np.random.default_rng(0)
     lengths = rng.integers(0, 12, 9000)  # over the 8,192 inputs that split into blocks
