@@ -38,6 +38,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from .errors import StateseerError
+from .heap import array_heap
 
 __all__ = ["ENV", "ClusterError", "DaskEngine", "Engine", "SerialEngine", "open_engine",
            "parse_address", "tree_reduce"]
@@ -175,12 +176,14 @@ class SerialEngine(Engine):
     """The in-process engine: a plain ordered loop (imports no Dask)."""
 
     def map(self, fn: Callable[..., T], items: Iterable[Any], **shared: Any) -> list[T]:
-        return [fn(x, **shared) for x in items]
+        with array_heap():
+            return [fn(x, **shared) for x in items]
 
     def map_reduce(self, fn: Callable[..., T], items: Iterable[Any],
                    combine: Callable[[T, T], T], **shared: Any) -> T:
         """Streamed: at most log2(n) results are held at once (same tree)."""
-        return tree_reduce(combine, (fn(x, **shared) for x in items))
+        with array_heap():
+            return tree_reduce(combine, (fn(x, **shared) for x in items))
 
 
 class DaskEngine(Engine):
@@ -328,7 +331,8 @@ class DaskEngine(Engine):
 def _apply(item: Any, fn: Callable[..., T], shared_kwargs: dict[str, Any]) -> T:
     """``fn(item, **shared_kwargs)`` on a worker (the keywords travel as one dict, so
     none can clash with ``Client.map``'s own, such as ``batch_size`` or ``key``)."""
-    return fn(item, **shared_kwargs)
+    with array_heap():
+        return fn(item, **shared_kwargs)
 
 
 def open_engine(cluster: str | Engine | None = None) -> Engine:
