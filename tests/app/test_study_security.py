@@ -367,7 +367,7 @@ def test_callbacks_of_excluded_views_are_refused(sec_app):
                   changed=["selection.data"], secret=secret)
     assert r.status_code == 204 or "state-card" not in json.loads(r.data)["response"]
     # nearest contexts: every output is of an excluded view, so nothing runs
-    r = _callback(client, [("nn-list", "children"), ("proj-box", "children")],
+    r = _callback(client, [("nn-list", "children"), ("proj-chart", "figure")],
                   [_spec("active-trace", "data"), _spec("step", "data"),
                    _spec("nn-k", "value", 5), _spec("nn-window", "value", 3)],
                   changed=["active-trace.data"], secret=secret)

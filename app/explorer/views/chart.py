@@ -140,11 +140,23 @@ def show_chart(ctx, active, forced):
 
 
 def hover_state(ctx, hover_data):
-    """The state of the hovered point (marked on the diagram)."""
+    """The state of the hovered point (marked on the diagram); runs in the page
+    (:data:`HOVER_STATE_JS`)."""
     try:
         return int(hover_data["points"][0]["customdata"][1])
     except (TypeError, KeyError, IndexError, ValueError):
         return None
+
+
+HOVER_STATE_JS = """
+function (h) {
+    try {
+        const s = parseInt(h.points[0].customdata[1], 10);
+        return Number.isNaN(s) ? null : s;
+    } catch (e) { return null; }
+}
+"""
+""":func:`hover_state` in the page (hovering sends no request)."""
 
 
 def figure_html(ctx, n_clicks, active):
@@ -167,7 +179,8 @@ VIEW = View(
                  [Input(ids.ACTIVE_TRACE, "data"), Input(ids.FORCED, "data")],
                  fuse="trace"),
         Callback(hover_state, [Output(ids.HOVER_STATE, "data", allow_duplicate=True)],
-                 [Input(ids.TRACE_CHART, "hoverData")], prevent_initial_call=True),
+                 [Input(ids.TRACE_CHART, "hoverData")], prevent_initial_call=True,
+                 clientside=HOVER_STATE_JS),
         Callback(figure_html, [Output(ids.DOWNLOAD, "data", allow_duplicate=True)],
                  [Input(ids.DL_FIGURE, "n_clicks"), State(ids.ACTIVE_TRACE, "data")],
                  prevent_initial_call=True),

@@ -16,7 +16,7 @@ from rnn_models.errors import StateseerError
 from .. import ids
 from ..page import box
 from ..palette import mix_color
-from ..view import Callback, Trigger, View, select_outputs
+from ..view import Callback, Trigger, View, js, select_outputs
 from .core import active_of
 
 __all__ = ["VIEW", "nearest", "nearest_list", "open_neighbour", "projection_figure"]
@@ -141,6 +141,17 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
     return {"data": data, "layout": layout}
 
 
+PROJ_CONFIG = {"displaylogo": False, "displayModeBar": "hover"}
+EMPTY_PROJECTION: dict[str, Any] = {"data": [], "layout": {
+    "height": 80, "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
+    "xaxis": {"visible": False}, "yaxis": {"visible": False}, "plot_bgcolor": "white",
+    "annotations": [{"text": "Pick a row or trace a text: its path over the training "
+                             "states appears here.", "showarrow": False, "xref": "paper",
+                     "yref": "paper", "x": 0.5, "y": 0.5,
+                     "font": {"color": "#888", "size": 13}}]}}
+"""The projection before a trace is shown (or where there is none to draw)."""
+
+
 def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
     controls = html.Div([
         html.B("Nearest training contexts"),
@@ -160,7 +171,9 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
         html.Span(" (a sample of training steps, coloured by their state's prediction; the "
                   "clicked step's state outlined; the selected input's path on top)",
                   className="muted"),
-        html.Div(id=ids.PROJ_BOX),
+        # on the page from the start: a new trace only changes the figure (redrawn in place)
+        html.Div(dcc.Graph(id=ids.PROJ_CHART, figure=EMPTY_PROJECTION, config=PROJ_CONFIG),
+                 id=ids.PROJ_BOX),
     ], className="panel projection-panel", id=ids.PROJECTION_PANEL)
     return {"below": [near, projection]}
 
@@ -169,9 +182,9 @@ def nearest(ctx, active, step, k, window):
     """The neighbour list and the projection of the trace on display at ``step``."""
     tr, cmp_ = active_of(active)
     if tr is None:
-        return html.P(PROMPT, className="muted"), None
+        return html.P(PROMPT, className="muted"), EMPTY_PROJECTION
     if not tr.tokens:
-        return html.P("The input is empty.", className="muted"), None
+        return html.P("The input is empty.", className="muted"), EMPTY_PROJECTION
     t = tr.n_tokens - 1 if step is None else int(step)
     t = min(max(t, 0), tr.n_tokens - 1)
     try:
@@ -180,11 +193,11 @@ def nearest(ctx, active, step, k, window):
                                    window=min(max(int(window or 5), 0), 20))
         xy = ctx.contexts.project(tr)
     except (StateseerError, TypeError, ValueError) as exc:
-        return html.P(str(exc), className="message"), None
+        return html.P(str(exc), className="message"), EMPTY_PROJECTION
     query = {"token": tr.tokens[t], "step": t,
              "state": int(tr.states[t + 1]) if tr.has_states else None}
     if not tr.has_states:  # a study condition without states: the list, no projection
-        return nearest_list(res, query, ctx.data.classes), None
+        return nearest_list(res, query, ctx.data.classes), EMPTY_PROJECTION
     cxy = None
     if cmp_ is not None and cmp_.run is None:  # a trace of this run: same hidden space
         try:
@@ -193,13 +206,12 @@ def nearest(ctx, active, step, k, window):
             cxy = None
     fig = projection_figure(ctx.contexts.projection, ctx.data.fsm.prediction, xy, tr.states,
                             tr.tokens, step=t, compare_xy=cxy, highlight_state=query["state"])
-    graph = dcc.Graph(id=ids.PROJ_CHART, figure=fig,
-                      config={"displaylogo": False, "displayModeBar": "hover"})
-    return nearest_list(res, query, ctx.data.classes), graph
+    return nearest_list(res, query, ctx.data.classes), fig
 
 
 def open_neighbour(ctx, trigger: Trigger, _clicks, sel):
-    """A neighbour's context opens its training input (split train, that row)."""
+    """A neighbour's context opens its training input (split train, that row); runs in
+    the page (:data:`OPEN_NEIGHBOUR_JS`), registered only for runs with a train split."""
     if not trigger.is_type(ids.NN_ROW_TYPE) or "train" not in ctx.data.splits:
         return no_update, no_update
     new = apply_event(apply_event(sel or {}, "split", "train"), "row",
@@ -207,13 +219,34 @@ def open_neighbour(ctx, trigger: Trigger, _clicks, sel):
     return new, to_query(new)
 
 
+OPEN_NEIGHBOUR_JS = js("""
+function (_clicks, sel) {
+    const nu = window.dash_clientside.no_update;
+    const c = window.dash_clientside.callback_context;
+    const id = c.triggered_id;
+    const fired = c.triggered.length ? c.triggered[0].value : null;
+    // a new list of neighbours renders its rows with n_clicks 0: no click
+    if (!id || typeof id !== "object" || id.type !== "$row" || !fired) { return [nu, nu]; }
+    const s = window.stateseer;
+    return s.select(s.applyEvent(sel || s.EMPTY, "split", "train"), "row",
+                    parseInt(id.input, 10));
+}
+""", row=ids.NN_ROW_TYPE)
+""":func:`open_neighbour` in the page (a new list of neighbours sent no request)."""
+
+
+def _has_train(ctx) -> bool:
+    return "train" in ctx.data.splits
+
+
 VIEW = View(
     name="nearest", layout=layout, ids=(ids.NEAREST_PANEL, ids.PROJECTION_PANEL),
     callbacks=(
-        Callback(nearest, [Output(ids.NN_LIST, "children"), Output(ids.PROJ_BOX, "children")],
+        Callback(nearest, [Output(ids.NN_LIST, "children"), Output(ids.PROJ_CHART, "figure")],
                  [Input(ids.ACTIVE_TRACE, "data"), Input(ids.STEP, "data"),
                   Input(ids.NN_K, "value"), Input(ids.NN_WINDOW, "value")]),
         Callback(open_neighbour, select_outputs(),
                  [Input(ids.nn_row(ALL, ALL), "n_clicks"), State(ids.SELECTION, "data")],
-                 trigger=True, prevent_initial_call=True),
+                 trigger=True, prevent_initial_call=True, clientside=OPEN_NEIGHBOUR_JS,
+                 when=_has_train),
     ))
