@@ -11,6 +11,9 @@ import json
 import os
 import shutil
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -115,6 +118,21 @@ def _slow_assign(ref, **kw):
     return sharded.assign_shard(ref, **kw)
 
 
+def _kill_a_busy_worker(client, job: threading.Thread) -> int:
+    """SIGKILL the worker process holding the most of ``job``'s tasks once it holds any;
+    returns how many tasks it held (they must be rerun elsewhere for ``job`` to finish)."""
+    pids = client.run(os.getpid)  # worker address -> process id
+    deadline = time.monotonic() + 120
+    while job.is_alive() and time.monotonic() < deadline:
+        busy = {w: len(keys) for w, keys in client.processing().items() if keys}
+        if busy:
+            worker = max(busy, key=busy.get)
+            os.kill(pids[worker], signal.SIGKILL)
+            return busy[worker]
+        time.sleep(0.01)
+    return 0
+
+
 def test_a_worker_killed_mid_map_is_retried_with_the_same_result(text_pair, engine,
                                                                  dask_client):
     a, _ = text_pair
@@ -122,15 +140,11 @@ def test_a_worker_killed_mid_map_is_retried_with_the_same_result(text_pair, engi
     ab = abstract_run(a, n_states=10, save=False)
     refs = sharded.shard_refs(traces, "train")
     want = SerialEngine().map(_slow_assign, refs, abstractor=ab.abstractor, stats=(11, 10**5))
-    pids = sorted(dask_client.run(os.getpid).values())
     out: dict = {}
     job = threading.Thread(target=lambda: out.update(r=engine.map(
         _slow_assign, refs, abstractor=ab.abstractor, stats=(11, 10**5))))
     job.start()
-    deadline = time.monotonic() + 60
-    while not any(dask_client.processing().values()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.kill(pids[0], signal.SIGKILL)  # mid-map: its task is rescheduled on the other
+    assert _kill_a_busy_worker(dask_client, job) >= 1  # mid-map: its tasks run elsewhere
     job.join(180)
     assert not job.is_alive() and "r" in out
     for w, g in zip(want, out["r"], strict=True):
@@ -138,6 +152,101 @@ def test_a_worker_killed_mid_map_is_retried_with_the_same_result(text_pair, engi
         assert w["stats"].keys.tobytes() == g["stats"].keys.tobytes()
         assert w["stats"].sums.tobytes() == g["stats"].sums.tobytes()
     dask_client.wait_for_workers(2, timeout=120)  # the nanny restarts it for later tests
+
+
+@pytest.mark.parametrize("command", ["record", "abstract"])
+def test_a_worker_killed_mid_command_leaves_identical_results_and_no_partial_shard(
+        command, text_pair, tmp_path, engine, dask_client):
+    """SIGKILL of a busy worker during ``record`` or ``abstract`` on the cluster: Dask
+    reruns its tasks, the run equals the in-process one and no temporary shard is left."""
+    from rnn_models.formats.traces import TMP_MARK
+
+    a, _ = text_pair
+    run = _fresh(a, tmp_path / "killed")
+    if command == "abstract":
+        shutil.copytree(a / "traces", run / "traces")
+    call = {"record": lambda: record_run(run, shard_size=SHARD, cluster=engine),
+            "abstract": lambda: abstract_run(run, n_states=10, cluster=engine)}[command]
+    out: dict = {}
+    job = threading.Thread(target=lambda: out.update(r=call()))
+    job.start()
+    held = _kill_a_busy_worker(dask_client, job)
+    job.join(300)
+    assert held >= 1 and not job.is_alive() and "r" in out
+    dask_client.wait_for_workers(2, timeout=120)
+    assert not [p for p in run.rglob(f"*{TMP_MARK}*")] and not (run / "traces.tmp").exists()
+    if command == "record":
+        ta, tb = Traces(a / "traces"), Traces(run / "traces")
+        for split in ta.split_names:
+            for k in ("hidden", "proba", "token_ids", "offsets", "final_proba"):
+                assert np.asarray(getattr(ta[split], k)).tobytes() == \
+                    np.asarray(getattr(tb[split], k)).tobytes(), (split, k)
+    else:
+        _assert_same(abstract_run(a, n_states=10, save=False), out["r"])
+
+
+@pytest.fixture
+def tcp_cluster():
+    """A ``dask scheduler`` and one single-thread ``dask worker``, started as separate
+    processes as the README tells a user to; yields (address, scheduler process, client)."""
+    from distributed import Client
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    dask = str(Path(sys.executable).with_name("dask"))
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                               "--no-dashboard"], **quiet)]
+    procs.append(subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--nworkers",
+                                   "1", "--no-dashboard"], **quiet))
+    client = None
+    try:
+        client = Client(address, timeout=60)
+        client.wait_for_workers(1, timeout=120)
+        yield address, procs[0], client
+    finally:
+        if client is not None:
+            client.close(timeout=5)
+        for proc in procs:
+            proc.kill()
+            proc.wait(30)
+
+
+def test_a_scheduler_lost_mid_command_is_one_line_and_the_run_stays_as_it_was(
+        text_pair, tmp_path, tcp_cluster):
+    address, scheduler, client = tcp_cluster
+    run = tmp_path / "run"
+    shutil.copytree(text_pair[0], run)
+    if not (run / "abstraction" / "meta.json").exists():
+        abstract_run(run, n_states=10)
+    files = lambda: {p.relative_to(run): p.read_bytes()  # noqa: E731
+                     for d in ("abstraction", "traces") for p in (run / d).rglob("*")
+                     if p.is_file()}
+    before, entries = files(), sorted(os.listdir(run))
+    # the only worker thread is busy, so the command's first tasks wait on the scheduler
+    blocker = client.submit(time.sleep, 120, pure=False)
+    cli = [sys.executable, "-m", "app.cli", "abstract", str(run), "--states", "6",
+           "--no-index", "--no-forcing", "--cluster", address]
+    proc = subprocess.Popen(cli, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[1])
+    n_tasks = lambda: client.run_on_scheduler(  # noqa: E731
+        lambda dask_scheduler: len(dask_scheduler.tasks))
+    deadline = time.monotonic() + 120
+    while n_tasks() < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()[1]  # it is waiting on its tasks
+    scheduler.kill()
+    _, err = proc.communicate(timeout=180)
+    del blocker
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, err
+    assert lines[0].startswith("stateseer: error: the Dask cluster at") and \
+        "went away mid-command" in lines[0]
+    assert files() == before  # nothing was swapped in, nothing half-written is left
+    assert sorted(os.listdir(run)) == entries
+    assert Abstraction.load(run / "abstraction").n_states == 10
 
 
 def _as_legacy(run: Path) -> None:

@@ -208,12 +208,12 @@ class DaskEngine(Engine):
             raise ClusterError(f"DaskEngine needs a cluster address; {USAGE}")
         self.address, self.retries = address, retries
         self._cluster = None
-        self._quiet()
         try:
             from distributed import Client, LocalCluster
         except ImportError:  # pragma: no cover - a dependency of the package
             raise ClusterError("--cluster needs dask and distributed: pip install "
                                "'dask[distributed]'") from None
+        self._quiet()  # after the import: importing distributed sets its loggers' levels
         if kind == "local":
             n = arg or os.cpu_count() or 1
             import logging

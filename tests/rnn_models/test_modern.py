@@ -1,5 +1,6 @@
 """minGRU, minLSTM and Mamba: learnt exactly on a Tomita grammar, recorded with the shapes
-their --state documents, forced exactly when nothing is replaced, parallel scan = steps."""
+their --state documents, forced exactly when nothing is replaced, parallel scan = steps;
+abstracted, extracted, forced, indexed and explored like any other run."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def trained(request, tmp_path_factory):
     run = train_run(TrainConfig(dataset=GRAMMAR, arch=arch, epochs=4),
                     tmp_path_factory.mktemp("modern") / arch, progress=False)
     model = _loaded(run)
-    return arch, run, model, record_run(run, model=model, splits=("test",))
+    return arch, run, model, record_run(run, model=model)
 
 
 def test_learns_a_tomita_grammar_exactly(trained):
@@ -182,3 +183,37 @@ def test_states_and_arguments_are_checked():
     with pytest.raises(ValueError, match="does not exist"):
         _small("mamba").initial(layer=2)
     assert {"lstm", "gru", "rnn", "mingru", "minlstm", "mamba"} <= set(ARCHITECTURES)
+
+
+def test_the_whole_pipeline_runs_unchanged_on_a_modern_run(trained):
+    """abstract, extract-dfa, forcing, the context index and the explorer's views (typed
+    input, attribution, nearest contexts, diagram tap) on the trained run, as on an LSTM."""
+    from abstraction.dfa import extract_dfa
+    from abstraction.pipeline import abstract_run
+    from app.explorer.context import ExplorerContext
+    from app.explorer.views import diagram
+    from app.main import create_app
+    from app.workflows.forcing import measure_forcing
+    from rnn_models.formal import GRAMMARS
+
+    arch, run, _model, traces = trained
+    ab = abstract_run(run.path, n_states=4)
+    # 1* is the RNN's language exactly, so the FSM alone reproduces it
+    assert ab.metrics["simulation_fidelity"] == 1.0 and ab.fsm.n_states == 5
+    dfa = extract_dfa(traces, grammar=GRAMMARS[GRAMMAR])
+    assert dfa.n_states == 2 and dfa.report["grammar_agreement_le12"] == 1.0, arch
+    forcing = measure_forcing(run.path)["forcing_agreement"]
+    assert 0.9 <= forcing <= 1.0, (arch, forcing)
+    assert create_app(run.path) is not None
+    ctx = ExplorerContext.load(run.path)
+    typed = ctx.models.trace_text("1110")
+    assert typed.tokens == tuple("1110") and typed.prediction == 0  # a 0: rejected
+    assert len(typed.states) == len(typed.simulated) == 5
+    attr = ctx.models.attribution(typed)
+    assert attr.scores.shape == (4,) and np.isfinite(attr.scores).all()
+    near = ctx.contexts.nearest(typed, step=3, k=4, window=2)
+    assert len(near["rows"]) == 4 and near["summary"]["k"] == 4
+    s = int(np.bincount(np.asarray(ctx.data.abstraction.states["test"])).argmax())
+    sel, _url = diagram.tap(ctx, {"state": s}, {"split": "test", "state": None, "row": None,
+                                                  "pattern": None})
+    assert sel["state"] == s
