@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,6 +40,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from rnn_models.formats.atomic import atomic_save_npz
+from rnn_models.formats.errors import DAMAGED_NPY
 
 from .errors import AbstractionError
 from .features import FEATURES, Projection, as_2d, check_finite, iter_rows, nearest, sample_rows
@@ -432,7 +432,7 @@ class BaseAbstractor(ClusterMixin, BaseEstimator):
                 return cls.from_arrays(d)
         except FileNotFoundError:
             raise AbstractionError(f"{path} is missing; {fix}") from None
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        except DAMAGED_NPY as exc:
             if isinstance(exc, AbstractionError):
                 raise
             raise AbstractionError(

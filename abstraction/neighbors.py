@@ -26,6 +26,7 @@ from sklearn.cluster import MiniBatchKMeans
 from sklearn.decomposition import PCA
 
 from rnn_models.formats.atomic import atomic_save_npz
+from rnn_models.formats.errors import DAMAGED_NPY
 
 from .errors import AbstractionError
 from .features import as_2d, iter_rows, sample_rows
@@ -288,7 +289,7 @@ class ContextIndex(BaseEstimator):
                 ix.centers_, ix.list_ptr_ = z["centers"], z["list_ptr"]
                 ix.order_, ix.codes_ = z["order"], z["codes"]
                 ix.norms_ = np.einsum("ij,ij->i", ix.codes_, ix.codes_)
-        except (OSError, KeyError, ValueError) as exc:
+        except (*DAMAGED_NPY, KeyError) as exc:
             raise AbstractionError(f"cannot read the neighbour index {path} ({exc}); delete "
                                    "it to rebuild it") from None
         ix.n_indexed_ = len(ix.order_)

@@ -33,7 +33,7 @@ from sklearn.base import clone
 
 from rnn_models.formats.atomic import atomic_write_text, swap_dir
 from rnn_models.formats.engine import Engine, SerialEngine, engine_scope
-from rnn_models.formats.errors import StateseerError
+from rnn_models.formats.errors import DAMAGED_NPY, StateseerError
 from rnn_models.formats.rundir import RunDir
 from rnn_models.formats.traces import SplitTraces, Traces
 
@@ -213,7 +213,7 @@ def _read_states(path: Path, n_fsm_states: int, fix: str) -> np.ndarray:
         a = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise AbstractionError(f"{path} is missing; {fix}") from None
-    except (OSError, ValueError, EOFError):
+    except DAMAGED_NPY:
         raise AbstractionError(f"{path} is corrupt (not a .npy array); {fix}") from None
     if a.ndim != 1 or a.dtype.kind not in "iu":
         raise AbstractionError(f"{path} is corrupt (not a 1-d integer array); {fix}")

@@ -290,6 +290,8 @@ def _read_table(kind: str, path: Path) -> tuple[list[dict[str, Any]], list[str]]
                         ) from None
                     if not isinstance(row, dict):
                         raise DataError(f"{path}:{lineno} is not a JSON object; one per line")
+                    if "\\u" in line:
+                        _check_characters(row, path, lineno)
                     rows.append(row)
                     columns.extend(k for k in row if k not in columns)
     except UnicodeDecodeError:
@@ -297,6 +299,16 @@ def _read_table(kind: str, path: Path) -> tuple[list[dict[str, Any]], list[str]]
     if not rows:
         raise DataError(f"data file {path} has no rows")
     return rows, columns
+
+
+def _check_characters(row: dict[str, Any], path: Path, lineno: int) -> None:
+    """Refuse a JSON line whose escapes decode to a lone surrogate (``"\\ud800"``): not a
+    character, so no UTF-8 file (traces, exports) could hold it later."""
+    try:
+        json.dumps(row, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise DataError(f"{path}:{lineno} holds a lone surrogate escape (such as \\ud800), "
+                        "which is not a character; fix or remove that escape") from None
 
 
 def _read_csv(path: Path) -> tuple[list[dict[str, Any]], list[str]]:

@@ -162,6 +162,21 @@ def _builtin(run: RunDir, device: str | torch.device) -> Any:
             f"{run.config_path} has an invalid model section ({exc}); retrain the run"
         ) from None
     _check_match(run, model.state_dict(), state)
+    _check_vocab_size(run, m)
     model.load_state_dict(state)
     model.eval()
     return model.to(device)
+
+
+def _check_vocab_size(run: RunDir, m: dict[str, Any]) -> None:
+    """Refuse a ``vocab.json`` whose token count is not the embedding's row count (a run
+    trained before the vocabulary hash was stored has only this check)."""
+    n = m.get("vocab_size")
+    if not isinstance(n, int) or not run.vocab_path.exists():
+        return
+    have = len(run.vocab_tokens())
+    if have != n:
+        raise CheckpointError(
+            f"{run.vocab_path} holds {have:,} tokens but the model in {run.model_path} "
+            f"embeds {n:,}; it is not this model's vocabulary — restore the matching "
+            "vocab.json or retrain the run")

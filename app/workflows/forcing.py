@@ -25,7 +25,7 @@ import numpy as np
 
 from abstraction.centroids import state_centroids
 from abstraction.pipeline import Abstraction
-from rnn_models.errors import StateseerError
+from rnn_models.formats.errors import DAMAGED_NPY, StateseerError
 from rnn_models.run import Run
 from rnn_models.traces import SplitTraces, Traces
 
@@ -65,7 +65,7 @@ def load_centroids(run: Run, ab: Abstraction, traces: Traces) -> np.ndarray:
     if path.exists():
         try:
             c = np.load(path, allow_pickle=False)
-        except (OSError, ValueError):  # damaged: recomputed below
+        except DAMAGED_NPY:  # damaged: recomputed below
             c = None
         if c is not None and c.shape == shape and np.isfinite(c).all():
             return c

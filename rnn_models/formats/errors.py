@@ -8,7 +8,14 @@ without a traceback. This module imports nothing heavy so that ``abstraction`` a
 
 from __future__ import annotations
 
-__all__ = ["CheckpointError", "DataError", "StateseerError", "TraceError"]
+import zipfile
+
+__all__ = ["DAMAGED_NPY", "CheckpointError", "DataError", "StateseerError", "TraceError"]
+
+#: What ``np.load`` raises on a damaged ``.npy``/``.npz`` file: unreadable (OSError), a bad
+#: header (ValueError), empty (EOFError) or a broken archive (BadZipFile). Every loader
+#: catches exactly these and turns them into its one-line error (or a rebuild).
+DAMAGED_NPY: tuple[type[Exception], ...] = (OSError, ValueError, EOFError, zipfile.BadZipFile)
 
 
 class StateseerError(Exception):

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from .atomic import atomic_save_npy, atomic_write_text, swap_dir
-from .errors import CheckpointError, TraceError
+from .errors import DAMAGED_NPY, CheckpointError, TraceError
 from .rundir import RunDir
 from .traces import FORMAT as TRACES_FORMAT
 from .traces import VERSION as TRACES_VERSION
@@ -97,7 +97,7 @@ def _load_npy(path: Path, required: bool = True) -> np.ndarray | None:
         return None
     try:
         return np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError) as exc:
+    except DAMAGED_NPY as exc:
         first = (str(exc).splitlines() or [""])[0][:100]
         raise _err(path, f"is not a readable .npy array ({first})",
                    "write it with np.save from a numeric array") from None

@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from .atomic import fsync_dir
-from .errors import TraceError
+from .errors import DAMAGED_NPY, TraceError
 
 __all__ = ["ARRAYS", "DEFAULT_SHARD_SIZE", "FORMAT", "VERSION", "ShardInfo", "ShardedArray",
            "SplitTraces", "Traces", "commit_shard", "new_shard_dir", "open_shard",
@@ -548,7 +548,7 @@ class Traces:
         try:
             off = np.load(d / "offsets.npy", mmap_mode="r", allow_pickle=False)
             n_in, n_st = len(off) - 1, int(off[-1]) if len(off) else 0
-        except (OSError, ValueError, EOFError, TypeError, IndexError) as exc:
+        except (*DAMAGED_NPY, TypeError, IndexError) as exc:
             raise TraceError(
                 f"traces of split {split!r} in {d} are damaged "
                 f"({' '.join(str(exc).split())[:120]}); {self._fix}"
@@ -578,7 +578,7 @@ class Traces:
             arrays = {n: np.load(d / f"{n}.npy", mmap_mode=self._mmap, allow_pickle=False)
                       for n in ARRAYS}
             texts = json.loads((d / "texts.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError, EOFError) as exc:
+        except DAMAGED_NPY as exc:
             raise TraceError(
                 f"traces of split {split!r} in {d} are damaged "
                 f"({' '.join(str(exc).split())[:120]}); {self._fix}"
@@ -657,7 +657,7 @@ def _read_npy(path: Path, fix: str) -> np.ndarray:
         return np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise TraceError(f"{path} is missing; {fix}") from None
-    except (OSError, ValueError, EOFError):
+    except DAMAGED_NPY:
         raise TraceError(f"{path} is corrupt (not a .npy array); {fix}") from None
 
 

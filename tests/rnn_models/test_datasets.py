@@ -604,3 +604,21 @@ def test_a_tiny_csv_says_it_is_too_small_to_split(tmp_path):
     msg = str(exc.value)
     assert "\n" not in msg and "too small to split 80/10/10" in msg
     assert "at least 3 rows" in msg and "6 in all" in msg and "drop 'split'" not in msg
+
+
+def test_a_lone_surrogate_in_jsonl_is_one_line_naming_its_line(tmp_path):
+    """json.loads accepts "\\ud800", but no UTF-8 file can hold it: refused at loading (it
+    used to train and then fail in `record`), while an escaped surrogate pair is a
+    character and loads."""
+    rows = [{"text": f"fine film {i}", "label": "pos" if i % 2 else "neg"} for i in range(12)]
+    p = tmp_path / "s.jsonl"
+    lines = [json.dumps(r) for r in rows]
+    lines[3] = '{"text": "good \\ud800 film", "label": "pos"}'
+    p.write_text("\n".join(lines))
+    with pytest.raises(DataError) as exc:
+        load_dataset(f"jsonl:{p}")
+    msg = str(exc.value)
+    assert "\n" not in msg and f"{p}:4" in msg and "lone surrogate" in msg
+    lines[3] = '{"text": "good \\ud83d\\ude00 film", "label": "pos"}'
+    p.write_text("\n".join(lines))
+    assert "good \U0001f600 film" in load_dataset(f"jsonl:{p}").texts

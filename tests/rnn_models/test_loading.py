@@ -78,3 +78,23 @@ def test_record_swaps_the_traces_directory_in(tmp_path):
     new.mkdir()
     _swap_in(new, target)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["traces"]
+
+
+def test_a_vocabulary_of_another_size_is_refused_even_without_the_hash(tmp_path):
+    """A run trained before the hash was stored: a vocab.json shorter than the embedding
+    (every id past its end would read another token) is one line, not a silent model."""
+    import json
+
+    from rnn_models.tokenizers import Vocab
+
+    run = train_run(TrainConfig(dataset="tomita1", arch="gru", epochs=1, embed=4, hidden=3),
+                    tmp_path / "r", progress=False)
+    cfg = run.config
+    cfg.pop("vocab_sha256")
+    run.config_path.write_text(json.dumps(cfg))
+    load_model(run.path)  # the matching vocabulary still loads
+    Vocab(Vocab.load(run.vocab_path).tokens[:-1]).save(run.vocab_path)
+    with pytest.raises(CheckpointError) as e:
+        load_model(run.path)
+    msg = one_line(e.value)
+    assert "vocab.json" in msg and "embeds" in msg and "restore" in msg
