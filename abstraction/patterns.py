@@ -3,6 +3,13 @@
 Everything here is vectorised over all steps of a split with integer keys and
 ``np.unique``; no Python loop touches individual steps.
 
+Each list is mined in three phases so that a split's shards can be mined apart (in this
+process or on a cluster, :func:`abstraction.sharded.mine_patterns`) with the same result
+as the whole split at once: *count* (per part: integer counts keyed by pattern, merged
+by :func:`merge_counts`), *select* (on the merged counts: which patterns are listed) and
+*describe* (per part: phrases and inputs of the selected patterns, merged in part order).
+The public functions below run the three phases on one part, the whole split.
+
 State paths are read *collapsed*: consecutive repeats of a state (self-loops) are merged,
 so a pattern is a sequence of distinct consecutive states, e.g. ``0 → 12 → 7``.
 
@@ -22,7 +29,9 @@ so a pattern is a sequence of distinct consecutive states, e.g. ``0 → 12 → 7
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,13 +39,55 @@ from scipy.stats import hypergeom
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 __all__ = [
+    "Part",
     "buggy_patterns",
     "collapsed_paths",
     "influential_patterns",
+    "merge_counts",
     "state_contexts",
     "state_ngrams",
     "window_keys",
 ]
+
+Counts = dict[str, tuple[np.ndarray, np.ndarray]]  # name -> (sorted unique keys, counts)
+
+
+@dataclass(frozen=True)
+class Part:
+    """The inputs of one part of a split (a shard, or the whole split), local offsets.
+
+    ``step_start``/``input_start`` place the part in its split, so that what a part
+    reports (inputs, step keys) is in the split's numbering.
+    """
+
+    states: np.ndarray
+    offsets: np.ndarray
+    token_ids: np.ndarray
+    proba: np.ndarray | None = None
+    labels: np.ndarray | None = None
+    predictions: np.ndarray | None = None
+    step_start: int = 0
+    input_start: int = 0
+
+
+def _keyed(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray(keys, np.int64), np.asarray(counts, np.int64)
+
+
+def merge_counts(a: Counts, b: Counts) -> Counts:
+    """Sum two parts' counts key by key (associative and exact: integer sums)."""
+    out: Counts = {}
+    for name in a.keys() | b.keys():
+        if name not in a or name not in b:
+            out[name] = a.get(name) or b[name]
+            continue
+        (ka, ca), (kb, cb) = a[name], b[name]
+        keys, inv = np.unique(np.concatenate([ka, kb]), return_inverse=True)
+        both = np.concatenate([ca, cb])
+        summed = np.zeros((len(keys), *both.shape[1:]), np.int64)
+        np.add.at(summed, inv, both)
+        out[name] = (keys, summed)
+    return out
 
 
 def _positions(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -51,6 +102,76 @@ def _uninformative(words: Sequence[str]) -> np.ndarray:
     """True for stop words and tokens without a letter or digit."""
     return np.array([w in ENGLISH_STOP_WORDS or not any(ch.isalnum() for ch in w)
                      for w in words], dtype=bool)
+
+
+# -- per-state n-grams ----------------------------------------------------------------------
+def ngram_counts(part: Part, n_states: int, *, vocab_size: int, stop: np.ndarray,
+                 max_n: int = 3) -> Counts:
+    """Count phase of :func:`state_ngrams`: per n, n-gram totals, (state, n-gram) pairs,
+    steps per state and the number of steps counted."""
+    states = np.asarray(part.states, np.int64)
+    tok = np.asarray(part.token_ids, np.int64)
+    V = max(vocab_size, 1)
+    _, pos = _positions(np.asarray(part.offsets))
+    out: Counts = {}
+    for n in range(1, max_n + 1):
+        idx = np.flatnonzero(pos >= n - 1)
+        key = np.zeros(len(idx), np.int64)
+        all_stop = np.ones(len(idx), bool)
+        for j in range(n - 1, -1, -1):  # loop over n-gram positions, vectorised over steps
+            t = tok[idx - j]
+            key = key * V + t
+            all_stop &= stop[t]
+        keep = ~all_stop
+        idx, key = idx[keep], key[keep]
+        out[f"total{n}"] = _keyed(*np.unique(key, return_counts=True))
+        out[f"pair{n}"] = _keyed(*np.unique(states[idx] * (V ** n) + key, return_counts=True))
+        out[f"state{n}"] = _keyed(np.arange(n_states),
+                                  np.bincount(states[idx], minlength=n_states)[:n_states])
+        out[f"steps{n}"] = _keyed(np.zeros(1), [len(idx)])
+    return out
+
+
+def ngrams_from_counts(counts: Counts, vocab: Sequence[str], n_states: int, *, max_n: int = 3,
+                       top_k: int = 10, min_count_for_lift: int = 5
+                       ) -> list[dict[str, list[dict[str, Any]]]]:
+    """Select phase of :func:`state_ngrams`: rank the merged counts."""
+    V = max(len(vocab), 1)
+    rows: list[tuple[np.ndarray, ...]] = []
+    for n in range(1, max_n + 1):
+        uk, total = counts[f"total{n}"]
+        up, cnt = counts[f"pair{n}"]
+        state_total = counts[f"state{n}"][1]
+        n_steps = int(counts[f"steps{n}"][1].sum())
+        st, k = up // (V ** n), up % (V ** n)
+        p_state = cnt / np.maximum(state_total[st], 1)
+        p_all = total[np.searchsorted(uk, k)] / max(n_steps, 1)
+        rows.append((st, k, cnt, p_state / p_all, np.full(len(st), n)))
+    st, key, cnt, lift, nn = (np.concatenate(c) for c in zip(*rows, strict=True))
+
+    def decode(k: int, n: int) -> str:
+        words = []
+        for _ in range(n):
+            k, t = divmod(k, V)
+            words.append(vocab[t])
+        return " ".join(reversed(words))
+
+    out: list[dict[str, list[dict[str, Any]]]] = [{"frequent": [], "lift": []}
+                                                  for _ in range(n_states)]
+    for name, order_key, ok in (
+        ("frequent", -cnt, np.ones(len(cnt), bool)),
+        ("lift", -lift, cnt >= min_count_for_lift),
+    ):
+        sel = np.flatnonzero(ok)
+        order = sel[np.lexsort((nn[sel], order_key[sel], st[sel]))]
+        s_sorted = st[order]
+        first = np.searchsorted(s_sorted, s_sorted, side="left")
+        rank = np.arange(len(order)) - first
+        for i in order[rank < top_k]:
+            out[int(st[i])][name].append({"ngram": decode(int(key[i]), int(nn[i])),
+                                          "n": int(nn[i]), "count": int(cnt[i]),
+                                          "lift": round(float(lift[i]), 3)})
+    return out
 
 
 def state_ngrams(
@@ -84,54 +205,73 @@ def state_ngrams(
         Per state ``{"frequent": [...], "lift": [...]}``, each item
         ``{"ngram": str, "n": int, "count": int, "lift": float}``.
     """
-    states = np.asarray(states, np.int64)
-    tok = np.asarray(token_ids, np.int64)
-    V = max(len(vocab), 1)
-    _, pos = _positions(np.asarray(offsets))
-    stop = _uninformative(vocab) if drop_stopwords else np.zeros(V, bool)
-    rows: list[tuple[np.ndarray, ...]] = []
-    for n in range(1, max_n + 1):
-        idx = np.flatnonzero(pos >= n - 1)
-        key = np.zeros(len(idx), np.int64)
-        all_stop = np.ones(len(idx), bool)
-        for j in range(n - 1, -1, -1):  # loop over n-gram positions, vectorised over steps
-            t = tok[idx - j]
-            key = key * V + t
-            all_stop &= stop[t]
-        keep = ~all_stop
-        idx, key = idx[keep], key[keep]
-        uk, total = np.unique(key, return_counts=True)
-        pair = states[idx] * (V ** n) + key
-        up, cnt = np.unique(pair, return_counts=True)
-        st, k = up // (V ** n), up % (V ** n)
-        state_total = np.bincount(states[idx], minlength=n_states)
-        p_state = cnt / np.maximum(state_total[st], 1)
-        p_all = total[np.searchsorted(uk, k)] / max(len(idx), 1)
-        rows.append((st, k, cnt, p_state / p_all, np.full(len(st), n)))
-    st, key, cnt, lift, nn = (np.concatenate(c) for c in zip(*rows, strict=True))
+    counts = ngram_counts(Part(states, offsets, token_ids), n_states, vocab_size=len(vocab),
+                          stop=stop_table(vocab, drop_stopwords), max_n=max_n)
+    return ngrams_from_counts(counts, vocab, n_states, max_n=max_n, top_k=top_k,
+                              min_count_for_lift=min_count_for_lift)
 
-    def decode(k: int, n: int) -> str:
-        words = []
-        for _ in range(n):
-            k, t = divmod(k, V)
-            words.append(vocab[t])
-        return " ".join(reversed(words))
 
-    out: list[dict[str, list[dict[str, Any]]]] = [{"frequent": [], "lift": []}
-                                                  for _ in range(n_states)]
-    for name, order_key, ok in (
-        ("frequent", -cnt, np.ones(len(cnt), bool)),
-        ("lift", -lift, cnt >= min_count_for_lift),
-    ):
-        sel = np.flatnonzero(ok)
-        order = sel[np.lexsort((nn[sel], order_key[sel], st[sel]))]
-        s_sorted = st[order]
-        first = np.searchsorted(s_sorted, s_sorted, side="left")
-        rank = np.arange(len(order)) - first
-        for i in order[rank < top_k]:
-            out[int(st[i])][name].append({"ngram": decode(int(key[i]), int(nn[i])),
-                                          "n": int(nn[i]), "count": int(cnt[i]),
-                                          "lift": round(float(lift[i]), 3)})
+def stop_table(vocab: Sequence[str], drop_stopwords: bool = True) -> np.ndarray:
+    """Per token: True where n-grams made of such tokens alone are dropped."""
+    return _uninformative(vocab) if drop_stopwords else np.zeros(max(len(vocab), 1), bool)
+
+
+# -- example contexts -----------------------------------------------------------------------
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def step_keys(steps: np.ndarray, random_state: int) -> np.ndarray:
+    """A seeded pseudo-random uint64 key per step number (splitmix64 of the step and the
+    seed): the same for a step whichever part of the split holds it."""
+    z = np.asarray(steps, np.uint64) + np.full(1, random_state, np.uint64) * _GOLDEN
+    z = z + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def context_candidates(part: Part, vocab: Sequence[str], n_states: int, *, per_state: int = 5,
+                       window: int = 4, random_state: int = 0) -> list[tuple[int, int, dict]]:
+    """Count phase of :func:`state_contexts`: a part's ``per_state`` steps of smallest key
+    per state, as ``(state, key, context)``; the split's are the smallest of all parts'."""
+    states = np.asarray(part.states, np.int64)
+    inp, pos = _positions(np.asarray(part.offsets))
+    keys = step_keys(np.arange(len(states)) + part.step_start, random_state)
+    order = np.lexsort((keys, states))
+    s_sorted = states[order]
+    first = np.searchsorted(s_sorted, s_sorted, side="left")
+    picked = order[(np.arange(len(order)) - first) < per_state]
+    offsets, token_ids = np.asarray(part.offsets), part.token_ids
+    out = []
+    for step in picked:  # at most per_state * n_states items
+        i, p = int(inp[step]), int(pos[step])
+        lo = max(0, p - window)
+        hi = min(int(offsets[i + 1] - offsets[i]), p + window + 1)
+        toks = [vocab[int(t)] for t in token_ids[offsets[i] + lo : offsets[i] + hi]]
+        out.append((int(states[step]), int(keys[step]),
+                    {"input": i + part.input_start, "position": p, "tokens": toks,
+                     "focus": p - lo}))
+    return out
+
+
+def smallest_candidates(candidates: Sequence[tuple[int, int, dict]], per_state: int = 5
+                        ) -> list[tuple[int, int, dict]]:
+    """The ``per_state`` candidates of smallest key per state, by state then key (what
+    two parts' candidates merge into)."""
+    out, taken = [], Counter()
+    for cand in sorted(candidates, key=lambda c: (c[0], c[1])):
+        if taken[cand[0]] < per_state:
+            taken[cand[0]] += 1
+            out.append(cand)
+    return out
+
+
+def contexts_from_candidates(candidates: Sequence[tuple[int, int, dict]], n_states: int,
+                             per_state: int = 5) -> list[list[dict[str, Any]]]:
+    """Select phase of :func:`state_contexts`: per state the ``per_state`` smallest keys."""
+    out: list[list[dict[str, Any]]] = [[] for _ in range(n_states)]
+    for state, _key, ctx in smallest_candidates(candidates, per_state):
+        out[state].append(ctx)
     return out
 
 
@@ -146,7 +286,8 @@ def state_contexts(
     window: int = 4,
     random_state: int = 0,
 ) -> list[list[dict[str, Any]]]:
-    """Up to ``per_state`` example contexts for every state.
+    """Up to ``per_state`` example contexts for every state, drawn at random (seeded by
+    ``random_state``; the steps of smallest :func:`step_keys` key).
 
     Returns
     -------
@@ -154,24 +295,9 @@ def state_contexts(
         Per state: ``{"input": i, "position": p, "tokens": [...], "focus": j}`` where
         ``tokens[focus]`` is the token whose step lands in the state.
     """
-    states = np.asarray(states, np.int64)
-    inp, pos = _positions(np.asarray(offsets))
-    rng = np.random.default_rng(random_state)
-    perm = rng.permutation(len(states))
-    order = perm[np.argsort(states[perm], kind="stable")]
-    s_sorted = states[order]
-    first = np.searchsorted(s_sorted, s_sorted, side="left")
-    picked = order[(np.arange(len(order)) - first) < per_state]
-    out: list[list[dict[str, Any]]] = [[] for _ in range(n_states)]
-    offsets = np.asarray(offsets)
-    for step in picked:  # at most per_state * n_states items
-        i, p = int(inp[step]), int(pos[step])
-        lo = max(0, p - window)
-        hi = min(int(offsets[i + 1] - offsets[i]), p + window + 1)
-        toks = [vocab[int(t)] for t in token_ids[offsets[i] + lo : offsets[i] + hi]]
-        out[int(states[step])].append({"input": i, "position": p, "tokens": toks,
-                                       "focus": p - lo})
-    return out
+    cands = context_candidates(Part(states, offsets, token_ids), vocab, n_states,
+                               per_state=per_state, window=window, random_state=random_state)
+    return contexts_from_candidates(cands, n_states, per_state)
 
 
 def collapsed_paths(states: np.ndarray, offsets: np.ndarray, initial: int = 0):
@@ -230,14 +356,108 @@ def _decode_window(key: int, w: int, S: int) -> list[int]:
     return out[::-1]
 
 
-def _phrases(steps_lists, token_ids, vocab, top=3, max_len=6):
-    counts: dict[str, int] = {}
-    for lo, hi in steps_lists:
-        lo = max(lo, hi - max_len + 1)
-        ph = " ".join(vocab[int(t)] for t in token_ids[lo : hi + 1])
-        counts[ph] = counts.get(ph, 0) + 1
+def _phrase(lo: int, hi: int, token_ids: np.ndarray, vocab: Sequence[str],
+            max_len: int = 6) -> str:
+    lo = max(lo, hi - max_len + 1)
+    return " ".join(vocab[int(t)] for t in token_ids[lo : hi + 1])
+
+
+def _top_phrases(counts: Counter, top: int = 3) -> list[dict[str, Any]]:
     return [{"phrase": p, "count": c}
             for p, c in sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:top]]
+
+
+def _step_predictions(part: Part, initial_proba: np.ndarray):
+    """Per step: the input, its position, the prediction before and after the step."""
+    offsets = np.asarray(part.offsets)
+    step_pred = np.asarray(part.proba).argmax(1) if len(part.states) else \
+        np.zeros(0, np.int64)
+    inp, pos = _positions(offsets)
+    prev_pred = np.empty_like(step_pred)
+    prev_pred[1:] = step_pred[:-1]
+    prev_pred[pos == 0] = int(np.argmax(initial_proba))
+    return inp, pos, prev_pred, step_pred
+
+
+# -- influential patterns -------------------------------------------------------------------
+def _flips(part: Part, initial_proba: np.ndarray, n_states: int, lengths: Sequence[int]):
+    inp, pos, prev_pred, step_pred = _step_predictions(part, initial_proba)
+    correct = (np.asarray(part.labels) == np.asarray(part.predictions))[inp] if len(inp) \
+        else inp.astype(bool)
+    # A flip away from head(h0) on the first token says little: count flips after it.
+    flips = np.flatnonzero((step_pred != prev_pred) & correct & (pos >= 1))
+    cstates, cinput, cstep, step_to_c = collapsed_paths(part.states, part.offsets)
+    keys = {w: window_keys(cstates, cinput, w, n_states) for w in lengths}
+    return inp, prev_pred, step_pred, flips, cstep, step_to_c, keys
+
+
+def influential_counts(part: Part, n_states: int, *, initial_proba: np.ndarray,
+                       lengths: Sequence[int] = (2, 3, 4)) -> Counts:
+    """Count phase of :func:`influential_patterns`: per window length, flips per
+    (window, flip direction) and occurrences per window."""
+    _, prev_pred, step_pred, flips, _, step_to_c, keys = _flips(part, initial_proba,
+                                                                 n_states, lengths)
+    out: Counts = {}
+    for w in lengths:
+        key = keys[w]
+        fk = key[step_to_c[flips]]
+        ok = fk >= 0
+        combo = fk[ok] * 1_000_000 + prev_pred[flips[ok]] * 1000 + step_pred[flips[ok]]
+        out[f"flips{w}"] = _keyed(*np.unique(combo, return_counts=True))
+        out[f"occurs{w}"] = _keyed(*np.unique(key[key >= 0], return_counts=True))
+    return out
+
+
+def influential_select(counts: Counts, *, lengths: Sequence[int] = (2, 3, 4), top_k: int = 30,
+                       min_support: int = 3) -> list[tuple[int, float, int, int, int]]:
+    """Select phase: ``(support, lift, w, window key, direction)`` of the listed ones."""
+    cands = []
+    for w in lengths:
+        uc, sup = counts[f"flips{w}"]
+        occ_keys, occ = counts[f"occurs{w}"]
+        for j in np.flatnonzero(sup >= min_support):
+            k, d = divmod(int(uc[j]), 1_000_000)
+            lift = float(sup[j] / occ[np.searchsorted(occ_keys, k)])
+            cands.append((int(sup[j]), lift, w, k, d))
+    cands.sort(key=lambda c: (-c[0], -c[1], c[2], c[3]))
+    return cands[:top_k]
+
+
+def influential_describe(part: Part, chosen: Sequence[tuple], vocab: Sequence[str],
+                         n_states: int, *, initial_proba: np.ndarray,
+                         lengths: Sequence[int] = (2, 3, 4)) -> list[tuple[Counter, list[int]]]:
+    """Describe phase: per chosen pattern, the part's phrase counts and inputs."""
+    if not chosen:
+        return []
+    inp, prev_pred, step_pred, flips, cstep, step_to_c, keys = _flips(
+        part, initial_proba, n_states, lengths)
+    token_ids = np.asarray(part.token_ids)
+    out = []
+    for _support, _lift, w, k, d in chosen:
+        key = keys[w]
+        members = flips[(key[step_to_c[flips]] == k)
+                        & (prev_pred[flips] == d // 1000) & (step_pred[flips] == d % 1000)]
+        starts = cstep[step_to_c[members] - (w - 2)]
+        phrases = Counter(_phrase(int(a), int(b), token_ids, vocab)
+                          for a, b in zip(starts, members, strict=True))
+        out.append((phrases, sorted({int(inp[m]) + part.input_start for m in members})[:50]))
+    return out
+
+
+def influential_from(chosen: Sequence[tuple], described: Sequence[Sequence[tuple]],
+                     n_states: int) -> list[dict[str, Any]]:
+    """The list, from the selection and every part's description (in part order)."""
+    out = []
+    for j, (support, lift, w, k, d) in enumerate(chosen):
+        phrases: Counter = Counter()
+        inputs: list[int] = []
+        for part in described:
+            phrases.update(part[j][0])
+            inputs.extend(part[j][1])
+        out.append({"states": _decode_window(k, w, n_states), "support": support,
+                    "lift": round(lift, 4), "flip": [d // 1000, d % 1000],
+                    "phrases": _top_phrases(phrases), "inputs": inputs[:50]})
+    return out
 
 
 def influential_patterns(
@@ -263,44 +483,107 @@ def influential_patterns(
         ``{"states", "support", "lift", "flip": [from, to], "phrases", "inputs"}`` sorted
         by support.
     """
-    offsets = np.asarray(offsets)
-    token_ids = np.asarray(token_ids)
-    step_pred = np.asarray(proba).argmax(1)
-    inp, pos = _positions(offsets)
-    prev_pred = np.empty_like(step_pred)
-    prev_pred[1:] = step_pred[:-1]
-    prev_pred[pos == 0] = int(np.argmax(initial_proba))
-    correct = (np.asarray(labels) == np.asarray(predictions))[inp] if len(inp) else inp
-    # A flip away from head(h0) on the first token says little: count flips after it.
-    flips = np.flatnonzero((step_pred != prev_pred) & correct & (pos >= 1))
-    cstates, cinput, cstep, step_to_c = collapsed_paths(states, offsets)
+    part = Part(states, offsets, token_ids, proba, labels, predictions)
+    kw = {"initial_proba": initial_proba, "lengths": lengths}
+    chosen = influential_select(influential_counts(part, n_states, **kw), lengths=lengths,
+                                top_k=top_k, min_support=min_support)
+    return influential_from(chosen, [influential_describe(part, chosen, vocab, n_states, **kw)],
+                            n_states)
+
+
+# -- buggy patterns -------------------------------------------------------------------------
+MAX_SPANS = 200  # phrases of a buggy pattern come from its first 200 occurrences
+
+
+def _wrong_windows(part: Part, n_states: int, lengths: Sequence[int]):
+    wrong = np.asarray(part.labels) != np.asarray(part.predictions)
+    cstates, cinput, cstep, _ = collapsed_paths(part.states, part.offsets)
+    keys = {w: window_keys(cstates, cinput, w, n_states) for w in lengths}
+    return wrong, cinput, cstep, keys
+
+
+def buggy_counts(part: Part, n_states: int, *, lengths: Sequence[int] = (2, 3, 4)) -> Counts:
+    """Count phase of :func:`buggy_patterns`: per window length, inputs holding each window
+    and the misclassified ones among them; inputs and misclassified inputs of the part."""
+    wrong, cinput, _, keys = _wrong_windows(part, n_states, lengths)
     S = n_states
-    cands = []  # (support, lift, w, key, direction)
-    keys_by_w = {}
+    out: Counts = {"inputs": _keyed(np.zeros(1), [[len(wrong), int(wrong.sum())]])}
     for w in lengths:
-        key = window_keys(cstates, cinput, w, S)
-        keys_by_w[w] = key
-        fk = key[step_to_c[flips]]
-        ok = fk >= 0
-        combo = fk[ok] * 1_000_000 + prev_pred[flips[ok]] * 1000 + step_pred[flips[ok]]
-        uc, sup = np.unique(combo, return_counts=True)
-        occ_keys, occ = np.unique(key[key >= 0], return_counts=True)
-        for j in np.flatnonzero(sup >= min_support):
-            k, d = divmod(int(uc[j]), 1_000_000)
-            lift = float(sup[j] / occ[np.searchsorted(occ_keys, k)])
-            cands.append((int(sup[j]), lift, w, k, d))
-    cands.sort(key=lambda c: (-c[0], -c[1], c[2], c[3]))
-    out: list[dict[str, Any]] = []
-    for support, lift, w, k, d in cands[:top_k]:
-        key = keys_by_w[w]
-        members = flips[(key[step_to_c[flips]] == k)
-                        & (prev_pred[flips] == d // 1000) & (step_pred[flips] == d % 1000)]
-        starts = cstep[step_to_c[members] - (w - 2)]
-        spans = [(int(a), int(b)) for a, b in zip(starts, members, strict=True)]
-        out.append({"states": _decode_window(k, w, S), "support": support,
-                    "lift": round(lift, 4), "flip": [d // 1000, d % 1000],
-                    "phrases": _phrases(spans, token_ids, vocab),
-                    "inputs": sorted({int(inp[m]) for m in members})[:50]})
+        key = keys[w]
+        pos = np.flatnonzero(key >= 0)
+        pk = np.unique(cinput[pos] * (S ** w) + key[pos])  # presence per input
+        p_in, p_key = pk // (S ** w), pk % (S ** w)
+        uk, inv, n_with = np.unique(p_key, return_inverse=True, return_counts=True)
+        n_wrong_with = np.bincount(inv, weights=wrong[p_in], minlength=len(uk)).astype(int)
+        out[f"windows{w}"] = _keyed(uk, np.stack([n_with, n_wrong_with], 1).reshape(-1, 2))
+    return out
+
+
+def buggy_select(counts: Counts, *, lengths: Sequence[int] = (2, 3, 4), top_k: int = 30,
+                 min_support: int = 3) -> tuple[list[tuple], int, int, int]:
+    """Select phase: ``(p, w, key, support, n_with)`` of the listed windows, the number of
+    windows tested, the inputs and the misclassified inputs."""
+    n_all, n_wrong = (int(v) for v in counts["inputs"][1].sum(0))
+    if n_wrong == 0 or n_all == 0:
+        return [], 0, n_all, n_wrong
+    found, n_tests = [], 0
+    for w in lengths:
+        uk, c = counts[f"windows{w}"]
+        n_with, n_wrong_with = c[:, 0], c[:, 1]
+        n_tests += len(uk)
+        cand = np.flatnonzero((n_wrong_with >= min_support)
+                              & (n_wrong_with / n_wrong > n_with / n_all))
+        found.append((np.full(len(cand), w), uk[cand], n_wrong_with[cand], n_with[cand]))
+    ws, ks, sup, nw = (np.concatenate(c) for c in zip(*found, strict=True))
+    if len(ws) == 0:
+        return [], n_tests, n_all, n_wrong
+    # Rank by the normal approximation, then compute exact p-values for the leaders only.
+    frac = nw / n_all
+    var = n_wrong * frac * (1 - frac) * (n_all - n_wrong) / max(n_all - 1, 1)
+    z = (sup - n_wrong * frac) / np.sqrt(np.maximum(var, 1e-12))
+    lead = np.argsort(-z, kind="stable")[: max(10 * top_k, 100)]
+    pv = hypergeom.sf(sup[lead] - 1, n_all, nw[lead], n_wrong)
+    cands = [(float(p), int(ws[j]), int(ks[j]), int(sup[j]), int(nw[j]))
+             for j, p in zip(lead, pv, strict=True)]
+    cands.sort(key=lambda c: (c[0], -c[3], c[1], c[2]))
+    return cands[:top_k], n_tests, n_all, n_wrong
+
+
+def buggy_describe(part: Part, chosen: Sequence[tuple], vocab: Sequence[str], n_states: int,
+                   *, lengths: Sequence[int] = (2, 3, 4)) -> list[tuple[list[str], list[int]]]:
+    """Describe phase: per chosen window, the phrases of the part's first occurrences in
+    misclassified inputs and those inputs."""
+    if not chosen:
+        return []
+    wrong, cinput, cstep, keys = _wrong_windows(part, n_states, lengths)
+    token_ids = np.asarray(part.token_ids)
+    out = []
+    for _p, w, k, _support, _n_with in chosen:
+        hits = np.flatnonzero(keys[w] == k)
+        hits = hits[wrong[cinput[hits]]]
+        phrases = [_phrase(int(cstep[h - (w - 2)]), int(cstep[h]), token_ids, vocab)
+                   for h in hits[:MAX_SPANS]]
+        out.append((phrases, sorted({int(cinput[h]) + part.input_start for h in hits})[:50]))
+    return out
+
+
+def buggy_from(selection: tuple[list[tuple], int, int, int],
+               described: Sequence[Sequence[tuple]], n_states: int) -> list[dict[str, Any]]:
+    """The list, from the selection and every part's description (in part order)."""
+    chosen, n_tests, n_all, n_wrong = selection
+    out = []
+    for j, (p, w, k, support, n_with_k) in enumerate(chosen):
+        phrases: list[str] = []
+        inputs: list[int] = []
+        for part in described:
+            phrases.extend(part[j][0])
+            inputs.extend(part[j][1])
+        out.append({"states": _decode_window(k, w, n_states), "support": support,
+                    "n_inputs": n_with_k,
+                    "lift": round((support / n_wrong) / (n_with_k / n_all), 4),
+                    "p_value": p, "q_value": min(1.0, p * max(n_tests, 1)),
+                    "phrases": _top_phrases(Counter(phrases[:MAX_SPANS])),
+                    "inputs": inputs[:50]})
     return out
 
 
@@ -325,52 +608,9 @@ def buggy_patterns(
         ``{"states", "support", "n_inputs", "lift", "p_value", "q_value", "phrases",
         "inputs"}`` sorted by p-value.
     """
-    offsets = np.asarray(offsets)
-    token_ids = np.asarray(token_ids)
-    wrong = np.asarray(labels) != np.asarray(predictions)
-    n_all, n_wrong = len(wrong), int(wrong.sum())
-    if n_wrong == 0 or n_all == 0:
-        return []
-    cstates, cinput, cstep, _ = collapsed_paths(states, offsets)
-    S = n_states
-    keys_by_w = {}
-    found = []  # per window length: (w, keys, support, n_with)
-    n_tests = 0
-    for w in lengths:
-        key = window_keys(cstates, cinput, w, S)
-        keys_by_w[w] = key
-        pos = np.flatnonzero(key >= 0)
-        pk = np.sort(cinput[pos] * (S ** w) + key[pos])  # presence per input
-        pk = pk[np.concatenate([[True], pk[1:] != pk[:-1]])] if len(pk) else pk
-        p_in, p_key = pk // (S ** w), pk % (S ** w)
-        uk, inv, n_with = np.unique(p_key, return_inverse=True, return_counts=True)
-        n_wrong_with = np.bincount(inv, weights=wrong[p_in], minlength=len(uk)).astype(int)
-        n_tests += len(uk)
-        cand = np.flatnonzero((n_wrong_with >= min_support)
-                              & (n_wrong_with / n_wrong > n_with / n_all))
-        found.append((np.full(len(cand), w), uk[cand], n_wrong_with[cand], n_with[cand]))
-    ws, ks, sup, nw = (np.concatenate(c) for c in zip(*found, strict=True))
-    if len(ws) == 0:
-        return []
-    # Rank by the normal approximation, then compute exact p-values for the leaders only.
-    frac = nw / n_all
-    var = n_wrong * frac * (1 - frac) * (n_all - n_wrong) / max(n_all - 1, 1)
-    z = (sup - n_wrong * frac) / np.sqrt(np.maximum(var, 1e-12))
-    lead = np.argsort(-z, kind="stable")[: max(10 * top_k, 100)]
-    pv = hypergeom.sf(sup[lead] - 1, n_all, nw[lead], n_wrong)
-    cands = [(float(p), int(ws[j]), int(ks[j]), int(sup[j]), int(nw[j]))
-             for j, p in zip(lead, pv, strict=True)]
-    cands.sort(key=lambda c: (c[0], -c[3], c[1], c[2]))
-    out: list[dict[str, Any]] = []
-    for p, w, k, support, n_with_k in cands[:top_k]:
-        key = keys_by_w[w]
-        hits = np.flatnonzero(key == k)
-        hits = hits[wrong[cinput[hits]]]
-        spans = [(int(cstep[h - (w - 2)]), int(cstep[h])) for h in hits[:200]]
-        out.append({"states": _decode_window(k, w, S), "support": support,
-                    "n_inputs": n_with_k,
-                    "lift": round((support / n_wrong) / (n_with_k / n_all), 4),
-                    "p_value": p, "q_value": min(1.0, p * max(n_tests, 1)),
-                    "phrases": _phrases(spans, token_ids, vocab),
-                    "inputs": sorted({int(cinput[h]) for h in hits})[:50]})
-    return out
+    part = Part(states, offsets, token_ids, labels=labels, predictions=predictions)
+    selection = buggy_select(buggy_counts(part, n_states, lengths=lengths), lengths=lengths,
+                             top_k=top_k, min_support=min_support)
+    return buggy_from(selection, [buggy_describe(part, selection[0], vocab, n_states,
+                                                 lengths=lengths)], n_states)
+

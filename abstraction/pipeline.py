@@ -43,7 +43,6 @@ from .errors import AbstractionError
 from .features import shared_projections
 from .fsm import FSM
 from .metrics import AUTO_CAP, bootstrap_ci, choose_knee, fidelity, quality
-from .patterns import buggy_patterns, influential_patterns, state_contexts, state_ngrams
 
 __all__ = ["AUTO_CANDIDATES", "Abstraction", "abstract_run", "fit_abstraction", "fresh_traces"]
 
@@ -291,7 +290,7 @@ def fit_abstraction(
         Splits to assign (default: all recorded).
     pool : ThreadPoolExecutor, optional
         Pattern mining starts as soon as each split's states are known and runs beside the
-        rest; the patterns are then futures until :func:`_results`.
+        rest; the patterns are then futures until :func:`_patterns`.
     cluster : str or Engine, optional
         Where the per-shard steps run: ``local``, ``local:N``, ``tcp://HOST:PORT`` or an
         open :class:`~rnn_models.formats.engine.Engine` (default: ``$STATESEER_CLUSTER``,
@@ -347,7 +346,7 @@ def _fit_abstraction(traces: Traces, alphabet: list[str], engine: Engine, *, n_s
     p0 = np.asarray(traces.initial_proba, np.float64)[None]
     coords = np.vstack([ab.transform(h0, p0), ab.cluster_centers_]).astype(np.float64)
     states: dict[str, np.ndarray] = {}
-    patterns: dict[str, Any] = {"buggy": {}}
+    patterns: dict[str, Any] = {}  # split -> its mined lists (futures)
     S = ab.n_states_ + 1
     for split in names:
         states[split], stats = sharded.assign_split(
@@ -359,7 +358,8 @@ def _fit_abstraction(traces: Traces, alphabet: list[str], engine: Engine, *, n_s
                                          coords=coords, fallback=fallback,
                                          simulation=simulation)
         if pool is not None:
-            _submit_patterns(traces, split, states[split], S, pool, patterns)
+            _submit_patterns(engine, traces, split, refs[split], states[split], S, pool,
+                             patterns)
     simulated, sim_pred = {}, {}
     for split in states:
         simulated[split], (sim_pred[split],) = sharded.simulate_split(
@@ -369,23 +369,26 @@ def _fit_abstraction(traces: Traces, alphabet: list[str], engine: Engine, *, n_s
                        sim_predictions=sim_pred)
 
 
-def _submit_patterns(traces: Traces, split: str, st: np.ndarray, S: int, pool,
+def _submit_patterns(engine: Engine, traces: Traces, split: str,
+                     refs: list[sharded.ShardRef], st: np.ndarray, S: int, pool,
                      out: dict[str, Any]) -> None:
-    """Start mining the pattern lists that need ``split``'s states; futures go to ``out``.
+    """Start mining the pattern lists that need this split's states, over its shards
+    (:func:`abstraction.sharded.mine_patterns`); the future goes to ``out[split]``.
 
-    numpy releases the GIL in its sorts, so the miners run in parallel on threads.
+    numpy releases the GIL in its sorts, so mining runs beside assignment and simulation.
     """
-    tr = traces[split]
-    if split == "train":
-        out["ngrams"] = pool.submit(state_ngrams, st, tr.offsets, tr.surface_ids,
-                                    traces.surface, S)
-        out["contexts"] = pool.submit(state_contexts, st, tr.offsets, tr.surface_ids,
-                                      traces.surface, S)
-        out["influential"] = pool.submit(
-            influential_patterns, st, tr.offsets, tr.surface_ids, traces.surface, tr.proba,
-            traces.initial_proba, tr.labels, tr.predictions, S)
-    out["buggy"][split] = pool.submit(buggy_patterns, st, tr.offsets, tr.surface_ids,
-                                      traces.surface, tr.labels, tr.predictions, S)
+    lists = sharded.PATTERN_LISTS if split == "train" else ("buggy",)
+    out[split] = pool.submit(sharded.mine_patterns, engine, refs, st, traces.surface,
+                             traces.initial_proba, S, lists)
+
+
+def _patterns(mined: dict[str, Any]) -> dict[str, Any]:
+    """The patterns document (``patterns.json``) from each split's mined lists (futures or
+    values): the training split's lists, and the buggy patterns of every split."""
+    got = {split: v.result() if hasattr(v, "result") else v for split, v in mined.items()}
+    train = got.get("train", {})
+    return {"buggy": {split: lists["buggy"] for split, lists in got.items()},
+            **{k: train[k] for k in sharded.PATTERN_LISTS if k != "buggy" and k in train}}
 
 
 def _figures(ab: Abstraction, traces: Traces, eval_split: str, requested: int,
@@ -421,12 +424,6 @@ def _figures(ab: Abstraction, traces: Traces, eval_split: str, requested: int,
                                   ab.simulated_prediction(split, traces))
             figures[f"{split}_label_fidelity"], figures[f"{split}_simulation_fidelity"] = a, b
     return figures
-
-
-def _results(futures: Any) -> Any:
-    if isinstance(futures, dict):
-        return {k: _results(v) for k, v in futures.items()}
-    return futures.result()
 
 
 def _with_states(method: str | BaseAbstractor, k: int) -> str | BaseAbstractor:
@@ -584,7 +581,7 @@ def _abstract_run(run: RunDir | str | Path, engine: Engine, *, n_states: int | s
         figures = _figures(ab, traces, eval_split, int(ab.abstractor.n_states),
                            bool(getattr(ab.abstractor, "split_by_prediction_",
                                         split_by_prediction)), engine)
-        ab.patterns = _results(ab.patterns)  # mined meanwhile
+        ab.patterns = _patterns(ab.patterns)  # mined meanwhile
     if curve is not None:
         figures["auto_curve"], figures["auto_reason"] = curve, why
     figures["seconds"] = time.perf_counter() - t0

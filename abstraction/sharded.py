@@ -18,6 +18,9 @@ Dask cluster), and the per-shard results are combined in a fixed binary tree
                        visits, per-state prediction sums and (source, token, target)
                        counts as packed int64 keys
 :func:`simulate_shard` the FSM run on the tokens alone, and its predictions
+:func:`mine_patterns`  DeepSeer's pattern lists: counts per shard (merged exactly), the
+                       lists chosen on the driver, then their phrases and inputs per
+                       shard (the three phases of :mod:`abstraction.patterns`)
 =====================  ==============================================================
 
 The in-process path uses these same functions, so for the same seed and shard layout the
@@ -42,6 +45,7 @@ import numpy as np
 
 from rnn_models.formats.traces import SplitTraces, Traces
 
+from . import patterns as pat
 from .features import check_finite, sample_rows
 
 __all__ = [
@@ -55,6 +59,7 @@ __all__ = [
     "fsm_from_stats",
     "index_shard",
     "max_token",
+    "mine_patterns",
     "new_states_file",
     "open_ref",
     "path_stats",
@@ -471,3 +476,110 @@ def index_shard(ref: ShardRef, *, index: Any) -> tuple[np.ndarray, np.ndarray]:
     """Codes (n_steps, n_components) and inverted-list number (n_steps,) of one shard's
     steps under a fitted :class:`~abstraction.neighbors.ContextIndex` projection."""
     return index.encode(open_ref(ref).hidden)
+
+
+# -- patterns --------------------------------------------------------------------------------
+PATTERN_LISTS = ("ngrams", "contexts", "influential", "buggy")
+CONTEXTS_PER_STATE = 5
+
+
+def _pattern_part(item: tuple[ShardRef, np.ndarray]) -> pat.Part:
+    ref, states = item
+    tr = open_ref(ref)
+    return pat.Part(np.asarray(states, np.int64), np.asarray(tr.offsets),
+                    np.asarray(tr.surface_ids), tr.proba, np.asarray(tr.labels),
+                    np.asarray(tr.predictions), ref.step_start, ref.input_start)
+
+
+def count_patterns_shard(item: tuple[ShardRef, np.ndarray], *, lists: tuple[str, ...],
+                         n_states: int, surface: list[str], stop: np.ndarray,
+                         initial_proba: np.ndarray) -> dict[str, Any]:
+    """The count phase of each pattern list on one shard (``item``: the shard and its
+    FSM states)."""
+    part = _pattern_part(item)
+    out: dict[str, Any] = {}
+    if "ngrams" in lists:
+        out["ngrams"] = pat.ngram_counts(part, n_states, vocab_size=len(surface), stop=stop)
+    if "contexts" in lists:
+        out["contexts"] = pat.context_candidates(part, surface, n_states,
+                                                 per_state=CONTEXTS_PER_STATE)
+    if "influential" in lists:
+        out["influential"] = pat.influential_counts(part, n_states,
+                                                    initial_proba=initial_proba)
+    if "buggy" in lists:
+        out["buggy"] = pat.buggy_counts(part, n_states)
+    return out
+
+
+def combine_pattern_counts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two shards' counts as one (exact integer sums; contexts: the smallest keys)."""
+    out: dict[str, Any] = {}
+    for name in a:
+        if name == "contexts":
+            out[name] = pat.smallest_candidates([*a[name], *b[name]], CONTEXTS_PER_STATE)
+        else:
+            out[name] = pat.merge_counts(a[name], b[name])
+    return out
+
+
+def describe_patterns_shard(item: tuple[ShardRef, np.ndarray], *, influential: list,
+                            buggy: list, n_states: int, surface: list[str],
+                            initial_proba: np.ndarray) -> dict[str, Any]:
+    """The describe phase on one shard: phrases and inputs of the chosen patterns."""
+    part = _pattern_part(item)
+    return {"influential": pat.influential_describe(part, influential, surface, n_states,
+                                                    initial_proba=initial_proba),
+            "buggy": pat.buggy_describe(part, buggy, surface, n_states)}
+
+
+def mine_patterns(engine: Any, refs: Sequence[ShardRef], states: np.ndarray,
+                  surface: list[str], initial_proba: np.ndarray, n_states: int,
+                  lists: Sequence[str] = PATTERN_LISTS) -> dict[str, Any]:
+    """DeepSeer's pattern lists of a split, mapped over its shards.
+
+    The same lists as :func:`abstraction.patterns.state_ngrams`, ``state_contexts``,
+    ``influential_patterns`` and ``buggy_patterns`` with their defaults on the whole
+    split, whatever the shard layout or the engine.
+
+    Parameters
+    ----------
+    engine : Engine
+    refs : sequence of ShardRef
+        The split's shards.
+    states : ndarray of shape (n_steps,)
+        FSM state of every step of the split.
+    surface : list of str
+        The traces' surface table (what ``surface_ids`` index).
+    initial_proba : ndarray of shape (n_classes,)
+    n_states : int
+        FSM states.
+    lists : sequence of str
+        Which of :data:`PATTERN_LISTS` to mine.
+
+    Returns
+    -------
+    dict
+        One entry per list.
+    """
+    lists = tuple(lists)
+    items = [(r, states[r.step_start:r.step_stop]) for r in refs]
+    shared = {"n_states": n_states, "surface": list(surface), "initial_proba": initial_proba}
+    counts = engine.map_reduce(count_patterns_shard, items, combine_pattern_counts,
+                               lists=lists, stop=pat.stop_table(surface), **shared)
+    out: dict[str, Any] = {}
+    if "ngrams" in lists:
+        out["ngrams"] = pat.ngrams_from_counts(counts["ngrams"], surface, n_states)
+    if "contexts" in lists:
+        out["contexts"] = pat.contexts_from_candidates(counts["contexts"], n_states,
+                                                       CONTEXTS_PER_STATE)
+    influential = pat.influential_select(counts["influential"]) if "influential" in lists \
+        else []
+    buggy = pat.buggy_select(counts["buggy"]) if "buggy" in lists else ([], 0, 0, 0)
+    described = engine.map(describe_patterns_shard, items, influential=influential,
+                           buggy=buggy[0], **shared) if influential or buggy[0] else []
+    if "influential" in lists:
+        out["influential"] = pat.influential_from(
+            influential, [d["influential"] for d in described], n_states)
+    if "buggy" in lists:
+        out["buggy"] = pat.buggy_from(buggy, [d["buggy"] for d in described], n_states)
+    return out

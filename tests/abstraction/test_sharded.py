@@ -68,3 +68,50 @@ def test_shard_statistics_sum_to_the_whole_split():
     np.testing.assert_allclose(total.sums, whole.sums, rtol=1e-12)
     assert SerialEngine().reduce(sharded.combine_stats, parts).keys.tolist() == \
         whole.keys.tolist()
+
+
+def test_patterns_mined_over_shards_equal_the_whole_split_at_any_shard_size(
+        tmp_path, text_run):
+    """``abstract`` mines DeepSeer's lists shard by shard (counts merged, then phrases and
+    inputs of the chosen ones): the lists are those of the whole-split functions, and the
+    same for one shard or many (contexts are a seeded sample keyed by step number)."""
+    import shutil
+
+    from abstraction.patterns import (
+        buggy_patterns,
+        influential_patterns,
+        state_contexts,
+        state_ngrams,
+    )
+    from abstraction.pipeline import abstract_run
+    from rnn_models.formats.traces import Traces
+    from rnn_models.record import record_run
+
+    docs = []
+    for size in (None, 97):
+        run = tmp_path / f"shards-{size}"
+        shutil.copytree(text_run, run, ignore=shutil.ignore_patterns("traces*", "abstraction*"))
+        record_run(run, shard_size=size)
+        traces = Traces(run / "traces")
+        assert len(traces.shards("train")) == (1 if size is None else
+                                              -(-traces["train"].n_inputs // size))
+        ab = abstract_run(run, n_states=10, save=False)
+        docs.append(json.dumps(ab.patterns))
+    assert docs[0] == docs[1]
+    S, tr = ab.fsm.n_states, traces["train"]
+    st = np.asarray(ab.states["train"])
+    want = {
+        "ngrams": state_ngrams(st, tr.offsets, tr.surface_ids, traces.surface, S),
+        "contexts": state_contexts(st, tr.offsets, tr.surface_ids, traces.surface, S),
+        "influential": influential_patterns(st, tr.offsets, tr.surface_ids, traces.surface,
+                                            tr.proba, traces.initial_proba, tr.labels,
+                                            tr.predictions, S)}
+    for name, lists in want.items():
+        assert json.dumps(ab.patterns[name]) == json.dumps(lists), name
+    assert ab.patterns["influential"] and any(ab.patterns["contexts"])
+    for split in traces.split_names:
+        t = traces[split]
+        buggy = buggy_patterns(np.asarray(ab.states[split]), t.offsets, t.surface_ids,
+                               traces.surface, t.labels, t.predictions, S)
+        assert json.dumps(ab.patterns["buggy"][split]) == json.dumps(buggy), split
+    assert any(ab.patterns["buggy"].values())
