@@ -276,11 +276,17 @@ class DaskEngine(Engine):
         except (CommClosedError, CancelledError, OSError, TimeoutError) as exc:
             raise self._lost(exc) from None
 
-    def _shared(self, shared: dict[str, Any]) -> dict[str, Any]:
+    def _shared(self, shared: dict[str, Any]) -> Any:
+        """The keyword arguments of a map as one scattered object (a single Future).
+
+        Not a dict of Futures: Dask turns such a dict into a task keyed by the argument's
+        name, so two maps with more than one scattered argument (two splits' patterns
+        mined side by side) collided on the scheduler and never finished.
+        """
         small = (str, int, float, bool, tuple, type(None))
-        return {k: v if isinstance(v, small) else
-                self.client.scatter(v, broadcast=True, hash=False)
-                for k, v in shared.items()}
+        if all(isinstance(v, small) for v in shared.values()):
+            return dict(shared)
+        return self.client.scatter([dict(shared)], broadcast=True, hash=False)[0]
 
     def map(self, fn: Callable[..., T], items: Iterable[Any], **shared: Any) -> list[T]:
         items = list(items)
