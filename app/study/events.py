@@ -16,7 +16,7 @@ from typing import Any
 
 from dash import ALL, Dash, Input, Output, State, ctx, no_update
 
-from ..explorer.ids import DIAGRAM_CONTROLS, EXPORTS, FILTERS
+from ..explorer.ids import DIAGRAM_CONTROLS, EXPORTS, FILTERS, SELECTION
 from .spec import StudyError
 
 __all__ = ["DIAGRAM_CONTROLS", "EXPORTS", "FILTERS", "register_event_callbacks",
@@ -98,7 +98,7 @@ def register_event_callbacks(app: Dash, write: Callable[..., list[int]],
     ack = Output("study-ack", "data", allow_duplicate=True)
     info = State("study-info", "data")
 
-    @app.callback(ack, Output("study-prev-sel", "data"), Input("selection", "data"),
+    @app.callback(ack, Output("study-prev-sel", "data"), Input(SELECTION, "data"),
                   State("study-prev-sel", "data"), info, prevent_initial_call=True)
     def on_selection(sel, prev, participant):
         return log(participant, selection_events(prev, sel, row_id)), sel

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from flask import Flask, Response, g, jsonify, request
 
-from ..explorer.ids import ACTIVE_TRACE
+from ..explorer.ids import ACTIVE_TRACE, SELECTION
 from . import views as study_views
 from .spec import VIEWS
 
@@ -106,7 +106,7 @@ def _names_a_state(body: dict[str, Any]) -> bool:
     specs = [x for part in ("inputs", "state") if isinstance(body.get(part), list)
              for x in body[part]]
     for spec in specs:
-        if isinstance(spec, dict) and spec.get("id") == "selection":
+        if isinstance(spec, dict) and spec.get("id") == SELECTION:
             value = spec.get("value")
             if isinstance(value, dict) and (value.get("state") is not None or
                                             value.get("pattern")):

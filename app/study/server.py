@@ -32,6 +32,7 @@ from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from flask import g, has_request_context, request
 
 from ..explorer.context import ExplorerContext, RunView
+from ..explorer.ids import SELECTION
 from ..explorer.registry import REGISTRY
 from ..main import ASSETS, initial_selection
 from ..security import MAX_REQUEST_BYTES, bind_warning, limit_request_bodies, secure_headers
@@ -243,11 +244,11 @@ def register_study_callbacks(app: Dash, sc: StudyContext) -> None:
     app.clientside_callback(SAVED_JS, Output("study-saved", "children"),
                             Input("study-ack", "data"), prevent_initial_call=True)
 
-    @app.callback(Output("selection", "data", allow_duplicate=True),
+    @app.callback(Output(SELECTION, "data", allow_duplicate=True),
                   Output("url", "search", allow_duplicate=True),
                   Output("study-ack", "data", allow_duplicate=True),
                   Input({"type": "study-open", "index": ALL}, "n_clicks"),
-                  State("selection", "data"), State("study-info", "data"),
+                  State(SELECTION, "data"), State("study-info", "data"),
                   prevent_initial_call=True)
     def open_instance(_clicks, sel, info):
         trig = ctx.triggered_id
@@ -269,7 +270,7 @@ def register_study_callbacks(app: Dash, sc: StudyContext) -> None:
         return new, to_query(new), {"ok": True, "ids": ids}
 
     @app.callback(Output("study-answer-ids", "value"), Input("study-add-selected", "n_clicks"),
-                  State("study-answer-ids", "value"), State("selection", "data"),
+                  State("study-answer-ids", "value"), State(SELECTION, "data"),
                   State("study-info", "data"), prevent_initial_call=True)
     def add_selection(n, text, sel, info):
         pid = sc.participant() if n and info else None
