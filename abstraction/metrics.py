@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .arrays import distinct
 from .errors import AbstractionError
 from .fsm import FSM, paths_to_transitions
 
@@ -80,8 +81,8 @@ def quality(
     model_keys = (fsm.source * V + fsm.token) * S + fsm.target
     split_keys = (src * V + tok) * S + dst
     covered = np.isin(model_keys, split_keys)
-    model_edges = np.unique(fsm.source * S + fsm.target)
-    split_edges = np.unique(src * S + dst)
+    model_edges = distinct(fsm.source * S + fsm.target)
+    split_edges = distinct(src * S + dst)
     first = np.ones(fsm.n_transitions, bool)
     first[1:] = (fsm.source[1:] != fsm.source[:-1]) | (fsm.token[1:] != fsm.token[:-1])
     n_pairs = int(first.sum())

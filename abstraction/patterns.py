@@ -38,6 +38,8 @@ import numpy as np
 from scipy.stats import hypergeom
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
+from .arrays import distinct
+
 __all__ = [
     "Part",
     "buggy_patterns",
@@ -511,7 +513,7 @@ def buggy_counts(part: Part, n_states: int, *, lengths: Sequence[int] = (2, 3, 4
     for w in lengths:
         key = keys[w]
         pos = np.flatnonzero(key >= 0)
-        pk = np.unique(cinput[pos] * (S ** w) + key[pos])  # presence per input
+        pk = distinct(cinput[pos] * (S ** w) + key[pos])  # presence per input
         p_in, p_key = pk // (S ** w), pk % (S ** w)
         uk, inv, n_with = np.unique(p_key, return_inverse=True, return_counts=True)
         n_wrong_with = np.bincount(inv, weights=wrong[p_in], minlength=len(uk)).astype(int)

@@ -373,19 +373,22 @@ def _submit_patterns(engine: Engine, traces: Traces, split: str,
                      refs: list[sharded.ShardRef], st: np.ndarray, S: int, pool,
                      out: dict[str, Any]) -> None:
     """Start mining the pattern lists that need this split's states, over its shards
-    (:func:`abstraction.sharded.mine_patterns`); the future goes to ``out[split]``.
+    (:func:`abstraction.sharded.mine_patterns`), one task per list; the futures go to
+    ``out[split]``.
 
-    numpy releases the GIL in its sorts, so mining runs beside assignment and simulation.
+    numpy releases the GIL in its sorts, so the lists are mined side by side and beside
+    assignment and simulation.
     """
     lists = sharded.PATTERN_LISTS if split == "train" else ("buggy",)
-    out[split] = pool.submit(sharded.mine_patterns, engine, refs, st, traces.surface,
-                             traces.initial_proba, S, lists)
+    out[split] = [pool.submit(sharded.mine_patterns, engine, refs, st, traces.surface,
+                              traces.initial_proba, S, (name,)) for name in lists]
 
 
 def _patterns(mined: dict[str, Any]) -> dict[str, Any]:
-    """The patterns document (``patterns.json``) from each split's mined lists (futures or
-    values): the training split's lists, and the buggy patterns of every split."""
-    got = {split: v.result() if hasattr(v, "result") else v for split, v in mined.items()}
+    """The patterns document (``patterns.json``) from each split's mined lists (one future
+    per list): the training split's lists, and the buggy patterns of every split."""
+    got = {split: {k: v for f in futures for k, v in f.result().items()}
+           for split, futures in mined.items()}
     train = got.get("train", {})
     return {"buggy": {split: lists["buggy"] for split, lists in got.items()},
             **{k: train[k] for k in sharded.PATTERN_LISTS if k != "buggy" and k in train}}

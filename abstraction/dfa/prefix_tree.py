@@ -14,6 +14,7 @@ import numpy as np
 
 from rnn_models.formats.traces import SplitTraces, Traces
 
+from ..arrays import distinct
 from ..errors import AbstractionError
 
 
@@ -63,7 +64,7 @@ def _check_finite(rows: np.ndarray, what: str, chunk: int = 65_536) -> None:
 def _alphabet(traces: Traces, split: str) -> tuple[tuple[str, ...], np.ndarray]:
     """Sorted distinct symbols of ``split`` and the map surface id -> symbol id (-1 unused)."""
     st = traces[split]
-    used = np.unique(np.asarray(st.surface_ids))
+    used = distinct(np.asarray(st.surface_ids))
     surface = list(traces.surface)
     if used.size and (used.min() < 0 or used.max() >= len(surface)):
         raise AbstractionError(f"split {split!r} refers to unknown surface ids; re-record the run")

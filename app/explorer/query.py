@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from abstraction.arrays import distinct
 from abstraction.patterns import collapsed_paths, window_keys
 from rnn_models.traces import SplitTraces
 
@@ -55,7 +56,7 @@ class SplitIndex:
         self.n_inputs = tr.n_inputs
         inp = tr.step_input
         # (state, input) presence as a CSR index: inputs_of_state[s] = sorted inputs
-        key = np.unique(states.astype(np.int64) * max(self.n_inputs, 1) + inp)
+        key = distinct(states.astype(np.int64) * max(self.n_inputs, 1) + inp)
         s, i = key // max(self.n_inputs, 1), key % max(self.n_inputs, 1)
         self._state_ptr = np.searchsorted(s, np.arange(n_states + 1))
         self._state_inputs = i
@@ -76,7 +77,7 @@ class SplitIndex:
         for s in pattern:
             key = key * self.n_states + int(s)
         keys = window_keys(self.cstates, self.cinput, w, self.n_states)
-        return np.unique(self.cinput[keys == key])
+        return distinct(self.cinput[keys == key])
 
 
 class Indexed(Protocol):

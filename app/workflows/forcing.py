@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from abstraction.arrays import distinct
 from abstraction.centroids import state_centroids
 from abstraction.pipeline import Abstraction
 from rnn_models.formats.errors import DAMAGED_NPY, StateseerError
@@ -119,7 +120,7 @@ def _per_state_counts(model: Any, ab: Abstraction, centroids: np.ndarray, tr: Sp
 
     states = np.asarray(states)
     # inputs visiting each state, from the (state, input) pairs of every step
-    pairs = np.unique(states.astype(np.int64) * tr.n_inputs + tr.step_input)
+    pairs = distinct(states.astype(np.int64) * tr.n_inputs + tr.step_input)
     # all (input, state) experiments in one set of batches: row b forces state st[b]
     # wherever the run is in it
     st, inp = pairs // tr.n_inputs, pairs % tr.n_inputs
