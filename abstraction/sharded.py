@@ -492,10 +492,10 @@ def _pattern_part(item: tuple[ShardRef, np.ndarray]) -> pat.Part:
 
 
 def count_patterns_shard(item: tuple[ShardRef, np.ndarray], *, lists: tuple[str, ...],
-                         n_states: int, surface: list[str], stop: np.ndarray,
+                         n_states: int, surface: list[str], stop: np.ndarray | None,
                          initial_proba: np.ndarray) -> dict[str, Any]:
     """The count phase of each pattern list on one shard (``item``: the shard and its
-    FSM states)."""
+    FSM states; ``stop``: :func:`abstraction.patterns.stop_table`, for the n-grams)."""
     part = _pattern_part(item)
     out: dict[str, Any] = {}
     if "ngrams" in lists:
@@ -565,7 +565,8 @@ def mine_patterns(engine: Any, refs: Sequence[ShardRef], states: np.ndarray,
     items = [(r, states[r.step_start:r.step_stop]) for r in refs]
     shared = {"n_states": n_states, "surface": list(surface), "initial_proba": initial_proba}
     counts = engine.map_reduce(count_patterns_shard, items, combine_pattern_counts,
-                               lists=lists, stop=pat.stop_table(surface), **shared)
+                               lists=lists, **shared,
+                               stop=pat.stop_table(surface) if "ngrams" in lists else None)
     out: dict[str, Any] = {}
     if "ngrams" in lists:
         out["ngrams"] = pat.ngrams_from_counts(counts["ngrams"], surface, n_states)
