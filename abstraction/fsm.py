@@ -418,38 +418,21 @@ class FSM(Automaton):
         prob = self.count / self._pair_counts[self.source, self.token]
         return pair, ptr, prob
 
-    def _prob_step(self, P: np.ndarray, tok: np.ndarray, smoothing: float) -> np.ndarray:
-        """One probabilistic step of ``k`` inputs: ``P`` (k, S) over states, ``tok`` (k,)
-        token ids (-1: outside the alphabet, stay). Only states holding mass move: seen
-        (state, token) pairs by their transition probabilities, unseen ones to the
-        ``fallback``'s target, in sparse gathers (a state's mass is spread over ~a quarter
-        of the states; walking every transition of the token, as before, cost ~3x)."""
-        k, S = P.shape
-        i, s = np.nonzero(P)
-        w = P[i, s]
-        t = tok[i]
-        new = np.zeros(k * S)
-        out = t < 0  # outside the alphabet: the mass stays
-        if out.any():
-            np.add.at(new, i[out] * S + s[out], w[out])
-        pair, ptr, prob = self._by_pair
-        pid = pair[s, np.where(out, 0, t)]
-        seen = ~out & (pid >= 0)
-        unseen = ~out & ~seen  # the whole mass moves to the fallback's target
-        if unseen.any():
-            new += np.bincount(i[unseen] * S + self.delta[s[unseen], t[unseen]],
-                               weights=w[unseen], minlength=k * S)
-        if seen.any():
-            pid, ii, ww = pid[seen], i[seen], w[seen]
-            n = ptr[pid + 1] - ptr[pid]
-            rep = np.repeat(np.arange(len(pid)), n)
-            e = np.repeat(ptr[pid] - np.cumsum(n) + n, n) + np.arange(len(rep))
-            new += np.bincount(ii[rep] * S + self.target[e], weights=ww[rep] * prob[e],
-                               minlength=k * S)
-        new = new.reshape(k, S)
-        if smoothing > 0:
-            new = (1 - smoothing) * new + smoothing * (P @ self._mean_transition)
-        return new
+    @cached_property
+    def _transition_matrix(self):
+        """The probabilistic step as one sparse matrix: row ``token * S + state`` holds
+        P(target | state, token) — the training counts for a seen pair, the whole mass on
+        the ``fallback``'s target for an unseen one — and the extra token ``V`` (outside the
+        alphabet) stays. CSR, shape ((V + 1) * S, S)."""
+        from scipy import sparse
+
+        S, V = self.n_states, len(self.alphabet)
+        pair, _, prob = self._by_pair
+        us, ut = np.nonzero(pair < 0)
+        rows = np.concatenate([self.token * S + self.source, ut * S + us, V * S + np.arange(S)])
+        cols = np.concatenate([self.target, self.delta[us, ut], np.arange(S)])
+        vals = np.concatenate([prob, np.ones(len(us)), np.ones(S)])
+        return sparse.csr_matrix((vals, (rows, cols)), shape=((V + 1) * S, S))
 
     def simulate_distribution(self, token_ids: np.ndarray, offsets: np.ndarray, *,
                               smoothing: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
@@ -459,7 +442,8 @@ class FSM(Automaton):
         by the transition probabilities seen in training for that (state, token) pair, or
         to the ``fallback``'s target for pairs never seen. ``smoothing`` mixes in the
         state's token-independent transition distribution. Loops over positions,
-        vectorised over inputs (sparse gathers, no loop over tokens of an input).
+        vectorised over inputs (one sparse product per position, no loop over tokens
+        of an input).
 
         Parameters
         ----------
@@ -483,37 +467,63 @@ class FSM(Automaton):
         if n < 8192 or workers < 2 or smoothing > 0:
             return self._simulate_block(tok, offsets, smoothing)
         # inputs are independent: blocks of inputs (equal in steps) run on threads, where
-        # numpy's gathers and bincounts run in parallel (1.59 -> 1.19 s on 2 cores for
-        # 1.05M steps); every input's numbers are bit for bit those of one block (not so
-        # with smoothing, whose matrix product BLAS computes by the block's size)
+        # the sparse products and numpy's gathers run in parallel (0.58 -> 0.40 s on 2
+        # cores for 1.05M steps); every input's numbers are bit for bit those of one block
+        # (not so with smoothing, whose matrix product BLAS computes by the block's size)
         cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], workers + 1)[1:-1])
         bounds = [0, *sorted(set(int(c) for c in cuts) - {0, n}), n]
         blocks = [(tok[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a])
                   for a, b in pairwise(bounds)]
-        _ = self._by_pair, self.delta  # built once, before the threads read them
+        _ = self._transition_matrix  # built once, before the threads read it
         with ThreadPoolExecutor(len(blocks)) as pool:
             done = list(pool.map(lambda blk: self._simulate_block(*blk, smoothing), blocks))
         return (np.concatenate([f for f, _ in done]), np.concatenate([p for _, p in done]))
 
     def _simulate_block(self, tok: np.ndarray, offsets: np.ndarray, smoothing: float
                         ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`simulate_distribution` of a block of inputs, in this thread."""
+        """:meth:`simulate_distribution` of a block of inputs, in this thread.
+
+        Inputs run longest first, so the inputs still alive at a position are a prefix of
+        the block. The distributions stay sparse from step to step (CSR rows, one per
+        input): a step is one sparse product of the rows, re-indexed by each input's token,
+        with :attr:`_transition_matrix` (3.4x faster than gathering the transitions of
+        every state holding mass). Each row's numbers depend on that input alone, so any
+        split into blocks or shards gives the same bits.
+        """
+        from scipy import sparse
+
         lengths = np.diff(offsets)
-        S = self.n_states
+        S, V = self.n_states, len(self.alphabet)
+        M = self._transition_matrix
+        tok = np.where(np.asarray(tok) < 0, V, tok)
         path = np.empty(int(offsets[-1]), dtype=np.int64)
+        n = len(lengths)
         order = np.argsort(-lengths, kind="stable")
         starts = offsets[:-1][order]
         alive_at = np.searchsorted(-lengths[order], -np.arange(int(lengths.max(initial=0))),
                                    side="left")
-        P = np.zeros((len(order), S))
-        P[:, self.initial] = 1.0
+        final = np.zeros((n, S))
+        final[:, self.initial] = 1.0  # empty inputs stay in the initial state
+        data, idx, ptr = np.ones(n), np.full(n, self.initial, np.int64), np.arange(n + 1)
+        D, mean = final.copy(), self._mean_transition if smoothing > 0 else None
         for t, k in enumerate(alive_at):  # loop over positions, vectorised over inputs
             pos = starts[:k] + t
-            P[:k] = self._prob_step(P[:k], tok[pos], smoothing)
-            path[pos] = P[:k].argmax(1)
-        final = np.empty_like(P)
-        final[order] = P
-        return final, path
+            p = ptr[:k + 1]
+            rows = np.repeat(tok[pos] * S, np.diff(p)) + idx[:p[-1]]
+            A = sparse.csr_matrix((data[:p[-1]], rows, p), shape=(k, M.shape[0]))
+            if smoothing > 0:  # the token-independent transitions mixed in (dense rows)
+                D = (1 - smoothing) * (A @ M).toarray() + smoothing * (D[:k] @ mean)
+                R = sparse.csr_matrix(D)
+            else:
+                R = A @ M
+                D = R.toarray()
+            path[pos] = D.argmax(1)
+            done = alive_at[t + 1] if t + 1 < len(alive_at) else 0
+            final[done:k] = D[done:]  # inputs whose last token this was
+            data, idx, ptr = R.data, R.indices.astype(np.int64), R.indptr
+        out = np.empty_like(final)
+        out[order] = final
+        return out, path
 
     def predict_distribution(self, final: np.ndarray) -> np.ndarray:
         """Class each input's final state distribution predicts: argmax of

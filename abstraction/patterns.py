@@ -364,6 +364,24 @@ def _phrase(lo: int, hi: int, token_ids: np.ndarray, vocab: Sequence[str],
     return " ".join(vocab[int(t)] for t in token_ids[lo : hi + 1])
 
 
+def _phrase_counts(lo: np.ndarray, hi: np.ndarray, token_ids: np.ndarray,
+                   vocab: Sequence[str], max_len: int = 6) -> Counter:
+    """``Counter(_phrase(a, b) for a, b in zip(lo, hi))``, with one string per distinct
+    token sequence (the sequences are told apart by one sort, not in Python)."""
+    lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+    if not len(hi):
+        return Counter()
+    lo = np.maximum(lo, hi - max_len + 1)
+    width = int((hi - lo).max()) + 1
+    at = hi[:, None] - np.arange(width)[::-1][None, :]           # right-aligned windows
+    ids = np.where(at >= lo[:, None], np.asarray(token_ids)[np.maximum(at, 0)], -1)
+    rows, counts = np.unique(ids, axis=0, return_counts=True)
+    out: Counter = Counter()
+    for row, c in zip(rows, counts, strict=True):
+        out[" ".join(vocab[int(t)] for t in row if t >= 0)] += int(c)
+    return out
+
+
 def _top_phrases(counts: Counter, top: int = 3) -> list[dict[str, Any]]:
     return [{"phrase": p, "count": c}
             for p, c in sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:top]]
@@ -417,10 +435,11 @@ def influential_select(counts: Counts, *, lengths: Sequence[int] = (2, 3, 4), to
     for w in lengths:
         uc, sup = counts[f"flips{w}"]
         occ_keys, occ = counts[f"occurs{w}"]
-        for j in np.flatnonzero(sup >= min_support):
-            k, d = divmod(int(uc[j]), 1_000_000)
-            lift = float(sup[j] / occ[np.searchsorted(occ_keys, k)])
-            cands.append((int(sup[j]), lift, w, k, d))
+        j = np.flatnonzero(sup >= min_support)
+        k, d = np.divmod(np.asarray(uc[j], np.int64), 1_000_000)
+        lift = sup[j] / occ[np.searchsorted(occ_keys, k)]
+        cands.extend((int(a), float(b), w, int(c), int(e))
+                     for a, b, c, e in zip(sup[j], lift, k, d, strict=True))
     cands.sort(key=lambda c: (-c[0], -c[1], c[2], c[3]))
     return cands[:top_k]
 
@@ -440,9 +459,8 @@ def influential_describe(part: Part, chosen: Sequence[tuple], vocab: Sequence[st
         members = flips[(key[step_to_c[flips]] == k)
                         & (prev_pred[flips] == d // 1000) & (step_pred[flips] == d % 1000)]
         starts = cstep[step_to_c[members] - (w - 2)]
-        phrases = Counter(_phrase(int(a), int(b), token_ids, vocab)
-                          for a, b in zip(starts, members, strict=True))
-        out.append((phrases, sorted({int(inp[m]) + part.input_start for m in members})[:50]))
+        phrases = _phrase_counts(starts, members, token_ids, vocab)
+        out.append((phrases, (distinct(inp[members])[:50] + part.input_start).tolist()))
     return out
 
 

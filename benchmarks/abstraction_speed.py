@@ -103,7 +103,7 @@ def child_deepseer(run_dir: str) -> dict:
     t0 = time.perf_counter()
     H = np.asarray(train.hidden)
     pca = PCA(n_components=20, random_state=0).fit(H)
-    Z = pca.transform(H)
+    Z = pca.transform(H).astype(np.float64)  # float32 fits fail on collapsed states
     gmm = GaussianMixture(n_components=39, covariance_type="diag", random_state=0).fit(Z)
     states = gmm.predict(Z)
     fsm = FSM.from_paths(states, train.offsets, train.token_ids, train.proba,
