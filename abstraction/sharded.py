@@ -460,8 +460,7 @@ def simulate_split(engine: Any, fsm: Any, refs: Sequence[ShardRef], *,
     preds : list of ndarray of shape (n_inputs,)
         One per entry of ``modes``.
     """
-    for name in ("labels", "delta", "_seen", "_by_token", "_mean_transition",
-                 "_transition_matrix"):
+    for name in ("labels", "delta", "_mean_transition", "_transition_matrix"):
         getattr(fsm, name, None)  # cached tables: computed once here, shipped with the FSM
     n = sum(r.n_steps for r in refs)
     split = refs[0].split if refs else "split"
