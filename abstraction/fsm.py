@@ -435,7 +435,8 @@ class FSM(Automaton):
         return sparse.csr_matrix((vals, (rows, cols)), shape=((V + 1) * S, S))
 
     def simulate_distribution(self, token_ids: np.ndarray, offsets: np.ndarray, *,
-                              smoothing: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+                              smoothing: float = 0.0, path: bool = True
+                              ) -> tuple[np.ndarray, np.ndarray | None]:
         """Probabilistic simulation of every input at once (a PFA run).
 
         The machine holds a distribution over states; on a token, each state's mass moves
@@ -451,12 +452,15 @@ class FSM(Automaton):
             Alphabet ids, -1 outside the alphabet (the mass stays).
         offsets : ndarray of shape (n_inputs + 1,)
         smoothing : float in [0, 1)
+        path : bool
+            Also return the most likely state after every token (without it only the
+            rows of inputs ending at a position are made dense: about 20 % less work).
 
         Returns
         -------
         final : ndarray of shape (n_inputs, n_states)
             Distribution over states after each input's last token.
-        path : ndarray of shape (n_steps,)
+        path : ndarray of shape (n_steps,), or None without ``path``
             Most likely state after every token.
         """
         if not 0 <= smoothing < 1:
@@ -464,8 +468,9 @@ class FSM(Automaton):
         offsets = np.asarray(offsets)
         tok = np.asarray(token_ids, dtype=np.int64)
         n, workers = len(offsets) - 1, _threads()
+        want = bool(path)
         if n < 8192 or workers < 2 or smoothing > 0:
-            return self._simulate_block(tok, offsets, smoothing)
+            return self._simulate_block(tok, offsets, smoothing, want)
         # inputs are independent: blocks of inputs (equal in steps) run on threads, where
         # the sparse products and numpy's gathers run in parallel (0.58 -> 0.40 s on 2
         # cores for 1.05M steps); every input's numbers are bit for bit those of one block
@@ -476,11 +481,13 @@ class FSM(Automaton):
                   for a, b in pairwise(bounds)]
         _ = self._transition_matrix  # built once, before the threads read it
         with ThreadPoolExecutor(len(blocks)) as pool:
-            done = list(pool.map(lambda blk: self._simulate_block(*blk, smoothing), blocks))
-        return (np.concatenate([f for f, _ in done]), np.concatenate([p for _, p in done]))
+            done = list(pool.map(lambda blk: self._simulate_block(*blk, smoothing, want),
+                                 blocks))
+        return (np.concatenate([f for f, _ in done]),
+                np.concatenate([p for _, p in done]) if want else None)
 
-    def _simulate_block(self, tok: np.ndarray, offsets: np.ndarray, smoothing: float
-                        ) -> tuple[np.ndarray, np.ndarray]:
+    def _simulate_block(self, tok: np.ndarray, offsets: np.ndarray, smoothing: float,
+                        want_path: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
         """:meth:`simulate_distribution` of a block of inputs, in this thread.
 
         Inputs run longest first, so the inputs still alive at a position are a prefix of
@@ -496,7 +503,7 @@ class FSM(Automaton):
         S, V = self.n_states, len(self.alphabet)
         M = self._transition_matrix
         tok = np.where(np.asarray(tok) < 0, V, tok)
-        path = np.empty(int(offsets[-1]), dtype=np.int64)
+        path = np.empty(int(offsets[-1]), dtype=np.int64) if want_path else None
         n = len(lengths)
         order = np.argsort(-lengths, kind="stable")
         starts = offsets[:-1][order]
@@ -516,10 +523,13 @@ class FSM(Automaton):
                 R = sparse.csr_matrix(D)
             else:
                 R = A @ M
-                D = R.toarray()
-            path[pos] = D.argmax(1)
+                D = R.toarray() if want_path else None
             done = alive_at[t + 1] if t + 1 < len(alive_at) else 0
-            final[done:k] = D[done:]  # inputs whose last token this was
+            if D is not None:
+                path[pos] = D.argmax(1)
+                final[done:k] = D[done:]  # inputs whose last token this was
+            elif done < k:
+                final[done:k] = R[done:].toarray()
             data, idx, ptr = R.data, R.indices.astype(np.int64), R.indptr
         out = np.empty_like(final)
         out[order] = final
@@ -556,7 +566,8 @@ class FSM(Automaton):
         path = self.simulate(token_ids, offsets)
         if mode == "argmax":
             return path, self.labels[self.final_states(path, offsets)]
-        final, _ = self.simulate_distribution(token_ids, offsets, smoothing=self.smoothing)
+        final, _ = self.simulate_distribution(token_ids, offsets, smoothing=self.smoothing,
+                                              path=False)
         return path, self.predict_distribution(final)
 
     def final_states(self, paths: np.ndarray, offsets: np.ndarray) -> np.ndarray:

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,7 @@ __all__ = [
     "merge_counts",
     "state_contexts",
     "state_ngrams",
+    "window_key_table",
     "window_keys",
 ]
 
@@ -232,6 +234,34 @@ def step_keys(steps: np.ndarray, random_state: int) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+def smallest_per_group(groups: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` smallest ``keys`` of every group, by group then key: the first
+    ``k`` per group of ``np.lexsort((keys, groups))``, without sorting every key.
+
+    Parameters
+    ----------
+    groups : ndarray of shape (n,)
+        Non-negative group ids (states).
+    keys : ndarray of shape (n,)
+        Distinct keys (e.g. :func:`step_keys`).
+    k : int
+    """
+    groups = np.asarray(groups)
+    if not len(groups) or k <= 0:
+        return np.zeros(0, np.int64)
+    top = int(groups.max())
+    small = groups.astype(np.int16) if top < 2**15 else groups  # int16: a radix sort
+    order = np.argsort(small, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=top + 1))])
+    out = []
+    for a, b in pairwise(bounds):  # one pass per group
+        seg = order[a:b]
+        if len(seg) > k:
+            seg = seg[np.argpartition(keys[seg], k - 1)[:k]]
+        out.append(seg[np.argsort(keys[seg])])
+    return np.concatenate(out)
+
+
 def context_candidates(part: Part, vocab: Sequence[str], n_states: int, *, per_state: int = 5,
                        window: int = 4, random_state: int = 0) -> list[tuple[int, int, dict]]:
     """Count phase of :func:`state_contexts`: a part's ``per_state`` steps of smallest key
@@ -239,10 +269,7 @@ def context_candidates(part: Part, vocab: Sequence[str], n_states: int, *, per_s
     states = np.asarray(part.states, np.int64)
     inp, pos = _positions(np.asarray(part.offsets))
     keys = step_keys(np.arange(len(states)) + part.step_start, random_state)
-    order = np.lexsort((keys, states))
-    s_sorted = states[order]
-    first = np.searchsorted(s_sorted, s_sorted, side="left")
-    picked = order[(np.arange(len(order)) - first) < per_state]
+    picked = smallest_per_group(states, keys, per_state)
     offsets, token_ids = np.asarray(part.offsets), part.token_ids
     out = []
     for step in picked:  # at most per_state * n_states items
@@ -305,49 +332,73 @@ def state_contexts(
 def collapsed_paths(states: np.ndarray, offsets: np.ndarray, initial: int = 0):
     """Paths with the initial state prepended and self-loops merged.
 
+    Each input contributes its initial state, then every step whose state differs from
+    the one before it (the initial state before its first step).
+
     Returns
     -------
     cstates : ndarray of shape (n_collapsed,)
     cinput : ndarray of shape (n_collapsed,)
-        Input of each collapsed position.
+        Input of each collapsed position (non-decreasing).
     cstep : ndarray of shape (n_collapsed,)
         Step index (into the split's steps) at which the state was entered; -1 for the
         initial state.
     step_to_c : ndarray of shape (n_steps,)
         Collapsed position that contains each step.
     """
-    offsets = np.asarray(offsets)
+    offsets = np.asarray(offsets, np.int64)
+    states = np.asarray(states, np.int64)
     lengths = np.diff(offsets)
-    n_in = len(lengths)
-    full_len = lengths + 1
-    full_off = np.concatenate([[0], np.cumsum(full_len)])
-    full = np.full(int(full_off[-1]), initial, np.int64)
-    fstep = np.full(len(full), -1, np.int64)
-    mask = np.ones(len(full), bool)
-    mask[full_off[:-1]] = False
-    full[mask] = states
-    fstep[mask] = np.arange(len(states))
-    finput = np.repeat(np.arange(n_in), full_len)
-    keep = np.ones(len(full), bool)
-    keep[1:] = (full[1:] != full[:-1]) | (finput[1:] != finput[:-1])
-    cidx = np.cumsum(keep) - 1
-    step_to_c = cidx[mask]
-    return full[keep], finput[keep], fstep[keep], step_to_c
+    n_in, n = len(lengths), len(states)
+    prev = np.empty(n, np.int64)
+    prev[1:] = states[:-1]
+    prev[offsets[:-1][lengths > 0]] = initial
+    entered = states != prev                        # the step opens a collapsed position
+    before = np.zeros(n + 1, np.int64)              # entering steps before each step
+    np.cumsum(entered, out=before[1:])
+    inp = np.repeat(np.arange(n_in), lengths)
+    step_to_c = inp + before[1:]
+    heads = np.arange(n_in) + before[offsets[:-1]]  # where each input's initial state sits
+    n_c = n_in + int(before[-1])
+    cstates = np.full(n_c, initial, np.int64)
+    cstep = np.full(n_c, -1, np.int64)
+    at = np.flatnonzero(entered)
+    cstates[step_to_c[at]] = states[at]
+    cstep[step_to_c[at]] = at
+    cinput = np.repeat(np.arange(n_in), np.diff(np.append(heads, n_c)))
+    return cstates, cinput, cstep, step_to_c
 
 
 def window_keys(cstates, cinput, w, S):
     """Key of the window of ``w`` collapsed states ending at each position (-1 if none)."""
+    return window_key_table(cstates, cinput, (w,), S)[w]
+
+
+def window_key_table(cstates: np.ndarray, cinput: np.ndarray, lengths: Sequence[int],
+                     S: int) -> dict[int, np.ndarray]:
+    """:func:`window_keys` for every window length in ``lengths``, each built on the
+    shorter one (a window lies in one input when its two ends do: ``cinput`` is sorted).
+
+    Returns
+    -------
+    dict of int to ndarray of shape (n_collapsed,)
+        Per length ``w``: the base-``S`` key of the ``w`` states ending at each position,
+        -1 where the window would start before its input does.
+    """
+    cstates = np.asarray(cstates, np.int64)
+    cinput = np.asarray(cinput)
     n = len(cstates)
-    key = np.full(n, -1, np.int64)
-    if n < w:
-        return key
-    k = np.zeros(n - w + 1, np.int64)
-    same = np.ones(n - w + 1, bool)
-    for j in range(w):
-        k = k * S + cstates[j : n - w + 1 + j]
-        same &= cinput[j : n - w + 1 + j] == cinput[w - 1 :]
-    key[w - 1 :] = np.where(same, k, -1)
-    return key
+    out: dict[int, np.ndarray] = {}
+    raw = cstates  # raw[i]: key of the window of length w ending at position i + w - 1
+    for w in range(1, max(lengths, default=0) + 1):
+        if w > 1:
+            raw = raw[:-1] * S + cstates[w - 1:]
+        if w in lengths:
+            key = np.full(n, -1, np.int64)
+            if n >= w:
+                key[w - 1:] = np.where(cinput[: n - w + 1] == cinput[w - 1:], raw, -1)
+            out[w] = key
+    return out
 
 
 def _decode_window(key: int, w: int, S: int) -> list[int]:
@@ -407,7 +458,7 @@ def _flips(part: Part, initial_proba: np.ndarray, n_states: int, lengths: Sequen
     # A flip away from head(h0) on the first token says little: count flips after it.
     flips = np.flatnonzero((step_pred != prev_pred) & correct & (pos >= 1))
     cstates, cinput, cstep, step_to_c = collapsed_paths(part.states, part.offsets)
-    keys = {w: window_keys(cstates, cinput, w, n_states) for w in lengths}
+    keys = window_key_table(cstates, cinput, lengths, n_states)
     return inp, prev_pred, step_pred, flips, cstep, step_to_c, keys
 
 
@@ -453,11 +504,12 @@ def influential_describe(part: Part, chosen: Sequence[tuple], vocab: Sequence[st
     inp, prev_pred, step_pred, flips, cstep, step_to_c, keys = _flips(
         part, initial_proba, n_states, lengths)
     token_ids = np.asarray(part.token_ids)
+    flip_c = step_to_c[flips]
+    flip_key = {w: keys[w][flip_c] for w in {c[2] for c in chosen}}
+    direction = prev_pred[flips] * 1000 + step_pred[flips]
     out = []
     for _support, _lift, w, k, d in chosen:
-        key = keys[w]
-        members = flips[(key[step_to_c[flips]] == k)
-                        & (prev_pred[flips] == d // 1000) & (step_pred[flips] == d % 1000)]
+        members = flips[(flip_key[w] == k) & (direction == d)]
         starts = cstep[step_to_c[members] - (w - 2)]
         phrases = _phrase_counts(starts, members, token_ids, vocab)
         out.append((phrases, (distinct(inp[members])[:50] + part.input_start).tolist()))
@@ -518,7 +570,7 @@ MAX_SPANS = 200  # phrases of a buggy pattern come from its first 200 occurrence
 def _wrong_windows(part: Part, n_states: int, lengths: Sequence[int]):
     wrong = np.asarray(part.labels) != np.asarray(part.predictions)
     cstates, cinput, cstep, _ = collapsed_paths(part.states, part.offsets)
-    keys = {w: window_keys(cstates, cinput, w, n_states) for w in lengths}
+    keys = window_key_table(cstates, cinput, lengths, n_states)
     return wrong, cinput, cstep, keys
 
 
@@ -532,10 +584,15 @@ def buggy_counts(part: Part, n_states: int, *, lengths: Sequence[int] = (2, 3, 4
         key = keys[w]
         pos = np.flatnonzero(key >= 0)
         pk = distinct(cinput[pos] * (S ** w) + key[pos])  # presence per input
-        p_in, p_key = pk // (S ** w), pk % (S ** w)
-        uk, inv, n_with = np.unique(p_key, return_inverse=True, return_counts=True)
-        n_wrong_with = np.bincount(inv, weights=wrong[p_in], minlength=len(uk)).astype(int)
-        out[f"windows{w}"] = _keyed(uk, np.stack([n_with, n_wrong_with], 1).reshape(-1, 2))
+        p_in, p_key = np.divmod(pk, S ** w)
+        # one sort of (window, misclassified?) pairs gives both counts per window
+        flagged, n = np.unique(p_key * 2 + wrong[p_in], return_counts=True)
+        k2 = flagged >> 1
+        first = np.flatnonzero(np.concatenate([[True], k2[1:] != k2[:-1]])) if len(k2) \
+            else np.zeros(0, np.int64)
+        both = np.stack([n, n * (flagged & 1)], 1)
+        counts = np.add.reduceat(both, first, axis=0) if len(k2) else both
+        out[f"windows{w}"] = _keyed(k2[first], counts.reshape(-1, 2))
     return out
 
 

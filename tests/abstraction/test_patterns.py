@@ -12,6 +12,7 @@ from abstraction.patterns import (
     influential_patterns,
     state_contexts,
     state_ngrams,
+    window_keys,
 )
 
 # ----------------------------------------------------------------------------- n-grams
@@ -106,6 +107,43 @@ def test_collapsed_paths_merge_self_loops_and_map_steps():
     # input 2 starts with state 2 just after input 0 ended in 2: not merged across inputs
     cs2, ci2, _, _ = collapsed_paths(np.array([2, 2]), np.array([0, 1, 2]))
     assert cs2.tolist() == [0, 2, 0, 2] and ci2.tolist() == [0, 0, 1, 1]
+
+
+def _collapsed_by_loop(states, offsets, initial):
+    """Reference: the collapsed paths and each step's position, input by input."""
+    cs, ci, cstep, step_to_c = [], [], [], np.zeros(len(states), np.int64)
+    for i in range(len(offsets) - 1):
+        cs.append(initial), ci.append(i), cstep.append(-1)
+        for t in range(offsets[i], offsets[i + 1]):
+            if states[t] != cs[-1]:
+                cs.append(states[t]), ci.append(i), cstep.append(t)
+            step_to_c[t] = len(cs) - 1
+    return np.array(cs), np.array(ci), np.array(cstep), step_to_c
+
+
+def _windows_by_loop(cs, ci, w, S):
+    out = np.full(len(cs), -1)
+    for i in range(w - 1, len(cs)):
+        if ci[i - w + 1] == ci[i]:
+            out[i] = int(sum(int(cs[j]) * S ** (i - j) for j in range(i - w + 1, i + 1)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_collapsed_paths_and_windows_match_a_loop_over_inputs(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        lengths = rng.integers(0, 6, rng.integers(0, 6))
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        S = int(rng.integers(1, 5))
+        states, initial = rng.integers(0, S, offsets[-1]), int(rng.integers(0, S))
+        got = collapsed_paths(states, offsets, initial)
+        want = _collapsed_by_loop(states, offsets, initial)
+        for a, b in zip(got, want, strict=True):
+            assert a.tolist() == b.tolist()
+        for w in (1, 2, 3, 4):
+            assert window_keys(got[0], got[1], w, S).tolist() == \
+                _windows_by_loop(want[0], want[1], w, S).tolist()
 
 
 # ----------------------------------------------------------------------------- influential
