@@ -141,6 +141,40 @@ def log_ratios(proba: np.ndarray) -> np.ndarray:
     return np.log(P[:, 1:]) - np.log(P[:, :1])
 
 
+def _residual_pca(SS: np.ndarray, mu: np.ndarray, Q: np.ndarray, m: int, n: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """PCA of the residuals ``R = S - S Q Q^T`` from the Gram matrix ``SS = S^T S``.
+
+    The same mean and components as ``PCA(n, svd_solver="covariance_eigh").fit(R)``
+    (covariance ``Pm (SS - m mu mu^T) Pm / (m - 1)`` with ``Pm = I - Q Q^T``, its leading
+    eigenvectors, signs as scikit-learn's ``svd_flip``) without forming ``R``.
+
+    Parameters
+    ----------
+    SS : ndarray of shape (d, d)
+    mu : ndarray of shape (d,)
+        Mean of the rows of ``S``.
+    Q : ndarray of shape (d, q)
+        Orthonormal columns.
+    m : int
+        Rows of ``S``.
+    n : int
+        Components kept.
+
+    Returns
+    -------
+    mean : ndarray of shape (d,)
+    components : ndarray of shape (n, d)
+    """
+    Pm = np.eye(len(SS)) - Q @ Q.T
+    C = Pm @ (SS - m * np.outer(mu, mu)) @ Pm / max(m - 1, 1)
+    _, vecs = np.linalg.eigh((C + C.T) / 2)
+    comps = vecs[:, ::-1][:, :n].T
+    signs = np.sign(comps[np.arange(n), np.abs(comps).argmax(axis=1)])
+    signs[signs == 0] = 1.0
+    return mu @ Pm, comps * signs[:, None]
+
+
 class Projection:
     """The low-dimensional space the states are clustered in (plain arrays, no pickle).
 
@@ -193,20 +227,21 @@ class Projection:
             raise AbstractionError("margin features need the intermediate predictions (proba); "
                                    "pass proba= or use --features pca")
         L = log_ratios(P)
-        A = np.column_stack([S.astype(np.float64), np.ones(len(S))])
-        G = A.T @ A  # least squares by the normal equations (d + 1 unknowns per class)
+        S64 = np.asarray(S, np.float64)
+        m, d = len(S64), S64.shape[1]
+        SS = S64.T @ S64  # the Gram matrix serves the head fit and the residual PCA
+        total = S64.sum(axis=0)
+        G = np.empty((d + 1, d + 1))  # normal equations of [S, 1] (d + 1 unknowns per class)
+        G[:d, :d], G[:d, d], G[d, :d], G[d, d] = SS, total, total, m
         G[np.diag_indices_from(G)] += 1e-8 * max(float(np.trace(G)) / len(G), 1.0)
-        head = np.linalg.solve(G, A.T @ L)[:-1].T              # (C-1, d): head directions
+        head = np.linalg.solve(G, np.vstack([S64.T @ L, L.sum(axis=0)]))[:-1].T  # (C-1, d)
         Q, _ = np.linalg.qr(head.T)                           # orthonormal basis of their span
-        R = S - (S @ Q) @ Q.T
-        n = int(min(n_components * L.shape[1], S.shape[1] - Q.shape[1], len(S)))
+        n = int(min(n_components * L.shape[1], d - Q.shape[1], m))
         if n > 0:
-            pca = PCA(n_components=n, svd_solver="covariance_eigh",
-                      random_state=random_state).fit(R)
-            mean, comps = pca.mean_, pca.components_
+            mean, comps = _residual_pca(SS, total / m, Q, m, n)
         else:
-            mean, comps = np.zeros(S.shape[1]), np.zeros((0, S.shape[1]))
-        raw = np.column_stack([L, (S - mean) @ comps.T])
+            mean, comps = np.zeros(d), np.zeros((0, d))
+        raw = np.column_stack([L, S64 @ comps.T - mean @ comps.T])
         scale = raw.std(axis=0)
         scale[scale == 0] = 1.0
         if not margin_weight > 0:

@@ -40,6 +40,19 @@ def test_one_residual_axis_per_logit_difference(n_classes):
     assert Projection.fit("margin", S, P, 2, 0).n_components == 3 * C1
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_the_residual_pca_from_the_gram_matrix_is_pca_of_the_residuals(n_classes):
+    from sklearn.decomposition import PCA
+
+    S, P = _states(800, 10, n_classes, seed=3)
+    proj = Projection.fit("margin", S, P, 2, 0)
+    Q, _ = np.linalg.qr(proj.arrays["head"].T)
+    R = S.astype(np.float64) - (S @ Q) @ Q.T
+    pca = PCA(n_components=2 * (n_classes - 1), svd_solver="covariance_eigh").fit(R)
+    assert np.allclose(proj.arrays["mean"], pca.mean_, atol=1e-10)
+    assert np.allclose(proj.arrays["components"], pca.components_, atol=1e-8)
+
+
 def test_margin_weight_is_a_parameter_and_must_be_positive():
     S, P = _states(300, 8, 2)
     Z = Projection.fit("margin", S, P, 1, 0, margin_weight=2.0).transform(S, P)
