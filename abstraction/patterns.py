@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
@@ -61,7 +61,8 @@ class Part:
     """The inputs of one part of a split (a shard, or the whole split), local offsets.
 
     ``step_start``/``input_start`` place the part in its split, so that what a part
-    reports (inputs, step keys) is in the split's numbering.
+    reports (inputs, step keys) is in the split's numbering. ``memo`` keeps what several
+    lists read (collapsed paths, window keys, per-step predictions), computed once per part.
     """
 
     states: np.ndarray
@@ -72,6 +73,7 @@ class Part:
     predictions: np.ndarray | None = None
     step_start: int = 0
     input_start: int = 0
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def _keyed(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -102,6 +104,13 @@ def _positions(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return inp, pos
 
 
+def _part_positions(part: Part) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_positions` of a part's offsets (computed once per part)."""
+    if "positions" not in part.memo:
+        part.memo["positions"] = _positions(np.asarray(part.offsets))
+    return part.memo["positions"]
+
+
 def _uninformative(words: Sequence[str]) -> np.ndarray:
     """True for stop words and tokens without a letter or digit."""
     return np.array([w in ENGLISH_STOP_WORDS or not any(ch.isalnum() for ch in w)
@@ -116,24 +125,39 @@ def ngram_counts(part: Part, n_states: int, *, vocab_size: int, stop: np.ndarray
     states = np.asarray(part.states, np.int64)
     tok = np.asarray(part.token_ids, np.int64)
     V = max(vocab_size, 1)
-    _, pos = _positions(np.asarray(part.offsets))
+    _, pos = _part_positions(part)
+    tok_stop = np.asarray(stop)[tok]
     out: Counts = {}
+    key, all_stop = tok, tok_stop  # [i]: the n-gram ending at step i + n - 1, shifted views
     for n in range(1, max_n + 1):
-        idx = np.flatnonzero(pos >= n - 1)
-        key = np.zeros(len(idx), np.int64)
-        all_stop = np.ones(len(idx), bool)
-        for j in range(n - 1, -1, -1):  # loop over n-gram positions, vectorised over steps
-            t = tok[idx - j]
-            key = key * V + t
-            all_stop &= stop[t]
-        keep = ~all_stop
-        idx, key = idx[keep], key[keep]
-        out[f"total{n}"] = _keyed(*np.unique(key, return_counts=True))
-        out[f"pair{n}"] = _keyed(*np.unique(states[idx] * (V ** n) + key, return_counts=True))
+        if n > 1:
+            key = key[:-1] * V + tok[n - 1:]
+            all_stop = all_stop[:-1] & tok_stop[n - 1:]
+        keep = np.flatnonzero((pos[n - 1:] >= n - 1) & ~all_stop)
+        kept, at = key[keep], states[keep + (n - 1)]
+        out[f"total{n}"] = _keyed(*np.unique(kept, return_counts=True))
+        out[f"pair{n}"] = _keyed(*np.unique(at * (V ** n) + kept, return_counts=True))
         out[f"state{n}"] = _keyed(np.arange(n_states),
-                                  np.bincount(states[idx], minlength=n_states)[:n_states])
-        out[f"steps{n}"] = _keyed(np.zeros(1), [len(idx)])
+                                  np.bincount(at, minlength=n_states)[:n_states])
+        out[f"steps{n}"] = _keyed(np.zeros(1), [len(keep)])
     return out
+
+
+def _within_top(groups: np.ndarray, score: np.ndarray, k: int) -> np.ndarray:
+    """Mask of the rows whose ``score`` is at most the ``k``-th smallest of their group:
+    a superset (ties included) of every group's ``k`` first rows by score, whatever breaks
+    the ties, found with one partition per group instead of one sort of all rows."""
+    keep = np.zeros(len(groups), bool)
+    if not len(groups) or k <= 0:
+        return keep
+    top = int(groups.max())
+    order = np.argsort(groups.astype(np.int16) if top < 2**15 else groups, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=top + 1))])
+    thr = np.full(top + 1, np.inf)
+    for g, (a, b) in enumerate(pairwise(bounds)):  # one pass per group
+        if b - a > k:
+            thr[g] = np.partition(score[order[a:b]], k - 1)[k - 1]
+    return score <= thr[groups]
 
 
 def ngrams_from_counts(counts: Counts, vocab: Sequence[str], n_states: int, *, max_n: int = 3,
@@ -167,6 +191,7 @@ def ngrams_from_counts(counts: Counts, vocab: Sequence[str], n_states: int, *, m
         ("lift", -lift, cnt >= min_count_for_lift),
     ):
         sel = np.flatnonzero(ok)
+        sel = sel[_within_top(st[sel], order_key[sel], top_k)]  # the rest cannot be listed
         order = sel[np.lexsort((nn[sel], order_key[sel], st[sel]))]
         s_sorted = st[order]
         first = np.searchsorted(s_sorted, s_sorted, side="left")
@@ -267,7 +292,7 @@ def context_candidates(part: Part, vocab: Sequence[str], n_states: int, *, per_s
     """Count phase of :func:`state_contexts`: a part's ``per_state`` steps of smallest key
     per state, as ``(state, key, context)``; the split's are the smallest of all parts'."""
     states = np.asarray(part.states, np.int64)
-    inp, pos = _positions(np.asarray(part.offsets))
+    inp, pos = _part_positions(part)
     keys = step_keys(np.arange(len(states)) + part.step_start, random_state)
     picked = smallest_per_group(states, keys, per_state)
     offsets, token_ids = np.asarray(part.offsets), part.token_ids
@@ -438,12 +463,28 @@ def _top_phrases(counts: Counter, top: int = 3) -> list[dict[str, Any]]:
             for p, c in sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:top]]
 
 
+def _windows(part: Part, n_states: int, lengths: Sequence[int]):
+    """The part's collapsed paths and their window keys (computed once per part)."""
+    key = ("windows", n_states, tuple(lengths))
+    if key not in part.memo:
+        cstates, cinput, cstep, step_to_c = collapsed_paths(part.states, part.offsets)
+        part.memo[key] = (cinput, cstep, step_to_c,
+                          window_key_table(cstates, cinput, lengths, n_states))
+    return part.memo[key]
+
+
 def _step_predictions(part: Part, initial_proba: np.ndarray):
     """Per step: the input, its position, the prediction before and after the step."""
-    offsets = np.asarray(part.offsets)
+    key = ("predictions", tuple(np.asarray(initial_proba, np.float64).tolist()))
+    if key not in part.memo:
+        part.memo[key] = _step_predictions_of(part, initial_proba)
+    return part.memo[key]
+
+
+def _step_predictions_of(part: Part, initial_proba: np.ndarray):
     step_pred = np.asarray(part.proba).argmax(1) if len(part.states) else \
         np.zeros(0, np.int64)
-    inp, pos = _positions(offsets)
+    inp, pos = _part_positions(part)
     prev_pred = np.empty_like(step_pred)
     prev_pred[1:] = step_pred[:-1]
     prev_pred[pos == 0] = int(np.argmax(initial_proba))
@@ -457,8 +498,7 @@ def _flips(part: Part, initial_proba: np.ndarray, n_states: int, lengths: Sequen
         else inp.astype(bool)
     # A flip away from head(h0) on the first token says little: count flips after it.
     flips = np.flatnonzero((step_pred != prev_pred) & correct & (pos >= 1))
-    cstates, cinput, cstep, step_to_c = collapsed_paths(part.states, part.offsets)
-    keys = window_key_table(cstates, cinput, lengths, n_states)
+    _, cstep, step_to_c, keys = _windows(part, n_states, lengths)
     return inp, prev_pred, step_pred, flips, cstep, step_to_c, keys
 
 
@@ -569,8 +609,7 @@ MAX_SPANS = 200  # phrases of a buggy pattern come from its first 200 occurrence
 
 def _wrong_windows(part: Part, n_states: int, lengths: Sequence[int]):
     wrong = np.asarray(part.labels) != np.asarray(part.predictions)
-    cstates, cinput, cstep, _ = collapsed_paths(part.states, part.offsets)
-    keys = window_key_table(cstates, cinput, lengths, n_states)
+    cinput, cstep, _, keys = _windows(part, n_states, lengths)
     return wrong, cinput, cstep, keys
 
 

@@ -373,15 +373,15 @@ def _submit_patterns(engine: Engine, traces: Traces, split: str,
                      refs: list[sharded.ShardRef], st: np.ndarray, S: int, pool,
                      out: dict[str, Any]) -> None:
     """Start mining the pattern lists that need this split's states, over its shards
-    (:func:`abstraction.sharded.mine_patterns`), one task per list; the futures go to
-    ``out[split]``.
+    (:func:`abstraction.sharded.mine_patterns`), one task per group of
+    :data:`abstraction.sharded.PATTERN_TASKS`; the futures go to ``out[split]``.
 
     numpy releases the GIL in its sorts, so the lists are mined side by side and beside
     assignment and simulation.
     """
-    lists = sharded.PATTERN_LISTS if split == "train" else ("buggy",)
+    tasks = sharded.PATTERN_TASKS if split == "train" else (("buggy",),)
     out[split] = [pool.submit(sharded.mine_patterns, engine, refs, st, traces.surface,
-                              traces.initial_proba, S, (name,)) for name in lists]
+                              traces.initial_proba, S, lists) for lists in tasks]
 
 
 def _patterns(mined: dict[str, Any]) -> dict[str, Any]:

@@ -480,6 +480,9 @@ def index_shard(ref: ShardRef, *, index: Any) -> tuple[np.ndarray, np.ndarray]:
 
 # -- patterns --------------------------------------------------------------------------------
 PATTERN_LISTS = ("ngrams", "contexts", "influential", "buggy")
+# the lists mined side by side, one task each group: influential and buggy patterns read
+# the same collapsed paths and window keys, computed once for both
+PATTERN_TASKS = (("ngrams",), ("contexts",), ("influential", "buggy"))
 CONTEXTS_PER_STATE = 5
 
 
