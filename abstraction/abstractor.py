@@ -242,13 +242,14 @@ class BaseAbstractor(ClusterMixin, BaseEstimator):
         self._check_size(n)
         rng = np.random.default_rng(self.random_state)
         idx = sample_rows(n, self.max_fit_samples, rng)
-        S = np.asarray(X[idx], dtype=np.float32)
+        whole = n <= self.max_fit_samples and isinstance(X, np.ndarray)  # no copy needed
+        S = np.asarray(X if whole else X[idx], dtype=np.float32)
         finite = np.isfinite(S).all(axis=1)
         if not finite.all():
             check_finite(np.asarray(X[idx[~finite][:1]], dtype=np.float32),
                          int(idx[~finite][0]))
         self.n_features_in_ = d
-        P = None if proba is None else np.asarray(proba[idx])
+        P = None if proba is None else np.asarray(proba if whole else proba[idx])
         n_comp = self.pca_components if self.features == "pca" else self.residual_components
         self.projection_ = Projection.fit(self.features, S, P, n_comp, self.random_state)
         Z = self.projection_.transform(S, P)

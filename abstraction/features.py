@@ -175,6 +175,9 @@ def _residual_pca(SS: np.ndarray, mu: np.ndarray, Q: np.ndarray, m: int, n: int
     return mu @ Pm, comps * signs[:, None]
 
 
+GRAM_ROWS = 4096  # rows per float64 block of the Gram matrix
+
+
 class Projection:
     """The low-dimensional space the states are clustered in (plain arrays, no pickle).
 
@@ -227,21 +230,25 @@ class Projection:
             raise AbstractionError("margin features need the intermediate predictions (proba); "
                                    "pass proba= or use --features pca")
         L = log_ratios(P)
-        S64 = np.asarray(S, np.float64)
-        m, d = len(S64), S64.shape[1]
-        SS = S64.T @ S64  # the Gram matrix serves the head fit and the residual PCA
-        total = S64.sum(axis=0)
+        m, d = S.shape
+        SS, SL, total = np.zeros((d, d)), np.zeros((d, L.shape[1])), np.zeros(d)
+        for a in range(0, m, GRAM_ROWS):  # float64 in blocks: no float64 copy of S
+            blk = np.asarray(S[a:a + GRAM_ROWS], np.float64)
+            SS += blk.T @ blk  # the Gram matrix serves the head fit and the residual PCA
+            SL += blk.T @ L[a:a + GRAM_ROWS]
+            total += blk.sum(axis=0)
         G = np.empty((d + 1, d + 1))  # normal equations of [S, 1] (d + 1 unknowns per class)
         G[:d, :d], G[:d, d], G[d, :d], G[d, d] = SS, total, total, m
         G[np.diag_indices_from(G)] += 1e-8 * max(float(np.trace(G)) / len(G), 1.0)
-        head = np.linalg.solve(G, np.vstack([S64.T @ L, L.sum(axis=0)]))[:-1].T  # (C-1, d)
+        head = np.linalg.solve(G, np.vstack([SL, L.sum(axis=0)]))[:-1].T  # (C-1, d)
         Q, _ = np.linalg.qr(head.T)                           # orthonormal basis of their span
         n = int(min(n_components * L.shape[1], d - Q.shape[1], m))
         if n > 0:
             mean, comps = _residual_pca(SS, total / m, Q, m, n)
         else:
             mean, comps = np.zeros(d), np.zeros((0, d))
-        raw = np.column_stack([L, S64 @ comps.T - mean @ comps.T])
+        raw = np.column_stack([L, S @ comps.T.astype(np.float32)
+                               - (mean @ comps.T).astype(np.float32)])
         scale = raw.std(axis=0)
         scale[scale == 0] = 1.0
         if not margin_weight > 0:

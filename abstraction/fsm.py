@@ -325,11 +325,14 @@ class FSM(Automaton):
         D = c.shape[1]
         num = (K @ disp.reshape(S, V * D)).reshape(S, V, D)   # kernel-weighted moves
         cc = (c[1:] * c[1:]).sum(1)
-        for s in np.flatnonzero(unseen.any(axis=1)):  # loop over states, vectorised over tokens
-            cols = np.flatnonzero(unseen[s])
-            p = c[s] + num[s, cols] / den[s, cols][:, None]
-            dist = cc[None, :] - 2 * p @ c[1:].T
-            table[s, cols] = 1 + dist.argmin(1)  # never back to the initial state
+        us, uv = np.nonzero(unseen)
+        step, m2 = 1 << 13, -2 * c[1:].T
+        for a in range(0, len(us), step):  # chunks of unseen pairs, all states at once
+            s, v = us[a:a + step], uv[a:a + step]
+            p = c[s] + num[s, v] / den[s, v][:, None]
+            dist = p @ m2
+            dist += cc
+            table[s, v] = 1 + dist.argmin(1)  # never back to the initial state
         return table
 
     def next_state(self, state: int, token: str) -> int:

@@ -218,8 +218,8 @@ def fit_sharded(abstractor: Any, refs: Sequence[ShardRef], engine: Any) -> Any:
     quotas = fit_quotas([r.n_steps for r in refs], int(abstractor.max_fit_samples))
     items = [(r, int(q)) for r, q in zip(refs, quotas, strict=True) if q > 0]
     parts = engine.map(sample_shard, items, random_state=abstractor.random_state)
-    S = np.concatenate([p[0] for p in parts])
-    P = np.concatenate([p[1] for p in parts])
+    S, P = parts[0] if len(parts) == 1 else (np.concatenate([p[0] for p in parts]),
+                                              np.concatenate([p[1] for p in parts]))
     return abstractor.fit(S, proba=P)
 
 
@@ -449,6 +449,13 @@ def simulate_shard(ref: ShardRef, *, fsm: Any, modes: Sequence[str | None] = (No
     return res
 
 
+def simulation_tables(fsm: Any) -> None:
+    """Compute the FSM's cached tables that simulations read (labels, the fallback table,
+    the transition matrices), so that shards and threads find them built."""
+    for name in ("labels", "delta", "_mean_transition", "_transition_matrix"):
+        getattr(fsm, name, None)
+
+
 def simulate_split(engine: Any, fsm: Any, refs: Sequence[ShardRef], *,
                    modes: Sequence[str | None] = (None,), out_dir: str | Path | None = None
                    ) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -460,8 +467,7 @@ def simulate_split(engine: Any, fsm: Any, refs: Sequence[ShardRef], *,
     preds : list of ndarray of shape (n_inputs,)
         One per entry of ``modes``.
     """
-    for name in ("labels", "delta", "_mean_transition", "_transition_matrix"):
-        getattr(fsm, name, None)  # cached tables: computed once here, shipped with the FSM
+    simulation_tables(fsm)  # computed once here, shipped with the FSM
     n = sum(r.n_steps for r in refs)
     split = refs[0].split if refs else "split"
     out = _states_out(out_dir, f"{split}.simulated.npy", n)
@@ -482,7 +488,7 @@ def index_shard(ref: ShardRef, *, index: Any) -> tuple[np.ndarray, np.ndarray]:
 PATTERN_LISTS = ("ngrams", "contexts", "influential", "buggy")
 # the lists mined side by side, one task each group: influential and buggy patterns read
 # the same collapsed paths and window keys, computed once for both
-PATTERN_TASKS = (("ngrams",), ("contexts",), ("influential", "buggy"))
+PATTERN_TASKS = (("influential", "buggy"), ("ngrams",), ("contexts",))  # longest first
 CONTEXTS_PER_STATE = 5
 
 
