@@ -522,17 +522,19 @@ def influential_counts(part: Part, n_states: int, *, initial_proba: np.ndarray,
 def influential_select(counts: Counts, *, lengths: Sequence[int] = (2, 3, 4), top_k: int = 30,
                        min_support: int = 3) -> list[tuple[int, float, int, int, int]]:
     """Select phase: ``(support, lift, w, window key, direction)`` of the listed ones."""
-    cands = []
+    cols: list[tuple[np.ndarray, ...]] = []
     for w in lengths:
         uc, sup = counts[f"flips{w}"]
         occ_keys, occ = counts[f"occurs{w}"]
         j = np.flatnonzero(sup >= min_support)
         k, d = np.divmod(np.asarray(uc[j], np.int64), 1_000_000)
         lift = sup[j] / occ[np.searchsorted(occ_keys, k)]
-        cands.extend((int(a), float(b), w, int(c), int(e))
-                     for a, b, c, e in zip(sup[j], lift, k, d, strict=True))
-    cands.sort(key=lambda c: (-c[0], -c[1], c[2], c[3]))
-    return cands[:top_k]
+        cols.append((np.asarray(sup[j], np.int64), lift, np.full(len(j), w), k, d))
+    if not cols:
+        return []
+    sup, lift, ws, k, d = (np.concatenate(c) for c in zip(*cols, strict=True))
+    top = np.lexsort((k, ws, -lift, -sup))[:top_k]  # stable: ties keep length, key order
+    return [(int(sup[i]), float(lift[i]), int(ws[i]), int(k[i]), int(d[i])) for i in top]
 
 
 def influential_describe(part: Part, chosen: Sequence[tuple], vocab: Sequence[str],

@@ -35,6 +35,7 @@ This module imports neither torch nor dash; Dask only through an engine it is gi
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -492,12 +493,28 @@ PATTERN_TASKS = (("influential", "buggy"), ("ngrams",), ("contexts",))  # longes
 CONTEXTS_PER_STATE = 5
 
 
+_PARTS: dict[int, tuple[Any, ShardRef, pat.Part]] = {}  # id(states) -> (weakref, ref, part)
+
+
 def _pattern_part(item: tuple[ShardRef, np.ndarray]) -> pat.Part:
+    """The shard's :class:`~abstraction.patterns.Part`; in this process the count and the
+    describe phase of one :func:`mine_patterns` get the same one (it holds the states
+    array's identity: what one phase computed from the paths, the other reuses)."""
     ref, states = item
+    hit = _PARTS.get(id(states))
+    if hit is not None and hit[0]() is states and hit[1] == ref:
+        return hit[2]
     tr = open_ref(ref)
-    return pat.Part(np.asarray(states, np.int64), np.asarray(tr.offsets),
+    part = pat.Part(np.asarray(states, np.int64), np.asarray(tr.offsets),
                     np.asarray(tr.surface_ids), tr.proba, np.asarray(tr.labels),
                     np.asarray(tr.predictions), ref.step_start, ref.input_start)
+    key = id(states)
+    try:
+        alive = weakref.ref(states, lambda _, key=key: _PARTS.pop(key, None))
+    except TypeError:  # not weak-referenceable: no reuse
+        return part
+    _PARTS[key] = (alive, ref, part)
+    return part
 
 
 def count_patterns_shard(item: tuple[ShardRef, np.ndarray], *, lists: tuple[str, ...],
