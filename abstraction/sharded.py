@@ -453,7 +453,7 @@ def simulate_shard(ref: ShardRef, *, fsm: Any, modes: Sequence[str | None] = (No
 def simulation_tables(fsm: Any) -> None:
     """Compute the FSM's cached tables that simulations read (labels, the fallback table,
     the transition matrices), so that shards and threads find them built."""
-    for name in ("labels", "delta", "_mean_transition", "_transition_matrix"):
+    for name in ("labels", "delta", "_mean_transition", "_transition_matrix", "_compiled_matrix"):
         getattr(fsm, name, None)
 
 

@@ -9,6 +9,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+import abstraction.fsm as fsm_module
 from abstraction.errors import AbstractionError
 from abstraction.fsm import FALLBACKS, FSM, paths_to_transitions
 from tests.conftest import one_line
@@ -434,9 +435,17 @@ def _pfa_by_hand(fsm: FSM, tokens: list[int], smoothing: float = 0.0) -> np.ndar
     return p
 
 
+@pytest.fixture(params=["compiled", "sparse"])
+def pfa_path(request, monkeypatch):
+    """Both implementations of the probabilistic run: numba's loop and scipy's products."""
+    if request.param == "sparse":
+        monkeypatch.setattr("abstraction.fsm.HAVE_NUMBA", False)
+    return request.param
+
+
 @pytest.mark.parametrize("smoothing", [0.0, 0.2])
 @pytest.mark.parametrize("fallback", ["stay", "displacement"])
-def test_probabilistic_simulation_equals_the_dense_pfa(fallback, smoothing):
+def test_probabilistic_simulation_equals_the_dense_pfa(fallback, smoothing, pfa_path):
     fsm = example_a(fallback)
     inputs = [[0, 1], [0, 0, 2], [], [2, 0, -1, 1], [1], [0, 0, 0, 0, 0]]
     offsets = np.r_[0, np.cumsum([len(x) for x in inputs])]
@@ -506,4 +515,13 @@ def test_probabilistic_simulation_in_blocks_on_threads_equals_one_block(monkeypa
     tokens = rng.integers(-1, 3, int(offsets[-1]))
     final, path = fsm.simulate_distribution(tokens, offsets)
     one_final, one_path = fsm._simulate_block(tokens, offsets, 0.0)
-    assert np.array_equal(final, one_final) and np.array_equal(path, one_path)
+    if fsm_module.HAVE_NUMBA:  # the compiled loop on threads = the same loop on one
+        solo, solo_path = fsm._simulate_compiled(tokens, offsets, 0.0, True, 1)
+        assert np.array_equal(final, solo) and np.array_equal(path, solo_path)
+        # and agrees with the sparse products to rounding (sums taken in another order)
+        np.testing.assert_allclose(final, one_final, rtol=0, atol=1e-12)
+        assert np.array_equal(path, one_path)
+    else:
+        assert np.array_equal(final, one_final) and np.array_equal(path, one_path)
+    no_path, none = fsm.simulate_distribution(tokens, offsets, path=False)
+    assert none is None and np.array_equal(no_path, final)

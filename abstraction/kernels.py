@@ -1,0 +1,90 @@
+"""Compiled loops for the hot paths that numpy cannot vectorise well.
+
+The probabilistic FSM run (:meth:`abstraction.fsm.FSM.simulate_distribution`) is a chain
+of sparse vector-matrix products, one per token, whose cost numpy/scipy spend on
+building and indexing a sparse matrix per position. Here it is one loop per input,
+compiled by `numba <https://numba.pydata.org>`_ (``nogil``: blocks of inputs run on
+threads in parallel; ``cache``: compiled once per installation, not per process).
+
+Without numba, :data:`HAVE_NUMBA` is False and callers keep their numpy/scipy path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["HAVE_NUMBA", "pfa_run"]
+
+try:  # pragma: no cover - exercised where numba is installed (the default)
+    import numba
+except ImportError:  # pragma: no cover
+    numba = None
+
+HAVE_NUMBA = numba is not None
+
+
+def _pfa_run(tok, offsets, det, indptr, indices, data, n_states, outside, initial, smoothing,
+             mean, final, path):
+    """Run every input's state distribution through the transition matrix.
+
+    Parameters
+    ----------
+    tok : int64 array (n_steps,)
+        Alphabet ids; negative ids read as ``outside`` (the matrix's stay rows).
+    offsets : int64 array (n_inputs + 1,)
+    det : int32 array ((V + 1) * n_states,)
+        Per matrix row: its only column where the row is one entry of exactly 1 (the
+        whole mass moves there: one read instead of three), else -1.
+    indptr, indices, data : the CSR arrays of the transition matrix, shape
+        ((V + 1) * n_states, n_states): row ``token * n_states + state``.
+    n_states, outside, initial : int
+    smoothing : float
+        Weight of the token-independent matrix ``mean`` (n_states, n_states) mixed in.
+    final : float64 array (n_inputs, n_states), written
+        Distribution after each input's last token (the initial one-hot when empty).
+    path : int64 array (n_steps,) or (0,), written
+        Most likely state after every token (first of ties); empty: not computed.
+    """
+    S = n_states
+    want_path = path.shape[0] > 0
+    cur = np.zeros(S)
+    nxt = np.zeros(S)
+    for i in range(offsets.shape[0] - 1):
+        cur[:] = 0.0
+        cur[initial] = 1.0
+        for p in range(offsets[i], offsets[i + 1]):
+            v = tok[p]
+            if v < 0:
+                v = outside
+            base = v * S
+            nxt[:] = 0.0
+            for s in range(S):
+                a = cur[s]
+                if a != 0.0:
+                    r = base + s
+                    t = det[r]
+                    if t >= 0:
+                        nxt[t] += a
+                    else:
+                        for e in range(indptr[r], indptr[r + 1]):
+                            nxt[indices[e]] += a * data[e]
+            if smoothing > 0.0:
+                for t in range(S):
+                    nxt[t] *= 1.0 - smoothing
+                for s in range(S):
+                    a = cur[s]
+                    if a != 0.0:
+                        w = smoothing * a
+                        for t in range(S):
+                            nxt[t] += w * mean[s, t]
+            cur, nxt = nxt, cur
+            if want_path:
+                best = 0
+                for t in range(1, S):
+                    if cur[t] > cur[best]:
+                        best = t
+                path[p] = best
+        final[i, :] = cur
+
+
+pfa_run = numba.njit(cache=True, nogil=True)(_pfa_run) if HAVE_NUMBA else _pfa_run
