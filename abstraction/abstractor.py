@@ -32,16 +32,19 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
 
 from rnn_models.formats.atomic import atomic_save_npz
 from rnn_models.formats.errors import DAMAGED_NPY
 
+from .arrays import worker_threads
 from .errors import AbstractionError
 from .features import FEATURES, Projection, as_2d, check_finite, iter_rows, nearest, sample_rows
 
@@ -306,14 +309,30 @@ class BaseAbstractor(ClusterMixin, BaseEstimator):
             raise AbstractionError("this abstraction needs the intermediate predictions: "
                                    "pass proba")
         out = np.empty(X.shape[0], dtype=np.int64)
-        for start, block, P in iter_rows(X, self.chunk_size, proba):
+        n_chunks = -(-X.shape[0] // self.chunk_size)
+        if n_chunks < 4 or worker_threads() < 2:
+            self._predict_rows(X, proba, out, 0, X.shape[0])
+            return out
+        # two runs of whole chunks on two threads of one BLAS thread each: every chunk is
+        # computed as it is alone, so the states are those of one thread (1M steps of 256
+        # floats: 0.34 -> 0.25 s on 2 cores)
+        mid = (n_chunks // 2) * self.chunk_size
+        with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(2) as pool:
+            list(pool.map(lambda r: self._predict_rows(X, proba, out, *r),
+                          [(0, mid), (mid, X.shape[0])]))
+        return out
+
+    def _predict_rows(self, X: Any, proba: np.ndarray | None, out: np.ndarray, lo: int,
+                      hi: int) -> None:
+        """:meth:`predict` of rows ``lo`` to ``hi`` (chunk by chunk from ``lo``) into
+        ``out``."""
+        for start, block, P in iter_rows(X, self.chunk_size, proba, lo=lo, hi=hi):
             Z = self.projection_.transform(block, P)
             if not np.isfinite(Z).all():  # NaN/inf in a hidden state reaches its coordinates
                 check_finite(block, start)
             stop = start + len(block)
             out[start:stop] = (self._assign_split(Z, P.argmax(axis=1))
                                if self.split_by_prediction_ else self._assign(Z))
-        return out
 
     def _assign_split(self, Z: np.ndarray, pred: np.ndarray) -> np.ndarray:
         out = np.empty(len(Z), dtype=np.int64)

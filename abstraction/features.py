@@ -82,8 +82,9 @@ def as_2d(X, name: str = "hidden states") -> np.ndarray:
     return X
 
 
-def iter_rows(X, chunk_size: int, *others):
-    """Yield ``(start, X[start:stop], *others[start:stop])`` chunk by chunk.
+def iter_rows(X, chunk_size: int, *others, lo: int = 0, hi: int | None = None):
+    """Yield ``(start, X[start:stop], *others[start:stop])`` chunk by chunk (rows ``lo`` to
+    ``hi`` only, when given: chunks start at ``lo``).
 
     The block is a view when ``X`` is float32 (no copy). Memory-mapped inputs are released
     once the consumer has moved on (``madvise(DONTNEED)``), so abstracting millions of
@@ -93,8 +94,9 @@ def iter_rows(X, chunk_size: int, *others):
     import mmap
 
     mm = getattr(X, "_mmap", None)
-    for start in range(0, X.shape[0], chunk_size):
-        stop = min(start + chunk_size, X.shape[0])
+    end = X.shape[0] if hi is None else min(hi, X.shape[0])
+    for start in range(lo, end, chunk_size):
+        stop = min(start + chunk_size, end)
         block = np.asarray(X[start:stop], dtype=np.float32)
         rest = tuple(None if o is None else np.asarray(o[start:stop]) for o in others)
         yield (start, block, *rest)

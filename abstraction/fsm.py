@@ -42,7 +42,6 @@ Probabilistic simulation (``simulation='probabilistic'``, :meth:`FSM.simulate_di
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,6 +55,7 @@ import numpy as np
 from rnn_models.formats.automaton import Automaton
 from rnn_models.formats.dot import dot_document
 
+from .arrays import worker_threads
 from .colors import mix_color
 from .errors import AbstractionError
 from .io import read_text, write_output
@@ -106,15 +106,7 @@ def paths_to_transitions(
     return src[order], tk[order], dst[order], count[order]
 
 
-def _threads(cap: int = 4) -> int:
-    """Threads for numpy work: the cores this process may use, at most ``cap`` and at
-    most ``$OMP_NUM_THREADS`` when set (a one-core measurement or test stays on one)."""
-    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    try:
-        n = min(n or 1, int(os.environ.get("OMP_NUM_THREADS", "") or n or 1))
-    except ValueError:
-        pass
-    return max(1, min(n or 1, cap))
+
 
 
 @dataclass
@@ -486,7 +478,7 @@ class FSM(Automaton):
             raise AbstractionError(f"smoothing must be in [0, 1), not {smoothing}")
         offsets = np.asarray(offsets)
         tok = np.asarray(token_ids, dtype=np.int64)
-        n, workers = len(offsets) - 1, _threads()
+        n, workers = len(offsets) - 1, worker_threads()
         want = bool(path)
         if HAVE_NUMBA:  # the compiled loop, per input: any blocks give the same bits
             return self._simulate_compiled(tok, offsets, smoothing, want, workers)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["HAVE_NUMBA", "pfa_run"]
+__all__ = ["HAVE_NUMBA", "pfa_run", "warm_up"]
 
 try:  # pragma: no cover - exercised where numba is installed (the default)
     import numba
@@ -88,3 +88,15 @@ def _pfa_run(tok, offsets, det, indptr, indices, data, n_states, outside, initia
 
 
 pfa_run = numba.njit(cache=True, nogil=True)(_pfa_run) if HAVE_NUMBA else _pfa_run
+
+
+def warm_up() -> None:
+    """Load (or compile) :func:`pfa_run` for the argument types
+    :meth:`abstraction.fsm.FSM.simulate_distribution` passes (about 0.1 s from numba's
+    cache): a pipeline calls it on a spare thread while it fits."""
+    if not HAVE_NUMBA:
+        return
+    i64, i32 = np.int64, np.int32
+    pfa_run(np.zeros(1, i64), np.array([0, 1], i64), np.full(2, -1, i32),
+            np.array([0, 1, 2], i32), np.zeros(2, i32), np.ones(2), 2, 0, 0, 0.0,
+            np.zeros((1, 1)), np.zeros((1, 2)), np.zeros(0, i64))

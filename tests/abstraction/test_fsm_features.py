@@ -117,3 +117,14 @@ def test_the_fsm_alone_follows_a_memory_the_head_does_not_read():
     with_memory, margin_only = simulated(1), simulated(0)
     assert with_memory >= 0.9
     assert with_memory >= margin_only + 0.1
+
+
+def test_predict_on_two_threads_equals_one(monkeypatch):
+    S, P = _states(5000, 12, 3, seed=5)
+    ab = KMeansAbstractor(n_states=9, chunk_size=256, random_state=0).fit(S, proba=P)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    one = ab.predict(S, P)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # the suite runs with 1
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    two = ab.predict(S, P)
+    assert np.array_equal(one, two) and len(np.unique(two)) > 1
