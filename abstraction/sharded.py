@@ -35,7 +35,6 @@ This module imports neither torch nor dash; Dask only through an engine it is gi
 
 from __future__ import annotations
 
-import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -489,40 +488,37 @@ def index_shard(ref: ShardRef, *, index: Any) -> tuple[np.ndarray, np.ndarray]:
 PATTERN_LISTS = ("ngrams", "contexts", "influential", "buggy")
 # the lists mined side by side, one task each group: influential and buggy patterns read
 # the same collapsed paths and window keys, computed once for both
+PATTERN_MEMO_STEPS = 1 << 22  # splits up to 4M steps keep their parts between the phases
 PATTERN_TASKS = (("influential", "buggy"), ("ngrams",), ("contexts",))  # longest first
 CONTEXTS_PER_STATE = 5
 
 
-_PARTS: dict[int, tuple[Any, ShardRef, pat.Part]] = {}  # id(states) -> (weakref, ref, part)
-
-
-def _pattern_part(item: tuple[ShardRef, np.ndarray]) -> pat.Part:
-    """The shard's :class:`~abstraction.patterns.Part`; in this process the count and the
-    describe phase of one :func:`mine_patterns` get the same one (it holds the states
-    array's identity: what one phase computed from the paths, the other reuses)."""
+def _pattern_part(item: tuple[ShardRef, np.ndarray], memo: dict | None = None) -> pat.Part:
+    """The shard's :class:`~abstraction.patterns.Part`, kept in ``memo`` (one dict per
+    :func:`mine_patterns` call): in this process its count and describe phases get the
+    same part, so what one computed from the paths the other reuses (on a cluster each
+    task gets a copy of the empty dict: no reuse, the same results)."""
     ref, states = item
-    hit = _PARTS.get(id(states))
-    if hit is not None and hit[0]() is states and hit[1] == ref:
-        return hit[2]
+    key = (ref.split, ref.index, ref.step_start)
+    if memo is not None and key in memo:
+        return memo[key]
     tr = open_ref(ref)
     part = pat.Part(np.asarray(states, np.int64), np.asarray(tr.offsets),
                     np.asarray(tr.surface_ids), tr.proba, np.asarray(tr.labels),
                     np.asarray(tr.predictions), ref.step_start, ref.input_start)
-    key = id(states)
-    try:
-        alive = weakref.ref(states, lambda _, key=key: _PARTS.pop(key, None))
-    except TypeError:  # not weak-referenceable: no reuse
-        return part
-    _PARTS[key] = (alive, ref, part)
+    if memo is not None:
+        memo[key] = part
     return part
 
 
 def count_patterns_shard(item: tuple[ShardRef, np.ndarray], *, lists: tuple[str, ...],
                          n_states: int, surface: list[str], stop: np.ndarray | None,
-                         initial_proba: np.ndarray) -> dict[str, Any]:
+                         initial_proba: np.ndarray, memo: dict | None = None
+                         ) -> dict[str, Any]:
     """The count phase of each pattern list on one shard (``item``: the shard and its
-    FSM states; ``stop``: :func:`abstraction.patterns.stop_table`, for the n-grams)."""
-    part = _pattern_part(item)
+    FSM states; ``stop``: :func:`abstraction.patterns.stop_table`, for the n-grams;
+    ``memo``: see :func:`_pattern_part`)."""
+    part = _pattern_part(item, memo)
     out: dict[str, Any] = {}
     if "ngrams" in lists:
         out["ngrams"] = pat.ngram_counts(part, n_states, vocab_size=len(surface), stop=stop)
@@ -550,9 +546,10 @@ def combine_pattern_counts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, An
 
 def describe_patterns_shard(item: tuple[ShardRef, np.ndarray], *, influential: list,
                             buggy: list, n_states: int, surface: list[str],
-                            initial_proba: np.ndarray) -> dict[str, Any]:
+                            initial_proba: np.ndarray, memo: dict | None = None
+                            ) -> dict[str, Any]:
     """The describe phase on one shard: phrases and inputs of the chosen patterns."""
-    part = _pattern_part(item)
+    part = _pattern_part(item, memo)
     return {"influential": pat.influential_describe(part, influential, surface, n_states,
                                                     initial_proba=initial_proba),
             "buggy": pat.buggy_describe(part, buggy, surface, n_states)}
@@ -589,7 +586,11 @@ def mine_patterns(engine: Any, refs: Sequence[ShardRef], states: np.ndarray,
     """
     lists = tuple(lists)
     items = [(r, states[r.step_start:r.step_stop]) for r in refs]
-    shared = {"n_states": n_states, "surface": list(surface), "initial_proba": initial_proba}
+    # the shards' parts, kept for the describe phase (in this process) while the split is
+    # small enough: about 100 bytes a step, so a bounded memory, not one that grows with N
+    memo = {} if sum(r.n_steps for r in refs) <= PATTERN_MEMO_STEPS else None
+    shared = {"n_states": n_states, "surface": list(surface), "initial_proba": initial_proba,
+              "memo": memo}
     counts = engine.map_reduce(count_patterns_shard, items, combine_pattern_counts,
                                lists=lists, **shared,
                                stop=pat.stop_table(surface) if "ngrams" in lists else None)
