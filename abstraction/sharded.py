@@ -35,6 +35,7 @@ This module imports neither torch nor dash; Dask only through an engine it is gi
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from rnn_models.formats.traces import SplitTraces, Traces
 
 from . import patterns as pat
 from .features import check_finite, sample_rows
+from .kernels import HAVE_NUMBA
 
 __all__ = [
     "PathStats",
@@ -111,6 +113,7 @@ def shard_refs(traces: Traces, split: str) -> list[ShardRef]:
 
 _OPEN: OrderedDict[tuple, SplitTraces] = OrderedDict()
 _OPEN_MAX = 4  # memory maps are cheap; touched pages count as resident
+_OPEN_LOCK = threading.Lock()
 
 
 def open_ref(ref: ShardRef) -> SplitTraces:
@@ -125,18 +128,21 @@ def open_ref(ref: ShardRef) -> SplitTraces:
     except OSError:
         stamp = 0
     key = (ref.traces, ref.split, ref.index, stamp)
-    tr = _OPEN.get(key)
-    if tr is None:
-        from rnn_models.formats import traces as fmt
+    with _OPEN_LOCK:  # pattern, simulation and assignment threads open shards at once
+        tr = _OPEN.get(key)
+        if tr is not None:
+            _OPEN.move_to_end(key)
+            return tr
+    from rnn_models.formats import traces as fmt
 
-        opener = getattr(fmt, "open_shard", None)
-        tr = (opener(ref.traces, ref.split, ref.index) if opener is not None
-              else Traces(ref.traces)[ref.split])
+    opener = getattr(fmt, "open_shard", None)
+    tr = (opener(ref.traces, ref.split, ref.index) if opener is not None
+          else Traces(ref.traces)[ref.split])
+    with _OPEN_LOCK:
         _OPEN[key] = tr
-        if len(_OPEN) > _OPEN_MAX:
-            _OPEN.popitem(last=False)
-    else:
         _OPEN.move_to_end(key)
+        while len(_OPEN) > _OPEN_MAX:
+            _OPEN.popitem(last=False)
     return tr
 
 
@@ -451,9 +457,14 @@ def simulate_shard(ref: ShardRef, *, fsm: Any, modes: Sequence[str | None] = (No
 
 def simulation_tables(fsm: Any) -> None:
     """Compute the FSM's cached tables that simulations read (labels, the fallback table,
-    the transition matrices), so that shards and threads find them built."""
-    for name in ("labels", "delta", "_mean_transition", "_transition_matrix", "_compiled_matrix"):
+    the transition matrix in the form the simulation reads), so that shards and threads
+    find them built. With the compiled loop the scipy matrix it was built from is dropped
+    (rebuilt if ever asked for): it would only travel with the FSM to every worker."""
+    for name in ("labels", "delta", "_mean_transition", "_transition_matrix"):
         getattr(fsm, name, None)
+    if HAVE_NUMBA and hasattr(fsm, "_compiled_matrix"):
+        _ = fsm._compiled_matrix
+        vars(fsm).pop("_transition_matrix", None)
 
 
 def simulate_split(engine: Any, fsm: Any, refs: Sequence[ShardRef], *,

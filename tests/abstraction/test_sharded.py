@@ -115,3 +115,29 @@ def test_patterns_mined_over_shards_equal_the_whole_split_at_any_shard_size(
                                traces.surface, t.labels, t.predictions, S)
         assert json.dumps(ab.patterns["buggy"][split]) == json.dumps(buggy), split
     assert any(ab.patterns["buggy"].values())
+
+
+def test_shards_open_from_many_threads_at_once(tmp_path, text_run):
+    """The per-process cache of open shards is shared by the pattern, simulation and
+    assignment threads of one abstraction: opening more shards than it keeps, from eight
+    threads at once, gives every thread its shard (no lost or doubled eviction)."""
+    import shutil
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rnn_models.formats.traces import Traces
+    from rnn_models.record import record_run
+
+    run = tmp_path / "many"
+    shutil.copytree(text_run, run, ignore=shutil.ignore_patterns("traces*", "abstraction*"))
+    record_run(run, shard_size=40)
+    refs = sharded.shard_refs(Traces(run / "traces"), "train")
+    assert len(refs) > 2 * sharded._OPEN_MAX
+
+    def open_all(seed: int) -> bool:
+        order = np.random.default_rng(seed).permutation(len(refs))
+        return all(sharded.open_ref(refs[i]).n_steps == refs[i].n_steps
+                   for _ in range(3) for i in order)
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(open_all, range(8)))
+    assert len(sharded._OPEN) <= sharded._OPEN_MAX
