@@ -140,6 +140,9 @@ def child(kind: str, run_dir: str, address: str | None) -> dict:
     if kind == "cluster":  # workers warm (imports, compiled loop) and their peak RSS reset
         engine.client.run(lambda: __import__("abstraction.pipeline"))
         engine.client.run(warm_up)
+        # the scheduler unpickles each graph, so it imports the functions' modules (1 s,
+        # once per scheduler): a start-up cost, paid here as the workers' imports are
+        engine.client.run_on_scheduler(lambda: __import__("abstraction.pipeline"))
         pids = engine.client.run(_reset_hwm)
     with tempfile.TemporaryDirectory(dir=run_dir) as tmp:
         t0 = time.perf_counter()
