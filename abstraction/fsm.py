@@ -36,7 +36,8 @@ Probabilistic simulation (``simulation='probabilistic'``, :meth:`FSM.simulate_di
     seen; ``smoothing`` mixes in the state's token-independent transitions. The machine's
     prediction is the class of the final distribution × the states' mean predictions
     (:meth:`FSM.simulate_predictions`). The single ``simulate`` path stays the
-    deterministic one (what :meth:`FSM.run` gives).
+    deterministic one (what :meth:`FSM.run` gives). The run is a compiled loop per input
+    (:mod:`abstraction.kernels`, numba), else one sparse product per position (scipy).
 """
 
 from __future__ import annotations
@@ -502,7 +503,7 @@ class FSM(Automaton):
     def _simulate_compiled(self, tok: np.ndarray, offsets: np.ndarray, smoothing: float,
                            want_path: bool, workers: int
                            ) -> tuple[np.ndarray, np.ndarray | None]:
-        """:meth:`simulate_distribution` by :func:`abstraction.kernels.pfa_run` (7-10x
+        """:meth:`simulate_distribution` by :func:`abstraction.kernels.pfa_run` (about 3x
         the sparse products' speed), on up to ``workers`` threads over blocks of inputs
         of about equal steps. Each input's numbers depend on that input alone."""
         S, V = self.n_states, len(self.alphabet)
