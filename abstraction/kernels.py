@@ -87,7 +87,16 @@ def _pfa_run(tok, offsets, det, indptr, indices, data, n_states, outside, initia
         final[i, :] = cur
 
 
-pfa_run = numba.njit(cache=True, nogil=True)(_pfa_run) if HAVE_NUMBA else _pfa_run
+def _compiled(fn):
+    """``fn`` compiled by numba, cached on disk where numba finds a writable place (beside
+    the module, else its user-wide cache) and compiled per process where it finds none."""
+    try:
+        return numba.njit(cache=True, nogil=True)(fn)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return numba.njit(nogil=True)(fn)
+
+
+pfa_run = _compiled(_pfa_run) if HAVE_NUMBA else _pfa_run
 
 
 def warm_up() -> None:
