@@ -107,7 +107,12 @@ def paths_to_transitions(
     return src[order], tk[order], dst[order], count[order]
 
 
-
+def _input_blocks(offsets: np.ndarray, k: int) -> list[tuple[int, int]]:
+    """Up to ``k`` runs ``(first input, end input)`` of consecutive inputs holding about
+    equal numbers of steps (the blocks a simulation runs on threads)."""
+    n = len(offsets) - 1
+    cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], k + 1)[1:-1])
+    return list(pairwise([0, *sorted(set(int(c) for c in cuts) - {0, n}), n]))
 
 
 @dataclass
@@ -489,10 +494,8 @@ class FSM(Automaton):
         # the sparse products and numpy's gathers run in parallel (0.58 -> 0.40 s on 2
         # cores for 1.05M steps); every input's numbers are bit for bit those of one block
         # (not so with smoothing, whose matrix product BLAS computes by the block's size)
-        cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], workers + 1)[1:-1])
-        bounds = [0, *sorted(set(int(c) for c in cuts) - {0, n}), n]
         blocks = [(tok[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a])
-                  for a, b in pairwise(bounds)]
+                  for a, b in _input_blocks(offsets, workers)]
         _ = self._transition_matrix  # built once, before the threads read it
         with ThreadPoolExecutor(len(blocks)) as pool:
             done = list(pool.map(lambda blk: self._simulate_block(*blk, smoothing, want),
@@ -515,19 +518,17 @@ class FSM(Automaton):
                 else np.zeros((1, 1)))
         final = np.empty((n, S))
         path = np.empty(len(tok) if want_path else 0, np.int64)
-        k = max(1, min(workers, n // 4096))
-        cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], k + 1)[1:-1])
-        bounds = [0, *sorted(set(int(c) for c in cuts) - {0, n}), n]
+        blocks = _input_blocks(offsets, max(1, min(workers, n // 4096)))
 
         def run(a: int, b: int) -> None:  # path is written at the inputs' own steps
             pfa_run(tok, offsets[a:b + 1], det, indptr, indices, data, S, V, int(self.initial),
                     float(smoothing), mean, final[a:b], path)
 
-        if len(bounds) == 2:
-            run(0, n)
+        if len(blocks) == 1:
+            run(*blocks[0])
         else:
-            with ThreadPoolExecutor(len(bounds) - 1) as pool:
-                list(pool.map(lambda ab: run(*ab), pairwise(bounds)))
+            with ThreadPoolExecutor(len(blocks)) as pool:
+                list(pool.map(lambda ab: run(*ab), blocks))
         return final, (path if want_path else None)
 
     def _simulate_block(self, tok: np.ndarray, offsets: np.ndarray, smoothing: float,

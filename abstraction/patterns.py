@@ -147,17 +147,23 @@ def _within_top(groups: np.ndarray, score: np.ndarray, k: int) -> np.ndarray:
     """Mask of the rows whose ``score`` is at most the ``k``-th smallest of their group:
     a superset (ties included) of every group's ``k`` first rows by score, whatever breaks
     the ties, found with one partition per group instead of one sort of all rows."""
-    keep = np.zeros(len(groups), bool)
     if not len(groups) or k <= 0:
-        return keep
+        return np.zeros(len(groups), bool)
+    runs = _group_runs(groups)
+    thr = np.full(len(runs), np.inf)
+    for g, seg in enumerate(runs):  # one pass per group
+        if len(seg) > k:
+            thr[g] = np.partition(score[seg], k - 1)[k - 1]
+    return score <= thr[groups]
+
+
+def _group_runs(groups: np.ndarray) -> list[np.ndarray]:
+    """Per group id ``0..max(groups)``, the indices of its rows in order (a stable radix
+    sort: the ids are int16 where they fit)."""
     top = int(groups.max())
     order = np.argsort(groups.astype(np.int16) if top < 2**15 else groups, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=top + 1))])
-    thr = np.full(top + 1, np.inf)
-    for g, (a, b) in enumerate(pairwise(bounds)):  # one pass per group
-        if b - a > k:
-            thr[g] = np.partition(score[order[a:b]], k - 1)[k - 1]
-    return score <= thr[groups]
+    return [order[a:b] for a, b in pairwise(bounds)]
 
 
 def ngrams_from_counts(counts: Counts, vocab: Sequence[str], n_states: int, *, max_n: int = 3,
@@ -274,13 +280,8 @@ def smallest_per_group(groups: np.ndarray, keys: np.ndarray, k: int) -> np.ndarr
     groups = np.asarray(groups)
     if not len(groups) or k <= 0:
         return np.zeros(0, np.int64)
-    top = int(groups.max())
-    small = groups.astype(np.int16) if top < 2**15 else groups  # int16: a radix sort
-    order = np.argsort(small, kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=top + 1))])
     out = []
-    for a, b in pairwise(bounds):  # one pass per group
-        seg = order[a:b]
+    for seg in _group_runs(groups):  # one pass per group
         if len(seg) > k:
             seg = seg[np.argpartition(keys[seg], k - 1)[:k]]
         out.append(seg[np.argsort(keys[seg])])

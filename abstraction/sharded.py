@@ -462,8 +462,7 @@ def simulation_tables(fsm: Any) -> None:
     (rebuilt if ever asked for): it would only travel with the FSM to every worker."""
     for name in ("labels", "delta", "_mean_transition", "_transition_matrix"):
         getattr(fsm, name, None)
-    if HAVE_NUMBA and hasattr(fsm, "_compiled_matrix"):
-        _ = fsm._compiled_matrix
+    if HAVE_NUMBA and getattr(fsm, "_compiled_matrix", None) is not None:
         vars(fsm).pop("_transition_matrix", None)
 
 
@@ -497,18 +496,18 @@ def index_shard(ref: ShardRef, *, index: Any) -> tuple[np.ndarray, np.ndarray]:
 
 # -- patterns --------------------------------------------------------------------------------
 PATTERN_LISTS = ("ngrams", "contexts", "influential", "buggy")
-# the lists mined side by side, one task each group: influential and buggy patterns read
-# the same collapsed paths and window keys, computed once for both
+# the lists mined side by side, one task each group, longest first: influential and buggy
+# patterns read the same collapsed paths and window keys, computed once for both
+PATTERN_TASKS = (("influential", "buggy"), ("ngrams",), ("contexts",))
 PATTERN_MEMO_STEPS = 1 << 22  # splits up to 4M steps keep their parts between the phases
-PATTERN_TASKS = (("influential", "buggy"), ("ngrams",), ("contexts",))  # longest first
 CONTEXTS_PER_STATE = 5
 
 
 def _pattern_part(item: tuple[ShardRef, np.ndarray], memo: dict | None = None) -> pat.Part:
     """The shard's :class:`~abstraction.patterns.Part`, kept in ``memo`` (one dict per
     :func:`mine_patterns` call): in this process its count and describe phases get the
-    same part, so what one computed from the paths the other reuses (on a cluster each
-    task gets a copy of the empty dict: no reuse, the same results)."""
+    same part, so what one computed from the paths the other reuses (``None`` on a
+    cluster: the dict would be scattered and fill on every worker)."""
     ref, states = item
     key = (ref.split, ref.index, ref.step_start)
     if memo is not None and key in memo:
@@ -599,7 +598,8 @@ def mine_patterns(engine: Any, refs: Sequence[ShardRef], states: np.ndarray,
     items = [(r, states[r.step_start:r.step_stop]) for r in refs]
     # the shards' parts, kept for the describe phase (in this process) while the split is
     # small enough: about 100 bytes a step, so a bounded memory, not one that grows with N
-    memo = {} if sum(r.n_steps for r in refs) <= PATTERN_MEMO_STEPS else None
+    small = sum(r.n_steps for r in refs) <= PATTERN_MEMO_STEPS
+    memo = {} if small and not getattr(engine, "is_cluster", False) else None
     shared = {"n_states": n_states, "surface": list(surface), "initial_proba": initial_proba,
               "memo": memo}
     counts = engine.map_reduce(count_patterns_shard, items, combine_pattern_counts,
