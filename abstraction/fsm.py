@@ -440,16 +440,20 @@ class FSM(Automaton):
     def _compiled_matrix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """:attr:`_transition_matrix` as the compiled loop reads it: ``det`` (int32 per
         row: the column of a row that is a single entry of exactly 1, else -1) and the CSR
-        arrays (int32 indices)."""
+        arrays (int32 indices) of the other rows (a ``det`` row's entry is never read, so
+        it is left out: on Rotten Tomatoes 8.5 -> 3.6 MB to ship to every worker)."""
         M = self._transition_matrix
         counts = np.diff(M.indptr)
         first = np.minimum(M.indptr[:-1], max(M.nnz - 1, 0))
         one = (counts == 1) & (M.data[first] == 1.0) if M.nnz else counts > 0
         det = np.where(one, M.indices[first] if M.nnz else 0, -1).astype(np.int32)
-        wide = np.int64 if M.nnz >= 2**31 - 1 else np.int32
-        return (det, np.ascontiguousarray(M.indptr, wide),
-                np.ascontiguousarray(M.indices, np.int32),
-                np.ascontiguousarray(M.data, np.float64))
+        keep = np.repeat(~one, counts)
+        kept = np.where(one, 0, counts)
+        wide = np.int64 if int(kept.sum()) >= 2**31 - 1 else np.int32
+        indptr = np.zeros(len(counts) + 1, wide)
+        np.cumsum(kept, out=indptr[1:])
+        return (det, indptr, np.ascontiguousarray(M.indices[keep], np.int32),
+                np.ascontiguousarray(M.data[keep], np.float64))
 
     def simulate_distribution(self, token_ids: np.ndarray, offsets: np.ndarray, *,
                               smoothing: float = 0.0, path: bool = True

@@ -39,6 +39,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +52,10 @@ from .features import check_finite, sample_rows
 from .kernels import HAVE_NUMBA
 
 __all__ = [
+    "TASKS_PER_WORKER",
     "PathStats",
     "ShardRef",
+    "assign_piece",
     "assign_shard",
     "assign_split",
     "combine_stats",
@@ -60,15 +63,20 @@ __all__ = [
     "fit_sharded",
     "fsm_from_stats",
     "index_shard",
+    "input_pieces",
     "max_token",
     "mine_patterns",
     "new_states_file",
     "open_ref",
     "path_stats",
+    "pieces_per_shard",
     "sample_shard",
     "shard_refs",
+    "shard_stats",
+    "simulate_piece",
     "simulate_shard",
     "simulate_split",
+    "step_pieces",
 ]
 
 
@@ -344,6 +352,58 @@ def _write(out: str, start: int, values: np.ndarray) -> None:
     del mm
 
 
+# -- pieces: tasks smaller than a shard, on a cluster -----------------------------------------
+TASKS_PER_WORKER = 4
+"""A cluster map cuts shards into pieces until there are about this many tasks per worker:
+a split of fewer shards than workers (a default recording holds up to 65,536 inputs in one
+shard) still fills every worker, and the last tasks even out. Results do not depend on
+the pieces (each piece's outputs are the whole shard's, bit for bit)."""
+
+
+def pieces_per_shard(engine: Any, n_shards: int) -> int:
+    """Pieces each shard of a split is cut into for ``engine``: 1 in this process (whole
+    shards, as recorded), else enough for :data:`TASKS_PER_WORKER` tasks per worker."""
+    if not getattr(engine, "is_cluster", False) or n_shards == 0:
+        return 1
+    want = TASKS_PER_WORKER * max(int(getattr(engine, "n_workers", 1)), 1)
+    return max(1, -(-want // n_shards))
+
+
+def step_pieces(ref: ShardRef, k: int, chunk: int) -> list[tuple[ShardRef, int, int]]:
+    """Up to ``k`` runs ``(ref, lo, hi)`` of the shard's steps (local to the shard) that
+    start on multiples of ``chunk``: the chunks a piece's ``predict`` reads are those of
+    the whole shard, so its states are the same bits.
+
+    Examples
+    --------
+    >>> r = ShardRef("t", "train", 0, 100, 110, 5, 7)
+    >>> [(lo, hi) for _, lo, hi in step_pieces(r, 3, 4)]
+    [(0, 4), (4, 8), (8, 10)]
+    """
+    n_chunks = -(-ref.n_steps // chunk)
+    if k <= 1 or n_chunks <= 1:
+        return [(ref, 0, ref.n_steps)]
+    cuts = np.linspace(0, n_chunks, min(k, n_chunks) + 1).round().astype(int) * chunk
+    return [(ref, int(a), int(min(b, ref.n_steps))) for a, b in pairwise(cuts)]
+
+
+def input_pieces(ref: ShardRef, k: int) -> list[tuple[ShardRef, int, int]]:
+    """Up to ``k`` runs ``(ref, a, b)`` of the shard's inputs (local), about equal in
+    number.
+
+    Examples
+    --------
+    >>> r = ShardRef("t", "train", 0, 0, 50, 0, 5)
+    >>> [(a, b) for _, a, b in input_pieces(r, 2)]
+    [(0, 2), (2, 5)]
+    """
+    n = ref.input_stop - ref.input_start
+    if k <= 1 or n <= 1:
+        return [(ref, 0, n)]
+    cuts = np.unique(np.linspace(0, n, min(k, n) + 1).astype(int))
+    return [(ref, int(a), int(b)) for a, b in pairwise(cuts)]
+
+
 def assign_shard(ref: ShardRef, *, abstractor: Any, stats: tuple[int, int] | None = None,
                  out: str | None = None) -> dict[str, Any]:
     """FSM state (abstract state + 1) of every step of one shard.
@@ -381,6 +441,30 @@ def _assign_stats(ref: ShardRef, **kw: Any) -> PathStats:
     return assign_shard(ref, **kw)["stats"]
 
 
+def assign_piece(item: tuple[ShardRef, int, int], *, abstractor: Any,
+                 out: str | None = None) -> np.ndarray | None:
+    """States (abstract state + 1) of steps ``lo`` to ``hi`` of one shard (``item``, from
+    :func:`step_pieces`): returned, or written into the split's ``out`` file."""
+    ref, lo, hi = item
+    tr = open_ref(ref)
+    st = (abstractor.predict(tr.hidden, tr.proba, rows=(lo, hi)) + 1 if hi > lo
+          else np.zeros(0, np.int64))
+    if out is None:
+        return st
+    _write(out, ref.step_start + lo, st.astype(np.int32))
+    return None
+
+
+def shard_stats(item: tuple[ShardRef, Any], *, stats: tuple[int, int]) -> PathStats:
+    """:class:`PathStats` of one shard from its states (``item``: the shard and its states
+    as an array, or the path of the split's states file): the same bits as
+    :func:`assign_shard` gives."""
+    ref, states = item
+    if isinstance(states, str):
+        states = np.load(states, mmap_mode="r")[ref.step_start:ref.step_stop]
+    return path_stats(np.asarray(states, np.int64), open_ref(ref), *stats)
+
+
 def _states_out(out_dir: str | Path | None, name: str, n: int) -> str | None:
     return None if out_dir is None else new_states_file(Path(out_dir) / name, n)
 
@@ -406,6 +490,18 @@ def assign_split(engine: Any, abstractor: Any, refs: Sequence[ShardRef], *,
     n = sum(r.n_steps for r in refs)
     split = refs[0].split if refs else "split"
     out = _states_out(out_dir, f"{split}.states.npy", n)
+    k = pieces_per_shard(engine, len(refs))
+    if k > 1:  # pieces of shards, then each shard's statistics from its states
+        items = [p for r in refs for p in step_pieces(r, k, int(abstractor.chunk_size))]
+        parts = engine.map(assign_piece, items, abstractor=abstractor, out=out)
+        states = (np.load(out, mmap_mode="r") if out is not None else
+                  np.concatenate(parts) if parts else np.zeros(0, np.int64))
+        if stats is None:
+            return states, None
+        per_shard = [(r, out if out is not None else
+                      states[r.step_start:r.step_stop]) for r in refs]
+        return states, engine.map_reduce(shard_stats, per_shard, combine_stats,
+                                         stats=stats)
     if stats is not None and refs and out is not None:  # only the statistics come back
         return _gather([], "states", out), engine.map_reduce(
             _assign_stats, refs, combine_stats, abstractor=abstractor, stats=stats, out=out)
@@ -438,8 +534,20 @@ def simulate_shard(ref: ShardRef, *, fsm: Any, modes: Sequence[str | None] = (No
         ``path`` (ndarray of shape (n_steps,), unless ``out``) and ``pred``: a list, one
         ndarray of shape (n_inputs,) per mode.
     """
+    return simulate_piece((ref, 0, ref.input_stop - ref.input_start), fsm=fsm, modes=modes,
+                          out=out)
+
+
+def simulate_piece(item: tuple[ShardRef, int, int], *, fsm: Any,
+                   modes: Sequence[str | None] = (None,), out: str | None = None
+                   ) -> dict[str, Any]:
+    """:func:`simulate_shard` of inputs ``a`` to ``b`` of one shard (``item``, from
+    :func:`input_pieces`); every input's simulation depends on that input alone."""
+    ref, a, b = item
     tr = open_ref(ref)
-    tok, off = np.asarray(tr.token_ids), np.asarray(tr.offsets)
+    off = np.asarray(tr.offsets[a:b + 1])
+    tok = np.asarray(tr.token_ids[off[0]:off[-1]])
+    first, off = int(off[0]), off - off[0]
     preds, path = [], None
     for mode in modes:
         p, pred = fsm.simulate_predictions(tok, off, mode)
@@ -451,19 +559,24 @@ def simulate_shard(ref: ShardRef, *, fsm: Any, modes: Sequence[str | None] = (No
     if out is None:
         res["path"] = path
     else:
-        _write(out, ref.step_start, path.astype(np.int32))
+        _write(out, ref.step_start + first, path.astype(np.int32))
     return res
 
 
 def simulation_tables(fsm: Any) -> None:
     """Compute the FSM's cached tables that simulations read (labels, the fallback table,
     the transition matrix in the form the simulation reads), so that shards and threads
-    find them built. With the compiled loop the scipy matrix it was built from is dropped
-    (rebuilt if ever asked for): it would only travel with the FSM to every worker."""
+    find them built. The tables they were built from are dropped (rebuilt if ever asked
+    for; they would only travel with the FSM to every worker): the per-pair counts and
+    pair index always, and with the compiled loop the scipy matrix (on Rotten Tomatoes
+    the FSM pickles to 8 MB instead of 21)."""
     for name in ("labels", "delta", "_mean_transition", "_transition_matrix"):
         getattr(fsm, name, None)
+    drop = ["_pair_counts", "_by_pair"]
     if HAVE_NUMBA and getattr(fsm, "_compiled_matrix", None) is not None:
-        vars(fsm).pop("_transition_matrix", None)
+        drop.append("_transition_matrix")
+    for name in drop:
+        vars(fsm).pop(name, None)
 
 
 def simulate_split(engine: Any, fsm: Any, refs: Sequence[ShardRef], *,
@@ -481,7 +594,9 @@ def simulate_split(engine: Any, fsm: Any, refs: Sequence[ShardRef], *,
     n = sum(r.n_steps for r in refs)
     split = refs[0].split if refs else "split"
     out = _states_out(out_dir, f"{split}.simulated.npy", n)
-    parts = engine.map(simulate_shard, refs, fsm=fsm, modes=tuple(modes), out=out)
+    k = pieces_per_shard(engine, len(refs))
+    parts = engine.map(simulate_piece, [p for r in refs for p in input_pieces(r, k)], fsm=fsm,
+                       modes=tuple(modes), out=out)
     preds = [np.concatenate([p["pred"][j] for p in parts]) if parts
              else np.zeros(0, np.int64) for j in range(len(modes))]
     return _gather(parts, "path", out), preds

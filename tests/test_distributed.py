@@ -294,3 +294,25 @@ def test_the_explorer_opens_a_sharded_run(text_pair):
     tr = ctx.data.traces["train"]
     assert tr.n_inputs == sum(x.n_inputs for x in Traces(a / "traces").shards("train"))
     assert len(ctx.data.abstraction.states["train"]) == tr.n_steps
+
+
+def test_one_shard_runs_on_every_worker_in_pieces_with_identical_results(tmp_path, text_run,
+                                                                         engine):
+    """A default recording (one shard) on the two workers: assignment in chunk-aligned
+    pieces and simulation in input pieces, run by both workers, with the in-process bits."""
+    from distributed import get_task_stream
+
+    from abstraction.kmeans import KMeansAbstractor
+
+    run = _fresh(text_run, tmp_path / "one")
+    record_run(run)
+    assert len(Traces(run / "traces").shards("train")) == 1
+    method = KMeansAbstractor(n_states=8, chunk_size=512, split_by_prediction=True)
+    assert sharded.pieces_per_shard(engine, 1) == 4 * engine.n_workers
+    before = abstract_run(run, method=method, save=False)
+    with get_task_stream(client=engine.client) as ts:
+        after = abstract_run(run, method=method, cluster=engine, save=False)
+    _assert_same(before, after)
+    workers = {t["worker"] for t in ts.data if str(t["key"]).startswith("('_apply")
+               or str(t["key"]).startswith("_apply")}
+    assert len(workers) == 2

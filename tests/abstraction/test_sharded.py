@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import numpy as np
 
@@ -141,3 +142,83 @@ def test_shards_open_from_many_threads_at_once(tmp_path, text_run):
     with ThreadPoolExecutor(8) as pool:
         assert all(pool.map(open_all, range(8)))
     assert len(sharded._OPEN) <= sharded._OPEN_MAX
+
+
+class _PiecesEngine(SerialEngine):
+    """The in-process loop, posing as a cluster of ``n_workers``: maps cut shards into
+    pieces as a Dask engine does."""
+
+    is_cluster = True
+
+    def __init__(self, n_workers: int) -> None:
+        self.n_workers = n_workers
+
+
+def test_pieces_cover_each_shard_on_chunk_boundaries_and_inputs_in_order():
+    ref = sharded.ShardRef("t", "train", 3, 1000, 1230, 40, 57)
+    pieces = sharded.step_pieces(ref, 4, 64)  # 230 steps: chunks 0-64-128-192-230
+    assert [(lo, hi) for _, lo, hi in pieces] == [(0, 64), (64, 128), (128, 192), (192, 230)]
+    assert [(lo, hi) for _, lo, hi in sharded.step_pieces(ref, 2, 64)] == [(0, 128),
+                                                                           (128, 230)]
+    assert [(lo, hi) for _, lo, hi in sharded.step_pieces(ref, 9, 1000)] == [(0, 230)]
+    ins = sharded.input_pieces(ref, 5)
+    assert ins[0][1] == 0 and ins[-1][2] == 17
+    assert all(a < b and b == c for (_, a, b), (_, c, _) in pairwise(ins))
+    assert sharded.pieces_per_shard(SerialEngine(), 1) == 1  # in process: whole shards
+    assert sharded.pieces_per_shard(_PiecesEngine(2), 1) == 8
+    assert sharded.pieces_per_shard(_PiecesEngine(2), 3) == 3
+    assert sharded.pieces_per_shard(_PiecesEngine(2), 40) == 1
+
+
+def test_predict_of_chunk_aligned_rows_is_the_whole_predict_bit_for_bit():
+    from abstraction.kmeans import KMeansAbstractor
+
+    rng = np.random.default_rng(3)
+    tr = _split(rng, 300)
+    ab = KMeansAbstractor(n_states=6, chunk_size=32, split_by_prediction=True).fit(
+        tr.hidden, proba=tr.proba)
+    whole = ab.predict(tr.hidden, tr.proba)
+    parts = [ab.predict(tr.hidden, tr.proba, rows=(lo, hi))
+             for lo, hi in ((0, 64), (64, 96), (96, tr.n_steps))]
+    assert np.concatenate(parts).tobytes() == whole.tobytes()
+    import pytest
+
+    from abstraction.errors import AbstractionError
+
+    with pytest.raises(AbstractionError, match="not a range"):
+        ab.predict(tr.hidden, tr.proba, rows=(10, 5))
+
+
+def test_a_cluster_cuts_few_shards_into_pieces_with_the_whole_shard_results(tmp_path,
+                                                                             text_run):
+    """One recorded shard on two (posed) workers runs as eight pieces: states, FSM,
+    simulated paths and predictions are those of the whole shard, bit for bit."""
+    import shutil
+
+    from abstraction.kmeans import KMeansAbstractor
+    from abstraction.pipeline import fit_abstraction
+    from rnn_models.engine import record_run
+    from rnn_models.formats.rundir import RunDir
+    from rnn_models.formats.traces import Traces
+
+    run = tmp_path / "one"
+    shutil.copytree(text_run, run, ignore=shutil.ignore_patterns("traces*", "abstraction*"))
+    record_run(run, splits=["train", "test"])
+    traces = Traces(run / "traces")
+    assert len(traces.shards("train")) == 1
+    method = KMeansAbstractor(n_states=8, chunk_size=512, split_by_prediction=True)
+    alphabet = RunDir(run).vocab_tokens()
+    runs = []
+    for engine in (SerialEngine(), _PiecesEngine(2)):
+        out = tmp_path / type(engine).__name__
+        out.mkdir()
+        runs.append(fit_abstraction(traces, alphabet, method=method, cluster=engine,
+                                    out_dir=out))
+    a, b = runs
+    assert traces["train"].n_steps > 4 * 512  # so the training split is cut into pieces
+    for s in ("train", "test"):
+        assert np.asarray(a.states[s]).tobytes() == np.asarray(b.states[s]).tobytes()
+        assert np.asarray(a.simulated[s]).tobytes() == np.asarray(b.simulated[s]).tobytes()
+        assert a.sim_predictions[s].tobytes() == b.sim_predictions[s].tobytes()
+    assert json.dumps(a.fsm.to_dict()) == json.dumps(b.fsm.to_dict())
+    assert a.fsm.prediction.tobytes() == b.fsm.prediction.tobytes()
