@@ -334,7 +334,8 @@ class BaseAbstractor(ClusterMixin, BaseEstimator):
                       hi: int, base: int) -> None:
         """:meth:`predict` of rows ``lo`` to ``hi`` (chunk by chunk from ``lo``) into
         ``out``, whose first element is row ``base``."""
-        for start, block, P in iter_rows(X, self.chunk_size, proba, lo=lo, hi=hi):
+        for start, block, P in iter_rows(X, self.chunk_size, proba, lo=lo, hi=hi,
+                                         half=True):
             Z = self.projection_.transform(block, P)
             if not np.isfinite(Z).all():  # NaN/inf in a hidden state reaches its coordinates
                 check_finite(block, start)

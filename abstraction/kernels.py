@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["HAVE_NUMBA", "pfa_run", "warm_up"]
+__all__ = ["HALF_TABLE", "HAVE_NUMBA", "half_project", "pfa_run", "warm_up"]
 
 try:  # pragma: no cover - exercised where numba is installed (the default)
     import numba
@@ -87,6 +87,37 @@ def _pfa_run(tok, offsets, det, indptr, indices, data, n_states, outside, initia
         final[i, :] = cur
 
 
+HALF_TABLE = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+"""Every float16 bit pattern's float32 value (256 kB: it stays in the core's cache)."""
+
+
+def _half_project(bits, table, comps, out):
+    """``float32(X) @ comps.T`` for float16 rows ``X`` given as their bits, without the
+    float32 copy of ``X``.
+
+    Parameters
+    ----------
+    bits : uint16 array (n, d)
+        ``X.view(np.uint16)``.
+    table : float32 array (65536,)
+        :data:`HALF_TABLE`.
+    comps : float32 array (q, d)
+    out : float32 array (n, q), written
+        Each entry a float64 sum of the ``d`` products, rounded once.
+    """
+    n, d = bits.shape
+    q = comps.shape[0]
+    row = np.empty(d, np.float32)
+    for i in range(n):
+        for j in range(d):
+            row[j] = table[bits[i, j]]
+        for k in range(q):
+            acc = 0.0
+            for j in range(d):
+                acc += row[j] * comps[k, j]
+            out[i, k] = acc
+
+
 def _compiled(fn):
     """``fn`` compiled by numba, cached on disk where numba finds a writable place (beside
     the module, else its user-wide cache) and compiled per process where it finds none."""
@@ -97,15 +128,18 @@ def _compiled(fn):
 
 
 pfa_run = _compiled(_pfa_run) if HAVE_NUMBA else _pfa_run
+half_project = _compiled(_half_project) if HAVE_NUMBA else None
 
 
 def warm_up() -> None:
-    """Load (or compile) :func:`pfa_run` for the argument types
-    :meth:`abstraction.fsm.FSM.simulate_distribution` passes (about 0.1 s from numba's
-    cache): a pipeline calls it on a spare thread while it fits."""
+    """Load (or compile) :func:`pfa_run` and :func:`half_project` for the argument types
+    their callers pass (about 0.1 s from numba's cache): a pipeline calls it on a spare
+    thread while it fits."""
     if not HAVE_NUMBA:
         return
     i64, i32 = np.int64, np.int32
+    half_project(np.zeros((1, 2), np.uint16), HALF_TABLE, np.zeros((1, 2), np.float32),
+                 np.zeros((1, 1), np.float32))
     pfa_run(np.zeros(1, i64), np.array([0, 1], i64), np.full(2, -1, i32),
             np.array([0, 1, 2], i32), np.zeros(2, i32), np.ones(2), 2, 0, 0, 0.0,
             np.zeros((1, 1)), np.zeros((1, 2)), np.zeros(0, i64))

@@ -521,3 +521,31 @@ def test_make_abstractor_accepts_an_instance():
     assert make_abstractor(ab) is ab
     other = make_abstractor(ab, n_states=7)
     assert other is not ab and other.n_states == 7 and ab.n_states == 5
+
+
+@pytest.mark.parametrize("features", ["margin", "pca"])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_float16_states_project_in_place_as_their_float32_copy(features, compiled,
+                                                                monkeypatch, tmp_path):
+    """float16 traces (``record --dtype float16``) are projected by the compiled loop
+    without a float32 copy (or by numpy's copy where numba is absent): the coordinates are
+    those of the float32 values to float32 rounding, the states the same, and a NaN is
+    still named by its row."""
+    if not compiled:
+        monkeypatch.setattr("abstraction.features.half_project", None)
+    X, _ = blobs(n_per=200)
+    P = probas_from(X)
+    H = X.astype(np.float16)
+    mm = np.lib.format.open_memmap(tmp_path / "h.npy", "w+", np.float16, H.shape)
+    mm[:] = H
+    ab = make_abstractor("kmeans", n_states=6, features=features, pca_components=4,
+                         chunk_size=64, split_by_prediction=True).fit(H.astype(np.float32),
+                                                                      proba=P)
+    z16 = ab.projection_.transform(H, P)
+    z32 = ab.projection_.transform(H.astype(np.float32), P)
+    np.testing.assert_allclose(z16, z32, rtol=1e-5, atol=1e-5)
+    assert (ab.predict(mm, P) == ab.predict(H.astype(np.float32), P)).all()
+    mm[100, 3] = np.nan
+    with pytest.raises(AbstractionError, match=r"hidden state 100 contains NaN") as e:
+        ab.predict(mm, P)
+    one_line(e.value)
