@@ -78,6 +78,19 @@ def build_run(run_dir: Path, steps: int, seed: int) -> None:
           f"{time.perf_counter() - t0:.0f} s")
 
 
+def _peak_rss() -> int:
+    """This process's peak RSS: ``VmHWM`` (exec starts it afresh; ``ru_maxrss`` keeps the
+    parent's peak across fork + exec, so a parent that had just trained and recorded the
+    run made both children report its 1.7 GB)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def child_stateseer(run_dir: str) -> dict:
     from abstraction.pipeline import abstract_run
 
@@ -86,7 +99,7 @@ def child_stateseer(run_dir: str) -> dict:
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "label_fidelity": ab.metrics["label_fidelity"],
             "simulation_fidelity": ab.metrics["simulation_fidelity"],
-            "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+            "peak_rss": _peak_rss()}
 
 
 def child_deepseer(run_dir: str) -> dict:
@@ -118,7 +131,7 @@ def child_deepseer(run_dir: str) -> dict:
     sim = fsm.simulate(test.token_ids, test.offsets)
     sf = fidelity(fsm, fsm.final_states(sim, test.offsets), test.predictions)
     return {"seconds": seconds, "label_fidelity": lf, "simulation_fidelity": sf,
-            "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+            "peak_rss": _peak_rss()}
 
 
 def warm_page_cache(traces_dir: Path) -> None:
