@@ -370,29 +370,11 @@ class FSM(Automaton):
         return out
 
     @cached_property
-    def _seen(self) -> np.ndarray:
-        """Whether each (state, token) pair was seen in training, shape (n_states, V)."""
-        seen = np.zeros((self.n_states, len(self.alphabet)), dtype=bool)
-        seen[self.source, self.token] = True
-        return seen
-
-    @cached_property
     def _pair_counts(self) -> np.ndarray:
         """Training transitions out of each (state, token) pair, shape (n_states, V)."""
         V, S = len(self.alphabet), self.n_states
         return np.bincount(self.source * V + self.token, weights=self.count,
                            minlength=S * V).reshape(S, V)
-
-    @cached_property
-    def _by_token(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Transitions as a token-indexed sparse tensor: ``ptr`` (V + 1,) and, per entry in
-        token order, source, target and P(target | source, token)."""
-        V = len(self.alphabet)
-        prob = self.count / self._pair_counts[self.source, self.token]
-        order = np.argsort(self.token, kind="stable")
-        ptr = np.zeros(V + 1, np.int64)
-        np.cumsum(np.bincount(self.token, minlength=V), out=ptr[1:])
-        return ptr, self.source[order], self.target[order], prob[order]
 
     @cached_property
     def _mean_transition(self) -> np.ndarray:
