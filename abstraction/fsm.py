@@ -354,8 +354,7 @@ class FSM(Automaton):
         lengths = np.diff(offsets)
         out = np.empty(int(offsets[-1]), dtype=np.int64)
         tok = np.asarray(token_ids, dtype=np.int64)
-        # one extra column: tokens outside the alphabet (-1) stay where they are
-        delta = np.concatenate([self.delta, np.arange(self.n_states)[:, None]], axis=1)
+        delta = self._delta_stay
         tok = np.where(tok < 0, delta.shape[1] - 1, tok)
         order = np.argsort(-lengths, kind="stable")   # longest first: alive inputs = prefix
         starts = offsets[:-1][order]
@@ -368,6 +367,12 @@ class FSM(Automaton):
             cur[:k] = delta[cur[:k], tok[pos]]
             out[pos] = cur[:k]
         return out
+
+    @cached_property
+    def _delta_stay(self) -> np.ndarray:
+        """:attr:`delta` with one extra column, where tokens outside the alphabet (-1) stay
+        (built once per machine, not once per :meth:`simulate` call)."""
+        return np.concatenate([self.delta, np.arange(self.n_states)[:, None]], axis=1)
 
     @cached_property
     def _pair_counts(self) -> np.ndarray:

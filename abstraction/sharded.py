@@ -570,12 +570,11 @@ def simulation_tables(fsm: Any) -> None:
     for; they would only travel with the FSM to every worker): the per-pair counts and
     pair index always, and with the compiled loop the scipy matrix (on Rotten Tomatoes
     the FSM pickles to 8 MB instead of 21)."""
-    for name in ("labels", "delta", "_mean_transition", "_transition_matrix"):
-        getattr(fsm, name, None)
-    drop = ["_pair_counts", "_by_pair"]
-    if HAVE_NUMBA and getattr(fsm, "_compiled_matrix", None) is not None:
-        drop.append("_transition_matrix")
-    for name in drop:
+    compiled = HAVE_NUMBA and hasattr(type(fsm), "_compiled_matrix")
+    for name in ("labels", "delta", "_mean_transition",
+                 "_compiled_matrix" if compiled else "_transition_matrix"):
+        getattr(fsm, name, None)  # (a second call finds them built: nothing is redone)
+    for name in ("_pair_counts", "_by_pair", *(("_transition_matrix",) if compiled else ())):
         vars(fsm).pop(name, None)
 
 
