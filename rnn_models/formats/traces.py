@@ -635,7 +635,7 @@ class Traces:
         return f"Traces({str(self.path)!r}, {sizes})"
 
 
-_OPENED: dict[tuple[str, int], Traces] = {}
+_OPENED: dict[tuple[str, int, int, int], Traces] = {}
 _OPENED_MAX = 4
 _OPENED_LOCK = threading.Lock()
 
@@ -645,13 +645,15 @@ def open_shard(traces_dir: str | Path, split: str, k: int) -> SplitTraces:
     ``Traces(traces_dir).open_shard(split, k)``, memory-mapped, LOCAL offsets.
 
     The directory's :class:`Traces` (its manifest, surface list and initial state, read
-    and checked) is kept per process, keyed by ``meta.json``'s time stamp, so a map over
+    and checked) is kept per process, keyed by ``meta.json``'s time stamp, size and inode
+    (record writes it last, by rename), so a map over
     many shards reads and checks them once, not once per shard (5 of the 8 ms an open
     took on a 73-shard split; re-recorded traces have a new stamp and are read anew).
     """
     path = Path(traces_dir)
     try:
-        key = (str(path.resolve()), (path / "meta.json").stat().st_mtime_ns)
+        st = (path / "meta.json").stat()
+        key = (str(path.resolve()), st.st_mtime_ns, st.st_size, st.st_ino)
     except OSError:  # no manifest: Traces says so in one line
         return Traces(path).open_shard(split, k, texts=False)
     with _OPENED_LOCK:

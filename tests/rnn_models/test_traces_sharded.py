@@ -112,6 +112,28 @@ def test_one_shard_opens_alone_with_local_offsets(pair, tmp_path):
     assert "stateseer record" in one_line(e.value)
 
 
+def test_a_worker_reads_a_directory_once_and_texts_only_when_used(pair, tmp_path):
+    """``open_shard`` (what a per-shard task calls) keeps the directory's manifest per
+    process, re-reads it when the traces are re-recorded, and reads a shard's raw texts
+    only when they are used: damaged texts fail there, in one line, not at the open."""
+    many = tmp_path / "many"
+    shutil.copytree(pair[1], many)
+    t = many / "traces"
+    whole = Traces(pair[1] / "traces")["train"]
+    assert list(open_shard(t, "train", 1).texts) == list(whole.texts[SHARD:2 * SHARD])
+    (t / "train" / "shards" / "00002" / "texts.json").write_text('["only one"]')
+    sh = open_shard(t, "train", 2)  # the arrays are checked; the texts wait
+    assert sh.n_inputs == SHARD and sh.tokens(0) == whole.tokens(2 * SHARD)
+    with pytest.raises(TraceError, match="has 1 texts for 1000 inputs") as e:
+        sh.texts[0]
+    one_line(e.value)
+    with pytest.raises(TraceError, match="has 1 texts"):  # the whole split checks at once
+        Traces(t)["train"]
+    _edit_meta(t, lambda entry: entry["shards"][1].update(step_start=1))  # a new stamp
+    with pytest.raises(TraceError, match="damaged shard manifest"):
+        open_shard(t, "train", 1)
+
+
 def _edit_meta(traces: Path, edit) -> None:
     meta = json.loads((traces / "meta.json").read_text())
     edit(meta["splits"]["train"])
