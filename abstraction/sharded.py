@@ -569,7 +569,7 @@ def simulation_tables(fsm: Any) -> None:
     find them built. The tables they were built from are dropped (rebuilt if ever asked
     for; they would only travel with the FSM to every worker): the per-pair counts and
     pair index always, and with the compiled loop the scipy matrix (on Rotten Tomatoes
-    the FSM pickles to 8 MB instead of 21)."""
+    the FSM pickles to 10 MB instead of 21)."""
     compiled = HAVE_NUMBA and hasattr(type(fsm), "_compiled_matrix")
     for name in ("labels", "delta", "_mean_transition",
                  "_compiled_matrix" if compiled else "_transition_matrix"):
