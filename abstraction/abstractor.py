@@ -254,14 +254,19 @@ class BaseAbstractor(ClusterMixin, BaseEstimator):
         self.n_features_in_ = d
         P = None if proba is None else np.asarray(proba if whole else proba[idx])
         n_comp = self.pca_components if self.features == "pca" else self.residual_components
-        self.projection_ = Projection.fit(self.features, S, P, n_comp, self.random_state)
-        Z = self.projection_.transform(S, P)
-        self.split_by_prediction_ = bool(self.split_by_prediction and proba is not None)
-        if self.split_by_prediction_:
-            self._fit_split(Z, P.argmax(axis=1), P.shape[1])
-        else:
-            self.state_class_ = None
-            self._fit_states(Z, self.n_states, store=True)
+        # one BLAS and one OpenMP thread: k-means sums its per-thread partial centres, so
+        # its bits depended on the cores (a driver beside a LocalCluster, whose nannies set
+        # OMP_NUM_THREADS=1, fitted other centres than the same command in process); the
+        # fit is on a sample (0.2 s), the same states on any machine are worth more
+        with threadpool_limits(1):
+            self.projection_ = Projection.fit(self.features, S, P, n_comp, self.random_state)
+            Z = self.projection_.transform(S, P)
+            self.split_by_prediction_ = bool(self.split_by_prediction and proba is not None)
+            if self.split_by_prediction_:
+                self._fit_split(Z, P.argmax(axis=1), P.shape[1])
+            else:
+                self.state_class_ = None
+                self._fit_states(Z, self.n_states, store=True)
         # A class with fewer points than its share of states, or a grid whose cells do not
         # divide n_states, yields fewer states: the fitted count is the true one.
         self.n_states_ = len(self.cluster_centers_)

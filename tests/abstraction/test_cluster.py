@@ -549,3 +549,34 @@ def test_float16_states_project_in_place_as_their_float32_copy(features, compile
     with pytest.raises(AbstractionError, match=r"hidden state 100 contains NaN") as e:
         ab.predict(mm, P)
     one_line(e.value)
+
+
+@pytest.mark.parametrize("method", ["kmeans", "gmm"])
+def test_fitted_states_do_not_depend_on_the_machines_threads(method, tmp_path):
+    """The same fit in processes with one and with two OpenMP/BLAS threads gives the same
+    bits (k-means sums per-thread partial centres: its centres depended on the cores, so a
+    driver beside a LocalCluster fitted other centres than the same command in process)."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(c, 1.0, (4000, 16)) for c in (0.0, 3.0, 6.0)])
+    np.save(tmp_path / "x.npy", X.astype(np.float32))
+    code = (f"import numpy as np, hashlib; from abstraction.cluster import make_abstractor; "
+            f"X = np.load({str(tmp_path / 'x.npy')!r}); "
+            f"ab = make_abstractor({method!r}, n_states=12, features='pca', "
+            f"pca_components=8).fit(X); "
+            f"print(hashlib.sha256(ab.cluster_centers_.tobytes()).hexdigest())")
+    root = Path(__file__).resolve().parents[2]
+    digests = set()
+    for threads in ("1", "2"):
+        env = {**os.environ, "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads,
+               "MKL_NUM_THREADS": threads, "PYTHONPATH": str(root)}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True, cwd=root)
+        digests.add(out.stdout.strip().splitlines()[-1])
+    assert len(digests) == 1 and len(next(iter(digests))) == 64
+    assert hashlib.sha256(b"").hexdigest() not in digests
