@@ -646,9 +646,9 @@ def open_shard(traces_dir: str | Path, split: str, k: int) -> SplitTraces:
 
     The directory's :class:`Traces` (its manifest, surface list and initial state, read
     and checked) is kept per process, keyed by ``meta.json``'s time stamp, size and inode
-    (record writes it last, by rename), so a map over
-    many shards reads and checks them once, not once per shard (5 of the 8 ms an open
-    took on a 73-shard split; re-recorded traces have a new stamp and are read anew).
+    (record writes it last, by rename), so a map over many shards reads and checks them
+    once, not once per shard (5 of the 8 ms an open took on a 73-shard split;
+    re-recorded traces are read anew).
     """
     path = Path(traces_dir)
     try:
