@@ -309,7 +309,7 @@ def main() -> None:
         "sizes": [r["size"] for r in rows],
         "inprocess_s": [round(r["inprocess"]["seconds"], 2) for r in rows],
         "cluster_s": [round(r["cluster"]["seconds"], 2) for r in rows],
-        "cluster_workers": 2, "cores": os.cpu_count(),
+        "cluster_workers": 2, "cores": os.cpu_count(), "worker_cores": cluster.pinned,
         "peak_rss_bytes": peak,
         "speedup_vs_deepseer": speed["speedup"] if speed else None,
         "inprocess_steps_per_s_per_core": [round(x) for x in per_core_in],
