@@ -62,12 +62,64 @@ from .errors import AbstractionError
 from .io import read_text, write_output
 from .kernels import HAVE_NUMBA, pfa_run
 
-__all__ = ["FALLBACKS", "FSM", "SIMULATIONS", "paths_to_transitions"]
+__all__ = ["FALLBACKS", "FSM", "PREDICTION_BITS", "SIMULATIONS", "mean_predictions",
+           "paths_to_transitions", "prediction_sums"]
 
 FALLBACKS = ("displacement", "nearest", "token", "stay")
 SIMULATIONS = ("argmax", "probabilistic")
 FORMAT = "stateseer.fsm"
 VERSION = 1
+
+
+PREDICTION_BITS = 30
+"""Fixed point of the per-state prediction sums: each intermediate prediction counts as
+``round(p * 2**30)``, an integer, so the sums are exact and the same whatever order or
+grouping of steps added them (one split, its shards, or pieces of shards on a cluster);
+the means keep 2**-31 of absolute precision, and int64 holds 2**33 steps a state."""
+_EXACT_ROWS = 1 << 22  # 2**22 steps of at most 2**30 each: float64 bincounts stay exact
+
+
+def prediction_sums(fsm_states: np.ndarray, proba: np.ndarray, n_fsm_states: int
+                    ) -> np.ndarray:
+    """Sum of the steps' intermediate predictions per FSM state, in fixed point.
+
+    Parameters
+    ----------
+    fsm_states : ndarray of shape (n_steps,)
+    proba : ndarray of shape (n_steps, n_classes)
+    n_fsm_states : int
+
+    Returns
+    -------
+    ndarray of shape (n_fsm_states, n_classes), int64
+        Sums of ``round(p * 2**PREDICTION_BITS)`` (:data:`PREDICTION_BITS`).
+    """
+    st = np.asarray(fsm_states, np.int64)
+    C = proba.shape[1]
+    sums = np.zeros((n_fsm_states, C), np.int64)
+    scale = float(2 ** PREDICTION_BITS)
+    for a in range(0, len(st), _EXACT_ROWS):  # blocks: float64 sums stay exact integers
+        s = st[a:a + _EXACT_ROWS]
+        for c in range(C):  # a loop over classes, vectorised over steps
+            w = np.array(proba[a:a + _EXACT_ROWS, c], np.float64)  # a copy, scaled in place
+            w *= scale
+            np.rint(w, out=w)
+            sums[:, c] += np.bincount(s, weights=w, minlength=n_fsm_states).astype(np.int64)
+    return sums
+
+
+def mean_predictions(sums: np.ndarray, visits: np.ndarray, initial_proba: np.ndarray
+                     ) -> np.ndarray:
+    """Mean intermediate prediction per FSM state from :func:`prediction_sums`, shape
+    (n_fsm_states, n_classes): the initial state's is ``initial_proba``, an unvisited
+    state's is uniform."""
+    C = sums.shape[1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prediction = (np.asarray(sums, np.float64) * 2.0 ** -PREDICTION_BITS
+                      / np.maximum(visits, 1)[:, None])
+    prediction[0] = np.asarray(initial_proba, np.float64)
+    prediction[np.asarray(visits) == 0] = 1.0 / C
+    return prediction
 
 
 def paths_to_transitions(
@@ -215,16 +267,8 @@ class FSM(Automaton):
         n_inputs = len(offsets) - 1
         visits = np.bincount(fsm_states, minlength=S).astype(np.int64)
         visits[0] = n_inputs
-        C = len(classes)
-        sums = np.zeros((S, C))
-        for c in range(C):  # a loop over classes, vectorised over steps
-            sums[:, c] = np.bincount(fsm_states, weights=np.asarray(proba[:, c], np.float64),
-                                     minlength=S)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            prediction = sums / np.maximum(visits, 1)[:, None]
-        prediction[0] = np.asarray(initial_proba, np.float64)
-        empty = visits == 0
-        prediction[empty] = 1.0 / C
+        prediction = mean_predictions(prediction_sums(fsm_states, proba, S), visits,
+                                      initial_proba)
         src, tok, dst, cnt = paths_to_transitions(fsm_states, offsets, token_ids, S,
                                                   len(alphabet))
         return cls(classes=list(classes), alphabet=list(alphabet), visits=visits,

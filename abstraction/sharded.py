@@ -15,8 +15,10 @@ Dask cluster), and the per-shard results are combined in a fixed binary tree
                        the driver (scikit-learn, unchanged)
 :func:`assign_shard`   abstract state of every step (chunked ``predict``) and, for the
                        training split, the FSM's statistics (:class:`PathStats`):
-                       visits, per-state prediction sums and (source, token, target)
-                       counts as packed int64 keys
+                       visits, per-state prediction sums (fixed point: exact in any
+                       order) and (source, token, target) counts as packed int64 keys;
+                       on a cluster, per piece of a shard (:func:`assign_piece`), the
+                       transitions between pieces added where they are joined
 :func:`simulate_shard` the FSM run on the tokens alone, and its predictions
 :func:`mine_patterns`  DeepSeer's pattern lists: counts per shard (merged exactly), the
                        lists chosen on the driver, then their phrases and inputs per
@@ -72,7 +74,6 @@ __all__ = [
     "pieces_per_shard",
     "sample_shard",
     "shard_refs",
-    "shard_stats",
     "simulate_piece",
     "simulate_shard",
     "simulate_split",
@@ -240,18 +241,32 @@ def fit_sharded(abstractor: Any, refs: Sequence[ShardRef], engine: Any) -> Any:
 # -- assignment and the FSM's statistics ---------------------------------------------------
 @dataclass
 class PathStats:
-    """What the FSM needs from the training paths, summable over shards.
+    """What the FSM needs from the training paths, summable over shards and pieces.
+
+    The statistics of a run of consecutive steps (a shard, or a piece of one on a
+    cluster). Everything in them is an integer, so their sum is exact: whatever shards or
+    pieces the steps were cut into and in whichever order they were added, the total is the
+    same bits. A run that starts mid-input cannot see the transition into its first step;
+    ``head`` and ``tail`` keep what :func:`combine_stats` needs to add it when the run
+    before it is joined on.
 
     Attributes
     ----------
     visits : ndarray of shape (n_fsm_states,), int64
         Steps per FSM state.
-    sums : ndarray of shape (n_fsm_states, n_classes), float64
-        Sum of the steps' intermediate predictions per state.
+    sums : ndarray of shape (n_fsm_states, n_classes), int64
+        Sum of the steps' intermediate predictions per state, in fixed point
+        (:func:`abstraction.fsm.prediction_sums`).
     n_inputs : int
+        Inputs that start in the run (those of length 0 included).
     keys, counts : ndarray of shape (n_keys,), int64
         Sorted packed ``(source * n_tokens + token) * n_fsm_states + target`` keys and how
         often each was seen.
+    head : tuple or None
+        ``(shard, step, token * n_fsm_states + state, starts_input)`` of the run's first
+        step (None for a run without steps).
+    tail : tuple or None
+        ``(shard, step after the last, state * n_tokens * n_fsm_states)`` of its last step.
     """
 
     visits: np.ndarray
@@ -259,47 +274,78 @@ class PathStats:
     n_inputs: int
     keys: np.ndarray
     counts: np.ndarray
+    head: tuple | None = None
+    tail: tuple | None = None
 
 
-def path_stats(states: np.ndarray, tr: SplitTraces, n_fsm_states: int, n_tokens: int
-               ) -> PathStats:
-    """:class:`PathStats` of one shard's FSM states (abstract state + 1), shape (n_steps,).
+def path_stats(states: np.ndarray, tr: SplitTraces, n_fsm_states: int, n_tokens: int, *,
+               lo: int = 0, hi: int | None = None, shard: int = 0) -> PathStats:
+    """:class:`PathStats` of one shard's FSM states (abstract state + 1).
 
-    Computed exactly as :meth:`abstraction.fsm.FSM.from_paths` computes them on a whole
-    split (bincounts per class, ``np.unique`` of packed keys), so one shard gives the
-    same bits.
+    Parameters
+    ----------
+    states : ndarray of shape (hi - lo,)
+        FSM states of steps ``lo`` to ``hi`` of the shard.
+    tr : SplitTraces
+        The shard (local offsets).
+    n_fsm_states, n_tokens : int
+    lo, hi : int
+        The run of the shard's steps (default: all of them).
+    shard : int
+        The shard's number (runs of different shards are never joined).
+
+    The keys are those :meth:`abstraction.fsm.FSM.from_paths` counts on a whole split
+    (``np.unique`` of packed keys), the sums its :func:`~abstraction.fsm.prediction_sums`.
     """
+    from .fsm import prediction_sums
+
     S = n_fsm_states
+    n = tr.n_steps
+    hi = n if hi is None else hi
     st = np.asarray(states, dtype=np.int64)
     visits = np.bincount(st, minlength=S).astype(np.int64)
-    C = tr.proba.shape[1]
-    sums = np.zeros((S, C))
-    for c in range(C):  # a loop over classes, vectorised over steps
-        sums[:, c] = np.bincount(st, weights=np.asarray(tr.proba[:, c], np.float64),
-                                 minlength=S)
+    sums = prediction_sums(st, tr.proba[lo:hi], S)
+    offsets = np.asarray(tr.offsets)
+    begins = offsets[:-1]
+    # inputs starting in [lo, hi); the last run also takes empty inputs at the very end
+    n_inputs = int(np.searchsorted(begins, hi if hi < n else n + 1, "left")
+                   - np.searchsorted(begins, lo, "left"))
+    head = tail = None
     if len(st):
+        tok = np.asarray(tr.token_ids[lo:hi], np.int64)
         prev = np.empty_like(st)
         prev[1:] = st[:-1]
-        offsets = np.asarray(tr.offsets)
-        prev[offsets[:-1][np.diff(offsets) > 0]] = 0
-        key = (prev * n_tokens + np.asarray(tr.token_ids, np.int64)) * S + st
-        keys, counts = np.unique(key, return_counts=True)
+        starts = begins[np.diff(offsets) > 0]
+        starts = starts[(starts >= lo) & (starts < hi)] - lo
+        prev[starts] = 0
+        key = (prev * n_tokens + tok) * S + st
+        joins = len(starts) == 0 or starts[0] != 0  # the first step continues an input
+        keys, counts = np.unique(key[1:] if joins else key, return_counts=True)
+        head = (int(shard), int(lo), int(tok[0] * S + st[0]), not joins)
+        tail = (int(shard), int(hi), int(st[-1] * n_tokens * S))
     else:
         keys = counts = np.zeros(0, np.int64)
-    return PathStats(visits, sums, tr.n_inputs, keys, counts.astype(np.int64))
+    return PathStats(visits, sums, n_inputs, keys, counts.astype(np.int64), head, tail)
 
 
 def combine_stats(a: PathStats, b: PathStats) -> PathStats:
-    """Sum of two shards' statistics (keys merged, counts added)."""
-    keys = np.concatenate([a.keys, b.keys])
-    counts = np.concatenate([a.counts, b.counts])
+    """Statistics of two runs of steps, ``a`` before ``b`` (keys merged, counts added;
+    where ``b`` continues the input ``a`` ends in, the transition between them added)."""
+    keys = [a.keys, b.keys]
+    counts = [a.counts, b.counts]
+    if (a.tail is not None and b.head is not None and not b.head[3]
+            and a.tail[:2] == b.head[:2]):
+        keys.append(np.array([a.tail[2] + b.head[2]], np.int64))
+        counts.append(np.ones(1, np.int64))
+    keys, counts = np.concatenate(keys), np.concatenate(counts)
     if len(keys):
         order = np.argsort(keys, kind="stable")
         keys, counts = keys[order], counts[order]
         first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
         keys, counts = keys[first], np.add.reduceat(counts, first)
     return PathStats(a.visits + b.visits, a.sums + b.sums, a.n_inputs + b.n_inputs, keys,
-                     counts)
+                     counts, a.head if a.head is not None else b.head,
+                     b.tail if b.tail is not None else a.tail)
 
 
 def fsm_from_stats(stats: PathStats, initial_proba: np.ndarray, *, n_states: int,
@@ -318,15 +364,12 @@ def fsm_from_stats(stats: PathStats, initial_proba: np.ndarray, *, n_states: int
     **kwargs
         Further :class:`~abstraction.fsm.FSM` fields (``bandwidth``, ``info`` ...).
     """
-    from .fsm import FSM
+    from .fsm import FSM, mean_predictions
 
-    S, V, C = n_states + 1, len(alphabet), len(classes)
+    S, V = n_states + 1, len(alphabet)
     visits = stats.visits.copy()
     visits[0] = stats.n_inputs
-    with np.errstate(invalid="ignore", divide="ignore"):
-        prediction = stats.sums / np.maximum(visits, 1)[:, None]
-    prediction[0] = np.asarray(initial_proba, np.float64)
-    prediction[visits == 0] = 1.0 / C
+    prediction = mean_predictions(stats.sums, visits, initial_proba)
     dst = stats.keys % S
     pair = stats.keys // S
     src, tok = pair // V, pair % V
@@ -428,7 +471,7 @@ def assign_shard(ref: ShardRef, *, abstractor: Any, stats: tuple[int, int] | Non
           else np.zeros(0, np.int64))
     res: dict[str, Any] = {}
     if stats is not None:
-        res["stats"] = path_stats(st, tr, *stats)
+        res["stats"] = path_stats(st, tr, *stats, shard=ref.index)
     if out is None:
         res["states"] = st
     else:
@@ -442,27 +485,29 @@ def _assign_stats(ref: ShardRef, **kw: Any) -> PathStats:
 
 
 def assign_piece(item: tuple[ShardRef, int, int], *, abstractor: Any,
-                 out: str | None = None) -> np.ndarray | None:
-    """States (abstract state + 1) of steps ``lo`` to ``hi`` of one shard (``item``, from
-    :func:`step_pieces`): returned, or written into the split's ``out`` file."""
+                 stats: tuple[int, int] | None = None, out: str | None = None
+                 ) -> dict[str, Any]:
+    """:func:`assign_shard` of steps ``lo`` to ``hi`` of one shard (``item``, from
+    :func:`step_pieces`): the states, returned or written into the split's ``out`` file,
+    and with ``stats`` the piece's :class:`PathStats` (summed over the pieces by
+    :func:`combine_stats`, the shard's exactly)."""
     ref, lo, hi = item
     tr = open_ref(ref)
     st = (abstractor.predict(tr.hidden, tr.proba, rows=(lo, hi)) + 1 if hi > lo
           else np.zeros(0, np.int64))
+    res: dict[str, Any] = {}
+    if stats is not None:
+        res["stats"] = path_stats(st, tr, *stats, lo=lo, hi=hi, shard=ref.index)
     if out is None:
-        return st
-    _write(out, ref.step_start + lo, st.astype(np.int32))
-    return None
+        res["states"] = st
+    else:
+        _write(out, ref.step_start + lo, st.astype(np.int32))
+    return res
 
 
-def shard_stats(item: tuple[ShardRef, Any], *, stats: tuple[int, int]) -> PathStats:
-    """:class:`PathStats` of one shard from its states (``item``: the shard and its states
-    as an array, or the path of the split's states file): the same bits as
-    :func:`assign_shard` gives."""
-    ref, states = item
-    if isinstance(states, str):
-        states = np.load(states, mmap_mode="r")[ref.step_start:ref.step_stop]
-    return path_stats(np.asarray(states, np.int64), open_ref(ref), *stats)
+def _assign_piece_stats(item: tuple[ShardRef, int, int], **kw: Any) -> PathStats:
+    """:func:`assign_piece` writing its states to ``out``, returning the statistics only."""
+    return assign_piece(item, **kw)["stats"]
 
 
 def _states_out(out_dir: str | Path | None, name: str, n: int) -> str | None:
@@ -491,25 +536,19 @@ def assign_split(engine: Any, abstractor: Any, refs: Sequence[ShardRef], *,
     split = refs[0].split if refs else "split"
     out = _states_out(out_dir, f"{split}.states.npy", n)
     k = pieces_per_shard(engine, len(refs))
-    if k > 1:  # pieces of shards, then each shard's statistics from its states
-        items = [p for r in refs for p in step_pieces(r, k, int(abstractor.chunk_size))]
-        parts = engine.map(assign_piece, items, abstractor=abstractor, out=out)
-        states = (np.load(out, mmap_mode="r") if out is not None else
-                  np.concatenate(parts) if parts else np.zeros(0, np.int64))
-        if stats is None:
-            return states, None
-        per_shard = [(r, out if out is not None else
-                      states[r.step_start:r.step_stop]) for r in refs]
-        return states, engine.map_reduce(shard_stats, per_shard, combine_stats,
-                                         stats=stats)
-    if stats is not None and refs and out is not None:  # only the statistics come back
+    # pieces of shards on a cluster (each with its statistics: their sum is the shard's),
+    # whole shards in this process
+    fn, items = ((assign_piece, [p for r in refs for p in step_pieces(
+        r, k, int(abstractor.chunk_size))]) if k > 1 else (assign_shard, list(refs)))
+    if stats is not None and items and out is not None:  # only the statistics come back
+        part_stats = _assign_piece_stats if k > 1 else _assign_stats
         return _gather([], "states", out), engine.map_reduce(
-            _assign_stats, refs, combine_stats, abstractor=abstractor, stats=stats, out=out)
-    if stats is not None and refs:
-        parts = engine.map(assign_shard, refs, abstractor=abstractor, stats=stats, out=out)
+            part_stats, items, combine_stats, abstractor=abstractor, stats=stats, out=out)
+    if stats is not None and items:
+        parts = engine.map(fn, items, abstractor=abstractor, stats=stats, out=out)
         total = engine.reduce(combine_stats, [p["stats"] for p in parts])
     else:
-        parts = engine.map(assign_shard, refs, abstractor=abstractor, out=out)
+        parts = engine.map(fn, items, abstractor=abstractor, out=out)
         total = None
     return _gather(parts, "states", out), total
 
@@ -578,6 +617,21 @@ def simulation_tables(fsm: Any) -> None:
         vars(fsm).pop(name, None)
 
 
+def _simulation_copy(fsm: Any) -> Any:
+    """What a worker's simulation reads of ``fsm`` (after :func:`simulation_tables`): a
+    shallow copy without the transition list, which the built tables replace (on Rotten
+    Tomatoes 7 MB to ship to every worker instead of 10). The FSM itself when the
+    compiled tables are not built."""
+    import copy
+
+    if "_compiled_matrix" not in vars(fsm) or "delta" not in vars(fsm):
+        return fsm
+    light = copy.copy(fsm)
+    none = np.zeros(0, np.int64)
+    light.source = light.token = light.target = light.count = none
+    return light
+
+
 def simulate_split(engine: Any, fsm: Any, refs: Sequence[ShardRef], *,
                    modes: Sequence[str | None] = (None,), out_dir: str | Path | None = None
                    ) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -594,8 +648,9 @@ def simulate_split(engine: Any, fsm: Any, refs: Sequence[ShardRef], *,
     split = refs[0].split if refs else "split"
     out = _states_out(out_dir, f"{split}.simulated.npy", n)
     k = pieces_per_shard(engine, len(refs))
-    parts = engine.map(simulate_piece, [p for r in refs for p in input_pieces(r, k)], fsm=fsm,
-                       modes=tuple(modes), out=out)
+    ship = _simulation_copy(fsm) if getattr(engine, "is_cluster", False) else fsm
+    parts = engine.map(simulate_piece, [p for r in refs for p in input_pieces(r, k)],
+                       fsm=ship, modes=tuple(modes), out=out)
     preds = [np.concatenate([p["pred"][j] for p in parts]) if parts
              else np.zeros(0, np.int64) for j in range(len(modes))]
     return _gather(parts, "path", out), preds

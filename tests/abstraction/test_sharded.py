@@ -66,9 +66,37 @@ def test_shard_statistics_sum_to_the_whole_split():
     assert total.keys.tolist() == whole.keys.tolist()
     assert total.counts.tolist() == whole.counts.tolist()
     assert total.visits.tolist() == whole.visits.tolist() and total.n_inputs == 90
-    np.testing.assert_allclose(total.sums, whole.sums, rtol=1e-12)
+    assert total.sums.tobytes() == whole.sums.tobytes()  # fixed point: exact sums
     assert SerialEngine().reduce(sharded.combine_stats, parts).keys.tolist() == \
         whole.keys.tolist()
+
+
+def test_pieces_cut_mid_input_sum_to_the_shard_bit_for_bit():
+    """A cluster cuts a shard into runs of steps that start and end mid-input: each run's
+    statistics lack the transition into its first step, which joining it onto the run
+    before adds back, so any cuts, summed in order in any tree, give the shard's bits."""
+    rng = np.random.default_rng(2)
+    tr = _split(rng, 120)
+    tr = SplitTraces(**{**vars(tr), "offsets": np.concatenate(
+        [[0, 0], tr.offsets[1:-1], [tr.offsets[-1]] * 3])})  # empty inputs first and last
+    S, V = 6, 7
+    states = rng.integers(1, S, tr.n_steps)
+    whole = sharded.path_stats(states, tr, S, V, shard=3)
+    for trial in range(20):
+        cuts = np.unique(np.r_[0, rng.integers(0, tr.n_steps, trial % 7 + 1), tr.n_steps])
+        parts = [sharded.path_stats(states[a:b], tr, S, V, lo=int(a), hi=int(b), shard=3)
+                 for a, b in pairwise(cuts)]
+        for total in (tree_reduce(sharded.combine_stats, parts),
+                      SerialEngine().reduce(sharded.combine_stats, parts)):
+            assert total.keys.tobytes() == whole.keys.tobytes()
+            assert total.counts.tobytes() == whole.counts.tobytes()
+            assert total.sums.tobytes() == whole.sums.tobytes()
+            assert total.visits.tolist() == whole.visits.tolist()
+            assert total.n_inputs == whole.n_inputs == tr.n_inputs
+    # runs of two shards are never joined: their first steps start inputs
+    other = sharded.path_stats(states, tr, S, V, shard=4)
+    both = sharded.combine_stats(whole, other)
+    assert both.counts.sum() == 2 * whole.counts.sum()
 
 
 def test_patterns_mined_over_shards_equal_the_whole_split_at_any_shard_size(
