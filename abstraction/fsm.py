@@ -471,20 +471,33 @@ class FSM(Automaton):
     def _compiled_matrix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """:attr:`_transition_matrix` as the compiled loop reads it: ``det`` (int32 per
         row: the column of a row that is a single entry of exactly 1, else -1) and the CSR
-        arrays (int32 indices) of the other rows (a ``det`` row's entry is never read, so
-        it is left out: on Rotten Tomatoes 8.5 -> 3.8 MB to ship to every worker)."""
-        M = self._transition_matrix
-        counts = np.diff(M.indptr)
-        first = np.minimum(M.indptr[:-1], max(M.nnz - 1, 0))
-        one = (counts == 1) & (M.data[first] == 1.0) if M.nnz else counts > 0
-        det = np.where(one, M.indices[first] if M.nnz else 0, -1).astype(np.int32)
-        keep = np.repeat(~one, counts)
-        kept = np.where(one, 0, counts)
+        arrays (int32 indices, columns ascending) of the other rows (a ``det`` row's entry
+        is never read, so it is left out: on Rotten Tomatoes 8.5 -> 3.8 MB to ship to
+        every worker).
+
+        Built from the transitions directly, without the scipy matrix (0.05 s less on
+        Rotten Tomatoes, where the simulation waits for it): a row is ``det`` unless its
+        (state, token) pair was seen with two or more targets; its entries are those of
+        :attr:`_transition_matrix`, the same probabilities in the same order.
+        """
+        S, V = self.n_states, len(self.alphabet)
+        det = np.empty((V + 1) * S, np.int32)
+        det[:V * S] = self.delta.T.ravel()          # row token * S + state
+        det[V * S:] = np.arange(S)                  # outside the alphabet: stay
+        row = self.token * S + self.source
+        n_row = np.bincount(row, minlength=(V + 1) * S)
+        multi = n_row >= 2
+        det[multi] = -1
+        kept = np.where(multi, n_row, 0)
         wide = np.int64 if int(kept.sum()) >= 2**31 - 1 else np.int32
-        indptr = np.zeros(len(counts) + 1, wide)
+        indptr = np.zeros(len(kept) + 1, wide)
         np.cumsum(kept, out=indptr[1:])
-        return (det, indptr, np.ascontiguousarray(M.indices[keep], np.int32),
-                np.ascontiguousarray(M.data[keep], np.float64))
+        take = np.flatnonzero(multi[row])
+        take = take[np.lexsort((self.target[take], row[take]))]  # by row, then column
+        total = np.bincount(row, weights=self.count, minlength=(V + 1) * S)
+        data = self.count[take] / total[row[take]]
+        return (det, indptr, np.ascontiguousarray(self.target[take], np.int32),
+                np.ascontiguousarray(data, np.float64))
 
     def simulate_distribution(self, token_ids: np.ndarray, offsets: np.ndarray, *,
                               smoothing: float = 0.0, path: bool = True
