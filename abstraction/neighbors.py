@@ -137,15 +137,23 @@ class ContextIndex(BaseEstimator):
     def fit_shards(self, refs, engine) -> ContextIndex:
         """:meth:`fit` over the shards of a split (:mod:`abstraction.sharded`): the sample
         drawn per shard, the projection and the lists fitted here, every shard encoded
-        by ``engine`` (in-process or Dask), the inverted lists built from the shards' codes
-        in shard order. With one shard it is :meth:`fit` on the whole split, bit for bit.
+        by ``engine`` (in-process or Dask; on a cluster in pieces of shards), the inverted
+        lists built from the shards' codes in shard order. With one shard it is :meth:`fit`
+        on the whole split, bit for bit.
 
         Parameters
         ----------
         refs : list of ShardRef
         engine : Engine
         """
-        from .sharded import fit_quotas, index_shard, open_ref, sample_shard
+        from .sharded import (
+            fit_quotas,
+            index_piece,
+            open_ref,
+            pieces_per_shard,
+            sample_shard,
+            step_pieces,
+        )
 
         n = sum(r.n_steps for r in refs)
         if n == 0:
@@ -159,7 +167,12 @@ class ContextIndex(BaseEstimator):
                                    "run") from None
         S = np.concatenate([p[0] for p in parts])
         self._fit_lists(S, n, open_ref(refs[0]).hidden.shape[1])
-        coded = engine.map(index_shard, refs, index=self)
+        # on a cluster, pieces of shards in runs of whole chunks: the same chunks as the
+        # whole shard's encoding, so the same codes (one shard no longer runs on one worker)
+        k = pieces_per_shard(engine, len(refs))
+        coded = engine.map(index_piece, [p for r in refs
+                                         for p in step_pieces(r, k, int(self.chunk_size))],
+                           index=self)
         return self._store(np.concatenate([c[0] for c in coded]),
                            np.concatenate([c[1] for c in coded]))
 
@@ -179,17 +192,20 @@ class ContextIndex(BaseEstimator):
         self.centers_ = km.cluster_centers_.astype(np.float32)
         self.n_features_in_ = d
 
-    def encode(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """Projected codes (n, n_components) float32 and list (n,) int32 of rows ``X``,
-        read chunk by chunk."""
-        n = X.shape[0]
+    def encode(self, X, rows: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Projected codes (n, n_components) float32 and list (n,) int32 of rows ``X``
+        (only rows ``lo`` to ``hi`` with ``rows=(lo, hi)``), read chunk by chunk from the
+        first row asked for."""
+        lo, hi = (0, X.shape[0]) if rows is None else (int(rows[0]), int(rows[1]))
+        n = max(hi - lo, 0)
         codes = np.empty((n, self.components_.shape[0]), np.float32)
         lists = np.empty(n, np.int32)
         c2 = (self.centers_ ** 2).sum(1)
-        for start, block in iter_rows(X, self.chunk_size):
+        for start, block in iter_rows(X, self.chunk_size, lo=lo, hi=hi):
             z = self.transform(block)
-            codes[start : start + len(z)] = z
-            lists[start : start + len(z)] = (c2[None, :] - 2.0 * (z @ self.centers_.T)).argmin(1)
+            at = start - lo
+            codes[at : at + len(z)] = z
+            lists[at : at + len(z)] = (c2[None, :] - 2.0 * (z @ self.centers_.T)).argmin(1)
         return codes, lists
 
     def _store(self, codes: np.ndarray, lists: np.ndarray) -> ContextIndex:

@@ -64,6 +64,7 @@ __all__ = [
     "fit_quotas",
     "fit_sharded",
     "fsm_from_stats",
+    "index_piece",
     "index_shard",
     "input_pieces",
     "max_token",
@@ -661,6 +662,14 @@ def index_shard(ref: ShardRef, *, index: Any) -> tuple[np.ndarray, np.ndarray]:
     """Codes (n_steps, n_components) and inverted-list number (n_steps,) of one shard's
     steps under a fitted :class:`~abstraction.neighbors.ContextIndex` projection."""
     return index.encode(open_ref(ref).hidden)
+
+
+def index_piece(item: tuple[ShardRef, int, int], *, index: Any
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`index_shard` of steps ``lo`` to ``hi`` of one shard (``item``, from
+    :func:`step_pieces` with the index's ``chunk_size``: the same bits)."""
+    ref, lo, hi = item
+    return index.encode(open_ref(ref).hidden, rows=(lo, hi))
 
 
 # -- patterns --------------------------------------------------------------------------------

@@ -316,3 +316,13 @@ def test_one_shard_runs_on_every_worker_in_pieces_with_identical_results(tmp_pat
     workers = {t["worker"] for t in ts.data if str(t["key"]).startswith("('_apply")
                or str(t["key"]).startswith("_apply")}
     assert len(workers) == 2
+    # the context index encodes a one-shard split in chunk-aligned pieces too
+    from abstraction.neighbors import ContextIndex
+
+    refs = sharded.shard_refs(Traces(run / "traces"), "train")
+    ia = ContextIndex(n_components=8, chunk_size=256).fit_shards(refs, SerialEngine())
+    with get_task_stream(client=engine.client) as ts:
+        ib = ContextIndex(n_components=8, chunk_size=256).fit_shards(refs, engine)
+    for k in ("order_", "codes_", "list_ptr_", "centers_", "norms_"):
+        assert getattr(ia, k).tobytes() == getattr(ib, k).tobytes(), k
+    assert len([t for t in ts.data if "_apply" in str(t["key"])]) > len(refs)
