@@ -467,22 +467,7 @@ def assign_shard(ref: ShardRef, *, abstractor: Any, stats: tuple[int, int] | Non
     dict
         ``states`` (ndarray of shape (n_steps,), int64) unless ``out``; ``stats``.
     """
-    tr = open_ref(ref)
-    st = (abstractor.predict(tr.hidden, tr.proba) + 1 if tr.n_steps
-          else np.zeros(0, np.int64))
-    res: dict[str, Any] = {}
-    if stats is not None:
-        res["stats"] = path_stats(st, tr, *stats, shard=ref.index)
-    if out is None:
-        res["states"] = st
-    else:
-        _write(out, ref.step_start, st.astype(np.int32))
-    return res
-
-
-def _assign_stats(ref: ShardRef, **kw: Any) -> PathStats:
-    """:func:`assign_shard` writing its states to ``out``, returning the statistics only."""
-    return assign_shard(ref, **kw)["stats"]
+    return assign_piece((ref, 0, ref.n_steps), abstractor=abstractor, stats=stats, out=out)
 
 
 def assign_piece(item: tuple[ShardRef, int, int], *, abstractor: Any,
@@ -506,7 +491,7 @@ def assign_piece(item: tuple[ShardRef, int, int], *, abstractor: Any,
     return res
 
 
-def _assign_piece_stats(item: tuple[ShardRef, int, int], **kw: Any) -> PathStats:
+def _assign_stats(item: tuple[ShardRef, int, int], **kw: Any) -> PathStats:
     """:func:`assign_piece` writing its states to ``out``, returning the statistics only."""
     return assign_piece(item, **kw)["stats"]
 
@@ -538,18 +523,16 @@ def assign_split(engine: Any, abstractor: Any, refs: Sequence[ShardRef], *,
     out = _states_out(out_dir, f"{split}.states.npy", n)
     k = pieces_per_shard(engine, len(refs))
     # pieces of shards on a cluster (each with its statistics: their sum is the shard's),
-    # whole shards in this process
-    fn, items = ((assign_piece, [p for r in refs for p in step_pieces(
-        r, k, int(abstractor.chunk_size))]) if k > 1 else (assign_shard, list(refs)))
+    # whole shards in this process (k = 1: one piece a shard)
+    items = [p for r in refs for p in step_pieces(r, k, int(abstractor.chunk_size))]
     if stats is not None and items and out is not None:  # only the statistics come back
-        part_stats = _assign_piece_stats if k > 1 else _assign_stats
         return _gather([], "states", out), engine.map_reduce(
-            part_stats, items, combine_stats, abstractor=abstractor, stats=stats, out=out)
+            _assign_stats, items, combine_stats, abstractor=abstractor, stats=stats, out=out)
     if stats is not None and items:
-        parts = engine.map(fn, items, abstractor=abstractor, stats=stats, out=out)
+        parts = engine.map(assign_piece, items, abstractor=abstractor, stats=stats, out=out)
         total = engine.reduce(combine_stats, [p["stats"] for p in parts])
     else:
-        parts = engine.map(fn, items, abstractor=abstractor, out=out)
+        parts = engine.map(assign_piece, items, abstractor=abstractor, out=out)
         total = None
     return _gather(parts, "states", out), total
 
@@ -661,7 +644,7 @@ def simulate_split(engine: Any, fsm: Any, refs: Sequence[ShardRef], *,
 def index_shard(ref: ShardRef, *, index: Any) -> tuple[np.ndarray, np.ndarray]:
     """Codes (n_steps, n_components) and inverted-list number (n_steps,) of one shard's
     steps under a fitted :class:`~abstraction.neighbors.ContextIndex` projection."""
-    return index.encode(open_ref(ref).hidden)
+    return index_piece((ref, 0, ref.n_steps), index=index)
 
 
 def index_piece(item: tuple[ShardRef, int, int], *, index: Any
