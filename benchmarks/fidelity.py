@@ -101,12 +101,17 @@ def build_run(dataset: str, seed: int, out: Path, quick: bool) -> Path:
     """Train (unless ``out`` holds a run) and record traces."""
     from rnn_models.formats.rundir import RunDir
     from rnn_models.record import record_run
-    from rnn_models.train import TrainConfig, train_run
+    from rnn_models.train import TrainConfig, default_drift, train_run
 
-    if not RunDir(out).exists():
-        extra = {"epochs": 2, "hidden": 32, "embed": 32} if quick else {}
+    extra = {"epochs": 2, "hidden": 32, "embed": 32} if quick else {}
+    stale = RunDir(out).exists() and bool(
+        default_drift(json.loads((out / "config.json").read_text())))
+    if stale:
+        print(f"{out}: trained with other hyper-parameters than today's defaults; "
+              "training it again", flush=True)
+    if stale or not RunDir(out).exists():
         train_run(TrainConfig(dataset=dataset, arch="lstm", seed=seed, **extra), out,
-                  progress=False)
+                  progress=False, force=stale)
     if not (out / "traces" / "meta.json").exists():
         record_run(out)
     return out

@@ -34,12 +34,18 @@ from .formats.atomic import atomic_write, atomic_write_text, fsync_dir, swap_dir
 from .run import Run, data_section, sha256_file
 from .tokenizers import Vocab
 
-__all__ = ["ARCH_DEFAULTS", "DEFAULTS", "TrainConfig", "evaluate", "train_run"]
+__all__ = ["ARCH_DEFAULTS", "DEFAULTS", "TrainConfig", "default_drift", "evaluate", "train_run"]
 
 IGNORE = -100
 
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "text": dict(embed=128, hidden=128, layers=1, dropout=0.4, epochs=12, batch_size=64,
+    # dropout 0.5 on text (0.4 until round 2): on Rotten Tomatoes, seeds 0-2, the same
+    # validation accuracy (0.784 vs 0.782), training accuracy 0.91-0.93 instead of
+    # 0.94-0.99, and a 40-state abstraction that simulates the model better (validation
+    # simulation fidelity 0.908 vs 0.875): an LSTM that fits its training set less tightly
+    # has hidden-state dynamics that a few abstract states follow. Chosen on validation
+    # among dropout 0.4-0.7, weight decay 1e-5/1e-4, GRU, hidden 32-256 (README, Fidelity)
+    "text": dict(embed=128, hidden=128, layers=1, dropout=0.5, epochs=12, batch_size=64,
                  lr=2e-3, patience=3, min_freq=2, weight_decay=0.0),
     "formal": dict(embed=8, hidden=32, layers=1, dropout=0.0, epochs=60, batch_size=64,
                    lr=1e-2, patience=8, min_freq=1, weight_decay=0.0),
@@ -110,6 +116,35 @@ class TrainConfig:
                             f"choose one of: {', '.join(arch.states)}")
         if self.prefix_loss not in ("auto", "on", "off"):
             raise DataError(f"--prefix-loss must be auto, on or off, not {self.prefix_loss!r}")
+
+
+def default_drift(config: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """Hyper-parameters a run took from the defaults of its day that today's differ from.
+
+    Parameters
+    ----------
+    config : dict
+        The run's ``config.json``.
+
+    Returns
+    -------
+    dict
+        ``{name: (the run's value, today's default)}`` for every hyper-parameter the run
+        did not set itself (``None`` in its ``config`` section) and whose default has
+        changed since (e.g. ``{"dropout": (0.4, 0.5)}`` for a text run of round 1); empty
+        when the run is today's default model, or when it is not a stateseer training run.
+    """
+    cfg = config.get("config") or {}
+    data, model = config.get("data") or {}, config.get("model") or {}
+    arch = cfg.get("arch") or model.get("arch")
+    if not cfg or arch not in ARCHITECTURES or "tokenizer" not in data:
+        return {}
+    kind = "text" if data["tokenizer"] == "word" else "formal"
+    today = {**DEFAULTS[kind], **ARCHITECTURES[arch].extra,
+             **ARCH_DEFAULTS.get(arch, {}).get(kind, {})}
+    have = {**model, **(config.get("training") or {})}
+    return {k: (have[k], v) for k, v in today.items()
+            if k in cfg and cfg[k] is None and k in have and have[k] != v}
 
 
 def _prefix_targets(ds: TextDataset, idx: np.ndarray, mode: str) -> list[np.ndarray] | None:

@@ -13,10 +13,16 @@ __all__ = ["prepare_run"]
 
 
 def _train_or_reuse(run, dataset: str, arch: str, log: Callable[[str], None]) -> None:
-    from rnn_models.train import TrainConfig, train_run
+    from rnn_models.train import TrainConfig, default_drift, train_run
 
     if run.exists() and run.model_path.exists():
         log(f"reusing the model in {run.path}")
+        drift = default_drift(run.config)
+        if drift:
+            was = ", ".join(f"{k} {a}" for k, (a, _) in sorted(drift.items()))
+            now = ", ".join(f"{k} {b}" for k, (_, b) in sorted(drift.items()))
+            log(f"note: {run.path} was trained with {was}; today's default is {now} "
+                f"(move it away, or delete it, to train today's default model)")
         return
     article = "a" if arch == "gru" else "an"  # "an LSTM", "an RNN"
     log(f"training {article} {arch.upper()} on {dataset} into {run.path} (a minute or two)")

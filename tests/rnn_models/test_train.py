@@ -11,7 +11,7 @@ import torch
 from rnn_models.errors import CheckpointError, DataError, StateseerError
 from rnn_models.formal import GRAMMARS, all_strings, sample_strings
 from rnn_models.run import Run
-from rnn_models.train import TrainConfig, evaluate, train_run
+from rnn_models.train import DEFAULTS, TrainConfig, default_drift, evaluate, train_run
 from tests.conftest import one_line
 
 
@@ -135,3 +135,14 @@ def test_a_spent_time_budget_stops_training_after_one_batch(tmp_path):
     m = run.metrics()
     assert m["epochs_run"] == 1 and m["best_epoch"] == 1
     assert run.config["config"]["max_seconds"] == 0.0
+
+
+def test_default_drift_names_only_defaults_that_changed(tomita_run):
+    cfg = json.loads((tomita_run / "config.json").read_text())
+    assert default_drift(cfg) == {}  # trained with today's defaults
+    old = json.loads(json.dumps(cfg))
+    old["training"]["lr"] = 0.5  # as if the default had been 0.5 then
+    assert default_drift(old) == {"lr": (0.5, DEFAULTS["formal"]["lr"])}
+    old["config"]["lr"] = 0.5  # chosen by the user: not a drift of the defaults
+    assert default_drift(old) == {}
+    assert default_drift({"format": "something else"}) == {}

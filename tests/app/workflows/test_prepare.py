@@ -13,3 +13,27 @@ def test_prepare_reuses_an_analysed_run(copy_run, analysed_run):
     assert "reusing the model" in text
     assert not any(ln.startswith(("recording", "abstracting", "training ")) for ln in lines)
     assert "simulation fidelity" in lines[-1]
+
+
+def test_prepare_names_defaults_that_changed_since_the_run_was_trained(copy_run,
+                                                                      analysed_run):
+    """A run kept from before a change of the training defaults is reused, not retrained
+    behind the user's back, and the demo says which defaults moved and how to follow."""
+    import json
+
+    from app.workflows.prepare import prepare_run
+    from rnn_models.train import DEFAULTS
+
+    run = copy_run(analysed_run)
+    cfg_path = run / "config.json"
+    cfg = json.loads(cfg_path.read_text())
+    assert cfg["config"]["dropout"] is None  # the run took the default
+    cfg["training"]["dropout"] = 0.125  # as if trained under an older default
+    cfg_path.write_text(json.dumps(cfg))
+    lines: list[str] = []
+    prepare_run(run, n_states=12, log=lines.append)
+    notes = [ln for ln in lines if ln.startswith("note:")]
+    assert len(notes) == 1
+    assert "dropout 0.125" in notes[0]
+    assert f"today's default is dropout {DEFAULTS['text']['dropout']}" in notes[0]
+    assert not any(ln.startswith(("recording", "abstracting", "training ")) for ln in lines)
