@@ -32,6 +32,9 @@ def test_forcing_agreement_on_rotten_tomatoes(tmp_path):
     traces = record_run(out)
     ab = abstract_run(out, n_states=40)
     assert ab.n_states == 40
+    # the headline figure of the default run (0.906 with seed 0 on this project's machine;
+    # 0.877 with round 1's dropout 0.4): the FSM alone, on the test tokens
+    assert ab.metrics["simulation_fidelity"] >= 0.89
     train, test = traces["train"], traces["test"]
     cent, counts = state_centroids(train.hidden, ab.states["train"], ab.fsm.n_states)
     assert (counts[1:] > 0).all()
