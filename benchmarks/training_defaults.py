@@ -9,7 +9,7 @@ highest validation simulation fidelity); test is reported beside it, never used.
 
 Usage::
 
-    python benchmarks/training_defaults.py                       # every variant, seeds 0-2 (~20 min)
+    python benchmarks/training_defaults.py        # every variant, seeds 0-2 (~20 min)
     python benchmarks/training_defaults.py --variants drop0.4 drop0.5 --seeds 0
 
 Prints one line per model, then one JSON object with ``runs`` (``variant``, ``seed``,
