@@ -16,7 +16,8 @@ from abstraction.arrays import distinct
 from abstraction.patterns import collapsed_paths, window_keys
 from rnn_models.traces import SplitTraces
 
-__all__ = ["MAX_SEARCH_CHARS", "InstanceQuery", "SplitIndex", "compile_search", "query_instances"]
+__all__ = ["MAX_SEARCH_CHARS", "InstanceQuery", "SplitIndex", "compile_search", "page_of",
+           "query_instances"]
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,27 @@ def _search(idx: SplitIndex, q: InstanceQuery, mask: np.ndarray) -> str:
     return message
 
 
+def _ordered(data: Indexed, q: InstanceQuery) -> tuple[np.ndarray, np.ndarray, str]:
+    """Inputs matching ``q``'s filters in its sort order (n_matching,), their confidences,
+    and the search's message."""
+    idx = data.index(q.split)
+    tr = idx.tr
+    pred, labels = tr.predictions, np.asarray(tr.labels)
+    mask = _filter_mask(idx, q, data.classes)
+    message = _search(idx, q, mask) if q.search else ""
+    sel = np.flatnonzero(mask)
+    conf = np.asarray(tr.final_proba)[sel, pred[sel]] if len(sel) else np.zeros(0)
+    if q.sort_by in ("confidence", "length", "id", "label", "prediction", "correct"):
+        keys = {"confidence": conf, "length": tr.lengths[sel], "id": tr.rows[sel],
+                "label": labels[sel], "prediction": pred[sel],
+                "correct": (pred[sel] == labels[sel]).astype(int)}[q.sort_by]
+        order = np.argsort(keys, kind="stable")
+        if q.descending:
+            order = order[::-1]
+        sel, conf = sel[order], conf[order]
+    return sel, conf, message
+
+
 def query_instances(data: Indexed, q: InstanceQuery) -> tuple[list[dict[str, Any]], int, str]:
     """Filter, sort and page the instance table.
 
@@ -191,22 +213,10 @@ def query_instances(data: Indexed, q: InstanceQuery) -> tuple[list[dict[str, Any
     message : str
         Empty, or a one-line explanation (e.g. an invalid regular expression).
     """
-    idx = data.index(q.split)
-    tr = idx.tr
+    tr = data.index(q.split).tr
     classes = data.classes
     pred, labels = tr.predictions, np.asarray(tr.labels)
-    mask = _filter_mask(idx, q, classes)
-    message = _search(idx, q, mask) if q.search else ""
-    sel = np.flatnonzero(mask)
-    conf = np.asarray(tr.final_proba)[sel, pred[sel]] if len(sel) else np.zeros(0)
-    if q.sort_by in ("confidence", "length", "id", "label", "prediction", "correct"):
-        keys = {"confidence": conf, "length": tr.lengths[sel], "id": tr.rows[sel],
-                "label": labels[sel], "prediction": pred[sel],
-                "correct": (pred[sel] == labels[sel]).astype(int)}[q.sort_by]
-        order = np.argsort(keys, kind="stable")
-        if q.descending:
-            order = order[::-1]
-        sel, conf = sel[order], conf[order]
+    sel, conf, message = _ordered(data, q)
     total = len(sel)
     start = max(0, q.page) * q.page_size
     page = sel[start : start + q.page_size]
@@ -217,3 +227,11 @@ def query_instances(data: Indexed, q: InstanceQuery) -> tuple[list[dict[str, Any
              "confidence": round(float(c), 3), "length": int(tr.lengths[i])}
             for i, c in zip(page, pconf, strict=True)]
     return rows, total, message
+
+
+def page_of(data: Indexed, q: InstanceQuery, index: int) -> int | None:
+    """The page (of ``q.page_size`` rows, filtered and sorted as ``q`` says) that shows
+    input ``index`` of ``q.split``, or None when the filters leave it out."""
+    sel, _, _ = _ordered(data, q)
+    at = np.flatnonzero(sel == index)
+    return int(at[0]) // q.page_size if len(at) else None

@@ -195,6 +195,37 @@ def test_url_restores_the_selection(dash_duo, explored_run):
     assert _cy(dash_duo.driver, "cy.$('#s2').style('border-width')") == "6px"
 
 
+def _page_shown(dash_duo) -> str:
+    """The instance table's current page number (1-based) as its pager shows it."""
+    inp = dash_duo.find_element("#table input.current-page")
+    return inp.get_attribute("value") or inp.get_attribute("placeholder")
+
+
+def test_a_linked_input_is_shown_on_its_page_of_the_table(dash_duo, explored_run):
+    """A URL naming an input on a later page opens the table at that page, the input's
+    row highlighted; paging away by hand afterwards stays where the user went."""
+    from rnn_models.traces import Traces
+
+    n = Traces(explored_run / "traces")["test"].n_inputs
+    last = n - 1
+    _start(dash_duo, explored_run, f"?split=test&row={last}")
+    want = str(last // 12 + 1)
+    deadline = time.time() + 15
+    while time.time() < deadline and _page_shown(dash_duo) != want:
+        time.sleep(0.2)
+    assert _page_shown(dash_duo) == want
+    _wait_idle(dash_duo.driver)
+    bold = dash_duo.driver.execute_script(
+        "return [...document.querySelectorAll('#table td')].filter("
+        "td => getComputedStyle(td).fontWeight >= 600).map(td => td.innerText)")
+    rows = Traces(explored_run / "traces")["test"].rows
+    assert str(int(rows[last])) in bold
+    dash_duo.find_element("#table button.first-page").click()
+    _wait_idle(dash_duo.driver)
+    time.sleep(0.5)
+    assert _page_shown(dash_duo) == "1"
+
+
 def test_markup_in_inputs_is_shown_as_text(dash_duo, explored_run):
     _start(dash_duo, explored_run)
     evil = "<script>window.__pwned=1</script> <img src=x onerror=\"window.__pwned=2\">"

@@ -30,8 +30,8 @@ from ..palette import class_color, mix_color
 from ..view import Callback, Trigger, View, select_outputs
 from .core import active_of
 
-__all__ = ["LAYOUTS", "VIEW", "diagram_elements", "fixed_positions", "forcing_colors",
-           "stylesheet"]
+__all__ = ["FRAME", "LAYOUTS", "VIEW", "diagram_elements", "fixed_positions", "forcing_colors",
+           "node_size", "stylesheet"]
 
 
 LAYOUTS = ("preset", "dagre", "breadthfirst", "cose")
@@ -70,9 +70,55 @@ def fixed_positions(fsm: FSM) -> dict[int, tuple[float, float]]:
     pos = nx.spring_layout(g, pos=init, seed=0, weight="weight", iterations=200,
                            k=1.6 / np.sqrt(max(fsm.n_states, 1)))
     xy = np.array([pos[s] for s in range(fsm.n_states)], dtype=float)
-    xy -= xy.mean(0)
-    xy /= np.maximum(np.abs(xy).max(0), 1e-9)  # fill the frame along both axes
-    return {s: (float(x) * 560, float(y) * 300) for s, (x, y) in enumerate(xy)}
+    xy = _fill_frame(xy, fsm)
+    return {s: (float(x), float(y)) for s, (x, y) in enumerate(xy)}
+
+
+#: half the width and height of the frame the fixed layout fills (cytoscape then fits it)
+FRAME = (560.0, 300.0)
+
+
+def node_size(visits: np.ndarray) -> np.ndarray:
+    """Diameter of each state's node in layout units, shape (n_states,): 22 to 70 by the
+    square root of its share of the most visited state's visits."""
+    visits = np.asarray(visits, dtype=float)
+    vmax = max(visits.max(initial=1.0), 1.0)
+    return np.round(22 + 48 * np.sqrt(visits / vmax), 1)
+
+
+def _fill_frame(xy: np.ndarray, fsm: FSM, gap: float = 8.0, iterations: int = 300
+                ) -> np.ndarray:
+    """Spring-layout positions (n_states, 2) to the frame: turned onto their own principal
+    axes (a layout that came out as a diagonal band fills the frame instead of a strip of
+    it), class 1 on the right, each axis stretched to the frame, then nodes that overlap
+    pushed apart until every pair is ``gap`` apart at their drawn sizes (so no state, the
+    start diamond included, hides behind another)."""
+    xy = xy - xy.mean(0)
+    if len(xy) > 2 and np.ptp(xy, axis=0).min() > 0:
+        _, _, vt = np.linalg.svd(xy, full_matrices=False)
+        xy = xy @ vt.T
+        if fsm.prediction.shape[1] == 2 and np.ptp(fsm.prediction[:, 1]) > 0 and \
+                np.corrcoef(xy[:, 0], fsm.prediction[:, 1])[0, 1] < 0:
+            xy[:, 0] = -xy[:, 0]
+    half = np.array(FRAME)
+    xy = xy / np.maximum(np.abs(xy).max(0), 1e-9) * half
+    r = node_size(fsm.visits) / 2
+    need = r[:, None] + r[None, :] + gap
+    np.fill_diagonal(need, 0.0)
+    # two coincident states part along a fixed direction per pair (deterministic)
+    tie = np.subtract.outer(np.arange(len(xy)), np.arange(len(xy))).astype(float)
+    for _ in range(iterations):  # over iterations; vectorised over the pairs
+        d = xy[:, None, :] - xy[None, :, :]
+        dist = np.sqrt((d ** 2).sum(-1))
+        over = dist < need
+        if not over.any():
+            break
+        d[dist == 0] = np.stack([tie, np.zeros_like(tie)], -1)[dist == 0]
+        dist = np.maximum(dist, 1e-9)
+        push = np.where(over, (need - dist) / (2 * dist), 0.0)
+        xy = xy + (d * push[..., None]).sum(1)
+        xy = np.clip(xy, -half + r[:, None], half - r[:, None])
+    return xy
 
 
 def forcing_colors(per_state: dict[str, dict[str, float]], lo: float = 0.8
@@ -123,7 +169,7 @@ def diagram_elements(
     """
     pos = positions if positions is not None else fixed_positions(fsm)
     visits = fsm.visits.astype(float)
-    vmax = max(visits.max(initial=1.0), 1.0)
+    sizes = node_size(visits)
     on_path = set(path or [])
     path_edges = {(a, b) for a, b in zip(path or [], (path or [])[1:], strict=False) if a != b}
     # a path from a compared run may hold states with no match here (ids ≥ n_states)
@@ -149,7 +195,7 @@ def diagram_elements(
             "data": {"id": f"s{s}", "state": s, "label": "start" if s == fsm.initial else str(s),
                      "visits": int(visits[s]), "class_label": label, "color": color,
                      "text_color": text_color_on(color),
-                     "size": round(22 + 48 * float(np.sqrt(visits[s] / vmax)), 1),
+                     "size": float(sizes[s]),
                      "prediction": [round(float(p), 3) for p in fsm.prediction[s]]},
             "position": {"x": pos[s][0], "y": pos[s][1]},
             "classes": " ".join(classes),

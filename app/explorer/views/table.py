@@ -4,6 +4,7 @@ server; a click on a row shows its trace. The split switch lives here too."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from dash import Input, Output, State, dash_table, dcc, html, no_update
@@ -13,7 +14,7 @@ from app.selection import EMPTY, apply_event, to_query
 
 from .. import ids
 from ..page import box
-from ..query import MAX_SEARCH_CHARS, InstanceQuery, query_instances
+from ..query import MAX_SEARCH_CHARS, InstanceQuery, page_of, query_instances
 from ..view import Callback, Trigger, View, select_outputs
 
 __all__ = ["COLUMNS", "VIEW", "instance_query", "select_row", "select_split", "sync_split",
@@ -84,12 +85,14 @@ def _chips(sel: dict[str, Any], total: int, n_inputs: int) -> list[html.Span]:
 
 
 def update_table(ctx, sel, search, regex, label, pred, correct, page, sort_by, shown=None):
-    """One page of rows, the page count, a message, the filter chips, row styles and the
-    key of what is shown (``table-key``).
+    """One page of rows, the page count, a message, the filter chips, row styles, the key
+    of what is shown (``table-key``) and the page number.
 
     Only what changed is sent: a row click (the selection's row, nothing else) restyles
     the page's rows and leaves the rows, the count and the chips alone; a selection that
-    changes nothing the table shows (e.g. a pattern outside it) changes nothing."""
+    changes nothing the table shows (e.g. a pattern outside it) changes nothing. A newly
+    selected input that is not on the page shown (from the URL, the nearest contexts, a
+    compared row) turns the table to its page; paging by hand never jumps back."""
     sel = sel or EMPTY
     split = sel.get("split") or ctx.data.splits[0]
     q = instance_query(sel, split, search, regex, label, pred, correct, page, sort_by)
@@ -98,18 +101,26 @@ def update_table(ctx, sel, search, regex, label, pred, correct, page, sort_by, s
         q = q.first_page()
         rows, total, msg = query_instances(ctx.data, q)
     row = None if sel.get("row") is None else int(sel["row"])
-    key = {"query": repr(q), "row": row}
     shown = shown if isinstance(shown, dict) else {}
+    turn = no_update
+    if row is not None and row != shown.get("row") and \
+            all(r["index"] != row for r in rows):
+        at = page_of(ctx.data, q, row)
+        if at is not None and at != q.page:
+            q = replace(q, page=at)
+            rows, total, msg = query_instances(ctx.data, q)
+            turn = at
+    key = {"query": repr(q), "row": row}
     if key == shown:
-        return (no_update,) * 6
+        return (no_update,) * 7
     style = [WRONG_ROW]
     if row is not None:
         style.append({"if": {"filter_query": f"{{index}} = {row}"},
                       "backgroundColor": "#fff1d6", "fontWeight": "bold"})
     if key["query"] == shown.get("query"):
-        return no_update, no_update, no_update, no_update, style, key
+        return no_update, no_update, no_update, no_update, style, key, turn
     chips = _chips(sel, total, ctx.data.traces[split].n_inputs)
-    return rows, max(1, -(-total // q.page_size)), msg, chips, style, key
+    return rows, max(1, -(-total // q.page_size)), msg, chips, style, key, turn
 
 
 def select_row(ctx, cell, sel, rows):
@@ -189,7 +200,8 @@ VIEW = View(
                                 Output(ids.TABLE_MESSAGE, "children"),
                                 Output(ids.FILTER_CHIPS, "children"),
                                 Output(ids.TABLE, "style_data_conditional"),
-                                Output(ids.TABLE_KEY, "data")],
+                                Output(ids.TABLE_KEY, "data"),
+                                Output(ids.TABLE, "page_current")],
                  [Input(ids.SELECTION, "data"), Input(ids.SEARCH, "value"),
                   Input(ids.REGEX, "value"), Input(ids.F_LABEL, "value"),
                   Input(ids.F_PRED, "value"), Input(ids.F_CORRECT, "value"),

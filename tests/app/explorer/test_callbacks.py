@@ -27,7 +27,8 @@ def test_a_row_click_restyles_the_table_and_leaves_its_rows_and_the_card_alone(c
 
     s = int(np.bincount(ctx.data.abstraction.states["test"]).argmax())
     sel = {**SEL0, "state": s}
-    *shown, key = table.update_table(ctx, sel, "", [], None, None, None, 0, [], None)
+    *shown, key, _page = table.update_table(ctx, sel, "", [], None, None, None, 0, [],
+                                            None)
     rows = shown[0]
     picked = table.select_row(ctx, {"row": 1, "column_id": "text"}, sel, rows)[0]
     again = table.update_table(ctx, picked, "", [], None, None, None, 0, [], key)
@@ -36,7 +37,7 @@ def test_a_row_click_restyles_the_table_and_leaves_its_rows_and_the_card_alone(c
     assert again[5] == {**key, "row": rows[1]["index"]}
     # nothing the table shows changed (a pattern outside it would do that): no update
     assert table.update_table(ctx, picked, "", [], None, None, None, 0, [], again[5]) == \
-        (no_update,) * 6
+        (no_update,) * 7
     # another filter sends the rows again
     assert table.update_table(ctx, picked, "a", [], None, None, None, 0, [], again[5])[0] \
         is not no_update
@@ -47,6 +48,28 @@ def test_a_row_click_restyles_the_table_and_leaves_its_rows_and_the_card_alone(c
         (no_update,) * 3
     prompt, _, none = card.show_card(ctx, Trigger(ids.SELECTION), SEL0, ids.TAB_CARD, s)
     assert none is None and "muted" in prompt.className
+
+
+def test_a_selected_input_off_the_page_turns_the_table_to_its_page(ctx):
+    """A row selected from outside the table (the URL, the nearest contexts) is shown:
+    the table turns to its page; paging away by hand afterwards is not undone."""
+    n = ctx.data.traces["test"].n_inputs
+    target = n - 1  # the last input: on the last page, unsorted
+    sel = {**SEL0, "row": target}
+    rows, _, _, _, style, key, page = table.update_table(ctx, sel, "", [], None, None, None,
+                                                         0, [], None)
+    assert page == (n - 1) // table.PAGE_SIZE > 0
+    assert any(r["index"] == target for r in rows)
+    assert style[-1]["if"] == {"filter_query": f"{{index}} = {target}"}
+    # the user pages back to the first page: the selection is the same, no jump
+    again = table.update_table(ctx, sel, "", [], None, None, None, 0, [], key)
+    assert again[6] is no_update and all(r["index"] != target for r in again[0])
+    # filtered out (a label it does not have): the table stays where it is
+    label = ctx.data.classes[int(ctx.data.traces["test"].labels[target])]
+    other = next(c for c in ctx.data.classes if c != label)
+    out = table.update_table(ctx, {**SEL0, "row": target}, "", [], other, None, None, 0, [],
+                             None)
+    assert out[6] is no_update
 
 
 def test_state_click_selects_it_and_filters_the_table(ctx):
@@ -223,3 +246,24 @@ def test_the_chart_is_a_plain_figure_dict(ctx):
     import plotly.graph_objects as go
 
     assert len(go.Figure(fig).data) == len(fig["data"])  # valid for plotly
+
+
+def test_fixed_layout_fills_the_frame_and_no_state_hides_another(ctx):
+    """The default ("preset") diagram: every pair of states drawn apart at their sizes
+    (the start diamond included), inside the frame, fresh on the right."""
+    fsm = ctx.data.abstraction.fsm
+    pos = diagram.fixed_positions(fsm)
+    xy = np.array([pos[s] for s in range(fsm.n_states)])
+    r = diagram.node_size(fsm.visits) / 2
+    gap = np.sqrt(((xy[:, None] - xy[None]) ** 2).sum(-1)) - r[:, None] - r[None]
+    np.fill_diagonal(gap, np.inf)
+    assert gap.min() >= 7.9
+    half = np.array(diagram.FRAME)
+    assert (np.abs(xy) <= half + 1e-6).all()
+    assert (np.ptp(xy, axis=0) > half).all()  # both axes used, not a strip
+    if fsm.prediction.shape[1] == 2:
+        assert np.corrcoef(xy[:, 0], fsm.prediction[:, 1])[0, 1] > 0
+    assert diagram.fixed_positions(fsm) == pos  # stable
+    sizes = {e["data"]["state"]: e["data"]["size"]
+             for e in diagram.diagram_elements(fsm, positions=pos) if "state" in e["data"]}
+    assert sizes == {s: float(diagram.node_size(fsm.visits)[s]) for s in range(fsm.n_states)}
