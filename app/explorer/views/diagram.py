@@ -92,7 +92,8 @@ def _fill_frame(xy: np.ndarray, fsm: FSM, gap: float = 8.0, iterations: int = 30
     axes (a layout that came out as a diagonal band fills the frame instead of a strip of
     it), class 1 on the right, each axis stretched to the frame, then nodes that overlap
     pushed apart until every pair is ``gap`` apart at their drawn sizes (so no state, the
-    start diamond included, hides behind another)."""
+    start diamond included, hides behind another). The frame is :data:`FRAME`, larger when
+    the nodes would cover more than a third of it."""
     xy = xy - xy.mean(0)
     if len(xy) > 2 and np.ptp(xy, axis=0).min() > 0:
         _, _, vt = np.linalg.svd(xy, full_matrices=False)
@@ -100,24 +101,36 @@ def _fill_frame(xy: np.ndarray, fsm: FSM, gap: float = 8.0, iterations: int = 30
         if fsm.prediction.shape[1] == 2 and np.ptp(fsm.prediction[:, 1]) > 0 and \
                 np.corrcoef(xy[:, 0], fsm.prediction[:, 1])[0, 1] < 0:
             xy[:, 0] = -xy[:, 0]
-    half = np.array(FRAME)
-    xy = xy / np.maximum(np.abs(xy).max(0), 1e-9) * half
     r = node_size(fsm.visits) / 2
-    need = r[:, None] + r[None, :] + gap
-    np.fill_diagonal(need, 0.0)
-    # two coincident states part along a fixed direction per pair (deterministic)
-    tie = np.subtract.outer(np.arange(len(xy)), np.arange(len(xy))).astype(float)
-    for _ in range(iterations):  # over iterations; vectorised over the pairs
-        d = xy[:, None, :] - xy[None, :, :]
-        dist = np.sqrt((d ** 2).sum(-1))
+    # the frame grows with the nodes' area (cytoscape fits whatever it gets to the view):
+    # many states must have room to part, or the loop below cannot part them
+    half = np.array(FRAME)
+    half = half * max(1.0, float(np.sqrt(3.0 * np.pi * (r ** 2).sum() / (4 * half.prod()))))
+    xy = xy / np.maximum(np.abs(xy).max(0), 1e-9) * half
+    from scipy.spatial import cKDTree
+
+    reach = 2 * float(r.max()) + gap
+    lo, hi = -half + r[:, None], half - r[:, None]
+    for _ in range(iterations):  # over iterations; vectorised over the close pairs
+        pairs = cKDTree(xy).query_pairs(reach, output_type="ndarray")
+        if not len(pairs):
+            break
+        pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]  # a fixed order: fixed sums
+        a, b = pairs[:, 0], pairs[:, 1]
+        d = xy[a] - xy[b]
+        dist = np.sqrt((d ** 2).sum(1))
+        need = r[a] + r[b] + gap
         over = dist < need
         if not over.any():
             break
-        d[dist == 0] = np.stack([tie, np.zeros_like(tie)], -1)[dist == 0]
+        a, b, d, dist, need = a[over], b[over], d[over], dist[over], need[over]
+        d[dist == 0] = [1.0, 0.0]  # two coincident states part along x (a < b: a right)
         dist = np.maximum(dist, 1e-9)
-        push = np.where(over, (need - dist) / (2 * dist), 0.0)
-        xy = xy + (d * push[..., None]).sum(1)
-        xy = np.clip(xy, -half + r[:, None], half - r[:, None])
+        move = d * ((need - dist) / (2 * dist))[:, None]
+        n = len(xy)
+        xy = xy + np.stack([np.bincount(a, move[:, k], n) - np.bincount(b, move[:, k], n)
+                            for k in range(2)], axis=1)
+        xy = np.clip(xy, lo, hi)
     return xy
 
 

@@ -258,7 +258,7 @@ def test_fixed_layout_fills_the_frame_and_no_state_hides_another(ctx):
     gap = np.sqrt(((xy[:, None] - xy[None]) ** 2).sum(-1)) - r[:, None] - r[None]
     np.fill_diagonal(gap, np.inf)
     assert gap.min() >= 7.9
-    half = np.array(diagram.FRAME)
+    half = np.array(diagram.FRAME)  # 12 states: room enough, the frame is not enlarged
     assert (np.abs(xy) <= half + 1e-6).all()
     assert (np.ptp(xy, axis=0) > half).all()  # both axes used, not a strip
     if fsm.prediction.shape[1] == 2:
@@ -267,3 +267,19 @@ def test_fixed_layout_fills_the_frame_and_no_state_hides_another(ctx):
     sizes = {e["data"]["state"]: e["data"]["size"]
              for e in diagram.diagram_elements(fsm, positions=pos) if "state" in e["data"]}
     assert sizes == {s: float(diagram.node_size(fsm.visits)[s]) for s in range(fsm.n_states)}
+
+
+def test_many_states_get_a_larger_frame_and_still_do_not_overlap():
+    """300 states with equal visits, started in one clump: the frame grows with their
+    area and the push loop parts every pair (7.9 of the 8 units asked for at worst)."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(0)
+    n = 300
+    fsm = SimpleNamespace(visits=np.full(n, 100), prediction=rng.dirichlet([1, 1], n))
+    xy = diagram._fill_frame(rng.normal(size=(n, 2)) * 1e-3, fsm)
+    r = diagram.node_size(fsm.visits) / 2
+    gap = np.sqrt(((xy[:, None] - xy[None]) ** 2).sum(-1)) - r[:, None] - r[None]
+    np.fill_diagonal(gap, np.inf)
+    assert gap.min() >= 7.0
+    assert (np.abs(xy).max(0) > np.array(diagram.FRAME)).all()  # the frame grew
