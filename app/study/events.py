@@ -19,11 +19,18 @@ from dash import ALL, Dash, Input, Output, State, ctx, no_update
 from ..explorer.ids import DIAGRAM_CONTROLS, EXPORTS, FILTERS, SELECTION
 from .spec import StudyError
 
-__all__ = ["DIAGRAM_CONTROLS", "EXPORTS", "FILTERS", "register_event_callbacks",
-           "selection_events"]
+__all__ = ["DIAGRAM_CONTROLS", "EXPORTS", "FILTERS", "page_turned_by_app",
+           "register_event_callbacks", "selection_events"]
 
 Event = tuple[str, dict[str, Any]]
 
+
+def page_turned_by_app(page: int | None, shown: dict | None) -> bool:
+    """Whether the instance table's new page is one the explorer turned to itself (a
+    selected input off the page: the table's key, sent in the same response, already
+    names that page) rather than the participant's paging (the key still names the old
+    page when the participant's click arrives)."""
+    return isinstance(shown, dict) and page is not None and shown.get("page") == page
 
 
 def selection_events(prev: dict[str, Any] | None, new: dict[str, Any] | None,
@@ -119,12 +126,14 @@ def register_event_callbacks(app: Dash, write: Callable[..., list[int]],
         value = dict(zip(DIAGRAM_CONTROLS, args[:-1], strict=True))[trig]
         return log(args[-1], [("control_changed", {"control": trig, "value": value})])
 
-    @app.callback(ack, Input("table", "page_current"), Input("table", "sort_by"), info,
-                  prevent_initial_call=True)
-    def on_table(page, sort_by, participant):
+    @app.callback(ack, Input("table", "page_current"), Input("table", "sort_by"),
+                  State("table-key", "data"), info, prevent_initial_call=True)
+    def on_table(page, sort_by, shown, participant):
         if ctx.triggered_id != "table":
             return no_update
         prop = ctx.triggered[0]["prop_id"].split(".")[-1]
+        if prop == "page_current" and page_turned_by_app(page, shown):
+            return no_update  # the table turned to a selected input's page, not the user
         event = ("table_paged", {"page": page}) if prop == "page_current" else \
             ("table_sorted", {"sort_by": sort_by})
         return log(participant, [event])

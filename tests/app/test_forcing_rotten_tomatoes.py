@@ -32,9 +32,10 @@ def test_forcing_agreement_on_rotten_tomatoes(tmp_path):
     traces = record_run(out)
     ab = abstract_run(out, n_states=40)
     assert ab.n_states == 40
-    # the headline figure of the default run (0.906 with seed 0 on this project's machine;
-    # 0.877 with round 1's dropout 0.4): the FSM alone, on the test tokens
-    assert ab.metrics["simulation_fidelity"] >= 0.89
+    # the headline figure of the default run (0.905 with seed 0 on this project's machine,
+    # 0.896-0.905 over seeds 0-2; 0.877 with round 1's dropout 0.4): the FSM alone, on the
+    # test tokens; room for another CPU's floats, not for round 1's model
+    assert ab.metrics["simulation_fidelity"] >= 0.885
     train, test = traces["train"], traces["test"]
     cent, counts = state_centroids(train.hidden, ab.states["train"], ab.fsm.n_states)
     assert (counts[1:] > 0).all()

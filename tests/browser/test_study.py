@@ -168,6 +168,8 @@ def test_two_participants_two_conditions_two_tasks(dash_duo, study_app):
                  "instance_selected", "answer_edited", "view_clicked"):
         assert kind in kinds["P01"], kind
     assert "state_clicked" not in kinds["P02"] and "instance_selected" in kinds["P02"]
+    # nobody paged the table by hand: pages the explorer turned to are not their doing
+    assert "table_paged" not in kinds["P01"] + kinds["P02"]
     assert "answer_rejected" in kinds["P02"]
     click = next(e for e in by["P01"] if e["kind"] == "state_clicked")
     assert json.loads(click["payload"]) == {"state": 1, "selected": True}

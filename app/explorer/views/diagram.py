@@ -95,8 +95,15 @@ def _fill_frame(xy: np.ndarray, fsm: FSM, gap: float = 8.0, iterations: int = 30
     start diamond included, hides behind another). The frame is :data:`FRAME`, larger when
     the nodes would cover more than a third of it."""
     xy = xy - xy.mean(0)
-    if len(xy) > 2 and np.ptp(xy, axis=0).min() > 0:
+    if len(xy) > 1 and not np.ptp(xy, axis=0).max() > 0:  # all in one point: a sunflower
+        k = np.arange(len(xy)) + 0.5
+        xy = np.sqrt(k)[:, None] * np.column_stack([np.cos(2.39996 * k), np.sin(2.39996 * k)])
+        xy -= xy.mean(0)
+    if len(xy) > 2 and np.ptp(xy, axis=0).max() > 0:
         _, _, vt = np.linalg.svd(xy, full_matrices=False)
+        # each axis's sign fixed (its largest loading positive): the same picture from
+        # any LAPACK
+        vt = vt * np.where(vt[np.arange(len(vt)), np.abs(vt).argmax(1)] < 0, -1.0, 1.0)[:, None]
         xy = xy @ vt.T
         if fsm.prediction.shape[1] == 2 and np.ptp(fsm.prediction[:, 1]) > 0 and \
                 np.corrcoef(xy[:, 0], fsm.prediction[:, 1])[0, 1] < 0:
@@ -111,6 +118,7 @@ def _fill_frame(xy: np.ndarray, fsm: FSM, gap: float = 8.0, iterations: int = 30
 
     reach = 2 * float(r.max()) + gap
     lo, hi = -half + r[:, None], half - r[:, None]
+    xy = np.clip(xy, lo, hi)  # whole nodes inside the frame, even with nothing to part
     for _ in range(iterations):  # over iterations; vectorised over the close pairs
         pairs = cKDTree(xy).query_pairs(reach, output_type="ndarray")
         if not len(pairs):
@@ -124,7 +132,12 @@ def _fill_frame(xy: np.ndarray, fsm: FSM, gap: float = 8.0, iterations: int = 30
         if not over.any():
             break
         a, b, d, dist, need = a[over], b[over], d[over], dist[over], need[over]
-        d[dist == 0] = [1.0, 0.0]  # two coincident states part along x (a < b: a right)
+        same = dist == 0  # coincident states part along a direction fixed per pair
+        angle = (a[same] * 0.618034 + b[same] * 0.381966) * 2 * np.pi
+        d[same] = np.column_stack([np.cos(angle), np.sin(angle)])
+        # and states on one line are nudged off it, by a fixed pattern
+        if not np.ptp(xy, axis=0).min() > 0:
+            d = d + 1e-3 * np.column_stack([np.sin(a + 2.0 * b), np.cos(3.0 * a + b)])
         dist = np.maximum(dist, 1e-9)
         move = d * ((need - dist) / (2 * dist))[:, None]
         n = len(xy)

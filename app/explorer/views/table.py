@@ -97,12 +97,13 @@ def update_table(ctx, sel, search, regex, label, pred, correct, page, sort_by, s
     split = sel.get("split") or ctx.data.splits[0]
     q = instance_query(sel, split, search, regex, label, pred, correct, page, sort_by)
     rows, total, msg = query_instances(ctx.data, q)
+    turn = no_update
     if not rows and q.page:  # filters shrank the table below the current page
         q = q.first_page()
         rows, total, msg = query_instances(ctx.data, q)
+        turn = 0  # the pager follows
     row = None if sel.get("row") is None else int(sel["row"])
     shown = shown if isinstance(shown, dict) else {}
-    turn = no_update
     if row is not None and row != shown.get("row") and \
             all(r["index"] != row for r in rows):
         at = page_of(ctx.data, q, row)
@@ -110,7 +111,7 @@ def update_table(ctx, sel, search, regex, label, pred, correct, page, sort_by, s
             q = replace(q, page=at)
             rows, total, msg = query_instances(ctx.data, q)
             turn = at
-    key = {"query": repr(q), "row": row}
+    key = {"query": repr(q), "row": row, "page": q.page}
     if key == shown:
         return (no_update,) * 7
     style = [WRONG_ROW]

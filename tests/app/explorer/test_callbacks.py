@@ -72,6 +72,27 @@ def test_a_selected_input_off_the_page_turns_the_table_to_its_page(ctx):
     assert out[6] is no_update
 
 
+def test_filters_that_empty_the_page_send_the_pager_back_to_the_first_page(ctx):
+    """Page 7 of everything, then a filter that leaves fewer rows: the first page's rows
+    and the pager on it (not left at page 7 over page 1's rows)."""
+    rows, *_rest, key, page = table.update_table(ctx, SEL0, "", [], None, None, None, 7, [],
+                                                 None)
+    assert page is no_update and key["page"] == 7
+    rows, *_rest, key, page = table.update_table(ctx, SEL0, "", [], None, None, "wrong", 7,
+                                                 [], key)
+    assert page == 0 and key["page"] == 0 and rows
+
+
+def test_the_study_log_tells_paging_from_turns_the_explorer_made():
+    from app.study.events import page_turned_by_app
+
+    # the table turned itself to page 4: the key in the same response names page 4
+    assert page_turned_by_app(4, {"query": "...", "row": 50, "page": 4})
+    # the participant clicked "next" from page 4: the key still names page 4
+    assert not page_turned_by_app(5, {"query": "...", "row": 50, "page": 4})
+    assert not page_turned_by_app(2, None)
+
+
 def test_state_click_selects_it_and_filters_the_table(ctx):
     states = ctx.data.abstraction.states["test"]
     s = int(np.bincount(states).argmax())
