@@ -104,12 +104,12 @@ def build_run(dataset: str, seed: int, out: Path, quick: bool) -> Path:
     from rnn_models.train import TrainConfig, default_drift, train_run
 
     extra = {"epochs": 2, "hidden": 32, "embed": 32} if quick else {}
-    stale = RunDir(out).exists() and bool(
-        default_drift(json.loads((out / "config.json").read_text())))
+    have = RunDir(out).exists()
+    stale = have and bool(default_drift(RunDir(out).config))
     if stale:
         print(f"{out}: trained with other hyper-parameters than today's defaults; "
               "training it again", flush=True)
-    if stale or not RunDir(out).exists():
+    if stale or not have:
         train_run(TrainConfig(dataset=dataset, arch="lstm", seed=seed, **extra), out,
                   progress=False, force=stale)
     if not (out / "traces" / "meta.json").exists():
