@@ -12,7 +12,13 @@ from .gmm import GMMAbstractor
 from .grid import GridAbstractor
 
 # isort: on
-from .abstractor import ABSTRACTORS, BaseAbstractor, make_abstractor, register_abstractor
+from .abstractor import (
+    ABSTRACTORS,
+    BaseAbstractor,
+    abstractor_names,
+    make_abstractor,
+    register_abstractor,
+)
 from .dfa import ExtractedDFA, extract_dfa
 from .errors import AbstractionError
 from .fsm import FSM
@@ -26,6 +32,7 @@ __all__ = [
     "GMMAbstractor",
     "GridAbstractor",
     "KMeansAbstractor",
+    "abstractor_names",
     "extract_dfa",
     "make_abstractor",
     "register_abstractor",

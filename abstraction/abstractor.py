@@ -4,7 +4,7 @@ An abstractor maps hidden states to a few abstract states, scikit-learn style. E
 abstractor is a :class:`BaseAbstractor`: the base holds the parameters all of them share
 (``n_states``, ``features``, ``pca_components`` ...), validates them in :meth:`fit`
 (``_parameter_constraints``), projects the states into the chosen space
-(:mod:`abstraction.features`), optionally clusters each predicted class apart
+(:mod:`stateseer.abstraction.features`), optionally clusters each predicted class apart
 (``split_by_prediction``), assigns rows chunk by chunk, and saves and loads itself as plain
 arrays (no pickle). A subclass only says how to cluster the projected points:
 
@@ -16,7 +16,7 @@ arrays (no pickle). A subclass only says how to cluster the projected points:
 ``_arrays()``, ``_restore(d)`` its fitted state as arrays, and back
 
 and joins :data:`ABSTRACTORS` with :func:`register_abstractor` (in its own module), which
-is all ``stateseer abstract --method NAME``, :func:`abstraction.pipeline.fit_abstraction`
+is all ``stateseer abstract --method NAME``, :func:`stateseer.abstraction.pipeline.fit_abstraction`
 and persistence need. ``tests/abstraction/test_plugin.py`` adds one in a single file.
 
 If the intermediate predictions are passed to ``fit``/``predict`` (``proba``) and
@@ -41,18 +41,23 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from rnn_models.formats.atomic import atomic_save_npz
-from rnn_models.formats.errors import DAMAGED_NPY
-
+from ..rnn_models.formats.atomic import atomic_save_npz
+from ..rnn_models.formats.errors import DAMAGED_NPY
 from .arrays import worker_threads
 from .errors import AbstractionError
 from .features import FEATURES, Projection, as_2d, check_finite, iter_rows, nearest, sample_rows
 
-__all__ = ["ABSTRACTORS", "BaseAbstractor", "abstractor_from_arrays", "abstractor_to_arrays",
+__all__ = ["ABSTRACTORS", "ENTRY_POINT_GROUP", "BaseAbstractor", "abstractor_names",
            "make_abstractor", "register_abstractor"]
 
 ABSTRACTORS: dict[str, type[BaseAbstractor]] = {}
-"""Registered abstractors by ``kind`` (the ``--method`` name)."""
+"""Registered abstractors by ``kind`` (the ``--method`` name): the built-in ones, then those of
+installed packages (entry-point group :data:`ENTRY_POINT_GROUP`, loaded on first use)."""
+
+#: a third-party package adds abstractors under this entry-point group: ``kind =
+#: module:Class``, the class a :class:`BaseAbstractor` subclass (registered on loading)
+ENTRY_POINT_GROUP = "stateseer.abstractors"
+_plugins_loaded = False
 
 
 def _is_int(v: Any) -> bool:
@@ -101,6 +106,19 @@ def register_abstractor(cls: type[BaseAbstractor]) -> type[BaseAbstractor]:
     return cls
 
 
+def abstractor_names() -> list[str]:
+    """Every registered ``kind``, the installed packages' included (``--method`` choices)."""
+    global _plugins_loaded
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            if ep.name not in ABSTRACTORS:
+                register_abstractor(ep.load())
+    return list(ABSTRACTORS)
+
+
 def make_abstractor(method: str | BaseAbstractor, **params: Any) -> BaseAbstractor:
     """The abstractor called ``method`` (a registered ``kind``), built with ``params``.
 
@@ -113,13 +131,10 @@ def make_abstractor(method: str | BaseAbstractor, **params: Any) -> BaseAbstract
         from sklearn.base import clone
 
         return clone(method).set_params(**params)
-    try:
-        cls = ABSTRACTORS[method]
-    except (KeyError, TypeError):
+    if not isinstance(method, str) or method not in abstractor_names():
         raise AbstractionError(
-            f"unknown --method {method!r}; choose one of: {', '.join(ABSTRACTORS)}"
-        ) from None
-    return cls(**params)
+            f"unknown --method {method!r}; choose one of: {', '.join(ABSTRACTORS)}")
+    return ABSTRACTORS[method](**params)
 
 
 class BaseAbstractor(ClusterMixin, BaseEstimator):
@@ -139,7 +154,7 @@ class BaseAbstractor(ClusterMixin, BaseEstimator):
         Cluster each predicted class apart (needs ``proba``).
     features : {'margin', 'pca'}, default 'margin'
         ``margin``: the classifier's logit differences (standardised, then weighted by
-        :data:`abstraction.features.MARGIN_WEIGHT`) plus principal axes of h orthogonal
+        :data:`stateseer.abstraction.features.MARGIN_WEIGHT`) plus principal axes of h orthogonal
         to the head, standardised (needs ``proba``; what ``stateseer abstract`` and the
         README's figures use). ``pca``: PCA of h to ``pca_components`` dimensions
         (DeepSeer).
@@ -473,13 +488,3 @@ class BaseAbstractor(ClusterMixin, BaseEstimator):
                 f"{path} is corrupt ({' '.join(str(exc).split())[:120]}); {fix}"
             ) from None
 
-
-def abstractor_to_arrays(ab: BaseAbstractor) -> dict[str, np.ndarray]:
-    """``ab.to_arrays()`` (kept for callers of the old function)."""
-    check_is_fitted(ab, "projection_")
-    return ab.to_arrays()
-
-
-def abstractor_from_arrays(d: Any) -> BaseAbstractor:
-    """``BaseAbstractor.from_arrays(d)`` (kept for callers of the old function)."""
-    return BaseAbstractor.from_arrays(d)

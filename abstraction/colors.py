@@ -1,12 +1,12 @@
 """The one colour scale of stateseer: diverging for two classes, a 20-colour qualitative
 palette otherwise.
 
-The DOT export (:meth:`abstraction.fsm.FSM.to_dot`) and the explorer's views colour a
+The DOT export (:meth:`stateseer.abstraction.fsm.FSM.to_dot`) and the explorer's views colour a
 state by its mean prediction with :func:`mix_color`, so a state looks the same in a
 rendered graph and in the browser. (``app`` imports it from here; ``abstraction`` never
 imports ``app``.) The palette (:data:`CATEGORICAL`) keeps every two of its 20 colours
 apart by CIELAB ΔE ≥ 24 and each away from the explorer's orange path, purple compare
-path, black selection and white (``app.explorer.palette`` checks it); classes beyond 20
+path, black selection and white (``stateseer.app.explorer.palette`` checks it); classes beyond 20
 repeat it.
 
 Examples

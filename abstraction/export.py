@@ -1,7 +1,7 @@
 """Exports of an FSM or an extracted DFA, and of traces: pure writers.
 
 Every writer takes a path (never silently replaced; written atomically) or an open file,
-as networkx's writers do. Reading a run directory is :mod:`app.workflows.exports`'s job.
+as networkx's writers do. Reading a run directory is :mod:`stateseer.app.workflows.exports`'s job.
 
 ``json``      the ``stateseer.fsm`` v1 exchange format (DESIGN.md)
 ``dot``       Graphviz DOT with AALpy's conventions: an invisible ``__start0`` node with an

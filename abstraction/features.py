@@ -268,7 +268,7 @@ class Projection:
         """Coordinates of hidden states ``X`` (n, d) with predictions ``P`` (n, C).
 
         Float16 states (``record --dtype float16``) are projected by a compiled loop
-        (:func:`abstraction.kernels.half_project`) that reads them in place: numpy's
+        (:func:`stateseer.abstraction.kernels.half_project`) that reads them in place: numpy's
         float16 -> float32 copy alone took 1.8 ns a value, 45 % of an assignment.
         """
         a = self.arrays

@@ -3,7 +3,7 @@
 States are the abstract states plus a synthetic initial state (id 0) standing for ``h0``;
 the abstract state ``k`` of a hidden state is FSM state ``k + 1``. Transitions are counted
 per (source, token, target). The machine is a small, honest object in the manner of
-AALpy's automata, an :class:`~rnn_models.formats.automaton.Automaton`:
+AALpy's automata, an :class:`~stateseer.rnn_models.formats.automaton.Automaton`:
 :meth:`FSM.reset`, :meth:`FSM.step` and :meth:`FSM.run` simulate it on tokens alone,
 without the RNN; :meth:`FSM.simulate` runs every input at once (vectorised over inputs)
 and :meth:`FSM.to_dot` draws it with the one DOT writer.
@@ -37,7 +37,7 @@ Probabilistic simulation (``simulation='probabilistic'``, :meth:`FSM.simulate_di
     prediction is the class of the final distribution × the states' mean predictions
     (:meth:`FSM.simulate_predictions`). The single ``simulate`` path stays the
     deterministic one (what :meth:`FSM.run` gives). The run is a compiled loop per input
-    (:mod:`abstraction.kernels`, numba), else one sparse product per position (scipy).
+    (:mod:`stateseer.abstraction.kernels`, numba), else one sparse product per position (scipy).
 """
 
 from __future__ import annotations
@@ -53,9 +53,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from rnn_models.formats.automaton import Automaton
-from rnn_models.formats.dot import dot_document
-
+from ..rnn_models.formats.automaton import Automaton
+from ..rnn_models.formats.dot import dot_document
 from .arrays import worker_threads
 from .colors import mix_color
 from .errors import AbstractionError
@@ -554,7 +553,7 @@ class FSM(Automaton):
     def _simulate_compiled(self, tok: np.ndarray, offsets: np.ndarray, smoothing: float,
                            want_path: bool, workers: int
                            ) -> tuple[np.ndarray, np.ndarray | None]:
-        """:meth:`simulate_distribution` by :func:`abstraction.kernels.pfa_run` (about 3x
+        """:meth:`simulate_distribution` by :func:`stateseer.abstraction.kernels.pfa_run` (about 3x
         the sparse products' speed), on up to ``workers`` threads over blocks of inputs
         of about equal steps. Each input's numbers depend on that input alone."""
         S, V = self.n_states, len(self.alphabet)
@@ -724,7 +723,7 @@ class FSM(Automaton):
     def dot_nodes(self) -> list[tuple[str, dict[str, Any]]]:
         """Nodes for :meth:`to_dot`: coloured by mean prediction, sized by visits, and
         carrying ``visits``, ``prediction``, ``class_label`` (and ``coords``) so that
-        :func:`abstraction.export.read_dot` loads the file back."""
+        :func:`stateseer.abstraction.export.read_dot` loads the file back."""
         max_visits = max(int(self.visits.max(initial=1)), 1)
         nodes = []
         for s in range(self.n_states):
@@ -765,7 +764,7 @@ class FSM(Automaton):
         """Graphviz DOT with AALpy's ``__start0`` start marker.
 
         Edges are aggregated per state pair; the file loads back without loss
-        (:func:`abstraction.export.read_dot`) when every edge is kept.
+        (:func:`stateseer.abstraction.export.read_dot`) when every edge is kept.
 
         Parameters
         ----------

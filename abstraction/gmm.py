@@ -30,7 +30,7 @@ class GMMAbstractor(BaseAbstractor):
     max_iter : int, default 100
     reg_covar : float, default 1e-4
     **params
-        The shared parameters of :class:`~abstraction.abstractor.BaseAbstractor`.
+        The shared parameters of :class:`~stateseer.abstraction.abstractor.BaseAbstractor`.
 
     Attributes
     ----------

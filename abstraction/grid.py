@@ -33,7 +33,7 @@ class GridAbstractor(BaseAbstractor):
     n_states : int, default 40
     grid_dims : int, default 2
     **params
-        The shared parameters of :class:`~abstraction.abstractor.BaseAbstractor`.
+        The shared parameters of :class:`~stateseer.abstraction.abstractor.BaseAbstractor`.
 
     Attributes
     ----------

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO
 
-from rnn_models.formats.atomic import atomic_write_bytes
-
+from ..rnn_models.formats.atomic import atomic_write_bytes
 from .errors import AbstractionError
 
 __all__ = ["read_text", "write_output"]
@@ -14,7 +13,7 @@ __all__ = ["read_text", "write_output"]
 
 def write_output(data: bytes | str, out: str | Path | IO, *, overwrite: bool = False) -> None:
     """Write ``data`` to an open file, or to a path atomically
-    (:func:`rnn_models.formats.atomic.atomic_write`).
+    (:func:`stateseer.rnn_models.formats.atomic.atomic_write`).
 
     Raises
     ------

@@ -34,13 +34,13 @@ class KMeansAbstractor(BaseAbstractor):
     n_init : int, default 1
         k-means++ restarts (1, as scikit-learn's "auto" does for k-means++).
     **params
-        The shared parameters of :class:`~abstraction.abstractor.BaseAbstractor`
+        The shared parameters of :class:`~stateseer.abstraction.abstractor.BaseAbstractor`
         (``features``, ``pca_components``, ``split_by_prediction``, ``random_state`` ...).
 
     Attributes
     ----------
     cluster_centers_ : ndarray of shape (n_states_, n_components)
-        And those of :class:`~abstraction.abstractor.BaseAbstractor`.
+        And those of :class:`~stateseer.abstraction.abstractor.BaseAbstractor`.
     """
 
     kind = "kmeans"

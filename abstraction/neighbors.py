@@ -25,9 +25,8 @@ from sklearn.base import BaseEstimator
 from sklearn.cluster import MiniBatchKMeans
 from sklearn.decomposition import PCA
 
-from rnn_models.formats.atomic import atomic_save_npz
-from rnn_models.formats.errors import DAMAGED_NPY
-
+from ..rnn_models.formats.atomic import atomic_save_npz
+from ..rnn_models.formats.errors import DAMAGED_NPY
 from .errors import AbstractionError
 from .features import as_2d, iter_rows, sample_rows
 
@@ -135,7 +134,7 @@ class ContextIndex(BaseEstimator):
         return self._store(codes, lists)
 
     def fit_shards(self, refs, engine) -> ContextIndex:
-        """:meth:`fit` over the shards of a split (:mod:`abstraction.sharded`): the sample
+        """:meth:`fit` over the shards of a split (:mod:`stateseer.abstraction.sharded`): the sample
         drawn per shard, the projection and the lists fitted here, every shard encoded
         by ``engine`` (in-process or Dask; on a cluster in pieces of shards), the inverted
         lists built from the shards' codes in shard order. With one shard it is :meth:`fit`

@@ -4,7 +4,7 @@ Everything here is vectorised over all steps of a split with integer keys and
 ``np.unique``; no Python loop touches individual steps.
 
 Each list is mined in three phases so that a split's shards can be mined apart (in this
-process or on a cluster, :func:`abstraction.sharded.mine_patterns`) with the same result
+process or on a cluster, :func:`stateseer.abstraction.sharded.mine_patterns`) with the same result
 as the whole split at once: *count* (per part: integer counts keyed by pattern, merged
 by :func:`merge_counts`), *select* (on the merged counts: which patterns are listed) and
 *describe* (per part: phrases and inputs of the selected patterns, merged in part order).

@@ -32,12 +32,11 @@ import numpy as np
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
-from rnn_models.formats.atomic import atomic_write_text, swap_dir
-from rnn_models.formats.engine import Engine, SerialEngine, engine_scope
-from rnn_models.formats.errors import DAMAGED_NPY, StateseerError
-from rnn_models.formats.rundir import RunDir
-from rnn_models.formats.traces import SplitTraces, Traces
-
+from ..rnn_models.formats.atomic import atomic_write_text, swap_dir
+from ..rnn_models.formats.engine import Engine, SerialEngine, engine_scope
+from ..rnn_models.formats.errors import DAMAGED_NPY, StateseerError
+from ..rnn_models.formats.rundir import RunDir
+from ..rnn_models.formats.traces import SplitTraces, Traces
 from . import sharded
 from .abstractor import BaseAbstractor, make_abstractor
 from .errors import AbstractionError
@@ -60,7 +59,7 @@ class Abstraction:
     Attributes
     ----------
     abstractor : estimator
-        Fitted :mod:`abstraction.cluster` abstractor.
+        Fitted :class:`~stateseer.abstraction.abstractor.BaseAbstractor`.
     fsm : FSM
     states, simulated : dict of str to ndarray of shape (n_steps,)
         FSM state after every step from the RNN's hidden states, and from running the
@@ -269,7 +268,7 @@ def fit_abstraction(
 ) -> Abstraction:
     """Fit an abstraction on the training split of ``traces`` and apply it to every split.
 
-    Every heavy step maps over the splits' shards (:mod:`abstraction.sharded`): the fit
+    Every heavy step maps over the splits' shards (:mod:`stateseer.abstraction.sharded`): the fit
     sample is drawn per shard and the fit runs here; assignment, the FSM's counts and the
     simulation run per shard, in this process or on a Dask cluster, with the same result.
 
@@ -281,13 +280,13 @@ def fit_abstraction(
     n_states, pca, features, split_by_prediction, random_state, max_fit_samples
         Parameters of the abstractor built from ``method``.
     method : str or BaseAbstractor
-        A registered kind (:data:`abstraction.abstractor.ABSTRACTORS`), or an abstractor
+        A registered kind (:data:`stateseer.abstraction.abstractor.ABSTRACTORS`), or an abstractor
         instance: an unfitted copy of it is fitted with its own parameters (the ones
         above are then not used).
     fallback : str
         FSM simulation rule for unseen (state, token) pairs.
     simulation : {'probabilistic', 'argmax'}
-        How the FSM alone predicts (see :mod:`abstraction.fsm`).
+        How the FSM alone predicts (see :mod:`stateseer.abstraction.fsm`).
     splits : tuple of str, optional
         Splits to assign (default: all recorded).
     pool : ThreadPoolExecutor, optional
@@ -295,8 +294,8 @@ def fit_abstraction(
         rest; the patterns are then futures until :func:`_patterns`.
     cluster : str or Engine, optional
         Where the per-shard steps run: ``local``, ``local:N``, ``tcp://HOST:PORT`` or an
-        open :class:`~rnn_models.formats.engine.Engine` (default: ``$STATESEER_CLUSTER``,
-        else this process; see :mod:`rnn_models.formats.engine`).
+        open :class:`~stateseer.rnn_models.formats.engine.Engine` (default: ``$STATESEER_CLUSTER``,
+        else this process; see :mod:`stateseer.rnn_models.formats.engine`).
     out_dir : str or Path, optional
         Write the states and simulated paths into ``out_dir/SPLIT.states.npy`` /
         ``SPLIT.simulated.npy`` (int32, filled shard by shard) and hold them memory-mapped,
@@ -385,8 +384,8 @@ def _submit_patterns(engine: Engine, traces: Traces, split: str,
                      refs: list[sharded.ShardRef], st: np.ndarray, S: int, pool,
                      out: dict[str, Any]) -> None:
     """Start mining the pattern lists that need this split's states, over its shards
-    (:func:`abstraction.sharded.mine_patterns`), one task per group of
-    :data:`abstraction.sharded.PATTERN_TASKS`; the futures go to ``out[split]``.
+    (:func:`stateseer.abstraction.sharded.mine_patterns`), one task per group of
+    :data:`stateseer.abstraction.sharded.PATTERN_TASKS`; the futures go to ``out[split]``.
 
     numpy releases the GIL in its sorts, so the lists are mined side by side and beside
     assignment and simulation.
@@ -472,7 +471,7 @@ def _auto_states(traces: Traces, alphabet: list[str], method: str | BaseAbstract
 
     Candidates are :data:`AUTO_CANDIDATES` up to ``cap`` (and ``cap`` itself); the pick is
     the knee of validation simulation fidelity against states
-    (:func:`abstraction.metrics.choose_knee`), never above ``cap``.
+    (:func:`stateseer.abstraction.metrics.choose_knee`), never above ``cap``.
     """
     if "val" not in traces or traces["val"].n_inputs == 0:
         raise AbstractionError("--states auto needs a recorded validation split")
@@ -559,7 +558,7 @@ def abstract_run(
     pca : int
         PCA components before clustering (``features='pca'``).
     features : {'margin', 'pca'}
-        The space states are clustered in (see :mod:`abstraction.features`).
+        The space states are clustered in (see :mod:`stateseer.abstraction.features`).
     layer : int, optional
         Must match the layer the traces were recorded from (re-record otherwise).
     fallback : {'displacement', 'nearest', 'token', 'stay'}

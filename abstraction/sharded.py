@@ -1,11 +1,11 @@
 """The abstraction as maps over trace shards and small reduces (in-process or on Dask).
 
-A split's traces are stored as shards of whole inputs (:mod:`rnn_models.formats.traces`;
+A split's traces are stored as shards of whole inputs (:mod:`stateseer.rnn_models.formats.traces`;
 a split recorded before shards existed is one shard). Every heavy step of
-:func:`abstraction.pipeline.fit_abstraction` is a per-shard function here, mapped by an
-engine (:mod:`rnn_models.formats.engine`: a plain loop in this process by default, or a
+:func:`stateseer.abstraction.pipeline.fit_abstraction` is a per-shard function here, mapped by an
+engine (:mod:`stateseer.rnn_models.formats.engine`: a plain loop in this process by default, or a
 Dask cluster), and the per-shard results are combined in a fixed binary tree
-(:func:`~rnn_models.formats.engine.tree_reduce`):
+(:func:`~stateseer.rnn_models.formats.engine.tree_reduce`):
 
 =====================  ==============================================================
 :func:`sample_shard`   the fit sample: runs of rows drawn per shard, the shard's quota
@@ -22,7 +22,7 @@ Dask cluster), and the per-shard results are combined in a fixed binary tree
 :func:`simulate_shard` the FSM run on the tokens alone, and its predictions
 :func:`mine_patterns`  DeepSeer's pattern lists: counts per shard (merged exactly), the
                        lists chosen on the driver, then their phrases and inputs per
-                       shard (the three phases of :mod:`abstraction.patterns`)
+                       shard (the three phases of :mod:`stateseer.abstraction.patterns`)
 =====================  ==============================================================
 
 The in-process path uses these same functions, so for the same seed and shard layout the
@@ -47,8 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from rnn_models.formats.traces import SplitTraces, Traces
-
+from ..rnn_models.formats.traces import SplitTraces, Traces
 from . import patterns as pat
 from .features import check_finite, sample_rows
 from .kernels import HAVE_NUMBA
@@ -143,7 +142,7 @@ def open_ref(ref: ShardRef) -> SplitTraces:
         if tr is not None:
             _OPEN.move_to_end(key)
             return tr
-    from rnn_models.formats import traces as fmt
+    from ..rnn_models.formats import traces as fmt
 
     opener = getattr(fmt, "open_shard", None)
     tr = (opener(ref.traces, ref.split, ref.index) if opener is not None
@@ -198,7 +197,7 @@ def sample_shard(item: tuple[ShardRef, int], *, random_state: int | None
     -------
     S : ndarray of shape (n_rows, state_size), float32
     P : ndarray of shape (n_rows, n_classes)
-        Runs of 16 consecutive rows (:func:`abstraction.features.sample_rows`).
+        Runs of 16 consecutive rows (:func:`stateseer.abstraction.features.sample_rows`).
 
     Raises
     ------
@@ -257,7 +256,7 @@ class PathStats:
         Steps per FSM state.
     sums : ndarray of shape (n_fsm_states, n_classes), int64
         Sum of the steps' intermediate predictions per state, in fixed point
-        (:func:`abstraction.fsm.prediction_sums`).
+        (:func:`stateseer.abstraction.fsm.prediction_sums`).
     n_inputs : int
         Inputs that start in the run (those of length 0 included).
     keys, counts : ndarray of shape (n_keys,), int64
@@ -295,8 +294,8 @@ def path_stats(states: np.ndarray, tr: SplitTraces, n_fsm_states: int, n_tokens:
     shard : int
         The shard's number (runs of different shards are never joined).
 
-    The keys are those :meth:`abstraction.fsm.FSM.from_paths` counts on a whole split
-    (``np.unique`` of packed keys), the sums its :func:`~abstraction.fsm.prediction_sums`.
+    The keys are those :meth:`stateseer.abstraction.fsm.FSM.from_paths` counts on a whole split
+    (``np.unique`` of packed keys), the sums its :func:`~stateseer.abstraction.fsm.prediction_sums`.
     """
     from .fsm import prediction_sums
 
@@ -353,7 +352,7 @@ def fsm_from_stats(stats: PathStats, initial_proba: np.ndarray, *, n_states: int
                    classes: Sequence[str], alphabet: Sequence[str],
                    coords: np.ndarray | None = None, fallback: str = "displacement",
                    simulation: str = "argmax", **kwargs: Any) -> Any:
-    """The FSM of :meth:`~abstraction.fsm.FSM.from_paths`, from reduced statistics.
+    """The FSM of :meth:`~stateseer.abstraction.fsm.FSM.from_paths`, from reduced statistics.
 
     Parameters
     ----------
@@ -363,7 +362,7 @@ def fsm_from_stats(stats: PathStats, initial_proba: np.ndarray, *, n_states: int
     n_states : int
         Abstract states (the FSM has one more).
     **kwargs
-        Further :class:`~abstraction.fsm.FSM` fields (``bandwidth``, ``info`` ...).
+        Further :class:`~stateseer.abstraction.fsm.FSM` fields (``bandwidth``, ``info`` ...).
     """
     from .fsm import FSM, mean_predictions
 
@@ -643,7 +642,7 @@ def simulate_split(engine: Any, fsm: Any, refs: Sequence[ShardRef], *,
 # -- the context index -----------------------------------------------------------------------
 def index_shard(ref: ShardRef, *, index: Any) -> tuple[np.ndarray, np.ndarray]:
     """Codes (n_steps, n_components) and inverted-list number (n_steps,) of one shard's
-    steps under a fitted :class:`~abstraction.neighbors.ContextIndex` projection."""
+    steps under a fitted :class:`~stateseer.abstraction.neighbors.ContextIndex` projection."""
     return index_piece((ref, 0, ref.n_steps), index=index)
 
 
@@ -665,7 +664,7 @@ CONTEXTS_PER_STATE = 5
 
 
 def _pattern_part(item: tuple[ShardRef, np.ndarray], memo: dict | None = None) -> pat.Part:
-    """The shard's :class:`~abstraction.patterns.Part`, kept in ``memo`` (one dict per
+    """The shard's :class:`~stateseer.abstraction.patterns.Part`, kept in ``memo`` (one dict per
     :func:`mine_patterns` call): in this process its count and describe phases get the
     same part, so what one computed from the paths the other reuses (``None`` on a
     cluster: the dict would be scattered and fill on every worker)."""
@@ -687,7 +686,7 @@ def count_patterns_shard(item: tuple[ShardRef, np.ndarray], *, lists: tuple[str,
                          initial_proba: np.ndarray, memo: dict | None = None
                          ) -> dict[str, Any]:
     """The count phase of each pattern list on one shard (``item``: the shard and its
-    FSM states; ``stop``: :func:`abstraction.patterns.stop_table`, for the n-grams;
+    FSM states; ``stop``: :func:`stateseer.abstraction.patterns.stop_table`, for the n-grams;
     ``memo``: see :func:`_pattern_part`)."""
     part = _pattern_part(item, memo)
     out: dict[str, Any] = {}
@@ -731,7 +730,7 @@ def mine_patterns(engine: Any, refs: Sequence[ShardRef], states: np.ndarray,
                   lists: Sequence[str] = PATTERN_LISTS) -> dict[str, Any]:
     """DeepSeer's pattern lists of a split, mapped over its shards.
 
-    The same lists as :func:`abstraction.patterns.state_ngrams`, ``state_contexts``,
+    The same lists as :func:`stateseer.abstraction.patterns.state_ngrams`, ``state_contexts``,
     ``influential_patterns`` and ``buggy_patterns`` with their defaults on the whole
     split, whatever the shard layout or the engine.
 

@@ -1,6 +1,6 @@
-"""The ``stateseer`` command line: a thin layer over :mod:`app.workflows` and the engine.
+"""The ``stateseer`` command line: a thin layer over :mod:`stateseer.app.workflows` and the engine.
 
-Every command takes a run directory (see :mod:`rnn_models.run`). Choices come from the
+Every command takes a run directory (see :mod:`stateseer.rnn_models.run`). Choices come from the
 registries of the packages that implement them (architectures, abstractors, export
 writers, data sets), read only when a command needs them, so ``stateseer --help`` imports
 nothing heavy. Errors in the user's input — bad option values included — are printed as
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from rnn_models.errors import StateseerError
+from ..rnn_models.formats.errors import StateseerError
 
 __all__ = ["build_parser", "main"]
 
@@ -56,40 +56,40 @@ class _Registry(Sequence[str]):
 
 
 def _architectures() -> Any:
-    from rnn_models.archs import ARCHITECTURES  # torch-free
+    from ..rnn_models.archs import ARCHITECTURES  # torch-free
 
     return ARCHITECTURES
 
 
 def _abstractors() -> Any:
-    from abstraction import ABSTRACTORS
+    from ..abstraction.abstractor import abstractor_names
 
-    return ABSTRACTORS
+    return abstractor_names()
 
 
 def _export_formats() -> Any:
     try:
-        from app.workflows import exports
+        from .workflows import exports
     except ImportError:
-        from abstraction.export import FORMATS
+        from ..abstraction.export import FORMATS
         return FORMATS
     return getattr(exports, "WRITERS", None) or exports.FORMATS
 
 
 def _arch_states() -> Any:
-    from rnn_models.archs import ARCHITECTURES  # torch-free
+    from ..rnn_models.archs import ARCHITECTURES  # torch-free
 
     return dict.fromkeys(s for arch in ARCHITECTURES.values() for s in arch.states)
 
 
 def _features() -> Any:
-    from abstraction.features import FEATURES
+    from ..abstraction.features import FEATURES
 
     return FEATURES
 
 
 def _fallbacks() -> Any:
-    from abstraction.fsm import FALLBACKS
+    from ..abstraction.fsm import FALLBACKS
 
     return FALLBACKS
 
@@ -104,11 +104,9 @@ FORMATS = _Registry(_export_formats, ("json", "dot", "svg", "png", "pdf", "graph
 
 
 def _dataset_names() -> str:
-    try:
-        from rnn_models.datasets import BUILTIN
-    except ImportError:  # pragma: no cover
-        BUILTIN = ("rotten_tomatoes", "amazon_food", "tomita1..7", "parens")
-    return ", ".join(BUILTIN)
+    from ..rnn_models.datasets import dataset_names
+
+    return ", ".join(dataset_names())
 
 
 # -- argument types (range checks) --------------------------------------------------------
@@ -232,11 +230,11 @@ def _check_bind(host: str, what: str, debug: bool = False, *, warn: bool = True)
 
 # -- commands -----------------------------------------------------------------------------
 def _cmd_train(args: argparse.Namespace) -> int:
-    from rnn_models.run import Run
-    from rnn_models.train import TrainConfig, train_run
+    from ..rnn_models.run import ModelRun
+    from ..rnn_models.train import TrainConfig, train_run
 
     _check_out_dir(args.out)
-    Run(args.out).require_new(args.force)
+    ModelRun(args.out).require_new(args.force)
     cfg = TrainConfig(
         dataset=args.dataset, arch=args.arch, embed=args.embed, hidden=args.hidden,
         layers=args.layers, dropout=args.dropout, epochs=args.epochs,
@@ -254,7 +252,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_create(args: argparse.Namespace) -> int:
-    from rnn_models.factory import create_model_run
+    from ..rnn_models.run import create_model_run
 
     _check_out_dir(args.run)
     run = create_model_run(args.run, args.dataset, args.model, vocab=_read_vocab(args.vocab),
@@ -286,7 +284,7 @@ def _read_vocab(path: str | None) -> list[str] | None:
 
 
 def _cmd_import_traces(args: argparse.Namespace) -> int:
-    from rnn_models.formats.imported import import_traces
+    from ..rnn_models.formats.imported import import_traces
 
     _check_out_dir(args.run)
     traces = import_traces(args.run, getattr(args, "from"), force=args.force)
@@ -300,8 +298,8 @@ def _cmd_import_traces(args: argparse.Namespace) -> int:
 
 
 def _cmd_record(args: argparse.Namespace) -> int:
-    from rnn_models.engine import record_run
-    from rnn_models.factory import ModelRun
+    from ..rnn_models.engine import record_run
+    from ..rnn_models.run import ModelRun
 
     run = ModelRun(args.run)
     traces = record_run(run, splits=args.splits, layer=args.layer, dtype=args.dtype,
@@ -346,14 +344,14 @@ def _auto_states(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
 
 
 def _cmd_abstract(args: argparse.Namespace) -> int:
-    from rnn_models.engine import engine_scope
+    from ..rnn_models.engine import engine_scope
 
     with engine_scope(args.cluster) as engine:  # one cluster for every step
         return _abstract(args, engine)
 
 
 def _abstract(args: argparse.Namespace, engine: Any) -> int:
-    from abstraction.pipeline import abstract_run
+    from ..abstraction.pipeline import abstract_run
 
     n_states, auto = args.states, None
     if n_states == "auto":
@@ -367,9 +365,9 @@ def _abstract(args: argparse.Namespace, engine: Any) -> int:
         out.update(dict.fromkeys(("label_fidelity", "simulation_fidelity", "state_purity")),
                    predictions=False)
     if auto is not None:
-        from rnn_models.run import Run
+        from ..rnn_models.run import ModelRun
 
-        run = Run(args.run)
+        run = ModelRun(args.run)
         run.update_metrics(abstraction={**ab.metrics, "auto": auto})
         out["auto"] = {"cap": auto["cap"], "reason": auto["reason"]}
     if not args.no_forcing:
@@ -390,12 +388,11 @@ def _forcing(run: str, split: str = "test", cluster: Any = None) -> dict:
 
 
 def _index(run: str, cluster: Any = None) -> None:
-    from rnn_models.run import Run
-    from rnn_models.traces import Traces
-
+    from ..rnn_models.formats.traces import Traces
+    from ..rnn_models.run import ModelRun
     from .workflows.contexts import context_index
 
-    r = Run(run)
+    r = ModelRun(run)
     context_index(r, Traces(r.traces_dir), cluster=cluster)
 
 
@@ -439,9 +436,8 @@ def _comparison_doc(args: argparse.Namespace, a: Any, cmp_: dict) -> dict[str, A
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from rnn_models.run import atomic_write_text
-
-    from .explorer.context import RunView
+    from ..rnn_models.formats.atomic import atomic_write_text
+    from .explorer.runview import RunView
     from .workflows.comparison import compare_split
 
     if args.out:
@@ -467,10 +463,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
 
 def _cmd_extract_dfa(args: argparse.Namespace) -> int:
-    try:
-        from .workflows.dfa import extract_run_dfa
-    except ImportError:  # before the move out of abstraction
-        from abstraction.exporting import extract_run_dfa
+    from .workflows.dfa import extract_run_dfa
 
     dfa = extract_run_dfa(args.run, max_states=args.max_states, random_state=args.seed,
                           examples=args.examples, states=args.states)
@@ -482,10 +475,7 @@ def _cmd_extract_dfa(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    try:
-        from .workflows.exports import export_run
-    except ImportError:  # before the move out of abstraction
-        from abstraction.exporting import export_run
+    from .workflows.exports import export_run
 
     if str(args.out) != "-":
         _check_out_file(args.out, force=True)  # export_run refuses to overwrite by itself
@@ -622,7 +612,7 @@ def _add_train(sub: Any) -> None:
 
 def _add_create(sub: Any) -> None:
     c = sub.add_parser("create", help="a run for your own model: MODULE:FACTORY returns a "
-                       "model in the protocol of rnn_models.protocol")
+                       "model in the protocol of stateseer.rnn_models.protocol")
     c.add_argument("run", help="run directory to create, e.g. runs/mine")
     c.add_argument("--model", required=True, metavar="MODULE:FACTORY",
                    help="an importable module (current directory first) or a .py path, and "
@@ -674,7 +664,7 @@ def _add_record(sub: Any) -> None:
 
 
 def _cluster(text: str) -> str:
-    from rnn_models.formats.engine import ClusterError, parse_address
+    from ..rnn_models.formats.engine import ClusterError, parse_address
 
     try:
         parse_address(text)

@@ -1,13 +1,13 @@
 """Build the explorer app for a run: ``create_app(RUN)``; ``server = app.server``;
 ``serve(RUN, host, port)`` runs it (what ``stateseer serve`` does).
 
-For gunicorn: ``STATESEER_RUN=runs/rt gunicorn 'app.main:server_from_env()'``.
+For gunicorn: ``STATESEER_RUN=runs/rt gunicorn 'stateseer.app.main:server_from_env()'``.
 
-Every app refuses request bodies over :data:`app.security.MAX_REQUEST_BYTES` (413, before
+Every app refuses request bodies over :data:`stateseer.app.security.MAX_REQUEST_BYTES` (413, before
 reading them), answers only requests whose ``Host`` (and ``Origin``) names loopback, the
 bound host, an IP address or a name of ``allowed_hosts`` / ``$STATESEER_ALLOWED_HOSTS``
 (comma-separated), and sends CSP, ``X-Frame-Options`` and ``nosniff`` headers
-(:mod:`app.security`).
+(:mod:`stateseer.app.security`).
 """
 
 from __future__ import annotations
@@ -49,12 +49,12 @@ def create_app(run_dir: str | Path | None = None, *,
         A second run on the same data (e.g. the model after a fix): its states are
         matched to this run's and the inputs whose path changed are listed.
     model : Traceable, optional
-        Your own model (a :class:`rnn_models.models.Traceable`) when the run's
+        Your own model (a :class:`stateseer.rnn_models.models.Traceable`) when the run's
         ``model.pt`` is not one of the built-in classifiers.
     context : ExplorerContext, optional
         An already loaded run (instead of ``run_dir``; tests, study mode).
     registry : Registry
-        The views (default: every view of :data:`app.explorer.registry.VIEWS`).
+        The views (default: every view of :data:`stateseer.app.explorer.registry.VIEWS`).
     allowed_hosts : list of str, optional
         Host names clients may use besides loopback, IP addresses and ``bind_host``
         (default: ``$STATESEER_ALLOWED_HOSTS``, comma-separated; ``*`` allows any).

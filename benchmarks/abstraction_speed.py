@@ -8,7 +8,7 @@ each alone:
 
 * **stateseer**: the full abstraction (PCA-20 + k-means-40 on a sample, chunked
   assignment of every memory-mapped step, FSM, simulation, patterns, metrics) —
-  ``abstraction.pipeline.abstract_run`` without writing;
+  ``stateseer.abstraction.pipeline.abstract_run`` without writing;
 * **DeepSeer's pipeline**: PCA to 20 dimensions and a 39-component diagonal Gaussian
   mixture, both fitted on *all* states with scikit-learn (as DeepSeer's code does), the
   states then assigned with it; label fidelity measured the same way (FSM from the same
@@ -40,10 +40,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def build_run(run_dir: Path, steps: int, seed: int) -> None:
     import numpy as np
 
-    from rnn_models.datasets import load_dataset
-    from rnn_models.formats.rundir import RunDir
-    from rnn_models.record import record_run
-    from rnn_models.train import TrainConfig, train_run
+    from stateseer.rnn_models.datasets import load_dataset
+    from stateseer.rnn_models.formats.rundir import RunDir
+    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.train import TrainConfig, train_run
 
     run = RunDir(run_dir)
     if (run.traces_dir / "meta.json").exists():
@@ -92,7 +92,7 @@ def _peak_rss() -> int:
 
 
 def child_stateseer(run_dir: str) -> dict:
-    from abstraction.pipeline import abstract_run
+    from stateseer.abstraction.pipeline import abstract_run
 
     t0 = time.perf_counter()
     ab = abstract_run(run_dir, n_states=40, save=False)
@@ -107,10 +107,10 @@ def child_deepseer(run_dir: str) -> dict:
     from sklearn.decomposition import PCA
     from sklearn.mixture import GaussianMixture
 
-    from abstraction.fsm import FSM
-    from abstraction.metrics import fidelity
-    from rnn_models.formats.rundir import RunDir
-    from rnn_models.formats.traces import Traces
+    from stateseer.abstraction.fsm import FSM
+    from stateseer.abstraction.metrics import fidelity
+    from stateseer.rnn_models.formats.rundir import RunDir
+    from stateseer.rnn_models.formats.traces import Traces
 
     run = RunDir(run_dir)
     traces = Traces(run.traces_dir)

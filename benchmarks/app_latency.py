@@ -3,7 +3,7 @@
 Builds (or reuses) a run whose training split holds >= 100,000 inputs (Rotten Tomatoes
 snippets, cropped and paired at random; GRU, hidden 64, one epoch), records and
 abstracts it into 40 states, then calls the explorer's callbacks (the module-level
-functions of :mod:`app.explorer.views`, on the context the app is built with), each
+functions of :mod:`stateseer.app.explorer.views`, on the context the app is built with), each
 result serialised to JSON as Dash sends it, and times, per user action, the callbacks
 the action triggers, one after another:
 
@@ -42,13 +42,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def build_run(run_dir: Path, n_train: int, seed: int) -> None:
-    from abstraction.pipeline import abstract_run
-    from rnn_models.datasets import load_dataset
-    from rnn_models.record import record_run
-    from rnn_models.run import Run
-    from rnn_models.train import TrainConfig, train_run
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.rnn_models.datasets import load_dataset
+    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.run import ModelRun
+    from stateseer.rnn_models.train import TrainConfig, train_run
 
-    run = Run(run_dir)
+    run = ModelRun(run_dir)
     if (run.abstraction_dir / "meta.json").exists():
         meta = json.loads((run.traces_dir / "meta.json").read_text())
         if meta["splits"]["train"]["n_inputs"] >= n_train:
@@ -88,11 +88,11 @@ def _sent(value):
 
 
 def measure(run_dir: Path, repeats: int, seed: int) -> dict:
-    from app.explorer import ids
-    from app.explorer.context import ExplorerContext
-    from app.explorer.query import InstanceQuery, query_instances
-    from app.explorer.view import Trigger
-    from app.explorer.views import (
+    from stateseer.app.explorer import ids
+    from stateseer.app.explorer.context import ExplorerContext
+    from stateseer.app.explorer.query import InstanceQuery, query_instances
+    from stateseer.app.explorer.view import Trigger
+    from stateseer.app.explorer.views import (
         attribution,
         card,
         chart,
@@ -103,7 +103,7 @@ def measure(run_dir: Path, repeats: int, seed: int) -> dict:
         table,
         trace,
     )
-    from app.main import create_app
+    from stateseer.app.main import create_app
 
     ctx = ExplorerContext.load(run_dir)
     create_app(context=ctx)  # the app these callbacks serve (start-up work included)
@@ -212,7 +212,7 @@ def first_render(run_dir: Path, query: str = "?split=test&state=3&row=0") -> dic
     from selenium.webdriver.chrome.service import Service
     from werkzeug.serving import make_server
 
-    from app.main import create_app
+    from stateseer.app.main import create_app
 
     opts = Options()
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1500,1100"):

@@ -3,14 +3,16 @@
 What is measured, in one run on the CPU, per architecture (``--archs``):
 
 1. Rotten Tomatoes (``rotten_tomatoes``, one seed, the text defaults of
-   :mod:`rnn_models.train`, a fixed number of epochs per arch, :data:`TEXT_EPOCHS`, with the
+   :mod:`stateseer.rnn_models.train`, a fixed number of epochs per arch, :data:`TEXT_EPOCHS`, with
+   the
    defaults' early stopping; ``--train-seconds`` is an optional cap, off by default, because
    a time budget makes the figures depend on the machine's load; ``train_seconds`` is
    measured):
-   ``test_accuracy``; ``record_tok_s``, tokens per second of :func:`rnn_models.record.record_run`
+   ``test_accuracy``; ``record_tok_s``, tokens per second of
+   :func:`stateseer.rnn_models.record.record_run`
    over every split at the arch's default ``--state`` (``state`` and ``state_size`` say
    which); ``simulation_fidelity`` of a ``--states`` (default 40) k-means abstraction
-   (:func:`abstraction.pipeline.abstract_run`, test split); ``forcing_agreement``, the
+   (:func:`stateseer.abstraction.pipeline.abstract_run`, test split); ``forcing_agreement``, the
    share of test inputs whose prediction survives forcing every step's state to its
    abstract state's centroid (the workflow behind ``stateseer force``).
 2. Tomita 1–7 (the formal defaults): ``tomita_exact``, how many of the seven grammars
@@ -39,9 +41,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from rnn_models.models import ARCHITECTURES, build_model
-from rnn_models.record import record_run
-from rnn_models.train import TrainConfig, train_run
+from stateseer.rnn_models.archs import ARCHITECTURES, build_model
+from stateseer.rnn_models.record import record_run
+from stateseer.rnn_models.train import TrainConfig, train_run
 
 ARCHS = ("lstm", "gru", "rnn", "mingru", "minlstm", "mamba")
 #: Rotten Tomatoes epochs per arch (an upper bound: patience 3 may stop earlier). Chosen from
@@ -53,10 +55,10 @@ TEXT_EPOCHS = {"lstm": 12, "gru": 12, "rnn": 12, "mingru": 12, "minlstm": 12, "m
 
 
 def _workflow(name: str):
-    """A workflow function of :mod:`app.workflows` (forcing or DFA extraction)."""
+    """A workflow function of :mod:`stateseer.app.workflows` (forcing or DFA extraction)."""
     import importlib
 
-    for module in ("app.workflows.forcing", "app.workflows.dfa"):
+    for module in ("stateseer.app.workflows.forcing", "stateseer.app.workflows.dfa"):
         try:
             fn = getattr(importlib.import_module(module), name, None)
         except ImportError:
@@ -75,7 +77,7 @@ def _loaded(run) -> torch.nn.Module:
 
 def text_figures(arch: str, out: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Train on Rotten Tomatoes, record, abstract, force: the text columns of one arch."""
-    from abstraction.pipeline import abstract_run
+    from stateseer.abstraction.pipeline import abstract_run
 
     small = dict(embed=16, hidden=16, epochs=1, d_state=4) if args.quick else {}
     epochs = args.epochs or TEXT_EPOCHS.get(arch, 12)

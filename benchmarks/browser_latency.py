@@ -2,7 +2,8 @@
 
 Builds (or reuses) a run whose training split holds ~100,000 inputs (Rotten Tomatoes
 snippets, cropped and paired at random, as ``app_latency.py`` builds its run; GRU, hidden
-64, one epoch, 40 states), serves ``app.main.create_app(run)`` from a subprocess (werkzeug,
+64, one epoch, 40 states), serves ``stateseer.app.main.create_app(run)`` from a subprocess
+(werkzeug,
 threaded, 127.0.0.1, a free port) and drives headless Debian chromium through selenium.
 
 Every interaction is timed *in the page*: a capturing ``mousedown`` listener records
@@ -63,13 +64,13 @@ def build_run(run_dir: Path, n_train: int, seed: int) -> None:
     Rotten Tomatoes snippets, cropped and paired at random (as ``app_latency.py`` does);
     GRU, hidden 64, one epoch; recorded in float16 and abstracted into 40 states.
     """
-    from abstraction.pipeline import abstract_run
-    from rnn_models.datasets import load_dataset
-    from rnn_models.record import record_run
-    from rnn_models.run import Run
-    from rnn_models.train import TrainConfig, train_run
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.rnn_models.datasets import load_dataset
+    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.run import ModelRun
+    from stateseer.rnn_models.train import TrainConfig, train_run
 
-    run = Run(run_dir)
+    run = ModelRun(run_dir)
     if (run.abstraction_dir / "meta.json").exists():
         meta = json.loads((run.traces_dir / "meta.json").read_text())
         if meta["splits"]["train"]["n_inputs"] >= n_train:
@@ -108,8 +109,8 @@ def build_run(run_dir: Path, n_train: int, seed: int) -> None:
 SERVER = r"""
 import io, json, logging, sys, threading, time
 from werkzeug.serving import make_server
-import app as app_pkg
-from app.main import create_app
+from stateseer import app as app_pkg
+from stateseer.app.main import create_app
 
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
 server = create_app(sys.argv[1]).server

@@ -7,7 +7,7 @@ the nearest-context index written), then for every file of the run directory tha
 command reads, every damage (deleted, emptied, 64 bytes of garbage, a JSON list, a JSON
 object of the wrong shape, cut to a third) and every command (``force``, ``index``,
 ``export`` as JSON, traces CSV and GraphML, ``abstract``, ``sweep``, ``compare``,
-``record``), a fresh copy is damaged and the command run through ``app.cli.main``.
+``record``), a fresh copy is damaged and the command run through ``stateseer.app.cli.main``.
 
 A case is *bad* when the output holds a traceback, the exit status is neither 0 nor 2, an
 error is not exactly one ``stateseer: error:`` line, or the line is the CLI's catch-all
@@ -57,14 +57,14 @@ COMMANDS = [["force"], ["index"], ["export", "--format", "json", "--out", "{d}/f
 
 def build(root: Path) -> Path:
     """The small analysed run (the test suite's ``analysed_run``, built the same way)."""
-    from abstraction.pipeline import abstract_run
-    from app.workflows.contexts import context_index
-    from app.workflows.forcing import measure_forcing
-    from rnn_models.datasets import load_dataset
-    from rnn_models.formats.traces import Traces
-    from rnn_models.record import record_run
-    from rnn_models.run import Run
-    from rnn_models.train import TrainConfig, train_run
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.app.workflows.contexts import context_index
+    from stateseer.app.workflows.forcing import measure_forcing
+    from stateseer.rnn_models.datasets import load_dataset
+    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.run import ModelRun
+    from stateseer.rnn_models.train import TrainConfig, train_run
 
     ds = load_dataset("rotten_tomatoes")
     data = root / "rt_small.csv"
@@ -80,7 +80,7 @@ def build(root: Path) -> Path:
     record_run(run)
     abstract_run(run, n_states=12)
     measure_forcing(run)
-    context_index(Run(run), Traces(run / "traces"))
+    context_index(ModelRun(run), Traces(run / "traces"))
     return run
 
 
@@ -120,7 +120,7 @@ def main() -> None:
                    help="commands to try, separated by commas (default: all)")
     args = p.parse_args()
     chosen = set(args.commands.split(","))
-    from app.cli import main as cli
+    from stateseer.app.cli import main as cli
 
     os.environ.pop("STATESEER_TRACEBACK", None)
     t0 = time.perf_counter()

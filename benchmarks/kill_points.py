@@ -10,7 +10,7 @@ for writing (a point before and one just after the file is created or truncated)
 them), ``os.unlink``/``os.remove``/``os.rmdir`` (``shutil.rmtree`` and ``Path.unlink``
 call them, one point per file removed), ``os.mkdir``, ``os.link``, ``os.chmod``,
 ``os.truncate``/``os.ftruncate`` and the atomic directory exchange of
-:mod:`rnn_models.formats.atomic` — counts the calls that touch the trial's directory and
+:mod:`stateseer.rnn_models.formats.atomic` — counts the calls that touch the trial's directory and
 sends itself ``SIGKILL`` at the k-th, then runs ``stateseer.main`` with the command.
 k = 1, 2, … until the command completes unkilled (that count is the command's write
 points).
@@ -64,6 +64,8 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from stateseer.testing import tomita1_csv
 
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
@@ -212,7 +214,7 @@ class Injector:
             patch(os, name, two_paths(name))
         for name in ("fsync", "fdatasync", "ftruncate"):
             patch(os, name, fd_only(name))
-        from rnn_models.formats import atomic
+        from stateseer.rnn_models.formats import atomic
 
         if hasattr(atomic, "_exchange"):
             patch(atomic, "_exchange", two_paths("exchange"))
@@ -248,7 +250,7 @@ def _fork(fn: Callable[[], int], log: Path | None = None) -> tuple[int | None, i
 
 
 def _cli(argv: Sequence[str]) -> int:
-    from app.cli import main
+    from stateseer.app.cli import main
 
     return main(list(argv))
 
@@ -256,21 +258,6 @@ def _cli(argv: Sequence[str]) -> int:
 def _argv(template: Sequence[str], run: Path) -> list[str]:
     data = f"csv:{run.parent.parent / 'tomita1.csv'}"
     return [a.replace("{run}", str(run)).replace("{data}", data) for a in template]
-
-
-def tomita1_csv(path: Path, n: int = 120, seed: int = 0) -> Path:
-    """A small Tomita-1 (``1*``) data set as CSV: half strings of 1s, half random strings
-    over {0, 1} (1 to 12 symbols; ``accept``/``reject``)."""
-    import random
-
-    rng = random.Random(seed)
-    rows = ["text,label"]
-    for i in range(n):
-        k = rng.randint(1, 12)
-        s = "1" * k if i % 2 else "".join(rng.choice("01") for _ in range(k))
-        rows.append(f"{s},{'accept' if set(s) == {'1'} else 'reject'}")
-    path.write_text("\n".join(rows) + "\n")
-    return path
 
 
 def run_command(argv: Sequence[str], root: Path, kill_at: int, log: Path,
@@ -296,13 +283,13 @@ def _sha(data: bytes) -> str:
 def _fingerprint_model(run: Path) -> str:
     import torch
 
-    from rnn_models.loading import load_model
-    from rnn_models.run import Run
+    from stateseer.rnn_models.loading import load_model
+    from stateseer.rnn_models.run import ModelRun
 
     if not (run / "config.json").exists():
         return "absent"
     load_model(run)  # refuses a vocab.json the config's sha256 does not name
-    vocab = Run(run).vocab()
+    vocab = ModelRun(run).vocab()
     state = torch.load(run / "model.pt", weights_only=True, map_location="cpu")
     h = hashlib.sha256(json.dumps(list(vocab.tokens)).encode())
     for k in sorted(state):
@@ -312,8 +299,8 @@ def _fingerprint_model(run: Path) -> str:
 
 
 def _fingerprint_traces(run: Path) -> tuple[str, Any]:
-    from rnn_models.formats.rundir import sha256_file
-    from rnn_models.traces import Traces
+    from stateseer.rnn_models.formats.rundir import sha256_file
+    from stateseer.rnn_models.formats.traces import Traces
 
     if not (run / "traces").exists():
         return "absent", None
@@ -330,7 +317,7 @@ def _fingerprint_traces(run: Path) -> tuple[str, Any]:
 
 
 def _fingerprint_abstraction(run: Path, traces: Any) -> tuple[str, Any]:
-    from abstraction.pipeline import Abstraction
+    from stateseer.abstraction.pipeline import Abstraction
 
     if not (run / "abstraction").exists():
         return "absent", None
@@ -350,7 +337,7 @@ def _fingerprint_abstraction(run: Path, traces: Any) -> tuple[str, Any]:
 
 def _snapshot(run: Path) -> dict[str, Any]:
     """Fingerprints of the run's parts and what failed to load (in the checking child)."""
-    from rnn_models.formats.rundir import RunDir
+    from stateseer.rnn_models.formats.rundir import RunDir
 
     out: dict[str, Any] = {"problems": []}
     traces = ab = None
@@ -376,10 +363,10 @@ def _snapshot(run: Path) -> dict[str, Any]:
         out["problems"].append(f"metrics.json: {type(exc).__name__}: {exc}")
     if traces is not None and "train" in traces:
         try:
-            from app.workflows.contexts import context_index
-            from rnn_models.run import Run
+            from stateseer.app.workflows.contexts import context_index
+            from stateseer.rnn_models.run import ModelRun
 
-            context_index(Run(run), traces, build=False)
+            context_index(ModelRun(run), traces, build=False)
         except Exception as exc:
             out["problems"].append(f"index: {type(exc).__name__}: {exc}")
     return out

@@ -2,7 +2,8 @@
 
 What is measured, in one run on the CPU:
 
-1. ``stateseer_tok_s`` — tokens per second of :func:`rnn_models.record.record_traces` recording
+1. ``stateseer_tok_s`` — tokens per second of
+   :func:`stateseer.rnn_models.record.record_traces` recording
    the top layer (``layer=-1``) of a seeded, randomly initialised 2-layer GRU
    ``RNNClassifier('gru', vocab_size=20000, n_classes=2, embed=128, hidden=256, layers=2)``
    over synthetic inputs (lengths 5..60, mean ~20, ``--tokens`` in all), writing hidden
@@ -19,7 +20,7 @@ What is measured, in one run on the CPU:
    the ones stateseer recorded.
 3. ``matmul_gflops`` — the machine's dense float32 roof: best of a few 2048×2048 ``torch.matmul``.
 4. ``sharded_tok_s`` — the same inputs recorded the way ``record_run`` writes shards
-   (:func:`rnn_models.record.record_shard` per ``--shard-size`` inputs: surface ids, the
+   (:func:`stateseer.rnn_models.record.record_shard` per ``--shard-size`` inputs: surface ids, the
    small arrays, fsync and the rename included); ``sharded_vs_unsharded`` is its ratio to
    ``stateseer_tok_s``, measured in the same run.
 5. ``stateseer_gflops`` — GRU-forward FLOPs per token (see :func:`flops_per_token`) times
@@ -50,9 +51,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from rnn_models.formats.traces import shard_layout
-from rnn_models.models import RNNClassifier
-from rnn_models.record import ShardInputs, record_shard, record_traces
+from stateseer.rnn_models.formats.traces import shard_layout
+from stateseer.rnn_models.models import RNNClassifier
+from stateseer.rnn_models.record import ShardInputs, record_shard, record_traces
 
 VOCAB, CLASSES, EMBED, HIDDEN, LAYERS = 20000, 2, 128, 256, 2
 MIN_LEN, MAX_LEN = 5, 60
@@ -157,7 +158,7 @@ def bench_stateseer(model: RNNClassifier, seqs: list[np.ndarray], tmp: Path,
 def bench_sharded(model: RNNClassifier, seqs: list[np.ndarray], tmp: Path,
                   args: argparse.Namespace) -> dict:
     """The same inputs recorded as ``record_run`` writes shards: one
-    :func:`rnn_models.record.record_shard` per ``--shard-size`` inputs (surface ids, the
+    :func:`stateseer.rnn_models.record.record_shard` per ``--shard-size`` inputs (surface ids, the
     small arrays, fsync and the rename included); best of ``--repeats`` runs."""
     tokens = [[str(t) for t in s] for s in seqs]
     surface = {t: i for i, t in enumerate(dict.fromkeys(t for toks in tokens for t in toks))}

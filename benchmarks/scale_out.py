@@ -49,8 +49,8 @@ def build_base(run_dir: Path, epochs: int) -> Path:
     """Train and record the base run once (GRU 256, float16 traces)."""
     if (run_dir / "traces" / "meta.json").exists():
         return run_dir
-    from rnn_models.record import record_run
-    from rnn_models.train import TrainConfig, train_run
+    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.train import TrainConfig, train_run
 
     t0 = time.perf_counter()
     train_run(TrainConfig(dataset="rotten_tomatoes", arch="gru", embed=64, hidden=256,
@@ -126,25 +126,25 @@ def _reset_hwm() -> int:
 def child(kind: str, run_dir: str, address: str | None) -> dict:
     import numpy as np
 
-    from abstraction.pipeline import fit_abstraction
-    from rnn_models.formats.engine import DaskEngine, SerialEngine
-    from rnn_models.formats.rundir import RunDir
-    from rnn_models.formats.traces import Traces
+    from stateseer.abstraction.pipeline import fit_abstraction
+    from stateseer.rnn_models.formats.engine import DaskEngine, SerialEngine
+    from stateseer.rnn_models.formats.rundir import RunDir
+    from stateseer.rnn_models.formats.traces import Traces
 
     run = RunDir(run_dir)
     traces = Traces(run.traces_dir)
     alphabet = run.vocab_tokens()
-    from abstraction.kernels import warm_up
+    from stateseer.abstraction.kernels import warm_up
 
     engine = SerialEngine() if kind == "inprocess" else DaskEngine(address)
     pids = {}
     warm_up()  # both sides start with numba's compiled loop loaded (0.1 s per process)
     if kind == "cluster":  # workers warm (imports, compiled loop) and their peak RSS reset
-        engine.client.run(lambda: __import__("abstraction.pipeline"))
+        engine.client.run(lambda: __import__("stateseer.abstraction.pipeline"))
         engine.client.run(warm_up)
         # the scheduler unpickles each graph, so it imports the functions' modules (1 s,
         # once per scheduler): a start-up cost, paid here as the workers' imports are
-        engine.client.run_on_scheduler(lambda: __import__("abstraction.pipeline"))
+        engine.client.run_on_scheduler(lambda: __import__("stateseer.abstraction.pipeline"))
         pids = engine.client.run(_reset_hwm)
     with tempfile.TemporaryDirectory(dir=run_dir) as tmp:
         t0 = time.perf_counter()

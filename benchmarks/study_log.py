@@ -1,7 +1,7 @@
 """Durability and throughput of the study log: simulated participants, then SIGKILL.
 
 Starts a real study server (``stateseer study`` in a subprocess, 127.0.0.1, a free port;
-the harness is ``tests/study/harness.py``) on a run, registers 20 simulated participants
+the harness is :mod:`stateseer.testing`) on a run, registers 20 simulated participants
 (one thread each, keep-alive HTTP, each with its own link secret), each POSTing 1,000
 events to ``/study/event``; once ``--kill-at`` of all events are acknowledged (default
 0.8: mid-stream) the server is killed with SIGKILL. Then the database is opened: every
@@ -40,9 +40,9 @@ def find_run(run: str | None) -> Path:
         return rt
     out = ROOT / "runs" / "study-bench"
     if not (out / "abstraction" / "meta.json").exists():
-        from abstraction.pipeline import abstract_run
-        from rnn_models.record import record_run
-        from rnn_models.train import TrainConfig, train_run
+        from stateseer.abstraction.pipeline import abstract_run
+        from stateseer.rnn_models.record import record_run
+        from stateseer.rnn_models.train import TrainConfig, train_run
 
         train_run(TrainConfig(dataset="tomita3", arch="lstm"), out, force=True,
                   progress=False)
@@ -56,7 +56,7 @@ def in_process(folder: Path, n_threads: int, n_events: int) -> tuple[float, floa
     the study log (group commit) and the naive way (a lock, one commit per event)."""
     import sqlite3
 
-    from app.study.store import StudyLog
+    from stateseer.app.study.store import StudyLog
 
     log = StudyLog(folder / "inproc.sqlite", study="inproc")
     for p in range(n_threads):
@@ -96,7 +96,7 @@ def in_process(folder: Path, n_threads: int, n_events: int) -> tuple[float, floa
 
 
 def main() -> None:
-    from tests.study.harness import StudyServer, audit, simulate
+    from stateseer.testing import StudyServer, audit, simulate
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--participants", type=int, default=20)

@@ -42,10 +42,10 @@ VARIANTS: dict[str, dict] = {
 
 
 def measure(variant: str, seed: int, runs_dir: Path, n_states: int) -> dict:
-    from abstraction.pipeline import abstract_run
-    from rnn_models.formats.rundir import RunDir
-    from rnn_models.record import record_run
-    from rnn_models.train import TrainConfig, train_run
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.rnn_models.formats.rundir import RunDir
+    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.train import TrainConfig, train_run
 
     params = dict(VARIANTS[variant])
     arch = params.pop("arch", "lstm")

@@ -10,9 +10,9 @@ without loading torch::
     (['full', 'ssm', 'summary'], 'full')
 
 A new architecture is one :class:`Architecture` entry whose ``build`` returns a model in
-the protocol (:mod:`rnn_models.protocol`) that also has ``step_logits(ids)``,
+the protocol (:mod:`stateseer.rnn_models.protocol`) that also has ``step_logits(ids)``,
 ``initial_logits()`` and ``forward(ids, lengths)`` for training (see
-:class:`rnn_models.layered.LayeredClassifier`).
+:class:`stateseer.rnn_models.layered.LayeredClassifier`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Architecture:
     name : str
     build : callable
         ``build(vocab_size, n_classes, *, embed, hidden, layers, dropout, state, **extra)``
-        → a model in the protocol (all three parts, see :mod:`rnn_models.protocol`).
+        → a model in the protocol (all three parts, see :mod:`stateseer.rnn_models.protocol`).
     states : dict of str to str
         The ``--state`` choices (what is recorded), each with a one-line description; the
         first is the default.

@@ -18,7 +18,7 @@ logit of the predicted class minus that of the runner-up (or of a chosen class):
 class rather than that one". Token attributions sum into words, sentences or the segments
 of a regular expression with :func:`aggregate`.
 
-Any model in the protocol (:mod:`rnn_models.protocol`) can be attributed: IG and
+Any model in the protocol (:mod:`stateseer.rnn_models.protocol`) can be attributed: IG and
 gradient × input call its ``embed(ids)`` and ``forward_from_embeddings(emb)`` (Captum's
 ``forward_func``); occlusion uses them too when present and otherwise replaces the token id
 (``<pad>`` 0 or ``<unk>`` 1) and reads the recording forward pass ``trace``, so it works on
@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .errors import StateseerError
+from .formats.errors import StateseerError
 from .protocol import EMBEDDINGS, has, model_device, require
 
 __all__ = ["METHODS", "TARGETS", "Attribution", "aggregate", "attribute", "segments"]
@@ -104,7 +104,7 @@ def attribute(model: nn.Module, ids: list[int] | np.ndarray, tokens: list[str], 
     ----------
     model : a model in the protocol
         IG and ``gxi`` need ``embed`` and ``forward_from_embeddings``; occlusion needs only
-        ``trace`` (see :mod:`rnn_models.protocol`).
+        ``trace`` (see :mod:`stateseer.rnn_models.protocol`).
     ids : sequence of int, length n_tokens ≥ 1
         The input's token ids.
     tokens : list of str

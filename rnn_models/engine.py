@@ -1,7 +1,7 @@
 """The Dask engine, model side: ``--cluster`` addresses, and a model loaded once per worker.
 
 The engine itself (address parsing, :class:`SerialEngine`, :class:`DaskEngine`,
-:func:`tree_reduce`) is torch-free and lives in :mod:`rnn_models.formats.engine`, so that
+:func:`tree_reduce`) is torch-free and lives in :mod:`stateseer.rnn_models.formats.engine`, so that
 ``abstraction`` can map its per-shard functions with it; this module re-exports it and
 adds :func:`worker_model`, the per-process model cache recording and forcing use on the
 workers. Importing this module imports neither torch nor Dask.
@@ -75,7 +75,7 @@ def worker_model(run_path: str | Path, model_sha: str | None = None) -> Any:
         import torch
 
         torch.set_num_threads(threads)
-    from .factory import ModelRun
+    from .run import ModelRun
 
     model = ModelRun(run_path).load_model()
     _MODELS[key] = (model_sha or "", model)
@@ -108,7 +108,7 @@ def cluster_map(engine: Engine) -> Any:
 
 
 def record_run(run: Any, *, cluster: str | Engine | None = None, **kwargs: Any) -> Any:
-    """:func:`rnn_models.record.record_run` with its shards recorded on ``cluster``.
+    """:func:`stateseer.rnn_models.record.record_run` with its shards recorded on ``cluster``.
 
     Parameters
     ----------
@@ -117,7 +117,7 @@ def record_run(run: Any, *, cluster: str | Engine | None = None, **kwargs: Any) 
         ``local``, ``local:N``, ``tcp://HOST:PORT`` or an open engine (default:
         ``$STATESEER_CLUSTER``, else in this process).
     **kwargs
-        As for :func:`rnn_models.record.record_run` (``shard_size`` ...).
+        As for :func:`stateseer.rnn_models.record.record_run` (``shard_size`` ...).
     """
     from .record import record_run as record
 

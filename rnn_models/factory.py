@@ -9,10 +9,10 @@ whose ``config.json`` remembers the factory::
               "classes": [...], "tokenizer": "model" | "word" | "char" | "space"}
 
 and every command that needs the model calls the factory again through
-:func:`rnn_models.loading.load_model` → :func:`load_factory`. ``MODULE`` is an
+:func:`stateseer.rnn_models.loading.load_model` → :func:`load_factory`. ``MODULE`` is an
 importable module name (the current directory first on ``sys.path``, then the directory
 ``create`` ran in) or a path to a ``.py`` file; ``FACTORY`` is called with no arguments
-and returns a model in the protocol of :mod:`rnn_models.protocol` (``n_classes``,
+and returns a model in the protocol of :mod:`stateseer.rnn_models.protocol` (``n_classes``,
 ``n_layers``, ``trace``, ``initial``; ``embed``/``forward_from_embeddings`` for
 attribution, the stepping methods for forcing).
 
@@ -20,7 +20,8 @@ A model may also declare, as attributes:
 
 ``vocab``
     Its vocabulary: the token strings indexed by id (a list containing ``'<unk>'``), or a
-    :class:`rnn_models.tokenizers.Vocab`. ``create`` writes it as the run's ``vocab.json``.
+    :class:`~stateseer.rnn_models.tokenizers.Vocab`. ``create`` writes it as the run's
+    ``vocab.json``.
 ``tokenize``
     ``tokenize(text) -> list[str]``: recording then uses the model's own tokeniser
     (``data.tokenizer`` is ``"model"`` in ``config.json``).
@@ -40,7 +41,6 @@ import dataclasses
 import hashlib
 import importlib
 import importlib.util
-import json
 import os
 import sys
 import warnings
@@ -48,17 +48,15 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .formats.atomic import atomic_write_text
 from .formats.errors import CheckpointError, DataError, StateseerError
-from .formats.rundir import data_section, sha256_file
-from .run import Run
+from .formats.rundir import RunDir, sha256_file
 
-__all__ = ["FactoryError", "ModelRun", "ModuleChangedWarning", "check_protocol",
-           "create_model_run", "factory_section", "load_factory", "model_classes",
-           "model_tokenizer", "model_vocab", "parse_spec", "reorder_classes"]
+__all__ = ["FactoryError", "ModuleChangedWarning", "check_protocol", "describe",
+           "factory_section", "load_factory", "model_classes", "model_tokenizer", "model_vocab",
+           "obtain_model", "parse_spec", "reorder_classes", "vocabulary_of"]
 
 PAD, UNK = "<pad>", "<unk>"
-#: attributes and methods every model needs (rnn_models.protocol's required part)
+#: attributes and methods every model needs (stateseer.rnn_models.protocol's required part)
 REQUIRED_ATTRS = ("n_classes", "n_layers")
 REQUIRED_METHODS = ("trace", "initial")
 
@@ -184,13 +182,13 @@ def check_protocol(model: Any, where: str) -> Any:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise FactoryError(f"the object returned by {where} ({type(model).__name__}) has "
                                f"no positive integer attribute `{name}` of the model protocol "
-                               "— set it (see rnn_models.protocol)")
+                               "— set it (see stateseer.rnn_models.protocol)")
     for name in REQUIRED_METHODS:
         if not callable(getattr(model, name, None)):
             raise FactoryError(f"the object returned by {where} ({type(model).__name__}) lacks "
                                f"the protocol method `{SIGNATURES[name]}` — add it or wrap the "
-                               "network in rnn_models.models.RecurrentAdapter (see "
-                               "rnn_models.protocol)")
+                               "network in stateseer.rnn_models.models.RecurrentAdapter (see "
+                               "stateseer.rnn_models.protocol)")
     if model.n_classes < 2:
         raise FactoryError(f"the model returned by {where} has n_classes={model.n_classes}; "
                            "a classifier needs at least two")
@@ -202,7 +200,7 @@ def check_protocol(model: Any, where: str) -> Any:
 def model_vocab(model: Any) -> list[str] | None:
     """The model's vocabulary as an id-ordered token list, or None when it declares none.
 
-    Accepts a list/tuple of strings, a :class:`~rnn_models.tokenizers.Vocab` (``tokens``)
+    Accepts a list/tuple of strings, a :class:`~stateseer.rnn_models.tokenizers.Vocab` (``tokens``)
     or a torchtext-style object (``get_itos()``), under the attribute ``vocab`` (or
     ``itos``).
 
@@ -370,61 +368,8 @@ def reorder_classes(ds: Any, classes: Sequence[str]) -> Any:
     return dataclasses.replace(ds, labels=new[np.asarray(ds.labels)], classes=classes)
 
 
-class ModelRun(Run):
-    """A :class:`~rnn_models.run.Run` whose data set follows the run's model.
-
-    ``dataset()`` applies the class order of ``config.json`` (the model's) and, for
-    ``data.tokenizer == "model"``, tokenises with the model's own ``tokenize``; the model
-    is loaded once and cached. Pass it to :func:`rnn_models.record.record_run`.
-    """
-
-    _model: Any = None
-
-    def load_model(self, **kwargs: Any) -> Any:
-        if self._model is None:
-            from .loading import load_model
-
-            self._model = load_model(self, **kwargs)
-        return self._model
-
-    def dataset(self) -> Any:
-        d = self.data
-        if d.get("tokenizer") == "model":
-            from .datasets import load_dataset
-
-            ds = load_dataset(d["name"], text_col=d.get("text_col", "text"),
-                              label_col=d.get("label_col", "label"),
-                              tokenizer=d.get("load_tokenizer", "space"),
-                              seed=d.get("seed", 0), max_tokens=None)
-            fn = model_tokenizer(self.load_model())
-            if fn is None:
-                raise FactoryError(f"{self.config_path} says the model tokenises "
-                                   "(tokenizer 'model') but the model has no `tokenize`; "
-                                   "add it or re-create the run with --tokenizer word")
-            ds = dataclasses.replace(ds, tokenizer="model",
-                                     _tokens=[list(fn(t)) for t in ds.texts])
-        else:
-            ds = super().dataset()
-        classes = d.get("classes")
-        return reorder_classes(ds, classes) if classes else ds
-
-
-# -- create ---------------------------------------------------------------------------------
-def _load_data(dataset: Any, text_col: str, label_col: str, tokenizer: str, seed: int,
-               max_tokens: int | None) -> Any:
-    if not isinstance(dataset, str):
-        return dataset
-    from .datasets import load_dataset
-
-    kind, sep, rest = dataset.partition(":")
-    if sep and kind in ("csv", "jsonl") and rest:  # later commands may run elsewhere
-        dataset = f"{kind}:{Path(rest).expanduser().resolve()}"
-
-    return load_dataset(dataset, text_col=text_col, label_col=label_col,
-                        tokenizer=tokenizer, seed=seed, max_tokens=max_tokens)
-
-
-def _obtain(model: Any, base_dir: Path) -> tuple[Any, dict[str, Any]]:
+# -- create: what a model object brings ----------------------------------------------------
+def obtain_model(model: Any, base_dir: Path) -> tuple[Any, dict[str, Any]]:
     """The model object and the config's ``model`` section for a spec, factory or object."""
     if isinstance(model, str):
         section = factory_section(model, base_dir)
@@ -442,7 +387,7 @@ def _obtain(model: Any, base_dir: Path) -> tuple[Any, dict[str, Any]]:
     return obj, {"kind": "object", "class": f"{type(obj).__module__}.{type(obj).__qualname__}"}
 
 
-def _vocabulary(model: Any, vocab: Any, ds: Any) -> list[str]:
+def vocabulary_of(model: Any, vocab: Any, ds: Any) -> list[str]:
     tokens = model_vocab(model)
     if vocab is not None:
         if tokens is not None:
@@ -456,77 +401,7 @@ def _vocabulary(model: Any, vocab: Any, ds: Any) -> list[str]:
     return tokens
 
 
-def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any = None,
-                     text_col: str = "text", label_col: str = "label",
-                     tokenizer: str | None = None, seed: int = 0,
-                     max_tokens: int | None = 2000, force: bool = False,
-                     base_dir: str | Path | None = None) -> ModelRun:
-    """Create a run directory for your own model (``stateseer create``'s Python API).
-
-    Parameters
-    ----------
-    path : str or Path
-        The run directory to create.
-    dataset : str or TextDataset
-        A data-set name for :func:`rnn_models.datasets.load_dataset` (``csv:PATH`` ...)
-        or a loaded data set.
-    model : str or callable or object
-        ``"MODULE:FACTORY"``, an importable factory function, or a model object (then
-        later commands need the object again: ``record_run(run, model=obj)``).
-    vocab : list of str or Vocab, optional
-        The model's vocabulary when the model declares none (``vocab`` attribute).
-    text_col, label_col, seed, max_tokens
-        Passed to ``load_dataset``.
-    tokenizer : str, optional
-        ``word``/``char``/``space``; default: the model's ``tokenize`` when it has one
-        (``"model"``), else ``word``.
-    force : bool
-        Overwrite an existing run.
-    base_dir : str or Path, optional
-        Where a module name is found later (default: the current directory).
-
-    Returns
-    -------
-    ModelRun
-    """
-    run = ModelRun(path)
-    run.require_new(force)
-    base = Path(base_dir or os.getcwd()).resolve()
-    obj, section = _obtain(model, base)
-    tok_fn = model_tokenizer(obj)
-    use_model_tok = tokenizer in (None, "model") and tok_fn is not None
-    if tokenizer == "model" and tok_fn is None:
-        raise FactoryError("--tokenizer model needs a `tokenize(text)` method on the model; "
-                           "add it or choose word, char or space")
-    load_tok = "space" if use_model_tok else (tokenizer or "word")
-    ds = _load_data(dataset, text_col, label_col, load_tok, seed,
-                    None if use_model_tok else max_tokens)
-    declared = model_classes(obj)
-    if declared is None and len(ds.classes) != obj.n_classes:
-        raise FactoryError(f"the model has n_classes={obj.n_classes} but the data set has "
-                           f"{len(ds.classes)} classes {ds.classes}; declare `classes` on the "
-                           "model or use matching data")
-    if declared is not None:
-        ds = reorder_classes(ds, declared)
-    tokens = _vocabulary(obj, vocab, ds)
-    data = data_section(ds, text_col=text_col, label_col=label_col, seed=seed,
-                        max_tokens=max_tokens)
-    if use_model_tok:
-        data.update(tokenizer="model", load_tokenizer=load_tok)
-    section.setdefault("arch", type(obj).__name__)  # what the run header shows
-    section.update(n_classes=int(obj.n_classes), vocab_size=len(tokens),
-                   classes=list(ds.classes),
-                   tokenizer="model" if use_model_tok else load_tok)
-    run.path.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run.vocab_path, json.dumps({"tokens": tokens}, ensure_ascii=False))
-    config = {"format": "stateseer.run", "version": 1, "data": data, "model": section}
-    atomic_write_text(run.config_path, json.dumps(config, indent=2))
-    if section["kind"] == "object":
-        run._model = obj
-    return run
-
-
-def describe(run: Run) -> str:
+def describe(run: RunDir) -> str:
     """How the run's model is obtained, for messages (``"factory mymodel:build"``)."""
     try:
         m = run.config.get("model") or {}

@@ -12,7 +12,7 @@ replaced state of step ``t``), vectorised over the whole batch of inputs; ``assi
 called once per step on all inputs together.
 
 Any model with the protocol's stepping methods can be forced (see
-:mod:`rnn_models.protocol`): ``initial_state``, ``step``, ``get_state``, ``set_state`` and
+:mod:`stateseer.rnn_models.protocol`): ``initial_state``, ``step``, ``get_state``, ``set_state`` and
 ``state_proba``; the model decides what "replace the traced state" means for the rest of
 its state (an LSTM traced on ``h`` keeps ``c``; the layers above the traced one redo the
 step).
@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .errors import StateseerError
+from .formats.errors import StateseerError
 from .protocol import STEPPING, model_device, require
 
 __all__ = ["ForcedRun", "forced_run"]

@@ -16,7 +16,7 @@ with an independent plain-Python ``reference`` recogniser used to verify it. The
 All Tomita grammars use the alphabet ``("0", "1")``; the empty string is a valid input.
 :func:`sample_strings` samples strings. The automaton machinery (:class:`DFA`,
 :func:`all_strings`, :func:`minimize`, :func:`minimal_size`) lives in the torch-free
-:mod:`rnn_models.formats.automaton` and is re-exported here.
+:mod:`stateseer.rnn_models.formats.automaton` and is re-exported here.
 
 This module needs numpy and the standard library only.
 """

@@ -2,7 +2,7 @@
 
 A subclass says how its layers run over a whole sequence at once (:meth:`scan`, a parallel
 scan where the arch has one) and one token at a time (:meth:`step`); this base turns that
-into the model protocol (:mod:`rnn_models.protocol`: recording, embeddings, stepping) and
+into the model protocol (:mod:`stateseer.rnn_models.protocol`: recording, embeddings, stepping) and
 into what training needs (:meth:`step_logits`, :meth:`initial_logits`, ``forward``).
 
 The head reads the top layer's output at every step; the prediction for an empty input is
@@ -108,7 +108,7 @@ class LayeredClassifier(nn.Module):
 
     # -- the protocol ---------------------------------------------------------------------
     def trace(self, ids: Tensor, lengths: Tensor, layer: int = -1) -> tuple[Tensor, Tensor]:
-        """See :class:`rnn_models.protocol.Traceable` (dropout only in training mode)."""
+        """See :class:`stateseer.rnn_models.protocol.Traceable` (dropout only in training mode)."""
         top, kept = self.scan(self.dropout(self.embedding(ids)), keep=self._layer_index(layer))
         return kept, torch.softmax(self.head(top), dim=-1)
 

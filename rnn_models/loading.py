@@ -5,13 +5,13 @@
 - a built-in architecture (``arch``, written by ``stateseer train``): the classifier is
   rebuilt and ``model.pt`` loaded;
 - ``kind: "factory"`` (``stateseer create --model MODULE:FACTORY``): the factory is called
-  again (:func:`rnn_models.factory.load_factory`);
+  again (:func:`stateseer.rnn_models.factory.load_factory`);
 - ``kind: "imported"`` (``stateseer import-traces``): there is no model; a one-line
-  :class:`~rnn_models.formats.imported.NoModelError` says which features need one;
+  :class:`~stateseer.rnn_models.formats.imported.NoModelError` says which features need one;
 - any other custom description (``create_run(..., model={"arch": "custom:..."})``): the
   model object must be passed to each feature; a one-line error says how.
 
-This is the only place that turns a run directory (:class:`rnn_models.formats.RunDir`)
+This is the only place that turns a run directory (:class:`stateseer.rnn_models.formats.RunDir`)
 into a torch model; the run directory itself is a torch-free file format.
 """
 
@@ -114,15 +114,15 @@ def load_model(run: RunDir | str | Path, *, device: str | torch.device = "cpu") 
     Returns
     -------
     torch.nn.Module or object
-        In eval mode (any architecture of :data:`rnn_models.archs.ARCHITECTURES`); a
+        In eval mode (any architecture of :data:`stateseer.rnn_models.archs.ARCHITECTURES`); a
         factory run's model is whatever its factory returns.
 
     Raises
     ------
     CheckpointError
         Missing, corrupt, or not matching the architecture in ``config.json``; a factory
-        that cannot be imported or called (:class:`rnn_models.factory.FactoryError`); an
-        imported run (:class:`~rnn_models.formats.imported.NoModelError`); a custom run
+        that cannot be imported or called (:class:`stateseer.rnn_models.factory.FactoryError`); an
+        imported run (:class:`~stateseer.rnn_models.formats.imported.NoModelError`); a custom run
         whose model object was not passed.
     """
     run = run if isinstance(run, RunDir) else RunDir(run)
@@ -146,7 +146,7 @@ def load_model(run: RunDir | str | Path, *, device: str | torch.device = "cpu") 
 
 
 def _builtin(run: RunDir, device: str | torch.device) -> Any:
-    """Any registered architecture (:data:`rnn_models.archs.ARCHITECTURES`) from
+    """Any registered architecture (:data:`stateseer.rnn_models.archs.ARCHITECTURES`) from
     ``config.json``'s model section and ``model.pt``, in eval mode."""
     m = run.config.get("model")
     if not isinstance(m, dict):

@@ -1,17 +1,17 @@
-"""Recurrent classifiers, the adapters that make any model explorable, and the registry.
+"""Recurrent classifiers and the adapters that make any model explorable.
 
 stateseer needs two things from a model, for a batch of token ids: the hidden state of a
 chosen layer after every token, and the class probabilities the classifier head gives at
-that step (the *intermediate prediction*). :class:`Traceable` (in :mod:`rnn_models.protocol`,
-with the optional embedding and stepping capabilities) states this contract;
+that step (the *intermediate prediction*). :class:`Traceable` (in
+:mod:`stateseer.rnn_models.protocol`, with the optional embedding and stepping capabilities)
+states this contract;
 :class:`RNNClassifier` (LSTM, GRU, Elman) implements all of it, and :class:`TraceAdapter`
 lets a user's own ``nn.Module`` implement it in a few lines (see ``RecurrentAdapter`` and
 the example in its docstring).
 
-:data:`ARCHITECTURES` lists the architectures ``stateseer train --arch`` builds (LSTM, GRU,
-Elman here; minGRU and minLSTM in :mod:`rnn_models.minrnn`; Mamba in
-:mod:`rnn_models.mamba`), with the ``--state`` choices of each; :func:`build_model` builds
-one from a run's ``config.json`` model section.
+The registry of what ``stateseer train --arch`` builds (LSTM, GRU, Elman here; minGRU and
+minLSTM in :mod:`~stateseer.rnn_models.minrnn`; Mamba in :mod:`~stateseer.rnn_models.mamba`)
+is :data:`stateseer.rnn_models.archs.ARCHITECTURES`.
 """
 
 from __future__ import annotations
@@ -23,11 +23,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from .archs import ARCHITECTURES, Architecture, build_model
 from .protocol import Traceable
 
-__all__ = ["ARCHITECTURES", "ARCHS", "Architecture", "RNNClassifier", "RecurrentAdapter",
-           "TraceAdapter", "Traceable", "build_model"]
+__all__ = ["ARCHS", "RNNClassifier", "RecurrentAdapter", "TraceAdapter", "Traceable"]
 
 ARCHS = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}
 STATES = ("h", "c", "hc")
@@ -39,7 +37,7 @@ class TraceAdapter(nn.Module):
     That is the required part of the protocol (recording, the explorer, occlusion). Add
     ``embed`` and ``forward_from_embeddings`` for integrated gradients, and the stepping
     methods (``initial_state``, ``step``, ``get_state``, ``set_state``, ``state_proba``)
-    for state forcing; see :mod:`rnn_models.protocol` and :class:`RecurrentAdapter`.
+    for state forcing; see :mod:`stateseer.rnn_models.protocol` and :class:`RecurrentAdapter`.
     """
 
     n_classes: int
@@ -85,7 +83,7 @@ class RecurrentAdapter(TraceAdapter):
     Attributes
     ----------
     vocab, tokenize, classes
-        As given (None when not): what :mod:`rnn_models.factory` reads.
+        As given (None when not): what :mod:`stateseer.rnn_models.factory` reads.
 
     Examples
     --------

@@ -34,9 +34,11 @@ Stepping — state forcing (:class:`Steppable`)
     ``state_proba(state) -> proba`` — class probabilities the head gives for the current
     state, (batch, n_classes).
 
-:class:`rnn_models.models.RNNClassifier`, :class:`~rnn_models.models.RecurrentAdapter`,
-:class:`rnn_models.minrnn.MinRNNClassifier` and :class:`rnn_models.mamba.MambaClassifier`
-implement all three; :class:`~rnn_models.models.TraceAdapter` is a base for the required
+:class:`~stateseer.rnn_models.models.RNNClassifier`,
+:class:`~stateseer.rnn_models.models.RecurrentAdapter`,
+:class:`~stateseer.rnn_models.minrnn.MinRNNClassifier` and
+:class:`~stateseer.rnn_models.mamba.MambaClassifier`
+implement all three; :class:`~stateseer.rnn_models.models.TraceAdapter` is a base for the required
 part. :func:`require` is how the features check for a capability.
 """
 
@@ -47,7 +49,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import Tensor
 
-from .errors import StateseerError
+from .formats.errors import StateseerError
 
 __all__ = ["EMBEDDINGS", "STEPPING", "Embeddable", "ModelProtocolError", "Steppable",
            "Traceable", "has", "model_device", "require"]
@@ -180,7 +182,7 @@ def require(model: object, names: tuple[str, ...], purpose: str, fix: str = "") 
         if not callable(getattr(model, name, None)):
             raise ModelProtocolError(
                 f"the model ({type(model).__name__}) has no `{SIGNATURES.get(name, name)}` "
-                f"method, which {purpose} needs — add it{fix} (see rnn_models.protocol)")
+                f"method, which {purpose} needs — add it{fix} (see stateseer.rnn_models.protocol)")
 
 
 def model_device(model: object) -> torch.device:

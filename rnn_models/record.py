@@ -6,7 +6,7 @@ into preallocated ``.npy`` memory maps, so recording 1M steps × 256 floats neve
 more than one batch in RAM. Padding sits after the last token and a unidirectional RNN
 never looks ahead, so padded steps cannot change the recorded ones.
 
-A run is recorded shard by shard (:mod:`rnn_models.formats.traces` describes the layout):
+A run is recorded shard by shard (:mod:`stateseer.rnn_models.formats.traces` describes the layout):
 :func:`record_run` writes the run-wide files (``initial_*.npy``, ``surface.json``), maps
 :func:`record_job` over one :class:`ShardJob` per shard (in-process with the builtin
 ``map``, or any ``map``-like callable, e.g. one that submits to a Dask cluster), and
@@ -32,11 +32,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import __version__
+from .. import __version__
 from .batching import length_batches, pad_batch
 from .datasets import SPLITS
-from .errors import DataError
 from .formats.atomic import atomic_write_text, swap_dir
+from .formats.errors import DataError
 from .formats.traces import (
     DEFAULT_SHARD_SIZE,
     FORMAT,
@@ -51,7 +51,7 @@ from .formats.traces import (
     shard_name,
 )
 from .models import Traceable
-from .run import Run
+from .run import ModelRun
 from .tokenizers import Vocab, get_tokenizer
 
 __all__ = ["DEFAULT_SHARD_SIZE", "ShardInputs", "ShardJob", "WorkerContext", "record_job",
@@ -172,16 +172,14 @@ class WorkerContext:
 
     Parameters
     ----------
-    run : Run, str or Path
-        A path is opened as a :class:`rnn_models.factory.ModelRun`.
+    run : ModelRun, str or Path
+        A path is opened as a :class:`stateseer.rnn_models.run.ModelRun`.
     model : Traceable, optional
         An already loaded model (the driver's); otherwise loaded from the run.
     """
 
-    def __init__(self, run: Run | str | Path, model: Traceable | None = None) -> None:
-        if not isinstance(run, Run):
-            from .factory import ModelRun
-
+    def __init__(self, run: ModelRun | str | Path, model: Traceable | None = None) -> None:
+        if not isinstance(run, ModelRun):
             run = ModelRun(run)
         self.run = run
         self._model, self._vocab, self._ds = model, None, None
@@ -240,7 +238,7 @@ def _surface_map(path: Path) -> dict[str, int]:
     return _SURFACES[key]
 
 
-def shard_inputs(run: WorkerContext | Run | str | Path, split: str, start: int,
+def shard_inputs(run: WorkerContext | ModelRun | str | Path, split: str, start: int,
                  stop: int) -> ShardInputs:
     """Inputs ``[start, stop)`` of ``split`` (data-set order), tokenised and encoded.
 
@@ -250,10 +248,10 @@ def shard_inputs(run: WorkerContext | Run | str | Path, split: str, start: int,
         A path uses the per-process cache of :func:`worker_context`.
     split : str
     start, stop : int
-        A range from :func:`~rnn_models.formats.traces.shard_layout`.
+        A range from :func:`~stateseer.rnn_models.formats.traces.shard_layout`.
     """
     ctx = run if isinstance(run, WorkerContext) else (
-        WorkerContext(run) if isinstance(run, Run) else worker_context(run))
+        WorkerContext(run) if isinstance(run, ModelRun) else worker_context(run))
     ds, vocab = ctx.dataset, ctx.vocab
     idx = np.asarray(ds._split_idx(split))[start:stop]
     toks = [ds.tokens[i] for i in idx]
@@ -398,7 +396,7 @@ MapFn = Callable[[Callable[[ShardJob], dict[str, Any]], Iterable[ShardJob]],
 
 
 def record_run(
-    run: Run | str | Path,
+    run: ModelRun | str | Path,
     *,
     splits: Sequence[str] = SPLITS,
     layer: int = -1,
@@ -410,7 +408,7 @@ def record_run(
 ) -> Traces:
     """Record traces of every split of a run into ``RUN/traces`` and return them.
 
-    A path is opened as a :class:`rnn_models.factory.ModelRun`, so a run created for a
+    A path is opened as a :class:`stateseer.rnn_models.run.ModelRun`, so a run created for a
     user's model (``stateseer create``) records with the model's own tokeniser and class
     order; a built-in run records as before.
 
@@ -419,7 +417,7 @@ def record_run(
 
     Parameters
     ----------
-    run : Run, str or Path
+    run : ModelRun, str or Path
     splits : sequence of str
     layer : int, default -1
     dtype : {'float32', 'float16'}
@@ -429,7 +427,7 @@ def record_run(
         handed to ``map_fn`` build theirs from the run directory).
     shard_size : int, optional
         Inputs per shard (default ``$STATESEER_SHARD_SIZE``, else
-        :data:`~rnn_models.formats.traces.DEFAULT_SHARD_SIZE`, one shard for ordinary
+        :data:`~stateseer.rnn_models.formats.traces.DEFAULT_SHARD_SIZE`, one shard for ordinary
         runs). The layout depends on this and the data only.
     map_fn : callable, optional
         ``map_fn(record_job, jobs)`` with the signature of the builtin :func:`map`; it

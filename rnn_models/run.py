@@ -1,71 +1,213 @@
-"""Compatibility module: :class:`Run` and :func:`create_run`.
+"""A run directory with its model: :class:`ModelRun`, and the two ways to create one
+for a model trained outside stateseer.
 
-The run directory's file format is :class:`rnn_models.formats.RunDir` (torch-free) and
-model loading is :func:`rnn_models.loading.load_model`. :class:`Run` is a compatibility
-alias that adds the model-side conveniences (``load_model``, ``vocab``, ``dataset``) on
-top of :class:`RunDir`; new code should use ``RunDir`` and ``load_model`` directly.
-Importing this module does not import torch.
+The run directory's file format is :class:`~stateseer.rnn_models.formats.rundir.RunDir`
+(torch-free; ``abstraction`` reads it). :class:`ModelRun` adds what needs the model side:
+the model itself (built in, a user's factory, or an object), the vocabulary, and the data
+set as the model reads it (its class order, its own tokeniser). Importing this module does
+not import torch; :meth:`ModelRun.load_model` does.
+
+``create_model_run`` (``stateseer create``)
+    your own model from a factory or an object: vocabulary, classes and tokeniser are
+    taken from the model;
+``create_run``
+    a free description of a model you will pass to each command yourself.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .factory import (
+    FactoryError,
+    model_classes,
+    model_tokenizer,
+    obtain_model,
+    reorder_classes,
+    vocabulary_of,
+)
 from .formats.atomic import atomic_write_text
 from .formats.errors import StateseerError
-from .formats.rundir import RunDir, data_section, sha256_file
+from .formats.rundir import RunDir, data_section
 
-__all__ = ["Run", "RunDir", "atomic_write_text", "create_run", "data_section", "sha256_file"]
+if TYPE_CHECKING:
+    from .datasets import TextDataset
+    from .tokenizers import Vocab
+
+__all__ = ["ModelRun", "create_model_run", "create_run"]
 
 
-class Run(RunDir):
-    """A run directory with model-side conveniences (compatibility alias of :class:`RunDir`).
+class ModelRun(RunDir):
+    """A run directory with its model, vocabulary and data set.
+
+    ``dataset()`` applies the class order of ``config.json`` (the model's) and, for
+    ``data.tokenizer == "model"``, tokenises with the model's own ``tokenize``; the model
+    is loaded once and cached. Pass it to :func:`stateseer.rnn_models.record.record_run`.
 
     Parameters
     ----------
     path : str or Path
+        The run directory.
     """
 
-    def load_model(self, **kwargs: Any):
-        """Build the model from ``config.json`` and load ``model.pt`` (eval mode).
+    _model: Any = None
+    _model_key: Any = None
 
-        Delegates to :func:`rnn_models.loading.load_model` (which imports torch).
+    def load_model(self, **kwargs: Any) -> Any:
+        """The run's model in eval mode (:func:`~stateseer.rnn_models.loading.load_model`),
+        loaded again only when ``model.pt`` or ``config.json`` changed on disk.
+
+        Raises
+        ------
+        CheckpointError
+            Missing, corrupt or mismatching model files (one line).
         """
-        from .loading import load_model
+        key = (self._stamp(), tuple(sorted(kwargs.items())))
+        if self._model is None or (self._model_key is not None and key != self._model_key):
+            from .loading import load_model
 
-        return load_model(self, **kwargs)
+            self._model, self._model_key = load_model(self, **kwargs), key
+        return self._model
 
-    def vocab(self):
-        """The run's :class:`rnn_models.tokenizers.Vocab`."""
+    def _stamp(self) -> tuple:
+        out = []
+        for p in (self.model_path, self.config_path):
+            try:
+                st = p.stat()
+                out.append((st.st_mtime_ns, st.st_size))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    def vocab(self) -> Vocab:
+        """The run's vocabulary (``vocab.json``)."""
         from .tokenizers import Vocab
 
         return Vocab.load(self.vocab_path)
 
-    def dataset(self):
-        """Reload the run's data set with the options recorded in ``config.json``."""
+    def dataset(self) -> TextDataset:
+        """The run's data set as the model reads it (the options of ``config.json``)."""
         from .datasets import load_dataset
 
         d = self.data
-        return load_dataset(
-            d["name"], text_col=d.get("text_col", "text"), label_col=d.get("label_col", "label"),
-            tokenizer=d.get("tokenizer", "word"), seed=d.get("seed", 0),
-            max_tokens=d.get("max_tokens"),
-        )
+        model_tok = d.get("tokenizer") == "model"
+        ds = load_dataset(d["name"], text_col=d.get("text_col", "text"),
+                          label_col=d.get("label_col", "label"),
+                          tokenizer=d.get("load_tokenizer", "space") if model_tok
+                          else d.get("tokenizer", "word"),
+                          seed=d.get("seed", 0),
+                          max_tokens=None if model_tok else d.get("max_tokens"))
+        if model_tok:
+            fn = model_tokenizer(self.load_model())
+            if fn is None:
+                raise FactoryError(f"{self.config_path} says the model tokenises "
+                                   "(tokenizer 'model') but the model has no `tokenize`; "
+                                   "add it or re-create the run with --tokenizer word")
+            ds = dataclasses.replace(ds, tokenizer="model",
+                                     _tokens=[list(fn(t)) for t in ds.texts])
+        classes = d.get("classes")
+        return reorder_classes(ds, classes) if classes else ds
+
+
+def _load_data(dataset: Any, text_col: str, label_col: str, tokenizer: str, seed: int,
+               max_tokens: int | None) -> Any:
+    if not isinstance(dataset, str):
+        return dataset
+    from .datasets import load_dataset
+
+    kind, sep, rest = dataset.partition(":")
+    if sep and kind in ("csv", "jsonl") and rest:  # later commands may run elsewhere
+        dataset = f"{kind}:{Path(rest).expanduser().resolve()}"
+
+    return load_dataset(dataset, text_col=text_col, label_col=label_col,
+                        tokenizer=tokenizer, seed=seed, max_tokens=max_tokens)
+
+
+def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any = None,
+                     text_col: str = "text", label_col: str = "label",
+                     tokenizer: str | None = None, seed: int = 0,
+                     max_tokens: int | None = 2000, force: bool = False,
+                     base_dir: str | Path | None = None) -> ModelRun:
+    """Create a run directory for your own model (``stateseer create``'s Python API).
+
+    Parameters
+    ----------
+    path : str or Path
+        The run directory to create.
+    dataset : str or TextDataset
+        A data-set name for :func:`stateseer.rnn_models.datasets.load_dataset` (``csv:PATH`` ...)
+        or a loaded data set.
+    model : str or callable or object
+        ``"MODULE:FACTORY"``, an importable factory function, or a model object (then
+        later commands need the object again: ``record_run(run, model=obj)``).
+    vocab : list of str or Vocab, optional
+        The model's vocabulary when the model declares none (``vocab`` attribute).
+    text_col, label_col, seed, max_tokens
+        Passed to ``load_dataset``.
+    tokenizer : str, optional
+        ``word``/``char``/``space``; default: the model's ``tokenize`` when it has one
+        (``"model"``), else ``word``.
+    force : bool
+        Overwrite an existing run.
+    base_dir : str or Path, optional
+        Where a module name is found later (default: the current directory).
+
+    Returns
+    -------
+    ModelRun
+    """
+    run = ModelRun(path)
+    run.require_new(force)
+    base = Path(base_dir or os.getcwd()).resolve()
+    obj, section = obtain_model(model, base)
+    tok_fn = model_tokenizer(obj)
+    use_model_tok = tokenizer in (None, "model") and tok_fn is not None
+    if tokenizer == "model" and tok_fn is None:
+        raise FactoryError("--tokenizer model needs a `tokenize(text)` method on the model; "
+                           "add it or choose word, char or space")
+    load_tok = "space" if use_model_tok else (tokenizer or "word")
+    ds = _load_data(dataset, text_col, label_col, load_tok, seed,
+                    None if use_model_tok else max_tokens)
+    declared = model_classes(obj)
+    if declared is None and len(ds.classes) != obj.n_classes:
+        raise FactoryError(f"the model has n_classes={obj.n_classes} but the data set has "
+                           f"{len(ds.classes)} classes {ds.classes}; declare `classes` on the "
+                           "model or use matching data")
+    if declared is not None:
+        ds = reorder_classes(ds, declared)
+    tokens = vocabulary_of(obj, vocab, ds)
+    data = data_section(ds, text_col=text_col, label_col=label_col, seed=seed,
+                        max_tokens=max_tokens)
+    if use_model_tok:
+        data.update(tokenizer="model", load_tokenizer=load_tok)
+    section.setdefault("arch", type(obj).__name__)  # what the run header shows
+    section.update(n_classes=int(obj.n_classes), vocab_size=len(tokens),
+                   classes=list(ds.classes),
+                   tokenizer="model" if use_model_tok else load_tok)
+    run.path.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run.vocab_path, json.dumps({"tokens": tokens}, ensure_ascii=False))
+    config = {"format": "stateseer.run", "version": 1, "data": data, "model": section}
+    atomic_write_text(run.config_path, json.dumps(config, indent=2))
+    if section["kind"] == "object":
+        run._model = obj
+    return run
 
 
 def create_run(path: str | Path, ds, vocab, *, model: dict[str, Any],
                text_col: str = "text", label_col: str = "label", seed: int = 0,
                max_tokens: int | None = 2000, metrics: dict[str, Any] | None = None,
-               force: bool = False) -> Run:
+               force: bool = False) -> ModelRun:
     """A run directory for a model trained outside stateseer (bring your own model).
 
     Writes ``config.json`` (the data set, so every command can reload the same splits,
     and ``model``, a free description of your model) and ``vocab.json``, plus
     ``metrics.json`` when ``metrics`` is given. Then record it with
     ``record_run(run, model=your_adapter)``. ``model.pt`` is not written: it is reserved
-    for the built-in classifiers that :meth:`Run.load_model` rebuilds; keep your weights
+    for the built-in classifiers that :meth:`ModelRun.load_model` rebuilds; keep your weights
     under another name.
 
     Parameters
@@ -87,12 +229,12 @@ def create_run(path: str | Path, ds, vocab, *, model: dict[str, Any],
 
     Returns
     -------
-    Run
+    ModelRun
     """
     if not isinstance(model, dict) or not model.get("arch"):
         raise StateseerError("model must be a dict with at least an 'arch' name, e.g. "
                              "{'arch': 'custom:MyNet'}")
-    run = Run(path)
+    run = ModelRun(path)
     run.require_new(force)
     run.path.mkdir(parents=True, exist_ok=True)
     config = {"format": "stateseer.run", "version": 1,

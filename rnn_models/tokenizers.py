@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import DataError
+from .formats.errors import DataError
 
 __all__ = ["PAD", "TOKENIZERS", "UNK", "Vocab", "get_tokenizer", "tokenize"]
 

@@ -6,7 +6,7 @@ is taken on the label of *every prefix* (known from the grammar, or from the dat
 each prefix is itself a labelled training string), which makes small RNNs learn the exact
 automaton in seconds; natural-language data is trained on the final label only.
 
-The model comes from :data:`rnn_models.models.ARCHITECTURES` (``--arch``); training needs
+The model comes from :data:`stateseer.rnn_models.archs.ARCHITECTURES` (``--arch``); training needs
 of it ``step_logits(ids)`` (per-step logits, for the prefix loss), ``initial_logits()``
 and ``forward(ids, lengths)`` (final logits), which every built-in architecture has.
 """
@@ -29,9 +29,10 @@ from torch import nn
 from .archs import ARCHITECTURES
 from .batching import length_batches, pad_batch
 from .datasets import TextDataset, load_dataset
-from .errors import DataError
 from .formats.atomic import atomic_write, atomic_write_text, fsync_dir, swap_dir
-from .run import Run, data_section, sha256_file
+from .formats.errors import DataError
+from .formats.rundir import data_section, sha256_file
+from .run import ModelRun
 from .tokenizers import Vocab
 
 __all__ = ["ARCH_DEFAULTS", "DEFAULTS", "TrainConfig", "default_drift", "evaluate", "train_run"]
@@ -371,7 +372,7 @@ def _link_or_copy(src: str | Path, dst: str | Path) -> None:
         shutil.copy2(src, dst, follow_symlinks=False)
 
 
-def _write_run(run: Run, model: nn.Module, cfg: TrainConfig, data: _Data, hp: dict,
+def _write_run(run: ModelRun, model: nn.Module, cfg: TrainConfig, data: _Data, hp: dict,
                section: dict, metrics: dict[str, Any]) -> None:
     """Write ``vocab.json``, ``model.pt``, ``config.json`` and ``metrics.json`` and swap
     them in as one directory.
@@ -380,12 +381,12 @@ def _write_run(run: Run, model: nn.Module, cfg: TrainConfig, data: _Data, hp: di
     ``vocab.json``'s sha256); files the user kept in an earlier run are carried over, its
     traces, abstraction and index (derived from the old model) are not; then the
     directory replaces the old one in one atomic exchange
-    (:func:`~rnn_models.formats.atomic.swap_dir`). A crash at any point leaves the old
+    (:func:`~stateseer.rnn_models.formats.atomic.swap_dir`). A crash at any point leaves the old
     run or the new one, whole.
     """
     target = run.path.resolve()  # `--out .` has a name; a symlinked run stays a link
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Run(target.with_name(f".{target.name}.train.tmp"))
+    tmp = ModelRun(target.with_name(f".{target.name}.train.tmp"))
     if tmp.path.exists():
         shutil.rmtree(tmp.path)  # left by an earlier interrupted train
     tmp.path.mkdir()
@@ -442,7 +443,7 @@ def train_run(
     force: bool = False,
     progress: bool = True,
     dataset: TextDataset | None = None,
-) -> Run:
+) -> ModelRun:
     """Train a classifier and write the run directory ``out``.
 
     Parameters
@@ -461,7 +462,7 @@ def train_run(
     Run
     """
     cfg.check()
-    run = Run(out)
+    run = ModelRun(out)
     run.require_new(force)
     data, hp = _prepare_data(cfg, dataset)
     torch.manual_seed(cfg.seed)

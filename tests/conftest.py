@@ -22,7 +22,7 @@ def one_line(exc: BaseException) -> str:
 @pytest.fixture(scope="session")
 def tomita_run(tmp_path_factory) -> Path:
     """A 1-layer LSTM trained to 100 % on Tomita 3 (about 3 s)."""
-    from rnn_models.train import TrainConfig, train_run
+    from stateseer.rnn_models.train import TrainConfig, train_run
 
     out = tmp_path_factory.mktemp("runs") / "t3"
     train_run(TrainConfig(dataset="tomita3", arch="lstm"), out, progress=False)
@@ -32,7 +32,7 @@ def tomita_run(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def text_csv(tmp_path_factory) -> Path:
     """A 1,500-row CSV of real Rotten Tomatoes snippets (labels fresh/rotten)."""
-    from rnn_models.datasets import load_dataset
+    from stateseer.rnn_models.datasets import load_dataset
 
     ds = load_dataset("rotten_tomatoes")
     path = tmp_path_factory.mktemp("data") / "rt_small.csv"
@@ -47,7 +47,7 @@ def text_csv(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def text_run(tmp_path_factory, text_csv) -> Path:
     """A 2-layer GRU trained for 2 epochs on the small CSV (a few seconds)."""
-    from rnn_models.train import TrainConfig, train_run
+    from stateseer.rnn_models.train import TrainConfig, train_run
 
     out = tmp_path_factory.mktemp("runs") / "small"
     cfg = TrainConfig(dataset=f"csv:{text_csv}", arch="gru", text_col="review",
@@ -71,8 +71,8 @@ def copy_run(tmp_path):
 @pytest.fixture(scope="session")
 def explored_run(tmp_path_factory, text_run) -> Path:
     """The small text run, recorded and abstracted into 12 states (for app tests)."""
-    from abstraction.pipeline import abstract_run
-    from rnn_models.record import record_run
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.rnn_models.record import record_run
 
     dst = tmp_path_factory.mktemp("runs") / "explored"
     shutil.copytree(text_run, dst)
@@ -84,15 +84,15 @@ def explored_run(tmp_path_factory, text_run) -> Path:
 @pytest.fixture(scope="session")
 def analysed_run(tmp_path_factory, explored_run) -> Path:
     """The explored run plus forcing figures and its nearest-context index."""
-    from app.workflows.contexts import context_index
-    from app.workflows.forcing import measure_forcing
-    from rnn_models.run import Run
-    from rnn_models.traces import Traces
+    from stateseer.app.workflows.contexts import context_index
+    from stateseer.app.workflows.forcing import measure_forcing
+    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.run import ModelRun
 
     dst = tmp_path_factory.mktemp("runs") / "analysed"
     shutil.copytree(explored_run, dst)
     measure_forcing(dst)
-    run = Run(dst)
+    run = ModelRun(dst)
     context_index(run, Traces(run.traces_dir))
     return dst
 

@@ -1,27 +1,56 @@
-"""The import contract, checked statically (an AST walk; nothing is imported):
+"""The import contract, checked statically (an AST walk over the checkout; nothing imported):
 
-1. ``abstraction`` imports from ``rnn_models`` only the torch-free formats layer
-   (``rnn_models.formats``), and the transitive closure of those imports through
-   ``rnn_models`` reaches neither torch nor dash, not even through a lazy import inside a
-   function;
-2. ``rnn_models.formats`` imports nothing of ``rnn_models`` outside itself;
-3. ``abstraction`` never imports ``app``, torch or dash.
+1. one import name: no code, test, benchmark, notebook or README example imports ``app``,
+   ``abstraction`` or ``rnn_models`` as a top-level name; everything is ``stateseer.…``;
+2. ``abstraction`` imports from ``rnn_models`` only the torch-free formats layer
+   (``stateseer.rnn_models.formats``), and the transitive closure of those imports reaches
+   neither torch nor dash, not even through a lazy import inside a function;
+3. the formats layer imports nothing of ``rnn_models`` outside itself;
+4. ``abstraction`` never imports ``app``, torch or dash;
+5. no import loops: the graph of project modules (function-level and ``TYPE_CHECKING``
+   imports included) has no cycle;
+6. tests and benchmarks stay apart: neither imports the other (what both need is in
+   :mod:`stateseer.testing`).
 
-A package ``__init__`` counts as imported on the way to any of its modules.
+A module's name is the one it installs under: ``rnn_models/formats/rundir.py`` is
+``stateseer.rnn_models.formats.rundir``.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import re
 from pathlib import Path
 
+import networkx as nx
+
 ROOT = Path(__file__).resolve().parents[1]
+LAYERS = ("rnn_models", "abstraction", "app")
 HEAVY = {"torch", "dash"}
+FORMATS = "stateseer.rnn_models.formats"
 
 
 def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    if parts and parts[0] in LAYERS:
+        parts.insert(0, "stateseer")
+    return ".".join(parts)
+
+
+def source(module: str) -> Path | None:
+    parts = module.split(".")
+    if parts[0] != "stateseer":
+        return None
+    if len(parts) > 1 and parts[1] in LAYERS:
+        parts = parts[1:]
+    p = ROOT.joinpath(*parts)
+    for candidate in (p.with_suffix(".py"), p / "__init__.py"):
+        if candidate.exists():
+            return candidate
+    return None
 
 
 def imported(path: Path) -> set[str]:
@@ -44,12 +73,12 @@ def imported(path: Path) -> set[str]:
     return out
 
 
-def source(module: str) -> Path | None:
-    p = ROOT.joinpath(*module.split("."))
-    for candidate in (p.with_suffix(".py"), p / "__init__.py"):
-        if candidate.exists():
-            return candidate
-    return None
+def project_files(*folders: str) -> list[Path]:
+    return sorted(f for d in folders for f in (ROOT / d).rglob("*.py"))
+
+
+def package_files() -> list[Path]:
+    return project_files("stateseer", *LAYERS)
 
 
 def with_parents(module: str) -> list[str]:
@@ -68,8 +97,7 @@ def closure(start: set[str]) -> dict[str, set[str]]:
         if f is None or m in seen:
             continue
         seen[m] = imported(f)
-        stack.extend(p for i in seen[m] if i.split(".")[0] == "rnn_models"
-                     for p in with_parents(i))
+        stack.extend(p for i in seen[m] if i.startswith("stateseer.") for p in with_parents(i))
     return seen
 
 
@@ -77,48 +105,103 @@ def top(module: str) -> str:
     return module.split(".")[0]
 
 
-def test_relative_and_function_level_imports_are_seen():
-    assert "rnn_models.formats.errors" in imported(ROOT / "rnn_models" / "formats" / "rundir.py")
-    assert "rnn_models.formats.traces" in imported(ROOT / "rnn_models" / "formats" / "__init__.py")
-    # rnn_models.run imports the model loader inside a method: still an import
-    assert "rnn_models.loading" in imported(ROOT / "rnn_models" / "run.py")
-    assert "torch" in closure({"rnn_models.run"})["rnn_models.loading"]
+def import_graph() -> nx.DiGraph:
+    """Project module → project module it imports (the module itself, not its parents)."""
+    g = nx.DiGraph()
+    for f in package_files():
+        a = module_name(f)
+        g.add_node(a)
+        for m in imported(f):
+            if source(m) is not None and m != a:
+                g.add_edge(a, m)
+    return g
 
 
+# -- 1. one import name ----------------------------------------------------------------------
+OLD_NAME = re.compile(r"^\s*(?:from|import)\s+(app|abstraction|rnn_models)\b", re.M)
+
+
+def test_nothing_imports_the_folders_as_top_level_names():
+    bad = [f"{f.relative_to(ROOT)}: {m}"
+           for f in project_files("stateseer", *LAYERS, "tests", "benchmarks", "docs")
+           for m in imported(f) if top(m) in LAYERS]
+    for f in [ROOT / "README.md", *(ROOT / "notebooks").glob("*.ipynb"),
+              *(ROOT / "docs").rglob("*.md")]:
+        text = f.read_text(encoding="utf-8")
+        if f.suffix == ".ipynb":
+            text = "".join("".join(c["source"]) + "\n" for c in json.loads(text)["cells"]
+                           if c["cell_type"] == "code")
+        bad += [f"{f.relative_to(ROOT)}: {m.group(0).strip()}" for m in OLD_NAME.finditer(text)]
+    assert not bad, f"imports of the old top-level names: {bad}"
+
+
+def test_module_names_are_the_installed_ones():
+    assert module_name(ROOT / "rnn_models" / "formats" / "rundir.py") == \
+        "stateseer.rnn_models.formats.rundir"
+    assert source("stateseer.app.cli") == ROOT / "app" / "cli.py"
+    assert source("stateseer") == ROOT / "stateseer" / "__init__.py"
+    assert f"{FORMATS}.errors" in imported(ROOT / "rnn_models" / "formats" / "rundir.py")
+    # the model loader imported inside a method is still an import
+    assert "stateseer.rnn_models.loading" in imported(ROOT / "rnn_models" / "run.py")
+    assert "torch" in closure({"stateseer.rnn_models.run"})["stateseer.rnn_models.loading"]
+
+
+# -- 2-4. the torch-free layer ---------------------------------------------------------------
 def test_abstraction_imports_only_the_formats_layer_of_rnn_models():
     bad = sorted(f"{f.relative_to(ROOT)}: {m}"
-                 for f in (ROOT / "abstraction").rglob("*.py") for m in imported(f)
-                 if top(m) == "rnn_models" and m != "rnn_models"
-                 and not m.startswith("rnn_models.formats"))
-    assert not bad, f"abstraction imports rnn_models outside rnn_models.formats: {bad}"
+                 for f in project_files("abstraction") for m in imported(f)
+                 if m.startswith("stateseer.rnn_models") and not m.startswith(FORMATS))
+    assert not bad, f"abstraction imports rnn_models outside {FORMATS}: {bad}"
 
 
 def test_abstraction_never_imports_app_torch_or_dash():
     bad = sorted(f"{f.relative_to(ROOT)}: {m}"
-                 for f in (ROOT / "abstraction").rglob("*.py") for m in imported(f)
-                 if top(m) in HEAVY | {"app"})
+                 for f in project_files("abstraction") for m in imported(f)
+                 if top(m) in HEAVY or m.startswith("stateseer.app"))
     assert not bad, f"abstraction imports app, torch or dash: {bad}"
 
 
 def test_abstraction_closure_through_rnn_models_is_torch_free():
-    entry = {m for f in (ROOT / "abstraction").rglob("*.py") for m in imported(f)
-             if top(m) == "rnn_models"}
+    entry = {m for f in project_files("abstraction") for m in imported(f)
+             if m.startswith("stateseer.")}
     reached = closure(entry)
-    assert "rnn_models.formats" in reached  # the walk found the layer it should
+    assert FORMATS in reached  # the walk found the layer it should
     heavy = sorted(f"{m} imports {i}" for m, ims in reached.items() for i in ims
                    if top(i) in HEAVY)
-    assert not heavy, f"abstraction reaches torch/dash through rnn_models: {heavy}"
+    assert not heavy, f"abstraction reaches torch/dash: {heavy}"
 
 
 def test_formats_layer_is_closed():
-    files = list((ROOT / "rnn_models" / "formats").rglob("*.py"))
+    files = project_files("rnn_models/formats")
     assert len(files) >= 6
     bad = sorted(f"{f.relative_to(ROOT)}: {m}" for f in files for m in imported(f)
-                 if (top(m) == "rnn_models" and m != "rnn_models"
-                     and not m.startswith("rnn_models.formats")) or top(m) in HEAVY | {"app"})
-    assert not bad, f"rnn_models.formats imports outside itself: {bad}"
+                 if (m.startswith("stateseer.") and not m.startswith(FORMATS))
+                 or top(m) in HEAVY)
+    assert not bad, f"{FORMATS} imports outside itself: {bad}"
 
 
-def test_rnn_models_package_init_is_torch_free():
-    ims = imported(ROOT / "rnn_models" / "__init__.py")
-    assert not {i for i in ims if top(i) in HEAVY}
+def test_package_inits_are_torch_free():
+    for f in (ROOT / "stateseer" / "__init__.py", ROOT / "rnn_models" / "__init__.py"):
+        assert not {i for i in imported(f) if top(i) in HEAVY}, f
+
+
+# -- 5. no import loops ----------------------------------------------------------------------
+def test_the_graph_sees_relative_and_lazy_edges():
+    g = import_graph()
+    assert g.has_edge("stateseer.rnn_models.run", "stateseer.rnn_models.loading")  # lazy
+    assert g.has_edge("stateseer.abstraction.io", f"{FORMATS}.atomic")  # ..rnn_models...
+    assert g.number_of_nodes() == len(package_files())  # every module is a node
+
+
+def test_no_import_loops():
+    loops = [sorted(c) for c in nx.strongly_connected_components(import_graph()) if len(c) > 1]
+    assert not loops, f"{len(loops)} import loops: {loops}"
+
+
+# -- 6. tests and benchmarks apart -----------------------------------------------------------
+def test_tests_and_benchmarks_do_not_import_each_other():
+    bad = [f"{f.relative_to(ROOT)}: {m}" for f in project_files("tests") for m in imported(f)
+           if top(m) == "benchmarks"]
+    bad += [f"{f.relative_to(ROOT)}: {m}" for f in project_files("benchmarks")
+            for m in imported(f) if top(m) == "tests"]
+    assert not bad, f"tests and benchmarks import each other: {bad}"

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from abstraction import sharded
-from abstraction.pipeline import Abstraction, abstract_run
-from rnn_models.engine import DaskEngine, SerialEngine, record_run
-from rnn_models.formats.traces import Traces
+from stateseer.abstraction import sharded
+from stateseer.abstraction.pipeline import Abstraction, abstract_run
+from stateseer.rnn_models.engine import DaskEngine, SerialEngine, record_run
+from stateseer.rnn_models.formats.traces import Traces
 
 SHARD = 150  # inputs per shard: several shards on the small fixtures
 
@@ -86,9 +86,9 @@ def test_text_run_recorded_and_abstracted_on_the_cluster_equals_in_process(text_
 
 
 def test_forcing_and_index_on_the_cluster_equal_in_process(text_pair, engine):
-    from app.workflows.contexts import context_index
-    from app.workflows.forcing import measure_forcing
-    from rnn_models.run import Run
+    from stateseer.app.workflows.contexts import context_index
+    from stateseer.app.workflows.forcing import measure_forcing
+    from stateseer.rnn_models.run import ModelRun
 
     a, b = text_pair
     for run in (a, b):
@@ -99,8 +99,8 @@ def test_forcing_and_index_on_the_cluster_equal_in_process(text_pair, engine):
     for f in (fa, fb):
         f["forcing"].pop("seconds")
     assert fa == fb and fa["forcing"]["per_state"]
-    ia = context_index(Run(a), Traces(a / "traces"))
-    ib = context_index(Run(b), Traces(b / "traces"), cluster=engine)
+    ia = context_index(ModelRun(a), Traces(a / "traces"))
+    ib = context_index(ModelRun(b), Traces(b / "traces"), cluster=engine)
     for k in ("order_", "codes_", "list_ptr_", "centers_"):
         assert getattr(ia, k).tobytes() == getattr(ib, k).tobytes(), k
 
@@ -159,7 +159,7 @@ def test_a_worker_killed_mid_command_leaves_identical_results_and_no_partial_sha
         command, text_pair, tmp_path, engine, dask_client):
     """SIGKILL of a busy worker during ``record`` or ``abstract`` on the cluster: Dask
     reruns its tasks, the run equals the in-process one and no temporary shard is left."""
-    from rnn_models.formats.traces import TMP_MARK
+    from stateseer.rnn_models.formats.traces import TMP_MARK
 
     a, _ = text_pair
     run = _fresh(a, tmp_path / "killed")
@@ -227,7 +227,7 @@ def test_a_scheduler_lost_mid_command_is_one_line_and_the_run_stays_as_it_was(
     before, entries = files(), sorted(os.listdir(run))
     # the only worker thread is busy, so the command's first tasks wait on the scheduler
     blocker = client.submit(time.sleep, 120, pure=False)
-    cli = [sys.executable, "-m", "app.cli", "abstract", str(run), "--states", "6",
+    cli = [sys.executable, "-m", "stateseer.app.cli", "abstract", str(run), "--states", "6",
            "--no-index", "--no-forcing", "--cluster", address]
     proc = subprocess.Popen(cli, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             cwd=Path(__file__).resolve().parents[1])
@@ -276,9 +276,9 @@ def test_an_old_single_file_run_still_loads_and_abstracts(tmp_path, text_run, en
 
 
 def test_the_explorer_opens_a_sharded_run(text_pair):
-    from app.explorer.context import ExplorerContext
-    from app.explorer.views import diagram
-    from app.main import create_app
+    from stateseer.app.explorer.context import ExplorerContext
+    from stateseer.app.explorer.views import diagram
+    from stateseer.app.main import create_app
 
     a, _ = text_pair
     if not (a / "abstraction" / "meta.json").exists():
@@ -302,7 +302,7 @@ def test_one_shard_runs_on_every_worker_in_pieces_with_identical_results(tmp_pat
     pieces and simulation in input pieces, run by both workers, with the in-process bits."""
     from distributed import get_task_stream
 
-    from abstraction.kmeans import KMeansAbstractor
+    from stateseer.abstraction.kmeans import KMeansAbstractor
 
     run = _fresh(text_run, tmp_path / "one")
     record_run(run)
@@ -317,7 +317,7 @@ def test_one_shard_runs_on_every_worker_in_pieces_with_identical_results(tmp_pat
                or str(t["key"]).startswith("_apply")}
     assert len(workers) == 2
     # the context index encodes a one-shard split in chunk-aligned pieces too
-    from abstraction.neighbors import ContextIndex
+    from stateseer.abstraction.neighbors import ContextIndex
 
     refs = sharded.shard_refs(Traces(run / "traces"), "train")
     ia = ContextIndex(n_components=8, chunk_size=256).fit_shards(refs, SerialEngine())

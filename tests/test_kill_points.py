@@ -4,7 +4,7 @@ A reduced run of ``benchmarks/kill_points.py`` on a 120-string Tomita-1 run: SIG
 every write point of ``record``, ``abstract`` and ``train --force`` that touches a path a
 reader opens, and at one other point of each, then the run must load in its old or its
 new state, commands on it must not crash and a rerun must succeed. The directory swap it
-relies on (:func:`rnn_models.formats.atomic.swap_dir`) is tested directly too.
+relies on (:func:`stateseer.rnn_models.formats.atomic.swap_dir`) is tested directly too.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _tree(path: Path) -> dict[str, str]:
 
 
 def test_swap_dir_exchanges_a_directory_whole(tmp_path):
-    from rnn_models.formats.atomic import swap_dir
+    from stateseer.rnn_models.formats.atomic import swap_dir
 
     target, new = tmp_path / "traces", tmp_path / "traces.tmp"
     (target / "a").mkdir(parents=True)
@@ -48,7 +48,7 @@ def test_swap_dir_exchanges_a_directory_whole(tmp_path):
 
 
 def test_swap_dir_replaces_a_link_not_what_it_points_to(tmp_path):
-    from rnn_models.formats.atomic import swap_dir
+    from stateseer.rnn_models.formats.atomic import swap_dir
 
     real, link, new = tmp_path / "real", tmp_path / "traces", tmp_path / "traces.tmp"
     real.mkdir()
@@ -62,7 +62,7 @@ def test_swap_dir_replaces_a_link_not_what_it_points_to(tmp_path):
 
 
 def test_swap_dir_without_an_atomic_exchange_renames_aside(tmp_path, monkeypatch):
-    from rnn_models.formats import atomic
+    from stateseer.rnn_models.formats import atomic
 
     monkeypatch.setattr(atomic, "_exchange", lambda a, b: False)  # e.g. not Linux
     target, new = tmp_path / "abstraction", tmp_path / "abstraction.tmp"
@@ -78,19 +78,16 @@ def test_swap_dir_without_an_atomic_exchange_renames_aside(tmp_path, monkeypatch
 
 def _tiny_config(tmp_path: Path) -> dict:
     """TrainConfig keywords of a one-epoch GRU on the kill-point script's Tomita-1 CSV."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from kill_points import tomita1_csv
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    from stateseer.testing import tomita1_csv
+
     data = f"csv:{tomita1_csv(tmp_path / 'tomita1.csv')}"
     return dict(dataset=data, arch="gru", epochs=1, embed=4, hidden=3, tokenizer="char")
 
 
 @linux_only
 def test_train_force_swaps_the_run_in_and_keeps_the_users_files(tmp_path):
-    from rnn_models.loading import load_model
-    from rnn_models.train import TrainConfig, train_run
+    from stateseer.rnn_models.loading import load_model
+    from stateseer.rnn_models.train import TrainConfig, train_run
 
     cfg = _tiny_config(tmp_path)
     run = train_run(TrainConfig(**cfg, seed=0), tmp_path / "run", progress=False)
@@ -118,8 +115,8 @@ def test_train_force_swaps_the_run_in_and_keeps_the_users_files(tmp_path):
 @linux_only
 def test_train_force_into_the_working_directory_keeps_it(tmp_path, monkeypatch):
     """`--out .` from inside the run: the directory a shell sits in is not swapped away."""
-    from rnn_models.loading import load_model
-    from rnn_models.train import TrainConfig, train_run
+    from stateseer.rnn_models.loading import load_model
+    from stateseer.rnn_models.train import TrainConfig, train_run
 
     cfg = _tiny_config(tmp_path)
     run = tmp_path / "run"

@@ -103,7 +103,7 @@ def _run_readme_commands(name: str, cwd: Path) -> None:
         words = shlex.split(line, comments=True)
         if not words or words[:2] == ["stateseer", "serve"]:
             continue
-        cmd = ([sys.executable, "-m", "app.cli", *words[1:]] if words[0] == "stateseer"
+        cmd = ([sys.executable, "-m", "stateseer.app.cli", *words[1:]] if words[0] == "stateseer"
                else [sys.executable, *words[1:]] if words[0] == "python" else words)
         env = {**os.environ, "PYTHONPATH": f"{cwd}{os.pathsep}{ROOT}", "OMP_NUM_THREADS": "1"}
         done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
@@ -136,7 +136,7 @@ def test_readme_python_snippet_runs(tmp_path, monkeypatch):
     """The README's ten lines, verbatim, with the text-model defaults made tiny."""
     import torch
 
-    from rnn_models import train as train_module
+    from stateseer.rnn_models import train as train_module
 
     small = dict(train_module.DEFAULTS["text"], embed=16, hidden=16, epochs=1)
     monkeypatch.setitem(train_module.DEFAULTS, "text", small)

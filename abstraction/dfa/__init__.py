@@ -18,7 +18,7 @@ training split into a deterministic, complete, minimal automaton, without runnin
    can never land in different abstract states.
 2. **Initial abstraction.** One abstract state per predicted class (the default), or
    ``initial_states`` k-means clusters split by predicted class
-   (:class:`~abstraction.kmeans.KMeansAbstractor`); either way no state mixes classes.
+   (:class:`~stateseer.abstraction.kmeans.KMeansAbstractor`); either way no state mixes classes.
 3. **Refinement.** A transition ``(state, symbol)`` is *in conflict* when the children of
    the state's points on that symbol lie in more than one state. Each conflicting state is
    split along its worst symbol: its points with a child on that symbol are grouped by the
@@ -31,14 +31,14 @@ training split into a deterministic, complete, minimal automaton, without runnin
    target that the nearest state (centroid distance) that has seen the symbol goes to. Every
    alphabet symbol occurs in training, so no sink state is needed.
 5. **Minimisation.** Moore refinement through
-   :func:`rnn_models.formats.automaton.minimize` (for more than two classes, one
+   :func:`stateseer.rnn_models.formats.automaton.minimize` (for more than two classes, one
    minimisation per class indicator, then their common refinement),
    states renumbered in breadth-first order from the initial state 0.
 
 The result, an :class:`ExtractedDFA`, is checked against the RNN on the evaluation split:
 the traces hold the RNN's prediction after every prefix of every test string, so agreement
 needs no torch. When the caller passes the language (``grammar=``, e.g. a built-in grammar
-of :mod:`rnn_models.formal`) the report also compares the automaton with it on every
+of :mod:`stateseer.rnn_models.formal`) the report also compares the automaton with it on every
 string of length at most 12.
 
 Notes

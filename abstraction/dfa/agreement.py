@@ -10,9 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from rnn_models.formats.automaton import all_strings
-from rnn_models.formats.traces import SplitTraces, Traces
-
+from ...rnn_models.formats.automaton import all_strings
+from ...rnn_models.formats.traces import SplitTraces, Traces
 from .extracted import ExtractedDFA
 from .prefix_tree import _Tree
 
@@ -61,9 +60,9 @@ def _agreement(traces: Traces, split: str, lookup: np.ndarray, trans: np.ndarray
 def _grammar_check(grammar: Any, dfa: ExtractedDFA, max_len: int = 12) -> dict[str, Any]:
     """Agreement with a known language on every string up to ``max_len``.
 
-    ``grammar`` is a :class:`rnn_models.formats.automaton.DFA` (its accepting states are
+    ``grammar`` is a :class:`stateseer.rnn_models.formats.automaton.DFA` (its accepting states are
     class ``accept``) or anything with ``name``, ``dfa`` and ``classes`` (reject, accept)
-    such as an ``rnn_models.formal.Grammar``; None or another alphabet gives ``{}``.
+    such as an ``stateseer.rnn_models.formal.Grammar``; None or another alphabet gives ``{}``.
     """
     if grammar is None:
         return {}

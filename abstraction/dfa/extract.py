@@ -1,4 +1,5 @@
-"""The extraction: :func:`extract_dfa` strings the stages of :mod:`abstraction.dfa` together."""
+"""The extraction: :func:`extract_dfa` strings the stages of
+:mod:`stateseer.abstraction.dfa` together."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from rnn_models.formats.traces import SplitTraces, Traces
-
+from ...rnn_models.formats.traces import SplitTraces, Traces
 from ..errors import AbstractionError
 from .agreement import _agreement, _grammar_check, training_statistics
 from .approximate import eval_set, relabel, shrink
@@ -86,7 +86,7 @@ def extract_dfa(
 
     Parameters
     ----------
-    traces : rnn_models.traces.Traces
+    traces : stateseer.rnn_models.formats.traces.Traces
         Recorded traces of a run (``stateseer record RUN``). ``traces[split]`` supplies
         ``hidden`` (n_steps, state_size), ``proba`` (n_steps, n_classes), ``surface_ids``
         and ``offsets``; ``initial_hidden`` (state_size,) and ``initial_proba``
@@ -108,11 +108,11 @@ def extract_dfa(
         Safety cap on refinement rounds.
     grammar : DFA or Grammar, optional
         The language the RNN was trained on, if known (e.g.
-        ``rnn_models.formal.GRAMMARS[name]``): the report then compares the automaton with
+        ``stateseer.rnn_models.formal.GRAMMARS[name]``): the report then compares the automaton with
         it on every string of length at most 12.
     states : int, optional
         At most this many states in the result (after minimisation). The refined automaton
-        is then shrunk by :func:`abstraction.dfa.approximate.shrink`: states whose
+        is then shrunk by :func:`stateseer.abstraction.dfa.approximate.shrink`: states whose
         behaviour agrees are merged, and the smallest-enough automaton that agrees most
         with the RNN is polished. Default: the refined automaton, minimised (exact on the
         training prefixes when the budget allows).

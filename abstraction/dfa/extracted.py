@@ -20,8 +20,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from rnn_models.formats.automaton import DFA, TableAutomaton
-
+from ...rnn_models.formats.automaton import DFA, TableAutomaton
 from ..errors import AbstractionError
 from ..io import read_text, write_output
 
@@ -37,7 +36,7 @@ class ExtractedDFA(TableAutomaton):
     """A deterministic, complete automaton whose states carry a predicted class.
 
     A small, honest object in the manner of AALpy's ``Dfa``: an
-    :class:`~rnn_models.formats.automaton.Automaton` whose :meth:`reset`, :meth:`step` and
+    :class:`~stateseer.rnn_models.formats.automaton.Automaton` whose :meth:`reset`, :meth:`step` and
     :meth:`run` walk it symbol by symbol; :meth:`classify` and :meth:`accepts` run many
     strings at once (vectorised over strings).
 
@@ -132,7 +131,7 @@ class ExtractedDFA(TableAutomaton):
 
     @property
     def dfa(self) -> DFA:
-        """The automaton as a :class:`rnn_models.formats.automaton.DFA` (accepting =
+        """The automaton as a :class:`stateseer.rnn_models.formats.automaton.DFA` (accepting =
         :attr:`accepting`)."""
         return DFA(self.alphabet, self.transitions, self.accepting, self.initial)
 

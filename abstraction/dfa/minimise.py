@@ -1,6 +1,6 @@
 """Step 5 of the extraction: the minimal automaton with the same class on every string.
 
-For two classes one Moore minimisation (:func:`rnn_models.formats.automaton.minimize`)
+For two classes one Moore minimisation (:func:`stateseer.rnn_models.formats.automaton.minimize`)
 of the class indicator suffices; for more, the common refinement of one minimisation per
 class indicator. States are renumbered in breadth-first order from the initial state 0.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rnn_models.formats.automaton import DFA, minimize
+from ...rnn_models.formats.automaton import DFA, minimize
 
 
 def _state_map(big: np.ndarray, big_initial: int, small: np.ndarray) -> np.ndarray:

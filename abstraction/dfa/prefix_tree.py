@@ -12,8 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rnn_models.formats.traces import SplitTraces, Traces
-
+from ...rnn_models.formats.traces import SplitTraces, Traces
 from ..arrays import distinct
 from ..errors import AbstractionError
 
@@ -137,7 +136,7 @@ def _with_extra(st: SplitTraces, sym: np.ndarray, extra: list[tuple[SplitTraces,
     st : SplitTraces
         The training split; ``sym`` (n_steps,) its symbol ids.
     extra : list of (SplitTraces, int)
-        More traced inputs (e.g. ``rnn_models.record.record_texts`` output, which carries
+        More traced inputs (e.g. ``stateseer.rnn_models.record.record_texts`` output, which carries
         its own ``surface`` table) and the weight of each of their inputs.
     alphabet : tuple of str
         Symbols of the automaton; an extra input with another symbol is refused.

@@ -1,7 +1,6 @@
 """What the explorer shows of a run, loaded once and only read.
 
-:class:`RunView` holds a run's traces (memory-mapped), its abstraction and FSM, the
-diagram's positions and the per-split table indexes. :class:`ExplorerContext` bundles it
+:class:`ExplorerContext` bundles the run (:class:`~stateseer.app.explorer.runview.RunView`)
 with the services that load lazily (the model, the nearest-context index) and, with
 ``serve --compare``, the comparison with a second run. Every view's layout and callbacks
 receive the context; nothing in it is changed after it is built.
@@ -9,128 +8,15 @@ receive the context; nothing in it is changed after it is built.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
-
-from abstraction.pipeline import Abstraction
-from rnn_models.errors import StateseerError
-from rnn_models.run import Run
-from rnn_models.traces import Traces
-
-from .query import SplitIndex
-from .records import TraceRecord
-
-if TYPE_CHECKING:
-    from app.workflows.comparison import RunComparison
-
-    from .services import ContextService, ModelService
+from ..workflows.comparison import RunComparison
+from .runview import RunView
+from .services import ContextService, ModelService
 
 __all__ = ["ExplorerContext", "RunView"]
-
-
-class RunView:
-    """A run as the explorer reads it: traces, abstraction, FSM, classes, splits.
-
-    Parameters
-    ----------
-    run_dir : str or Path
-        A run with recorded traces and an abstraction (``stateseer demo`` makes one).
-    """
-
-    def __init__(self, run_dir: str | Path) -> None:
-        self.run = Run(run_dir)
-        self.config = self.run.config
-        self.traces = Traces(self.run.traces_dir)
-        self.abstraction = Abstraction.load(self.run.abstraction_dir)
-        self.fsm = self.abstraction.fsm
-        self.classes = self.traces.classes
-        self.splits = [s for s in self.traces.split_names if s in self.abstraction.states]
-        self._index: dict[str, SplitIndex] = {}
-        self._index_lock = threading.Lock()
-
-    @property
-    def name(self) -> str:
-        return self.run.path.name
-
-    @property
-    def default_split(self) -> str:
-        """The split a page opens on: test if there is one."""
-        return "test" if "test" in self.splits else self.splits[0]
-
-    @property
-    def tokenizer(self) -> str:
-        return self.config["data"].get("tokenizer", "word")
-
-    @property
-    def joiner(self) -> str:
-        """How tokens are joined back into text ("" for character models)."""
-        return "" if self.tokenizer == "char" else " "
-
-    @property
-    def layer(self) -> int:
-        return self.traces.meta.get("layer", -1)
-
-    def n_inputs(self) -> dict[str, int]:
-        return {s: self.traces[s].n_inputs for s in self.splits}
-
-    def index(self, split: str) -> SplitIndex:
-        """The table index of ``split`` (built on first use, thread-safe)."""
-        if split not in self.splits:
-            raise StateseerError(f"unknown split {split!r}; choose one of {self.splits}")
-        with self._index_lock:
-            if split not in self._index:
-                self._index[split] = SplitIndex(self.traces[split],
-                                                self.abstraction.states[split],
-                                                self.fsm.n_states)
-            return self._index[split]
-
-    @cached_property
-    def positions(self) -> dict[int, tuple[float, float]]:
-        """Stable diagram positions, computed once."""
-        from .views.diagram import fixed_positions
-
-        return fixed_positions(self.fsm)
-
-    @cached_property
-    def metrics(self) -> dict[str, Any]:
-        return self.run.metrics()
-
-    def forcing_per_state(self) -> dict[str, dict[str, Any]]:
-        """``stateseer force`` figures per state (empty when not measured)."""
-        return self.metrics.get("abstraction", {}).get("forcing", {}).get("per_state", {})
-
-    def trace_instance(self, split: str, i: int) -> TraceRecord:
-        """The trace record of recorded instance ``i`` of ``split``."""
-        if split not in self.splits:
-            raise StateseerError(f"unknown split {split!r}; choose one of {self.splits}")
-        tr = self.traces[split]
-        if not 0 <= i < tr.n_inputs:
-            raise StateseerError(f"instance {i} does not exist in split {split!r}")
-        real, sim = self.abstraction.paths(split, i, self.traces)
-        sl = tr.steps(i)
-        return TraceRecord(
-            text=tr.texts[i], tokens=tuple(tr.tokens(i)), known=tuple(tr.known(i).tolist()),
-            proba=tuple(map(tuple, np.asarray(tr.proba[sl]).round(5).tolist())),
-            initial_proba=tuple(np.asarray(self.traces.initial_proba).round(5).tolist()),
-            states=tuple(int(s) for s in real), simulated=tuple(int(s) for s in sim),
-            prediction=int(tr.predictions[i]), label=int(tr.labels[i]), split=split,
-            index=int(i), id=int(tr.rows[i]),
-            final_proba=tuple(np.asarray(tr.final_proba[i]).round(5).tolist()))
-
-    def token_ids(self, tr: TraceRecord) -> np.ndarray:
-        """Token ids of a recorded trace, shape (n_tokens,)."""
-        t = self.traces[tr.split]
-        return np.asarray(t.token_ids[t.steps(int(tr.index))], np.int64)
-
-    def hidden(self, tr: TraceRecord) -> np.ndarray:
-        """Hidden states of a recorded trace, shape (n_tokens, hidden_size)."""
-        t = self.traces[tr.split]
-        return np.asarray(t.hidden[t.steps(int(tr.index))], np.float32)
 
 
 @dataclass(frozen=True)
@@ -159,13 +45,9 @@ class ExplorerContext:
              compare: str | Path | RunView | None = None) -> ExplorerContext:
         """Load ``run_dir`` (and the run to compare with) into a context.
 
-        ``model`` is your own model (a :class:`rnn_models.models.Traceable`) when the
+        ``model`` is your own model (a :class:`stateseer.rnn_models.models.Traceable`) when the
         run's ``model.pt`` is not one of the built-in classifiers.
         """
-        from app.workflows.comparison import RunComparison
-
-        from .services import ContextService, ModelService
-
         data = RunView(run_dir)
         models = ModelService(data, model=model)
         other = None

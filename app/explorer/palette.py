@@ -1,4 +1,4 @@
-"""Colours of the explorer: the class colours of :mod:`abstraction.colors` (one scale for
+"""Colours of the explorer: the class colours of :mod:`stateseer.abstraction.colors` (one scale for
 the browser and the exports: the diverging red–white–blue scale for two classes, a
 20-colour qualitative palette for more), the path, compare and selection colours kept
 apart from every class colour, and the CIELAB ΔE that checks it.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from abstraction.colors import CATEGORICAL, class_color, mix_color
+from ...abstraction.colors import CATEGORICAL, class_color, mix_color
 
 __all__ = ["COMPARE_COLOR", "PALETTE", "PATH_COLOR", "SELECTED_COLOR", "class_color",
            "delta_e", "mix_color"]

@@ -1,8 +1,8 @@
 """The trace record: what the explorer knows of one input's run through the model.
 
 A :class:`TraceRecord` is built from a recorded instance (:meth:`RunView.trace_instance
-<app.explorer.context.RunView.trace_instance>`) or from a typed text
-(:meth:`ModelService.trace_text <app.explorer.services.ModelService.trace_text>`) and
+<stateseer.app.explorer.runview.RunView.trace_instance>`) or from a typed text
+(:meth:`ModelService.trace_text <stateseer.app.explorer.services.ModelService.trace_text>`) and
 travels between callbacks in ``dcc.Store`` as JSON (:meth:`TraceRecord.to_store`).
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from rnn_models.errors import StateseerError
+from ...rnn_models.formats.errors import StateseerError
 
 __all__ = ["MAX_STORE_CHARS", "MAX_STORE_TOKENS", "StoreError", "TraceRecord", "record_of"]
 

@@ -1,7 +1,7 @@
 """The explorer's views, in page order: the one list that builds the page, registers the
 callbacks and tells study mode which components belong to which view.
 
-Adding a view is one module in :mod:`app.explorer.views` ending with ``VIEW = View(...)``
+Adding a view is one module in :mod:`stateseer.app.explorer.views` ending with ``VIEW = View(...)``
 and one line in :data:`VIEWS` (or, in a test or a plug-in, ``REGISTRY.add(VIEW)``).
 """
 

@@ -15,14 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from app.workflows.contexts import context_index, nearest_contexts, projection_sample
-from app.workflows.forcing import forced_trace, load_centroids, load_model
-from rnn_models.errors import StateseerError
-from rnn_models.threads import torch_threads
-
+from ...rnn_models.formats.errors import StateseerError
+from ...rnn_models.threads import torch_threads
+from ..workflows.contexts import context_index, nearest_contexts, projection_sample
+from ..workflows.forcing import forced_trace, load_centroids, load_model
 from .cache import LRUCache
-from .context import RunView
 from .records import TraceRecord
+from .runview import RunView
 
 __all__ = ["MAX_ATTRIBUTION_TOKENS", "MAX_INPUT_CHARS", "MAX_INPUT_TOKENS", "ContextService",
            "ModelService"]
@@ -41,7 +40,7 @@ class ModelService:
     ----------
     data : RunView
     model : Traceable, optional
-        Your own model (see :class:`rnn_models.models.Traceable`); default: the run's
+        Your own model (see :class:`stateseer.rnn_models.models.Traceable`); default: the run's
         ``model.pt`` through the project's loader, loaded on first use.
     """
 
@@ -62,7 +61,7 @@ class ModelService:
 
     def _record(self, text: str):
         """``record_texts`` of one text (cached by text)."""
-        from rnn_models.record import record_texts
+        from ...rnn_models.record import record_texts
 
         def compute():
             model, vocab = self.load()
@@ -117,8 +116,8 @@ class ModelService:
 
     def attribution(self, tr: TraceRecord, method: str = "ig", target: str = "predicted",
                     baseline: str = "pad"):
-        """:func:`rnn_models.attribution.attribute` of a trace, cached by text."""
-        from rnn_models.attribution import attribute
+        """:func:`stateseer.rnn_models.attribution.attribute` of a trace, cached by text."""
+        from ...rnn_models.attribution import attribute
 
         if not tr.tokens:
             raise StateseerError("the input is empty; there is nothing to attribute")
@@ -188,7 +187,7 @@ class ContextService:
     def nearest(self, tr: TraceRecord, step: int, k: int = 8, window: int = 5
                 ) -> dict[str, Any]:
         """Nearest training contexts of a trace's step (see
-        :func:`app.workflows.contexts.nearest_contexts`)."""
+        :func:`stateseer.app.workflows.contexts.nearest_contexts`)."""
         d = self.data
         q = self.models.hidden_at(tr, step)
         return self.cache.get(("nearest", tr.key, step, k, window), lambda: nearest_contexts(

@@ -1,6 +1,6 @@
 """What a view declares: its name, its layout, its callbacks, the ids it owns.
 
-A view module ends with one ``VIEW = View(...)``; :mod:`app.explorer.registry` lists
+A view module ends with one ``VIEW = View(...)``; :mod:`stateseer.app.explorer.registry` lists
 the views. A callback is a module-level function ``fn(ctx, *values)`` (or
 ``fn(ctx, trigger, *values)`` with ``trigger=True``) that takes plain data from the
 page and returns plain data or components: a unit test calls it directly.
@@ -132,7 +132,7 @@ class View:
         Its name; study conditions list views by these names.
     layout : callable
         ``layout(ctx, initial)`` -> ``{region: component or list of components}``
-        (regions: see :data:`app.explorer.page.REGIONS`); ``initial`` is the page's
+        (regions: see :data:`stateseer.app.explorer.page.REGIONS`); ``initial`` is the page's
         first selection.
     callbacks : sequence of Callback
     ids : sequence of str
@@ -154,7 +154,7 @@ class View:
 
 def js(source: str, **names: str) -> str:
     """A clientside callback's JavaScript with ``$name`` placeholders filled in (component
-    ids from :mod:`app.explorer.ids`, so that no id is spelled twice).
+    ids from :mod:`stateseer.app.explorer.ids`, so that no id is spelled twice).
 
     >>> js('function (x) { return "$sel"; }', sel="selection")
     'function (x) { return "selection"; }'

@@ -19,7 +19,7 @@ compared in constant time (``hmac.compare_digest``).
 ``POST /study/admin/links``                           ``{"pids": [...]}`` or ``{"n": 5}``
                                                       -> new links (JSON)
 
-CSV cells are escaped against formula injection (:mod:`app.csvsafe`).
+CSV cells are escaped against formula injection (:mod:`stateseer.app.csvsafe`).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from .export import (
 from .spec import StudyError, check_pid
 
 if TYPE_CHECKING:
-    from .server import StudyContext
+    from .context import StudyContext
 
 __all__ = ["MIN_TOKEN_CHARS", "MIN_TOKEN_DISTINCT", "check_token_strength", "given_token",
            "register", "session_value", "token_ok"]

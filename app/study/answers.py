@@ -23,7 +23,7 @@ def parse_ids(text: str | None) -> list[int]:
     >>> parse_ids("15, ²")
     Traceback (most recent call last):
     ...
-    app.study.spec.StudyError: '²' is not a whole number — list ids separated by commas, e.g. 12, 40
+    stateseer.app.study.spec.StudyError: '²' is not a whole number — list ids separated by ...
     """
     out: list[int] = []
     for part in _SEP.split((text or "").strip()):

@@ -37,7 +37,7 @@ def choose_condition(rule: Assignment, conditions: Sequence[str], pid: str,
 
     Examples
     --------
-    >>> from app.study.spec import Assignment
+    >>> from stateseer.app.study.spec import Assignment
     >>> choose_condition(Assignment(), ["full", "baseline"], "P03", {"full": 1})
     ('baseline', 'counterbalanced')
     >>> choose_condition(Assignment(method="random", seed=7), ["a", "b"], "P01", {}) == \\

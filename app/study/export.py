@@ -3,7 +3,7 @@
 ``stateseer study-export DB --out DIR [--format csv|parquet]`` writes ``events``,
 ``answers`` and ``summary`` files; the admin page serves the same tables as CSV. CSV
 cells that a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab, CR at
-the start) get a leading ``'`` (:mod:`app.csvsafe`); Parquet keeps the values as stored.
+the start) get a leading ``'`` (:mod:`stateseer.app.csvsafe`); Parquet keeps the values as stored.
 Participant link secrets are never exported (only :func:`links_csv`, for the researcher).
 """
 

@@ -3,7 +3,7 @@
 Hiding a view with CSS hides nothing from a participant who calls its callbacks
 directly. So every ``POST /_dash-update-component`` of the study server passes here
 first: the participant comes from the request's link secret
-(:mod:`app.study.identity`; none: 403) and their condition from the log; then
+(:mod:`stateseer.app.study.identity`; none: 403) and their condition from the log; then
 
 - a callback *triggered* by a component of a view the condition excludes, or whose
   outputs *all* belong to excluded views, is not run (``204``, Dash's "no update");
@@ -12,7 +12,7 @@ first: the participant comes from the request's link secret
 - a condition without state views (diagram, card, patterns) may not send a selection
   that names a state or a pattern (``204``): the table would otherwise filter by it;
   and the trace records it receives (the ``active-trace`` store) carry no abstract
-  state (:meth:`app.explorer.records.TraceRecord.without_states`).
+  state (:meth:`stateseer.app.explorer.records.TraceRecord.without_states`).
 
 The page itself holds no data of excluded views either: :func:`blank_excluded` empties
 their components (the components stay, with their ids, so the explorer's callbacks keep
@@ -34,7 +34,7 @@ from . import views as study_views
 from .spec import VIEWS
 
 if TYPE_CHECKING:
-    from .server import StudyContext
+    from .context import StudyContext
 
 __all__ = ["DASH_UPDATE", "STATE_VIEWS", "blank_excluded", "callback_ids", "component_ids",
            "excluded_ids", "register", "strip_states"]
@@ -45,7 +45,7 @@ _CONTENT_PROPS = {"children": None, "elements": [], "figure": {}, "data": None}
 
 def component_ids(view: str) -> frozenset[str]:
     """The ids of the components that belong to ``view`` (pattern-matching: their type),
-    as the explorer's view registry lists them (:func:`app.study.views.component_ids`).
+    as the explorer's view registry lists them (:func:`stateseer.app.study.views.component_ids`).
 
     Examples
     --------

@@ -1,7 +1,7 @@
 """Who is asking: a participant is the holder of their link's secret, never a claimed id.
 
 Each participant has one study link, ``/p/SECRET/``, whose secret is 128 random bits
-(:func:`app.study.store.new_secret`). The server finds the participant of a request from
+(:func:`stateseer.app.study.store.new_secret`). The server finds the participant of a request from
 that secret only; a participant id sent by the page (its ``study-info`` store, a JSON
 body) is never believed. A request carries the secret in one of three ways, tried in
 this order:

@@ -7,7 +7,7 @@
                        already holds a link gets that one back: no re-rolled condition)
 ``GET  /study/health`` ``{"ok": true, "study": ID}``
 ``POST /study/join``   the participant of the request's secret (see
-                       :mod:`app.study.identity`) joins: ``{"pid", "condition", "new",
+                       :mod:`stateseer.app.study.identity`) joins: ``{"pid", "condition", "new",
                        "task"}``; without a secret, and when the study allows it, a new
                        participant is made and joined, and its ``secret`` and ``link`` are
                        returned too. A ``pid`` in the body is refused (400).
@@ -39,7 +39,7 @@ from .spec import StudyError
 from .store import MAX_PAYLOAD_BYTES, StudyLimitError, UnknownParticipant
 
 if TYPE_CHECKING:
-    from .server import StudyContext
+    from .context import StudyContext
 
 __all__ = ["MAX_BODY", "MAX_EVENTS", "MAX_PAYLOAD", "parse_event_request", "register"]
 

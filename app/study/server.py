@@ -1,37 +1,34 @@
 """The study app: the explorer restricted per condition, with tasks, a timer and a log.
 
 ``create_study_app(study, db=...)`` builds a Dash app on the explorer's layout and
-callbacks (:meth:`app.explorer.registry.Registry.layout`, ``Registry.register``),
-adds the study's callbacks and the HTTP routes of :mod:`app.study.routes` and
-:mod:`app.study.admin`, and returns it (``server = app.server``).
+callbacks (:meth:`stateseer.app.explorer.registry.Registry.layout`, ``Registry.register``),
+adds the study's callbacks and the HTTP routes of :mod:`stateseer.app.study.routes` and
+:mod:`stateseer.app.study.admin`, and returns it (``server = app.server``).
 
-A participant's page is their link ``/p/SECRET/`` (see :mod:`app.study.identity`: the
+A participant's page is their link ``/p/SECRET/`` (see :mod:`stateseer.app.study.identity`: the
 server knows the participant from the secret only, never from an id the page sends).
 Each page load registers the participant (their condition is chosen once and stored),
 starts their first unsubmitted task (a reload keeps its start time) and shows it with
 the views of their condition. Submitting stores the answer to the participant's current
 task (time limits checked on the server's clock) and reloads the page on the next task.
 Every explorer callback is checked against the participant's condition
-(:mod:`app.study.guard`), request bodies and stored payloads are bounded, and every
-response carries the headers of :func:`app.security.secure_headers`.
+(:mod:`stateseer.app.study.guard`), request bodies and stored payloads are bounded, and every
+response carries the headers of :func:`stateseer.app.security.secure_headers`.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 import dash_cytoscape as cyto
-import numpy as np
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from flask import g, has_request_context, request
 
-from ..explorer.context import ExplorerContext, RunView
+from ..explorer.context import ExplorerContext
 from ..explorer.ids import SELECTION
 from ..explorer.registry import REGISTRY
 from ..main import ASSETS, initial_selection
@@ -39,9 +36,9 @@ from ..security import MAX_REQUEST_BYTES, bind_warning, limit_request_bodies, se
 from ..selection import to_query
 from . import admin, guard, routes
 from .answers import add_selected, check_answer
-from .assign import choose_condition
+from .context import StudyContext
 from .events import register_event_callbacks
-from .identity import link_path, request_secret, secret_from_url
+from .identity import link_path, secret_from_url
 from .spec import Study, StudyError, Task, load_study
 from .store import StudyLog, seconds_between, utc_now
 from .views import done_page, landing_page, message_page, restrict_views, study_frame, task_panel
@@ -55,79 +52,6 @@ STATE_VIEWS = {"diagram", "card", "patterns"}
 TIMEOUT_GRACE_S = 2.0  # a page may say "time is up" this early (clock skew)
 LATE_GRACE_S = 1.0  # an answer this late after the limit is still on time (in flight)
 MAX_QUERY_CHARS = 2000
-
-
-@dataclass
-class StudyContext:
-    """Everything the study's callbacks and routes share (read-only but the log)."""
-
-    study: Study
-    ctx: ExplorerContext
-    log: StudyLog
-    admin_token: str | None = None
-    _rows: dict[str, dict[int, int]] = field(default_factory=dict)
-
-    @property
-    def data(self) -> RunView:
-        """The run (read-only): ``ctx.data``."""
-        return self.ctx.data
-
-    @cached_property
-    def default_split(self) -> str:
-        return "test" if "test" in self.data.splits else self.data.splits[0]
-
-    def split_of(self, task: Task) -> str:
-        return task.split or self.default_split
-
-    def rows_by_id(self, split: str) -> dict[int, int]:
-        """Instance id (the table's ``id``) -> row index in ``split``."""
-        if split not in self._rows:
-            ids = np.asarray(self.data.traces[split].rows)
-            self._rows[split] = {int(i): r for r, i in enumerate(ids.tolist())}
-        return self._rows[split]
-
-    def row_id(self, split: str, row: int) -> int | None:
-        try:
-            return int(self.data.traces[split].rows[row])
-        except (KeyError, IndexError, TypeError, ValueError):
-            return None
-
-    def check_run(self) -> None:
-        """Every task's split and instances exist in the run (else StudyError)."""
-        for t in self.study.tasks:
-            split = self.split_of(t)
-            if split not in self.data.splits:
-                raise StudyError(f"study file: task {t.id!r} uses split {split!r}, which the "
-                                 f"run does not have — use one of {', '.join(self.data.splits)}")
-            rows = self.rows_by_id(split)
-            missing = [i for i in t.open if i not in rows]
-            if missing:
-                raise StudyError(f"study file: task {t.id!r} opens instance id {missing[0]}, "
-                                 f"which is not in split {split!r} of the run — use ids from "
-                                 "the table's id column")
-
-    def participant(self) -> str | None:
-        """The participant of the current request's link secret, or None."""
-        return self.log.pid_of(request_secret()) if has_request_context() else None
-
-    def condition_views(self, pid: str) -> tuple[str, ...] | None:
-        """The views of ``pid``'s stored condition (None before they joined)."""
-        cond = self.log.condition_of(pid)
-        return None if cond is None else self.study.conditions.get(cond, ())
-
-    def current_task(self, pid: str) -> tuple[int, Task] | None:
-        """``(position, task)`` of the participant's first unsubmitted task, or None."""
-        done = {r["task"] for r in self.log.progress(pid) if r["submitted_at"]}
-        return next(((k, t) for k, t in enumerate(self.study.tasks) if t.id not in done),
-                    None)
-
-    def join(self, pid: str) -> dict[str, Any]:
-        names = list(self.study.conditions)
-        return self.log.join(pid, lambda counts: choose_condition(
-            self.study.assignment, names, pid, counts))
-
-    def write(self, pid: str, events: list[tuple[str, dict[str, Any]]]) -> list[int]:
-        return self.log.log_many(pid, events)
 
 
 def _task_selection(sc: StudyContext, task: Task, query: str,
@@ -362,10 +286,10 @@ def create_study_app(study: Study | str | Path, *, db: str | Path,
     context : ExplorerContext, optional
         The run, if already loaded (tests): ``ExplorerContext.load(study.run)``.
     synchronous : {"FULL", "NORMAL"}
-        The log's durability (see :mod:`app.study.store`).
+        The log's durability (see :mod:`stateseer.app.study.store`).
     allowed_hosts : list of str, optional
         Host names clients may use besides loopback and ``bind_host``
-        (:func:`app.security.secure_headers`).
+        (:func:`stateseer.app.security.secure_headers`).
     bind_host : str, optional
         The interface the server will bind.
     max_request_bytes : int
@@ -449,7 +373,7 @@ def serve_study(study_file: str | Path, *, db: str | Path | None = None,
           f"admin {url + '/study/admin' if admin_token else 'off'} · ready in "
           f"{time.perf_counter() - t0:.1f} s (Ctrl+C to stop)", file=sys.stderr, flush=True)
     # SIGTERM stops the server like Ctrl+C, so the log is closed cleanly; SIGKILL loses
-    # nothing acknowledged either (see app.study.store)
+    # nothing acknowledged either (see stateseer.app.study.store)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         app.run(host=host, port=port, debug=False, threaded=True)

@@ -14,7 +14,7 @@ A study file is JSON (or YAML when PyYAML is installed)::
         "answer": {"type": "choice", "options": ["3", "7", "12"]}, "time_limit_s": 300}]}
 
 Participants join by their own link, ``/p/SECRET/`` (an unguessable secret per
-participant, see :mod:`app.study.identity`): ids listed in ``"participants": ["P01",
+participant, see :mod:`stateseer.app.study.identity`): ids listed in ``"participants": ["P01",
 ...]`` or pre-assigned in ``assignment.participants`` get a link when the server starts
 (written to ``DB.links.csv``, readable by its owner only, and on the admin page); with
 ``allow_generated_ids`` (the default) ``/study/new`` hands out new links.
@@ -41,8 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rnn_models.errors import StateseerError
-
+from ...rnn_models.formats.errors import StateseerError
 from ..explorer.registry import REGISTRY
 
 __all__ = ["ANSWER_TYPES", "PID_PATTERN", "PRESETS", "VIEWS", "Assignment", "Study",

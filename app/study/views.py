@@ -31,7 +31,7 @@ def view_targets(registry: Registry = REGISTRY) -> dict[str, tuple[tuple[str, st
 def component_ids(view: str, registry: Registry = REGISTRY) -> frozenset[str]:
     """The ids of the components that belong to ``view`` (pattern-matching ids: their
     ``type``): what it places and what its callbacks update or listen to, read from the
-    explorer's view registry (:meth:`app.explorer.registry.Registry.component_ids`).
+    explorer's view registry (:meth:`stateseer.app.explorer.registry.Registry.component_ids`).
 
     Examples
     --------
@@ -105,11 +105,11 @@ def restrict_views(layout: Any, views: Iterable[str], registry: Registry = REGIS
     Parameters
     ----------
     layout : dash component
-        The explorer's layout (:meth:`app.explorer.registry.Registry.layout`).
+        The explorer's layout (:meth:`stateseer.app.explorer.registry.Registry.layout`).
     views : iterable of str
-        The views to show (names from :data:`app.study.spec.VIEWS`).
+        The views to show (names from :data:`stateseer.app.study.spec.VIEWS`).
     registry : Registry
-        The explorer's views (default: :data:`app.explorer.registry.REGISTRY`).
+        The explorer's views (default: :data:`stateseer.app.explorer.registry.REGISTRY`).
 
     Examples
     --------

@@ -2,7 +2,7 @@
 
 ``abstraction`` never imports torch and ``rnn_models`` knows nothing of abstract states;
 what needs both, or strings several engine steps into one task, lives here as plain
-functions over a run directory. The command line (:mod:`app.cli`) and the Dash explorer
+functions over a run directory. The command line (:mod:`stateseer.app.cli`) and the Dash explorer
 call them; none of them imports Dash.
 
 ``forcing``    state forcing: centroids, the forcing figures, one forced trace

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rnn_models.errors import StateseerError
+from ...rnn_models.formats.errors import StateseerError
 
 if TYPE_CHECKING:
-    from app.explorer.context import RunView
-    from app.explorer.records import TraceRecord
+    from ..explorer.records import TraceRecord
+    from ..explorer.runview import RunView
 
 __all__ = ["RunComparison", "compare_split"]
 
@@ -27,7 +27,7 @@ def compare_split(a: RunView, b: RunView, split: str) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``matching`` (:class:`abstraction.compare.StateMatching`), ``changed`` (per
+        ``matching`` (:class:`stateseer.abstraction.compare.StateMatching`), ``changed`` (per
         input arrays), ``summary`` (figures), ``pred_b`` (run b's predictions).
 
     Raises
@@ -35,8 +35,7 @@ def compare_split(a: RunView, b: RunView, split: str) -> dict[str, Any]:
     StateseerError
         The runs hold different inputs, tokenise them differently, or lack ``split``.
     """
-    from abstraction.compare import changed_inputs, match_states
-
+    from ...abstraction.compare import changed_inputs, match_states
     from .inputs import input_difference
 
     if split not in b.splits:

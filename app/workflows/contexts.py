@@ -17,21 +17,22 @@ from typing import Any
 
 import numpy as np
 
-from abstraction.neighbors import ContextIndex
-from rnn_models.errors import StateseerError
-from rnn_models.run import Run, atomic_write_text
-from rnn_models.traces import SplitTraces, Traces
+from ...abstraction.neighbors import ContextIndex
+from ...rnn_models.formats.atomic import atomic_write_text
+from ...rnn_models.formats.errors import StateseerError
+from ...rnn_models.formats.traces import SplitTraces, Traces
+from ...rnn_models.run import ModelRun
 
 __all__ = ["context_index", "nearest_contexts", "projection_sample"]
 
 
 # -- nearest training contexts ------------------------------------------------------------
-def _index_paths(run: Run) -> tuple[Path, Path]:
+def _index_paths(run: ModelRun) -> tuple[Path, Path]:
     d = run.path / "index"
     return d / "train.contexts.npz", d / "train.contexts.json"
 
 
-def context_index(run: Run, traces: Traces, *, build: bool = True,
+def context_index(run: ModelRun, traces: Traces, *, build: bool = True,
                   cluster: Any = None) -> ContextIndex | None:
     """The nearest-context index over the run's training steps (built once, then read).
 
@@ -59,8 +60,8 @@ def context_index(run: Run, traces: Traces, *, build: bool = True,
     if train.n_steps == 0:
         raise StateseerError("the training split has no steps to index")
     t0 = time.perf_counter()
-    from abstraction.sharded import shard_refs
-    from rnn_models.engine import engine_scope
+    from ...abstraction.sharded import shard_refs
+    from ...rnn_models.engine import engine_scope
 
     with engine_scope(cluster) as engine:
         index = ContextIndex().fit_shards(shard_refs(traces, "train"), engine)

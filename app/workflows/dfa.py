@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from abstraction.dfa import ExtractedDFA, extract_dfa, training_alphabet
-from abstraction.pipeline import fresh_traces
-from rnn_models.errors import StateseerError
-from rnn_models.formal import GRAMMARS
-from rnn_models.formats.rundir import RunDir
+from ...abstraction.dfa import ExtractedDFA, extract_dfa, training_alphabet
+from ...abstraction.pipeline import fresh_traces
+from ...rnn_models.formal import GRAMMARS
+from ...rnn_models.formats.errors import StateseerError
+from ...rnn_models.formats.rundir import RunDir
 
 __all__ = ["DFA_FILE", "extract_run_dfa", "read_examples"]
 
@@ -90,9 +90,9 @@ def read_examples(path: str | Path, classes: list[str], alphabet: tuple[str, ...
 
 def _trace_examples(run: RunDir, texts: list[str], tokenizer: str) -> Any:
     """The examples run through the run's model (hidden states, per-prefix predictions)."""
-    from rnn_models.loading import load_model
-    from rnn_models.record import record_texts
-    from rnn_models.tokenizers import Vocab
+    from ...rnn_models.loading import load_model
+    from ...rnn_models.record import record_texts
+    from ...rnn_models.tokenizers import Vocab
 
     vocab = Vocab.load(run.vocab_path)
     return record_texts(load_model(run), vocab, texts, tokenizer=tokenizer)
@@ -110,7 +110,7 @@ def extract_run_dfa(run: RunDir | str | Path, *, max_states: int = 200,
     the training prefixes with a weight above the whole training set, so refinement treats
     them as counterexamples first; ``report["examples"]`` then says how many the DFA and
     the RNN itself classify as labelled. ``states`` caps the automaton's size
-    (:func:`abstraction.dfa.extract_dfa`).
+    (:func:`stateseer.abstraction.dfa.extract_dfa`).
     """
     run = run if isinstance(run, RunDir) else RunDir(run)
     traces = fresh_traces(run)

@@ -1,6 +1,6 @@
 """``stateseer export``: pick the FSM (or DFA) of a run and write it in a format.
 
-The writers themselves are pure functions of :mod:`abstraction.export`; this module reads
+The writers themselves are pure functions of :mod:`stateseer.abstraction.export`; this module reads
 the run directory.
 """
 
@@ -11,13 +11,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from abstraction.errors import AbstractionError
-from abstraction.export import FORMATS, export_data, write_export, write_traces_csv
-from abstraction.fsm import FSM
-from abstraction.pipeline import Abstraction
-from rnn_models.formats.rundir import RunDir
-from rnn_models.formats.traces import Traces
-
+from ...abstraction.errors import AbstractionError
+from ...abstraction.export import FORMATS, export_data, write_export, write_traces_csv
+from ...abstraction.fsm import FSM
+from ...abstraction.pipeline import Abstraction
+from ...rnn_models.formats.rundir import RunDir
+from ...rnn_models.formats.traces import Traces
 from .dfa import DFA_FILE
 
 __all__ = ["FORMATS", "export_run", "load_run_fsm"]
@@ -25,7 +24,7 @@ __all__ = ["FORMATS", "export_run", "load_run_fsm"]
 def load_run_fsm(run: RunDir, dfa: bool = False) -> tuple[FSM, Any]:
     """The run's FSM (and the DFA object when ``dfa``)."""
     if dfa:
-        from abstraction.dfa import ExtractedDFA
+        from ...abstraction.dfa import ExtractedDFA
 
         path = run.abstraction_dir / DFA_FILE
         if not path.exists():

@@ -1,8 +1,8 @@
 """State forcing: replace hidden states by their abstract state's centroid and see whether
 the model's prediction survives (the abstraction's interventional faithfulness).
 
-Works on any model that :func:`rnn_models.forcing.forced_run` accepts (the model protocol
-of :mod:`rnn_models.models`); a model lacking what forcing needs is refused there with a
+Works on any model that :func:`stateseer.rnn_models.forcing.forced_run` accepts (the model protocol
+of :mod:`stateseer.rnn_models.models`); a model lacking what forcing needs is refused there with a
 one-line message naming the missing method.
 
 Files kept in a run directory::
@@ -23,18 +23,18 @@ from typing import Any
 
 import numpy as np
 
-from abstraction.arrays import distinct
-from abstraction.centroids import state_centroids
-from abstraction.pipeline import Abstraction
-from rnn_models.formats.errors import DAMAGED_NPY, StateseerError
-from rnn_models.run import Run
-from rnn_models.traces import SplitTraces, Traces
+from ...abstraction.arrays import distinct
+from ...abstraction.centroids import state_centroids
+from ...abstraction.pipeline import Abstraction
+from ...rnn_models.formats.errors import DAMAGED_NPY, StateseerError
+from ...rnn_models.formats.traces import SplitTraces, Traces
+from ...rnn_models.run import ModelRun
 
 __all__ = ["forced_trace", "forcing_figures", "forcing_survival", "load_centroids",
            "load_model", "measure_forcing"]
 
 
-def load_model(run: Run) -> Any:
+def load_model(run: ModelRun) -> Any:
     """The run's model in eval mode, through the project's model loader.
 
     Raises
@@ -43,14 +43,14 @@ def load_model(run: Run) -> Any:
         Missing, corrupt or mismatching model files (one line, from the loader).
     """
     try:
-        from rnn_models.loading import load_model as _load
+        from ...rnn_models.loading import load_model as _load
     except ImportError:  # the loader before it moved out of Run
         return run.load_model()
     return _load(run)
 
 
 # -- centroids ----------------------------------------------------------------------------
-def load_centroids(run: Run, ab: Abstraction, traces: Traces) -> np.ndarray:
+def load_centroids(run: ModelRun, ab: Abstraction, traces: Traces) -> np.ndarray:
     """Hidden-space centroids of the FSM states.
 
     Read from ``RUN/abstraction/centroids.npy`` or computed from the training split's
@@ -86,7 +86,7 @@ def _batches(tr: SplitTraces, idx: np.ndarray, batch_size: int) -> Iterator[tupl
     """Padded id batches ``(positions, ids, lengths)`` of inputs ``idx`` (length-sorted)."""
     import torch
 
-    from rnn_models.batching import length_batches, pad_batch
+    from ...rnn_models.batching import length_batches, pad_batch
 
     seqs = [np.asarray(tr.token_ids[tr.steps(int(i))], np.int64) for i in idx]
     for b in length_batches(np.array([len(s) for s in seqs]), batch_size):
@@ -116,7 +116,7 @@ def _per_state_counts(model: Any, ab: Abstraction, centroids: np.ndarray, tr: Sp
                       ) -> tuple[np.ndarray, np.ndarray]:
     """Per FSM state: inputs of ``tr`` visiting it, and how many of them survive forcing
     it alone; shapes (n_fsm_states,). ``states`` (n_steps,) are ``tr``'s FSM states."""
-    from rnn_models.forcing import forced_run
+    from ...rnn_models.forcing import forced_run
 
     states = np.asarray(states)
     # inputs visiting each state, from the (state, input) pairs of every step
@@ -144,7 +144,7 @@ def forcing_survival(model: Any, ab: Abstraction, centroids: np.ndarray, tr: Spl
     ndarray of bool, shape (n_nonempty_inputs,)
         In input order, empty inputs left out (they have no hidden state to force).
     """
-    from rnn_models.forcing import forced_run  # runs without autograd
+    from ...rnn_models.forcing import forced_run  # runs without autograd
 
     nonempty = np.flatnonzero(tr.lengths > 0)
     survived = np.zeros(tr.n_inputs, bool)
@@ -198,8 +198,8 @@ def _force_shard(item: tuple[Any, np.ndarray], *, run: str, model_sha: str | Non
                  batch_size: int, model: Any = None) -> dict[str, Any]:
     """Forcing figures of one shard (``item``: its ShardRef and its FSM states); the model
     is ``model`` or the one loaded once per worker process."""
-    from abstraction.sharded import open_ref
-    from rnn_models.engine import worker_model
+    from ...abstraction.sharded import open_ref
+    from ...rnn_models.engine import worker_model
 
     ref, states = item
     model = model if model is not None else worker_model(run, model_sha)
@@ -212,13 +212,13 @@ def _force_shard(item: tuple[Any, np.ndarray], *, run: str, model_sha: str | Non
     return out
 
 
-def _forcing_on_shards(engine: Any, run: Run, traces: Traces, ab: Abstraction,
+def _forcing_on_shards(engine: Any, run: ModelRun, traces: Traces, ab: Abstraction,
                        centroids: np.ndarray, split: str, per_state: bool,
                        batch_size: int = 512) -> dict[str, Any]:
     """:func:`forcing_figures` mapped over the shards of ``split`` on ``engine`` (in-process
     or Dask, the same figures), the per-state counts summed."""
-    from abstraction.pipeline import Abstraction as Ab
-    from abstraction.sharded import shard_refs
+    from ...abstraction.pipeline import Abstraction as Ab
+    from ...abstraction.sharded import shard_refs
 
     t0 = time.perf_counter()
     if split not in ab.states:
@@ -256,9 +256,9 @@ def measure_forcing(run_dir: str | Path, *, split: str = "test", per_state: bool
     (``local``, ``local:N``, ``tcp://HOST:PORT`` or an open engine; default
     ``$STATESEER_CLUSTER``); workers load the model once each. Same figures either way.
     """
-    from rnn_models.engine import engine_scope
+    from ...rnn_models.engine import engine_scope
 
-    run = Run(run_dir)
+    run = ModelRun(run_dir)
     traces = Traces(run.traces_dir)
     ab = Abstraction.load(run.abstraction_dir)
     if split not in traces:
@@ -293,7 +293,7 @@ def forced_trace(model: Any, ab: Abstraction, centroids: np.ndarray, ids: np.nda
     """
     import torch
 
-    from rnn_models.forcing import forced_run
+    from ...rnn_models.forcing import forced_run
 
     ids = np.asarray(ids, np.int64)
     if len(ids) == 0:

@@ -7,13 +7,13 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from rnn_models.errors import StateseerError
+from ...rnn_models.formats.errors import StateseerError
 
 __all__ = ["prepare_run"]
 
 
 def _train_or_reuse(run, dataset: str, arch: str, log: Callable[[str], None]) -> None:
-    from rnn_models.train import TrainConfig, default_drift, train_run
+    from ...rnn_models.train import TrainConfig, default_drift, train_run
 
     if run.exists() and run.model_path.exists():
         log(f"reusing the model in {run.path}")
@@ -30,9 +30,9 @@ def _train_or_reuse(run, dataset: str, arch: str, log: Callable[[str], None]) ->
 
 
 def _record_and_abstract(run, n_states: int, log: Callable[[str], None]) -> None:
-    from abstraction.pipeline import abstract_run
-    from rnn_models.record import record_run
-    from rnn_models.traces import Traces
+    from ...abstraction.pipeline import abstract_run
+    from ...rnn_models.formats.traces import Traces
+    from ...rnn_models.record import record_run
 
     sha = run.model_sha256()
     fresh = (run.traces_dir / "meta.json").exists() and \
@@ -62,13 +62,12 @@ def prepare_run(run_dir: str | Path, *, dataset: str = "rotten_tomatoes", arch: 
     log : callable
         Receives one progress line per step.
     """
-    from rnn_models.run import Run
-    from rnn_models.traces import Traces
-
+    from ...rnn_models.formats.traces import Traces
+    from ...rnn_models.run import ModelRun
     from .contexts import context_index
     from .forcing import measure_forcing
 
-    run = Run(run_dir)
+    run = ModelRun(run_dir)
     _train_or_reuse(run, dataset, arch, log)
     _record_and_abstract(run, n_states, log)
     if "forcing_agreement" not in run.metrics().get("abstraction", {}):

@@ -3,7 +3,7 @@
 For every candidate count the abstraction is fitted on the training split and measured
 on one split (the test split by default) with the two figures that discriminate. The
 candidates share one feature fit (the projection is fitted once,
-:func:`abstraction.features.shared_projections`); the clustering runs per candidate.
+:func:`stateseer.abstraction.features.shared_projections`); the clustering runs per candidate.
 
 * **simulation fidelity** — the FSM alone, run on the tokens, ends in a state whose
   label is the RNN's final prediction — with a 95 % bootstrap interval over inputs;
@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from abstraction.features import shared_projections
-from abstraction.metrics import AUTO_CAP, bootstrap_ci, choose_knee
-from rnn_models.errors import StateseerError
+from ...abstraction.features import shared_projections
+from ...abstraction.metrics import AUTO_CAP, bootstrap_ci, choose_knee
+from ...rnn_models.formats.errors import StateseerError
 
 __all__ = [
     "AUTO_CANDIDATES",
@@ -79,8 +79,7 @@ def simulation_agreement(ab: Any, tr: Any) -> np.ndarray:
 
 
 def _forcing_agreement(model: Any, ab: Any, traces: Any, split: str) -> float:
-    from abstraction.centroids import state_centroids
-
+    from ...abstraction.centroids import state_centroids
     from .forcing import forcing_survival
 
     cent, _ = state_centroids(traces["train"].hidden, ab.states["train"], ab.fsm.n_states,
@@ -91,10 +90,10 @@ def _forcing_agreement(model: Any, ab: Any, traces: Any, split: str) -> float:
 
 
 def _load(run: Any, split: str) -> tuple[Any, Any, list[str]]:
-    from abstraction.pipeline import fresh_traces
-    from rnn_models.run import Run
+    from ...abstraction.pipeline import fresh_traces
+    from ...rnn_models.run import ModelRun
 
-    run = run if isinstance(run, Run) else Run(run)
+    run = run if isinstance(run, ModelRun) else ModelRun(run)
     if not run.exists():
         raise StateseerError(f"{run.path} is not a stateseer run (no config.json); create "
                              "one with `stateseer train`, `stateseer create` (your own model) "
@@ -120,7 +119,7 @@ def sweep_run(run: Any, states: Sequence[int] = DEFAULT_STATES, *, split: str = 
 
     Parameters
     ----------
-    run : Run or path
+    run : ModelRun or path
         A recorded run.
     states : sequence of int
         Candidate numbers of abstract states.
@@ -130,7 +129,7 @@ def sweep_run(run: Any, states: Sequence[int] = DEFAULT_STATES, *, split: str = 
         Also measure forcing agreement (skipped, ``None``, when the model cannot be
         loaded or forced; the reason goes to ``log``).
     method, features, pca, fallback, split_by_prediction, random_state, simulation
-        As for :func:`abstraction.pipeline.abstract_run`.
+        As for :func:`stateseer.abstraction.pipeline.abstract_run`.
 
     Returns
     -------
@@ -139,7 +138,7 @@ def sweep_run(run: Any, states: Sequence[int] = DEFAULT_STATES, *, split: str = 
         ``simulation_fidelity_ci`` [low, high], ``forcing_agreement``, ``seconds`` (fitting
         and simulating the abstraction) and ``forcing_seconds``.
     """
-    from abstraction.pipeline import fit_abstraction
+    from ...abstraction.pipeline import fit_abstraction
 
     counts = sorted({int(k) for k in states})
     if not counts or counts[0] < 1:
@@ -296,7 +295,7 @@ def write_sweep(points: Sequence[dict[str, Any]], out_dir: str | Path, *,
     dict
         ``json``, ``html`` and ``png`` (``None`` without matplotlib) paths.
     """
-    from rnn_models.run import atomic_write_text
+    from ...rnn_models.formats.atomic import atomic_write_text
 
     out = Path(out_dir)
     try:

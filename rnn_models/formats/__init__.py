@@ -11,7 +11,7 @@
 
 Nothing here imports torch, and nothing here imports ``rnn_models`` outside this package
 (``tests/test_architecture.py`` checks both statically). Model loading is
-:func:`rnn_models.loading.load_model`.
+:func:`stateseer.rnn_models.loading.load_model`.
 """
 
 from __future__ import annotations

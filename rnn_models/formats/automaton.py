@@ -4,7 +4,7 @@ In the manner of AALpy's ``aalpy.base.Automaton``: every automaton of stateseer 
 grammar :class:`DFA` here, the abstraction's ``FSM`` and the extracted DFA of
 :mod:`abstraction`) is an :class:`Automaton` with a current state, :meth:`~Automaton.reset`,
 :meth:`~Automaton.step` and :meth:`~Automaton.run`, and one DOT export
-(:meth:`~Automaton.to_dot`, written by :func:`rnn_models.formats.dot.dot_document`).
+(:meth:`~Automaton.to_dot`, written by :func:`stateseer.rnn_models.formats.dot.dot_document`).
 
 :class:`TableAutomaton` adds what a complete deterministic automaton stored as a
 transition table (n_states, n_symbols) shares: symbol encoding and a run over a batch of
@@ -309,16 +309,6 @@ class DFA(TableAutomaton):
 
     def is_accepting(self, state: int) -> bool:
         return bool(self.accepting[state])
-
-    def run(self, symbols: Any, lengths: np.ndarray | None = None) -> Any:
-        """States visited on one string (:meth:`Automaton.run`).
-
-        ``run(ids, lengths)`` is the old spelling of :meth:`run_batch`, kept for
-        compatibility (deprecated: call ``run_batch``).
-        """
-        if lengths is not None:
-            return self.run_batch(symbols, lengths)
-        return super().run(symbols)
 
     def prefix_labels(self, symbol_ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """Acceptance of every prefix.

@@ -1,6 +1,6 @@
 """The one Graphviz DOT writer of stateseer, in AALpy's conventions.
 
-Every automaton (the grammar :class:`~rnn_models.formats.automaton.DFA`, the extracted
+Every automaton (the grammar :class:`~stateseer.rnn_models.formats.automaton.DFA`, the extracted
 DFA, the abstraction's FSM) is drawn by :func:`dot_document`: states are nodes
 ``s0, s1, ...``; an invisible ``__start0`` node with an arrow marks the initial state, as
 AALpy's ``FileHandler`` writes it, so AALpy and Graphviz users feel at home.

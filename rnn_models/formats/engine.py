@@ -24,10 +24,10 @@ must therefore be idempotent (write only its own temporary output). A scheduler 
 disappears ends the command with a one-line :class:`ClusterError`; commands write to
 temporary names and swap results in only at the end, so the run stays the old one.
 
-This module is part of the torch-free :mod:`rnn_models.formats` layer (both
+This module is part of the torch-free :mod:`stateseer.rnn_models.formats` layer (both
 ``rnn_models`` and ``abstraction`` use it); Dask is imported only when a cluster is
 asked for. The torch side (a model loaded once per worker process) is
-:mod:`rnn_models.engine`.
+:mod:`stateseer.rnn_models.engine`.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ predicted class, and accuracy, fidelity and prediction colours mean nothing.
 :func:`import_traces` checks everything (one-line :class:`TraceError`\\ s naming the file
 and the fix) and writes a run directory (``config.json`` with ``"model": {"kind":
 "imported"}``, ``vocab.json``, ``metrics.json`` when probabilities exist, and
-``traces/`` in the format of :mod:`rnn_models.formats.traces`). It needs numpy only.
+``traces/`` in the format of :mod:`stateseer.rnn_models.formats.traces`). It needs numpy only.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class NoModelError(CheckpointError):
 
 @dataclass
 class ImportedSplit:
-    """One checked split. Arrays as in :class:`~rnn_models.formats.traces.SplitTraces`."""
+    """One checked split. Arrays as in :class:`~stateseer.rnn_models.formats.traces.SplitTraces`."""
 
     hidden: np.ndarray
     offsets: np.ndarray

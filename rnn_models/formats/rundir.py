@@ -3,15 +3,15 @@
 ::
 
     runs/NAME/config.json     data set, tokenizer, architecture, hyper-parameters, seed
-    runs/NAME/model.pt        state_dict only (loaded by :func:`rnn_models.loading.load_model`)
+    runs/NAME/model.pt        state_dict only (loaded by ``stateseer.rnn_models.loading``)
     runs/NAME/vocab.json
     runs/NAME/metrics.json    train/val/test accuracy; "abstraction" figures below
-    runs/NAME/traces/         recorded traces, shards + manifest (:mod:`~rnn_models.formats.traces`)
+    runs/NAME/traces/         recorded traces, shards + manifest (:mod:`.traces`)
     runs/NAME/abstraction/    fitted abstraction and FSM
 
 :class:`RunDir` reads and writes these files and never builds a model, so the
 abstraction engine and the app read configs, metrics, vocabularies and traces without
-torch. Model loading is :mod:`rnn_models.loading`'s job.
+torch. Model loading is :mod:`stateseer.rnn_models.loading`'s job.
 
 Examples
 --------
@@ -52,7 +52,7 @@ def data_section(ds: Any, *, text_col: str = "text", label_col: str = "label", s
     Parameters
     ----------
     ds : TextDataset
-        As returned by :func:`rnn_models.datasets.load_dataset` with these options (read
+        As returned by :func:`stateseer.rnn_models.datasets.load_dataset` with these options (read
         through its ``name``, ``tokenizer``, ``classes``, ``grammar``, ``info`` and
         ``splits`` attributes).
     """

@@ -49,7 +49,7 @@ keep the split's files directly in ``SPLIT/`` and have no ``"shards"`` entry in
 
 Steps are stored input after input in data-set order. The initial state is not stored per
 input: it is the same for all of them (``initial_hidden``). This module needs numpy only
-(part of the torch-free :mod:`rnn_models.formats` layer).
+(part of the torch-free :mod:`stateseer.rnn_models.formats` layer).
 """
 
 from __future__ import annotations
@@ -428,7 +428,7 @@ class Traces:
     Parameters
     ----------
     path : str or Path
-        A ``traces/`` directory written by :func:`rnn_models.record.record_run` (sharded)
+        A ``traces/`` directory written by :func:`stateseer.rnn_models.record.record_run` (sharded)
         or by an older stateseer / ``import-traces`` (one implicit shard per split).
     mmap : bool
         Memory-map the large arrays (default) instead of reading them into RAM.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from abstraction.compare import changed_inputs, match_states
-from abstraction.errors import AbstractionError
+from stateseer.abstraction.compare import changed_inputs, match_states
+from stateseer.abstraction.errors import AbstractionError
 from tests.conftest import one_line
 
 

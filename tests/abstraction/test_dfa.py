@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from abstraction.dfa import ExtractedDFA, extract_dfa
-from abstraction.errors import AbstractionError
-from rnn_models.formal import DFA, GRAMMARS, all_strings, minimal_size, minimize
-from rnn_models.traces import FORMAT, VERSION, Traces
+from stateseer.abstraction.dfa import ExtractedDFA, extract_dfa
+from stateseer.abstraction.errors import AbstractionError
+from stateseer.rnn_models.formal import DFA, GRAMMARS, all_strings, minimal_size, minimize
+from stateseer.rnn_models.formats.traces import FORMAT, VERSION, Traces
 from tests.conftest import one_line
 
 MINIMAL = {"tomita1": 2, "tomita2": 3, "tomita3": 5, "tomita4": 4, "tomita5": 4, "tomita6": 3,
@@ -38,8 +38,8 @@ def trained(tmp_path_factory):
     """``trained(name, dataset, **config) -> Traces``: train + record once, then reuse."""
     import torch
 
-    from rnn_models.record import record_run
-    from rnn_models.train import TrainConfig, train_run
+    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.train import TrainConfig, train_run
 
     root = tmp_path_factory.mktemp("dfa_runs")
     cache: dict[str, Traces] = {}
@@ -392,7 +392,8 @@ def test_networkx_view(tomita4):
 
 
 def test_abstraction_dfa_does_not_import_torch():
-    probe = "import sys, abstraction.dfa\nprint('torch' in sys.modules, 'dash' in sys.modules)\n"
+    probe = ("import sys, stateseer.abstraction.dfa\n"
+             "print('torch' in sys.modules, 'dash' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.strip() == "False False"

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from abstraction.dfa import extract_dfa, training_alphabet
-from abstraction.dfa.approximate import _merge_pair
-from abstraction.errors import AbstractionError
-from rnn_models.formal import DFA, GRAMMARS, all_strings
+from stateseer.abstraction.dfa import extract_dfa, training_alphabet
+from stateseer.abstraction.dfa.approximate import _merge_pair
+from stateseer.abstraction.errors import AbstractionError
+from stateseer.rnn_models.formal import DFA, GRAMMARS, all_strings
 from tests.abstraction.test_dfa import write_traces
 from tests.conftest import one_line
 

@@ -11,9 +11,15 @@ import shutil
 import numpy as np
 import pytest
 
-from abstraction.errors import AbstractionError
-from abstraction.export import fsm_to_dot, read_dot, render, write_export, write_traces_csv
-from abstraction.fsm import FSM
+from stateseer.abstraction.errors import AbstractionError
+from stateseer.abstraction.export import (
+    fsm_to_dot,
+    read_dot,
+    render,
+    write_export,
+    write_traces_csv,
+)
+from stateseer.abstraction.fsm import FSM
 from tests.abstraction.test_fsm import example_a, triples
 from tests.conftest import REQUIRE_BROWSER, one_line
 
@@ -182,7 +188,7 @@ def test_write_export_refuses_to_overwrite(tmp_path):
 
 @pytest.mark.parametrize("fmt", ["json", "dot", "graphml", "node-link"])
 def test_writers_take_a_path_or_an_open_file(tmp_path, fmt):
-    from abstraction.export import export_data, write_automaton
+    from stateseer.abstraction.export import export_data, write_automaton
 
     fsm = example_a()
     data = export_data(fsm, fmt)
@@ -203,8 +209,8 @@ def test_writers_take_a_path_or_an_open_file(tmp_path, fmt):
 
 
 def test_extracted_dfa_exports_through_the_same_writers():
-    from abstraction.dfa import ExtractedDFA
-    from abstraction.export import export_data
+    from stateseer.abstraction.dfa import ExtractedDFA
+    from stateseer.abstraction.export import export_data
 
     parity = ExtractedDFA(alphabet=("a", "b"), classes=["reject", "accept"],
                           transitions=np.array([[1, 0], [0, 1]]), state_class=np.array([1, 0]))
@@ -231,7 +237,7 @@ def numeric_token_fsm() -> FSM:
 def test_graphml_reads_back_every_transition_with_networkx_defaults(tmp_path):
     import networkx as nx
 
-    from abstraction.export import write_automaton
+    from stateseer.abstraction.export import write_automaton
 
     fsm = numeric_token_fsm()
     path = tmp_path / "fsm.graphml"
@@ -264,8 +270,8 @@ def test_read_dot_takes_a_path_a_file_or_the_text(tmp_path):
 def test_dot_export_colours_twenty_classes_apart_and_as_the_explorer_does():
     """Class colours reach the exports (DOT/SVG/PNG/PDF): distinct at 20 classes, and the
     same colours the explorer draws."""
-    from abstraction.colors import CATEGORICAL, mix_color
-    from app.explorer.palette import mix_color as browser_mix
+    from stateseer.abstraction.colors import CATEGORICAL, mix_color
+    from stateseer.app.explorer.palette import mix_color as browser_mix
 
     n = 20
     pred = np.eye(n) * 0.9 + 0.1 / n

@@ -9,9 +9,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
-import abstraction.fsm as fsm_module
-from abstraction.errors import AbstractionError
-from abstraction.fsm import FALLBACKS, FSM, paths_to_transitions
+import stateseer.abstraction.fsm as fsm_module
+from stateseer.abstraction.errors import AbstractionError
+from stateseer.abstraction.fsm import FALLBACKS, FSM, paths_to_transitions
 from tests.conftest import one_line
 
 # ----------------------------------------------------------------------------- example A
@@ -388,9 +388,9 @@ def test_empty_fsm_views():
 
 
 def test_fsm_extracted_dfa_and_grammar_dfa_share_one_automaton_base_and_dot_writer():
-    from abstraction.dfa import ExtractedDFA
-    from rnn_models.formal import GRAMMARS
-    from rnn_models.formats.automaton import Automaton
+    from stateseer.abstraction.dfa import ExtractedDFA
+    from stateseer.rnn_models.formal import GRAMMARS
+    from stateseer.rnn_models.formats.automaton import Automaton
 
     fsm = example_a()
     parity = ExtractedDFA(alphabet=("a", "b"), classes=["reject", "accept"],
@@ -439,7 +439,7 @@ def _pfa_by_hand(fsm: FSM, tokens: list[int], smoothing: float = 0.0) -> np.ndar
 def pfa_path(request, monkeypatch):
     """Both implementations of the probabilistic run: numba's loop and scipy's products."""
     if request.param == "sparse":
-        monkeypatch.setattr("abstraction.fsm.HAVE_NUMBA", False)
+        monkeypatch.setattr("stateseer.abstraction.fsm.HAVE_NUMBA", False)
     return request.param
 
 

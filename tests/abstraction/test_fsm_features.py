@@ -1,15 +1,15 @@
 """The margin space the FSM's states live in: one residual axis per logit difference, the
-logit differences weighted by MARGIN_WEIGHT (abstraction.features)."""
+logit differences weighted by MARGIN_WEIGHT (stateseer.abstraction.features)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from abstraction.errors import AbstractionError
-from abstraction.features import MARGIN_WEIGHT, Projection, log_ratios
-from abstraction.fsm import FSM
-from abstraction.kmeans import KMeansAbstractor
+from stateseer.abstraction.errors import AbstractionError
+from stateseer.abstraction.features import MARGIN_WEIGHT, Projection, log_ratios
+from stateseer.abstraction.fsm import FSM
+from stateseer.abstraction.kmeans import KMeansAbstractor
 
 
 def _states(n: int, d: int, n_classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

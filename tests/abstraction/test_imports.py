@@ -9,8 +9,10 @@ import sys
 def test_abstraction_imports_neither_torch_nor_dash():
     probe = (
         "import sys\n"
-        "import abstraction, abstraction.pipeline, abstraction.dfa, abstraction.cluster\n"
-        "import abstraction.export, abstraction.patterns, abstraction.metrics\n"
+        "import stateseer.abstraction, stateseer.abstraction.pipeline\n"
+        "import stateseer.abstraction.dfa, stateseer.abstraction.abstractor\n"
+        "import stateseer.abstraction.export, stateseer.abstraction.patterns\n"
+        "import stateseer.abstraction.metrics, stateseer.abstraction.sharded\n"
         "print('torch' in sys.modules, 'dash' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

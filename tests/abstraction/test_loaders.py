@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from abstraction.errors import AbstractionError
-from abstraction.pipeline import Abstraction, abstract_run
-from app.workflows.exports import export_run
-from rnn_models.formats.errors import StateseerError, TraceError
-from rnn_models.formats.rundir import RunDir
-from rnn_models.formats.traces import Traces
-from rnn_models.record import record_run
+from stateseer.abstraction.errors import AbstractionError
+from stateseer.abstraction.pipeline import Abstraction, abstract_run
+from stateseer.app.workflows.exports import export_run
+from stateseer.rnn_models.formats.errors import StateseerError, TraceError
+from stateseer.rnn_models.formats.rundir import RunDir
+from stateseer.rnn_models.formats.traces import Traces
+from stateseer.rnn_models.record import record_run
 from tests.conftest import one_line
 
 

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from abstraction.errors import AbstractionError
-from abstraction.metrics import fidelity, quality, state_entropy
+from stateseer.abstraction.errors import AbstractionError
+from stateseer.abstraction.metrics import fidelity, quality, state_entropy
 from tests.abstraction.test_fsm import OFFSETS_A, P_POS_A, STATES_A, TOKENS_A, example_a
 
 
@@ -74,7 +74,7 @@ def test_quality_of_an_empty_split():
 
 # ----------------------------------------------------------------------------- intervals, knee
 def test_bootstrap_interval_covers_a_known_agreement_rate():
-    from abstraction.metrics import bootstrap_ci
+    from stateseer.abstraction.metrics import bootstrap_ci
 
     rng = np.random.default_rng(0)
     p, n, reps = 0.85, 400, 300
@@ -87,7 +87,7 @@ def test_bootstrap_interval_covers_a_known_agreement_rate():
 
 
 def test_choose_knee_never_exceeds_its_cap():
-    from abstraction.metrics import choose_knee
+    from stateseer.abstraction.metrics import choose_knee
 
     pts = [{"n_states": k, "simulation_fidelity": 1 - 1 / k} for k in (4, 8, 16, 40, 100)]
     for cap in (4, 10, 40, 1000):

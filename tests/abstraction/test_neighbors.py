@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from abstraction.centroids import state_centroids
-from abstraction.errors import AbstractionError
-from abstraction.neighbors import ContextIndex, brute_force_neighbors
+from stateseer.abstraction.centroids import state_centroids
+from stateseer.abstraction.errors import AbstractionError
+from stateseer.abstraction.neighbors import ContextIndex, brute_force_neighbors
 from tests.conftest import one_line
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import hypergeom
 
-from abstraction.patterns import (
+from stateseer.abstraction.patterns import (
     buggy_patterns,
     collapsed_paths,
     influential_patterns,

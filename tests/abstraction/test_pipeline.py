@@ -12,16 +12,16 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from abstraction import pipeline
-from abstraction.errors import AbstractionError
-from abstraction.export import read_dot, write_traces_csv
-from abstraction.fsm import FSM
-from abstraction.metrics import choose_knee
-from abstraction.pipeline import Abstraction, abstract_run
-from app.workflows.exports import export_run
-from rnn_models.record import record_run
-from rnn_models.run import Run
-from rnn_models.traces import Traces
+from stateseer.abstraction import pipeline
+from stateseer.abstraction.errors import AbstractionError
+from stateseer.abstraction.export import read_dot, write_traces_csv
+from stateseer.abstraction.fsm import FSM
+from stateseer.abstraction.metrics import choose_knee
+from stateseer.abstraction.pipeline import Abstraction, abstract_run
+from stateseer.app.workflows.exports import export_run
+from stateseer.rnn_models.formats.traces import Traces
+from stateseer.rnn_models.record import record_run
+from stateseer.rnn_models.run import ModelRun
 from tests.conftest import REQUIRE_BROWSER, one_line
 
 TEXT_STATES = 12
@@ -71,7 +71,7 @@ def test_abstract_run_writes_the_abstraction_and_its_figures(text_abs):
     for split in ("train", "val", "test"):
         expected |= {f"{split}.states.npy", f"{split}.simulated.npy"}
     assert expected <= files
-    metrics = Run(run).metrics()
+    metrics = ModelRun(run).metrics()
     fig = metrics["abstraction"]
     assert "test_accuracy" in metrics and "train_accuracy" in metrics  # merged, not replaced
     assert fig["n_states"] == TEXT_STATES and fig["n_fsm_states"] == TEXT_STATES + 1
@@ -85,7 +85,7 @@ def test_abstract_run_writes_the_abstraction_and_its_figures(text_abs):
         n = traces[split].n_steps
         assert ab.states[split].shape == ab.simulated[split].shape == (n,)
         assert ab.states[split].min() >= 1 and ab.states[split].max() <= TEXT_STATES
-    assert ab.fsm.info["model_sha256"] == Run(run).model_sha256()
+    assert ab.fsm.info["model_sha256"] == ModelRun(run).model_sha256()
     assert ab.fsm.info["n_states"] == TEXT_STATES and ab.fsm.info["layer"] == -1
     # every state holds one predicted class (split_by_prediction is the default)
     train = traces["train"]
@@ -137,7 +137,7 @@ def test_figures_recomputed_from_exports_equal_metrics(request, tmp_path, which)
     json_path = export_run(run, "json", tmp_path / "fsm.json")
     fsm = FSM.load(json_path)
     rows = _read_csv(csv_path)
-    fig = Run(run).metrics()["abstraction"]
+    fig = ModelRun(run).metrics()["abstraction"]
     traces = Traces(run / "traces")
     assert {r["split"] for r in rows} == set(traces.split_names)
     split = fig["evaluated_on"]
@@ -254,7 +254,7 @@ def test_auto_state_count_writes_its_curve(monkeypatch, copy_run, tomita_abs):
     monkeypatch.setattr(pipeline, "AUTO_CANDIDATES", (2, 3, 6, 50))
     ab = abstract_run(run, n_states="auto", method="grid", features="pca",
                       split_by_prediction=False, cap=5)
-    m = Run(run).metrics()["abstraction"]
+    m = ModelRun(run).metrics()["abstraction"]
     curve = m["auto_curve"]
     assert curve == json.loads(json.dumps(ab.metrics["auto_curve"]))
     assert [c["n_states"] for c in curve] == [2, 3, 5]  # the cap itself is a candidate

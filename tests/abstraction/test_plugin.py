@@ -13,15 +13,15 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from abstraction.abstractor import (
+from stateseer.abstraction.abstractor import (
     ABSTRACTORS,
     BaseAbstractor,
     positive_int,
     register_abstractor,
 )
-from abstraction.pipeline import Abstraction, abstract_run, fit_abstraction
-from rnn_models.formats.rundir import RunDir
-from rnn_models.formats.traces import Traces
+from stateseer.abstraction.pipeline import Abstraction, abstract_run, fit_abstraction
+from stateseer.rnn_models.formats.rundir import RunDir
+from stateseer.rnn_models.formats.traces import Traces
 
 
 class QuantileAbstractor(BaseAbstractor):
@@ -86,7 +86,7 @@ def registered():
 def recorded(tmp_path_factory, tomita_run):
     import shutil
 
-    from rnn_models.record import record_run
+    from stateseer.rnn_models.record import record_run
 
     dst = tmp_path_factory.mktemp("plugin") / "run"
     shutil.copytree(tomita_run, dst)
@@ -122,7 +122,7 @@ def test_a_new_abstractor_fits_a_run_and_round_trips(registered, recorded, tmp_p
 
 
 def test_registering_something_else_is_refused():
-    from abstraction.errors import AbstractionError
+    from stateseer.abstraction.errors import AbstractionError
 
     with pytest.raises(AbstractionError, match="subclass BaseAbstractor"):
         register_abstractor(dict)  # type: ignore[arg-type]

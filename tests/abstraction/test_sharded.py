@@ -7,10 +7,10 @@ from itertools import pairwise
 
 import numpy as np
 
-from abstraction import sharded
-from abstraction.fsm import FSM
-from rnn_models.formats.engine import SerialEngine, tree_reduce
-from rnn_models.formats.traces import SplitTraces
+from stateseer.abstraction import sharded
+from stateseer.abstraction.fsm import FSM
+from stateseer.rnn_models.formats.engine import SerialEngine, tree_reduce
+from stateseer.rnn_models.formats.traces import SplitTraces
 
 
 def _split(rng: np.random.Generator, n_inputs: int, V: int = 7, C: int = 3) -> SplitTraces:
@@ -106,15 +106,15 @@ def test_patterns_mined_over_shards_equal_the_whole_split_at_any_shard_size(
     same for one shard or many (contexts are a seeded sample keyed by step number)."""
     import shutil
 
-    from abstraction.patterns import (
+    from stateseer.abstraction.patterns import (
         buggy_patterns,
         influential_patterns,
         state_contexts,
         state_ngrams,
     )
-    from abstraction.pipeline import abstract_run
-    from rnn_models.formats.traces import Traces
-    from rnn_models.record import record_run
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.record import record_run
 
     docs = []
     for size in (None, 97):
@@ -153,8 +153,8 @@ def test_shards_open_from_many_threads_at_once(tmp_path, text_run):
     import shutil
     from concurrent.futures import ThreadPoolExecutor
 
-    from rnn_models.formats.traces import Traces
-    from rnn_models.record import record_run
+    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.record import record_run
 
     run = tmp_path / "many"
     shutil.copytree(text_run, run, ignore=shutil.ignore_patterns("traces*", "abstraction*"))
@@ -199,7 +199,7 @@ def test_pieces_cover_each_shard_on_chunk_boundaries_and_inputs_in_order():
 
 
 def test_predict_of_chunk_aligned_rows_is_the_whole_predict_bit_for_bit():
-    from abstraction.kmeans import KMeansAbstractor
+    from stateseer.abstraction.kmeans import KMeansAbstractor
 
     rng = np.random.default_rng(3)
     tr = _split(rng, 300)
@@ -211,7 +211,7 @@ def test_predict_of_chunk_aligned_rows_is_the_whole_predict_bit_for_bit():
     assert np.concatenate(parts).tobytes() == whole.tobytes()
     import pytest
 
-    from abstraction.errors import AbstractionError
+    from stateseer.abstraction.errors import AbstractionError
 
     with pytest.raises(AbstractionError, match="not a range"):
         ab.predict(tr.hidden, tr.proba, rows=(10, 5))
@@ -223,11 +223,11 @@ def test_a_cluster_cuts_few_shards_into_pieces_with_the_whole_shard_results(tmp_
     simulated paths and predictions are those of the whole shard, bit for bit."""
     import shutil
 
-    from abstraction.kmeans import KMeansAbstractor
-    from abstraction.pipeline import fit_abstraction
-    from rnn_models.engine import record_run
-    from rnn_models.formats.rundir import RunDir
-    from rnn_models.formats.traces import Traces
+    from stateseer.abstraction.kmeans import KMeansAbstractor
+    from stateseer.abstraction.pipeline import fit_abstraction
+    from stateseer.rnn_models.engine import record_run
+    from stateseer.rnn_models.formats.rundir import RunDir
+    from stateseer.rnn_models.formats.traces import Traces
 
     run = tmp_path / "one"
     shutil.copytree(text_run, run, ignore=shutil.ignore_patterns("traces*", "abstraction*"))

@@ -8,12 +8,12 @@ import shutil
 import numpy as np
 import pytest
 
-from rnn_models.errors import StateseerError
+from stateseer.rnn_models.formats.errors import StateseerError
 from tests.conftest import one_line
 
 
 def test_nearest_contexts_of_a_training_step_start_with_itself(analysed_run):
-    from app.explorer.context import ExplorerContext
+    from stateseer.app.explorer.context import ExplorerContext
 
     ctx = ExplorerContext.load(analysed_run)
     tr = ctx.data.trace_instance("train", 3)
@@ -36,7 +36,7 @@ def test_nearest_contexts_of_a_training_step_start_with_itself(analysed_run):
 
 
 def test_forcing_a_trace_and_attributing_it(analysed_run):
-    from app.explorer.context import ExplorerContext
+    from stateseer.app.explorer.context import ExplorerContext
 
     ctx = ExplorerContext.load(analysed_run)
     tr = ctx.data.trace_instance("test", 0)
@@ -51,9 +51,9 @@ def test_forcing_a_trace_and_attributing_it(analysed_run):
 
 
 def test_comparing_two_abstractions_of_the_same_run(copy_run, analysed_run, tmp_path):
-    from abstraction.pipeline import abstract_run
-    from app.explorer.context import RunView
-    from app.workflows.comparison import RunComparison
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.app.explorer.runview import RunView
+    from stateseer.app.workflows.comparison import RunComparison
 
     other = tmp_path / "other"
     shutil.copytree(analysed_run, other)
@@ -76,7 +76,7 @@ def test_comparing_two_abstractions_of_the_same_run(copy_run, analysed_run, tmp_
 
 
 def test_nearest_rows_have_unique_ids_even_from_one_input():
-    from app.explorer.views.nearest import nearest_list
+    from stateseer.app.explorer.views.nearest import nearest_list
 
     row = {"input": 4, "id": 40, "position": 1, "left": ["a"], "token": "b", "right": [],
            "cut_left": False, "cut_right": False, "state": 2, "label": "x",

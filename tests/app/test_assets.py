@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import app
+from stateseer import app
 
 VENDOR = Path(app.__file__).with_name("assets") / "vendor"
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.cli import main
-from rnn_models.errors import StateseerError
+from stateseer.app.cli import main
+from stateseer.rnn_models.formats.errors import StateseerError
 
 
 def test_train_and_record_from_the_command_line(tmp_path, capsys):
@@ -49,18 +49,18 @@ def test_user_errors_are_one_line_without_traceback(tmp_path, capsys, argv, need
 
 
 def test_console_script_help_is_fast_and_lists_commands():
-    out = subprocess.run([sys.executable, "-m", "app.cli", "--help"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "stateseer.app.cli", "--help"], capture_output=True,
                          text=True, check=True, timeout=60)
     for cmd in ("train", "record"):
         assert cmd in out.stdout
-    probe = "import sys, app.cli; print('torch' in sys.modules, 'dash' in sys.modules)"
+    probe = "import sys, stateseer.app.cli; print('torch' in sys.modules, 'dash' in sys.modules)"
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, timeout=60)
     assert res.stdout.split() == ["False", "False"]
 
 
 def test_cli_force_and_index(analysed_run, copy_run, capsys):
-    from app.cli import main
+    from stateseer.app.cli import main
 
     run = copy_run(analysed_run)
     assert main(["force", str(run)]) == 0
@@ -74,7 +74,7 @@ def test_abstract_keeps_its_result_when_forcing_is_impossible(analysed_run, copy
                                                               monkeypatch, capsys):
     """A run of a user's own model cannot be forced by the CLI; the abstraction stays and
     the reason is one line on stderr."""
-    import app.cli as cli
+    import stateseer.app.cli as cli
 
     def refuse(run, split="test", **_):
         raise StateseerError("state forcing needs a stateseer RNNClassifier")
@@ -88,8 +88,8 @@ def test_abstract_keeps_its_result_when_forcing_is_impossible(analysed_run, copy
 
 
 def test_cli_compare_writes_the_matching_and_changed_inputs(analysed_run, tmp_path, capsys):
-    from abstraction.pipeline import abstract_run
-    from app.cli import main
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.app.cli import main
 
     other = tmp_path / "other"
     shutil.copytree(analysed_run, other)
@@ -145,7 +145,7 @@ def test_bad_option_values_are_one_line(tmp_path, capsys, argv, needle):
 
 
 def test_train_refuses_an_unwritable_out_before_training(tmp_path, capsys, monkeypatch):
-    import rnn_models.train as train
+    import stateseer.rnn_models.train as train
 
     def never(*a, **kw):
         raise AssertionError("training started")
@@ -160,7 +160,7 @@ def test_train_refuses_an_unwritable_out_before_training(tmp_path, capsys, monke
 
 
 def test_debug_only_on_loopback(tmp_path, capsys, monkeypatch):
-    import app.main
+    import stateseer.app.main
 
     served = []
 
@@ -169,7 +169,7 @@ def test_debug_only_on_loopback(tmp_path, capsys, monkeypatch):
             served.append(kw)
 
     made = []
-    monkeypatch.setattr(app.main, "create_app",
+    monkeypatch.setattr(stateseer.app.main, "create_app",
                         lambda run, **kw: made.append(kw) or FakeApp())
     line = _one_line_error(capsys, main(["serve", str(tmp_path), "--host", "0.0.0.0",
                                          "--debug"]))
@@ -186,7 +186,7 @@ def test_debug_only_on_loopback(tmp_path, capsys, monkeypatch):
 
 
 def test_study_warns_when_bound_beyond_loopback(capsys, monkeypatch):
-    import app.study.server as server
+    import stateseer.app.study.server as server
 
     monkeypatch.setattr(server, "serve_study", lambda *a, **kw: 0)
     assert main(["study", "s.json", "--host", "192.168.1.5", "--admin-token", "t" * 32]) == 0
@@ -197,7 +197,7 @@ def test_study_warns_when_bound_beyond_loopback(capsys, monkeypatch):
 
 
 def test_unexpected_loader_failures_are_one_line(tmp_path, capsys, monkeypatch):
-    import rnn_models.record as record
+    import stateseer.rnn_models.record as record
 
     def broken(*a, **kw):
         raise ValueError("cannot reshape array of size 7 into shape (3,)\nmore detail")
@@ -208,7 +208,7 @@ def test_unexpected_loader_failures_are_one_line(tmp_path, capsys, monkeypatch):
 
 
 def test_every_help_shows_its_defaults(capsys):
-    from app.cli import build_parser
+    from stateseer.app.cli import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
@@ -387,7 +387,7 @@ def test_empty_or_cut_numpy_files_are_recomputed_not_unexpected(tmp_path, capsys
 
 
 def test_allowed_hosts_on_every_command_that_serves(capsys):
-    from app.cli import build_parser
+    from stateseer.app.cli import build_parser
 
     parser = build_parser()
     for argv in (["serve", "runs/x"], ["demo"], ["study", "study.json"]):

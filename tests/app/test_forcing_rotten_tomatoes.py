@@ -18,13 +18,13 @@ pytestmark = pytest.mark.slow
 
 
 def test_forcing_agreement_on_rotten_tomatoes(tmp_path):
-    from abstraction.centroids import state_centroids
-    from abstraction.pipeline import abstract_run
-    from app.workflows.forcing import load_model, measure_forcing
-    from rnn_models.batching import length_batches, pad_batch
-    from rnn_models.forcing import forced_run
-    from rnn_models.record import record_run
-    from rnn_models.train import TrainConfig, train_run
+    from stateseer.abstraction.centroids import state_centroids
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.app.workflows.forcing import load_model, measure_forcing
+    from stateseer.rnn_models.batching import length_batches, pad_batch
+    from stateseer.rnn_models.forcing import forced_run
+    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.train import TrainConfig, train_run
 
     out = tmp_path / "rt"
     run = train_run(TrainConfig(dataset="rotten_tomatoes"), out, progress=False)

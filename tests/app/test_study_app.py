@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from app.study.spec import StudyError, parse_study
+from stateseer.app.study.spec import StudyError, parse_study
 from tests.conftest import one_line
 
 TOKEN = "admin-token-for-tests"
 
 
 def _study(run, **extra):
-    from app.explorer.context import RunView
+    from stateseer.app.explorer.runview import RunView
 
     ids = [int(i) for i in RunView(run).traces["test"].rows[:3]]
     doc = {"study": "s1", "run": str(run), "conditions": {"full": "full",
@@ -30,7 +30,7 @@ def _study(run, **extra):
 
 @pytest.fixture(scope="module")
 def study_app(explored_run, tmp_path_factory):
-    from app.study.server import create_study_app
+    from stateseer.app.study.server import create_study_app
 
     study, ids = _study(explored_run)
     app = create_study_app(study, db=tmp_path_factory.mktemp("db") / "log.sqlite",
@@ -95,9 +95,9 @@ def _hidden(layout, cid=None, cls=None):
 
 
 def test_restrict_views_on_the_real_explorer(explored_run):
-    from app.explorer.context import ExplorerContext
-    from app.explorer.registry import REGISTRY
-    from app.study.views import restrict_views
+    from stateseer.app.explorer.context import ExplorerContext
+    from stateseer.app.explorer.registry import REGISTRY
+    from stateseer.app.study.views import restrict_views
 
     layout = REGISTRY.layout(ExplorerContext.load(explored_run))
     full = json.loads(json.dumps(restrict_views(layout, ["diagram", "card", "patterns",
@@ -166,7 +166,7 @@ def test_bad_links_and_landing(study_app):
 
 def _submit(sc, info, **widgets):
     """Submit as the page of ``info`` would (the participant as the server knows them)."""
-    from app.study.server import submit_answer
+    from stateseer.app.study.server import submit_answer
 
     kw = {"text": None, "choice": None, "ids": None, "timed_out": False, **widgets}
     return submit_answer(sc, info["pid"], info["task"], **kw)
@@ -304,7 +304,7 @@ def test_admin_login_sets_a_cookie_not_the_token(study_app):
 @pytest.mark.parametrize("token", ["short", "aaaaaaaaaaaaaaaaaaaaaaaa", "abababababababababab",
                                    "0123456789012345 "])
 def test_weak_admin_tokens_are_refused(explored_run, tmp_path, token):
-    from app.study.server import create_study_app
+    from stateseer.app.study.server import create_study_app
 
     study, _ = _study(explored_run)
     with pytest.raises(StudyError) as err:
@@ -313,7 +313,7 @@ def test_weak_admin_tokens_are_refused(explored_run, tmp_path, token):
 
 
 def test_admin_is_off_without_a_token(explored_run, tmp_path):
-    from app.study.server import create_study_app
+    from stateseer.app.study.server import create_study_app
 
     study, _ = _study(explored_run)
     app = create_study_app(study, db=tmp_path / "b.sqlite")
@@ -325,7 +325,7 @@ def test_admin_is_off_without_a_token(explored_run, tmp_path):
 
 
 def test_study_checked_against_the_run(explored_run, tmp_path):
-    from app.study.server import create_study_app
+    from stateseer.app.study.server import create_study_app
 
     study, _ = _study(explored_run, tasks=[{"prompt": "?", "open": [10**9]}])
     with pytest.raises(StudyError) as err:
@@ -339,7 +339,7 @@ def test_study_checked_against_the_run(explored_run, tmp_path):
 
 
 def test_study_command_binds_to_localhost_by_default():
-    from app.cli import build_parser
+    from stateseer.app.cli import build_parser
 
     args = build_parser().parse_args(["study", "s.json"])
     assert args.host == "127.0.0.1" and args.admin_token is None and args.db is None

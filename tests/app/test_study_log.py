@@ -10,11 +10,11 @@ from collections import Counter
 
 import pytest
 
-from app.cli import main
-from app.study.assign import choose_condition
-from app.study.export import export_study
-from app.study.spec import Assignment, StudyError
-from app.study.store import StudyLog, UnknownParticipant
+from stateseer.app.cli import main
+from stateseer.app.study.assign import choose_condition
+from stateseer.app.study.export import export_study
+from stateseer.app.study.spec import Assignment, StudyError
+from stateseer.app.study.store import StudyLog, UnknownParticipant
 from tests.conftest import one_line
 
 CONDS = ["full", "baseline"]

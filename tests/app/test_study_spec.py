@@ -7,8 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from app.study.answers import add_selected, check_answer, parse_ids
-from app.study.spec import PRESETS, VIEWS, StudyError, Task, check_pid, load_study, parse_study
+from stateseer.app.study.answers import add_selected, check_answer, parse_ids
+from stateseer.app.study.spec import (
+    PRESETS,
+    VIEWS,
+    StudyError,
+    Task,
+    check_pid,
+    load_study,
+    parse_study,
+)
 from tests.conftest import one_line
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -181,18 +189,18 @@ def test_answers_are_checked_by_type():
 
 @pytest.mark.parametrize("module", ["spec", "assign", "store", "answers", "views", "events",
                                     "server", "routes", "admin", "identity", "guard",
-                                    "export", "app.security", "app.csvsafe"])
+                                    "export", "stateseer.app.security", "stateseer.app.csvsafe"])
 def test_study_doctests(module):
     import doctest
     import importlib
 
-    mod = importlib.import_module(module if "." in module else f"app.study.{module}")
+    mod = importlib.import_module(module if "." in module else f"stateseer.app.study.{module}")
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
 
 
 def test_study_command_errors_are_one_line(tmp_path, capsys):
-    from app.cli import main
+    from stateseer.app.cli import main
 
     bad = tmp_path / "s.json"
     bad.write_text(json.dumps({**GOOD, "tasks": [{"prompt": "?", "answer": "essay"}]}))

@@ -48,10 +48,10 @@ def multiclass_run(tmp_path_factory):
     recorded and abstracted into 8 states."""
     import csv
 
-    from abstraction.pipeline import abstract_run
-    from rnn_models.datasets import load_dataset
-    from rnn_models.record import record_run
-    from rnn_models.train import TrainConfig, train_run
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.rnn_models.datasets import load_dataset
+    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.train import TrainConfig, train_run
 
     ds = load_dataset("rotten_tomatoes")
     path = tmp_path_factory.mktemp("data") / "rt4.csv"

@@ -165,7 +165,7 @@ def test_edit_a_row_and_pin_a_trace_to_compare(dash_duo, analysed_run):
 
 @pytest.fixture(scope="module")
 def other_run(tmp_path_factory, analysed_run):
-    from abstraction.pipeline import abstract_run
+    from stateseer.abstraction.pipeline import abstract_run
 
     dst = tmp_path_factory.mktemp("runs") / "other"
     shutil.copytree(analysed_run, dst)
@@ -175,7 +175,7 @@ def other_run(tmp_path_factory, analysed_run):
 
 def test_compare_two_runs_matches_states_and_lists_changed_inputs(dash_duo, analysed_run,
                                                                    other_run):
-    from app.main import create_app
+    from stateseer.app.main import create_app
 
     app = create_app(analysed_run, compare=other_run)
     dash_duo.start_server(app)

@@ -23,7 +23,7 @@ def _cy(driver, expr: str):
 
 
 def _start(dash_duo, run_dir, query: str = ""):
-    from app.main import create_app
+    from stateseer.app.main import create_app
 
     app = create_app(run_dir)
     dash_duo.start_server(app)
@@ -136,9 +136,9 @@ def test_a_page_with_some_views_left_out_works_without_them(dash_duo, explored_r
     that read their components get None and nothing fails."""
     from dash import Dash
 
-    from app.explorer.context import ExplorerContext
-    from app.explorer.registry import REGISTRY
-    from app.main import ASSETS, initial_selection
+    from stateseer.app.explorer.context import ExplorerContext
+    from stateseer.app.explorer.registry import REGISTRY
+    from stateseer.app.main import ASSETS, initial_selection
 
     ctx = ExplorerContext.load(explored_run)
     app = Dash(__name__, assets_folder=str(ASSETS), suppress_callback_exceptions=True)
@@ -204,7 +204,7 @@ def _page_shown(dash_duo) -> str:
 def test_a_linked_input_is_shown_on_its_page_of_the_table(dash_duo, explored_run):
     """A URL naming an input on a later page opens the table at that page, the input's
     row highlighted; paging away by hand afterwards stays where the user went."""
-    from rnn_models.traces import Traces
+    from stateseer.rnn_models.formats.traces import Traces
 
     n = Traces(explored_run / "traces")["test"].n_inputs
     last = n - 1
@@ -242,7 +242,7 @@ def test_markup_in_inputs_is_shown_as_text(dash_duo, explored_run):
 
 def test_four_classes_get_legend_swatches_and_a_distinct_path_colour(dash_duo,
                                                                      multiclass_run):
-    from app.explorer.palette import PATH_COLOR, delta_e
+    from stateseer.app.explorer.palette import PATH_COLOR, delta_e
 
     _start(dash_duo, multiclass_run)
     swatches = dash_duo.find_elements("#diagram-panel .legend .lg-class")

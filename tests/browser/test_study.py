@@ -72,9 +72,9 @@ def _tap_state(driver, state: int) -> None:
 
 @pytest.fixture
 def study_app(explored_run, tmp_path):
-    from app.explorer.context import ExplorerContext
-    from app.study.server import create_study_app
-    from app.study.spec import parse_study
+    from stateseer.app.explorer.context import ExplorerContext
+    from stateseer.app.study.server import create_study_app
+    from stateseer.app.study.spec import parse_study
 
     context = ExplorerContext.load(explored_run)
     ids = [int(i) for i in context.data.traces["test"].rows[:2]]
@@ -189,8 +189,8 @@ def test_two_participants_two_conditions_two_tasks(dash_duo, study_app):
 
 
 def test_time_limit_submits_what_is_there(dash_duo, explored_run, tmp_path):
-    from app.study.server import create_study_app
-    from app.study.spec import parse_study
+    from stateseer.app.study.server import create_study_app
+    from stateseer.app.study.spec import parse_study
 
     study = parse_study({"study": "timed", "run": str(explored_run),
                          "conditions": ["baseline"],

@@ -6,17 +6,17 @@ import numpy as np
 import pytest
 import torch
 
-from rnn_models.attribution import aggregate, attribute, segments
-from rnn_models.errors import StateseerError
+from stateseer.rnn_models.attribution import aggregate, attribute, segments
+from stateseer.rnn_models.formats.errors import StateseerError
 from tests.conftest import one_line
 
 
 @pytest.fixture(scope="module")
 def model_and_input(explored_run):
-    from rnn_models.run import Run
-    from rnn_models.tokenizers import get_tokenizer
+    from stateseer.rnn_models.run import ModelRun
+    from stateseer.rnn_models.tokenizers import get_tokenizer
 
-    run = Run(explored_run)
+    run = ModelRun(explored_run)
     model, vocab = run.load_model(), run.vocab()
     toks = get_tokenizer("word")("a thin plot , but the acting is wonderful and moving .")
     return model, np.asarray(vocab.encode(toks)), toks
@@ -130,7 +130,7 @@ def test_delimiter_patterns_are_bounded():
 def test_unk_baseline_follows_the_vocabularys_unk_id():
     from torch import nn
 
-    from rnn_models.models import RecurrentAdapter
+    from stateseer.rnn_models.models import RecurrentAdapter
 
     torch.manual_seed(0)
     m = RecurrentAdapter(nn.Embedding(6, 3), nn.GRU(3, 4, batch_first=True), nn.Linear(4, 2),

@@ -1,4 +1,5 @@
-"""Tests for rnn_models.datasets: built-in corpora, formal languages and user CSV/JSONL files."""
+"""Tests for stateseer.rnn_models.datasets: built-in corpora, formal languages and user
+CSV/JSONL files."""
 
 from __future__ import annotations
 
@@ -9,15 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rnn_models.datasets import (
-    BUILTIN,
+from stateseer.rnn_models.datasets import (
+    DATASETS,
     SPLITS,
     TextDataset,
     load_dataset,
     stratified_splits,
 )
-from rnn_models.errors import DataError
-from rnn_models.formal import GRAMMARS, all_strings
+from stateseer.rnn_models.formal import GRAMMARS, all_strings
+from stateseer.rnn_models.formats.errors import DataError
 
 FORMAL_NAMES = [*(f"tomita{i}" for i in range(1, 8)), "parens"]
 
@@ -519,7 +520,7 @@ class TestErrors:
         msg = one_line(excinfo)
         assert "unknown data set" in msg
         assert repr(name) in msg
-        for choice in (*BUILTIN, "csv:PATH", "jsonl:PATH"):
+        for choice in (*DATASETS, "csv:PATH", "jsonl:PATH"):
             assert choice in msg
 
     @pytest.mark.parametrize("kind", ["csv", "jsonl"])
@@ -561,7 +562,7 @@ class TestErrors:
 def test_rotten_tomatoes3_keeps_the_plot_rows_as_a_third_class():
     three = load_dataset("rotten_tomatoes3")
     two = load_dataset("rotten_tomatoes")
-    assert "rotten_tomatoes3" in BUILTIN
+    assert "rotten_tomatoes3" in DATASETS
     assert three.classes == ["plot", "fresh", "rotten"]
     counts = np.bincount(three.labels, minlength=3)
     assert counts.min() > 0 and len(three.texts) == len(two.texts) + counts[0]
@@ -595,7 +596,7 @@ def test_duplicate_csv_headers_are_one_line(tmp_path):
 
 
 def test_a_tiny_csv_says_it_is_too_small_to_split(tmp_path):
-    from rnn_models.train import TrainConfig, train_run
+    from stateseer.rnn_models.train import TrainConfig, train_run
 
     p = tmp_path / "tiny.csv"
     p.write_text("text,label\ngood film,pos\nbad film,neg\nfine,pos\nawful,neg\n")

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from rnn_models.engine import (
+from stateseer.rnn_models.engine import (
     ClusterError,
     DaskEngine,
     SerialEngine,
@@ -51,7 +51,7 @@ def test_an_unreachable_scheduler_is_one_line_naming_the_fix():
 
 
 def test_the_cli_reports_a_bad_cluster_in_one_line(capsys, tmp_path):
-    from app.cli import main
+    from stateseer.app.cli import main
 
     assert main(["index", str(tmp_path), "--cluster", "local:none"]) == 2
     err = capsys.readouterr().err.strip()
@@ -72,9 +72,9 @@ def test_the_in_process_path_imports_no_dask(text_run, tmp_path):
     shutil.copytree(text_run, run, ignore=shutil.ignore_patterns("traces*", "abstraction*"))
     code = (
         "import sys\n"
-        "import app.cli, rnn_models.engine, abstraction.sharded\n"
-        "from rnn_models.engine import record_run\n"
-        "from abstraction.pipeline import abstract_run\n"
+        "import stateseer.app.cli, stateseer.rnn_models.engine, stateseer.abstraction.sharded\n"
+        "from stateseer.rnn_models.engine import record_run\n"
+        "from stateseer.abstraction.pipeline import abstract_run\n"
         f"record_run({str(run)!r}, splits=['train', 'test'])\n"
         f"abstract_run({str(run)!r}, n_states=4, save=False)\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed'))\n"

@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from rnn_models.factory import (
+from stateseer.rnn_models.factory import (
     FactoryError,
     ModuleChangedWarning,
     factory_section,
@@ -19,15 +19,15 @@ from rnn_models.factory import (
     parse_spec,
     reorder_classes,
 )
-from rnn_models.formats import RunDir
-from rnn_models.formats.imported import NoModelError
-from rnn_models.loading import load_model
+from stateseer.rnn_models.formats import RunDir
+from stateseer.rnn_models.formats.imported import NoModelError
+from stateseer.rnn_models.loading import load_model
 from tests.conftest import one_line
 
 MODULE = '''
 import torch
 from torch import nn
-from rnn_models.models import RecurrentAdapter
+from stateseer.rnn_models.models import RecurrentAdapter
 
 ITOS = ["<pad>", "<unk>", "good", "bad", "film"]
 
@@ -143,7 +143,7 @@ def test_declared_classes_must_match_the_head_and_the_data():
 
     import numpy as np
 
-    from rnn_models.datasets import TextDataset
+    from stateseer.rnn_models.datasets import TextDataset
 
     ds = TextDataset(name="x", texts=["u", "v", "w"], labels=np.array([0, 1, 1]),
                      classes=["fresh", "rotten"], tokenizer="word", splits={})
@@ -185,7 +185,7 @@ CONTRACT = '''
 import re
 import torch
 from torch import nn
-from rnn_models.models import RecurrentAdapter
+from stateseer.rnn_models.models import RecurrentAdapter
 
 ITOS = ["<unk>", "good", "bad", "a/c", "film", "not", "<pad>"]  # the user's own id order
 NAMES = ["pos", "neg"]  # the head's output order (not alphabetical)
@@ -211,8 +211,8 @@ def test_design_contract_recorded_accuracy_equals_the_users_own(tmp_path, monkey
 
     import torch
 
-    from rnn_models.factory import create_model_run
-    from rnn_models.record import record_run
+    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.run import create_model_run
 
     name = f"contract_{abs(hash(str(tmp_path))) % 10**8}"
     (tmp_path / f"{name}.py").write_text(textwrap.dedent(CONTRACT))
@@ -248,9 +248,9 @@ def test_design_contract_recorded_accuracy_equals_the_users_own(tmp_path, monkey
 def test_record_texts_with_the_models_own_tokeniser(tmp_path, monkeypatch):
     import importlib
 
-    from rnn_models.errors import DataError
-    from rnn_models.record import record_texts
-    from rnn_models.tokenizers import Vocab
+    from stateseer.rnn_models.formats.errors import DataError
+    from stateseer.rnn_models.record import record_texts
+    from stateseer.rnn_models.tokenizers import Vocab
 
     name = f"contract_t_{abs(hash(str(tmp_path))) % 10**8}"
     (tmp_path / f"{name}.py").write_text(textwrap.dedent(CONTRACT))

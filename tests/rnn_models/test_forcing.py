@@ -6,19 +6,19 @@ import numpy as np
 import pytest
 import torch
 
-from rnn_models.errors import StateseerError
-from rnn_models.forcing import forced_run
+from stateseer.rnn_models.forcing import forced_run
+from stateseer.rnn_models.formats.errors import StateseerError
 from tests.conftest import one_line
 
 
 def _setup(run_dir, split="test", n=40):
-    from abstraction.centroids import state_centroids
-    from abstraction.pipeline import Abstraction
-    from rnn_models.batching import pad_batch
-    from rnn_models.run import Run
-    from rnn_models.traces import Traces
+    from stateseer.abstraction.centroids import state_centroids
+    from stateseer.abstraction.pipeline import Abstraction
+    from stateseer.rnn_models.batching import pad_batch
+    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.run import ModelRun
 
-    run = Run(run_dir)
+    run = ModelRun(run_dir)
     tr = Traces(run.traces_dir)
     ab = Abstraction.load(run.abstraction_dir)
     te = tr[split]
@@ -77,7 +77,7 @@ def test_per_state_forcing_only_touches_that_state(explored_run):
 
 
 def test_lstm_hidden_and_cell_states_can_be_forced(tomita_run):
-    from rnn_models.models import RNNClassifier
+    from stateseer.rnn_models.models import RNNClassifier
 
     torch.manual_seed(0)
     model = RNNClassifier("lstm", 5, 2, embed=4, hidden=6, state="hc").eval()

@@ -1,4 +1,5 @@
-"""Tests for rnn_models.formal: Tomita grammars, bounded parens, sampling, minimisation."""
+"""Tests for stateseer.rnn_models.formal: Tomita grammars, bounded parens, sampling,
+minimisation."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from rnn_models.formal import DFA, GRAMMARS, all_strings, minimal_size, sample_strings
+from stateseer.rnn_models.formal import DFA, GRAMMARS, all_strings, minimal_size, sample_strings
 
 EXPECTED_SIZES = {
     "tomita1": 2,
@@ -264,7 +265,7 @@ def test_dfa_validation() -> None:
 
 
 def test_grammar_dfa_is_an_automaton_with_reset_step_run() -> None:
-    from rnn_models.formats.automaton import Automaton
+    from stateseer.rnn_models.formats.automaton import Automaton
 
     dfa = GRAMMARS["tomita2"].dfa
     assert isinstance(dfa, Automaton)
@@ -273,7 +274,9 @@ def test_grammar_dfa_is_an_automaton_with_reset_step_run() -> None:
     dfa.reset()
     assert dfa.state == 0 and dfa.step("1") == 1 and dfa.step("1") == 2
     ids, lengths = dfa.encode(["101"])
-    assert dfa.run(ids, lengths).tolist() == dfa.run_batch(ids, lengths).tolist()  # old spelling
+    assert dfa.run_batch(ids, lengths)[0].tolist() == [0, 1, 0, 1]
+    with pytest.raises(TypeError):
+        dfa.run(ids, lengths)  # the old batch spelling is gone: run_batch
     with pytest.raises(ValueError, match="Unknown symbol 'x'"):
         dfa.step("x")
     dot = dfa.to_dot()

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from rnn_models.formats import heap
+from stateseer.rnn_models.formats import heap
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from rnn_models.archs import build_model
-from rnn_models.errors import CheckpointError
-from rnn_models.loading import load_model
-from rnn_models.train import TrainConfig, train_run
+from stateseer.rnn_models.archs import build_model
+from stateseer.rnn_models.formats.errors import CheckpointError
+from stateseer.rnn_models.loading import load_model
+from stateseer.rnn_models.train import TrainConfig, train_run
 from tests.conftest import one_line
 
 
@@ -45,8 +45,8 @@ def test_unknown_arch_is_one_line(tmp_path):
 
 
 def test_train_stores_the_vocab_hash_and_loading_refuses_another_vocab(tmp_path):
-    from rnn_models.formats.rundir import sha256_file
-    from rnn_models.tokenizers import Vocab
+    from stateseer.rnn_models.formats.rundir import sha256_file
+    from stateseer.rnn_models.tokenizers import Vocab
 
     run = train_run(TrainConfig(dataset="tomita1", arch="gru", epochs=1, embed=4, hidden=3),
                     tmp_path / "r", progress=False)
@@ -61,7 +61,7 @@ def test_train_stores_the_vocab_hash_and_loading_refuses_another_vocab(tmp_path)
 
 
 def test_record_swaps_the_traces_directory_in(tmp_path):
-    from rnn_models.formats.atomic import swap_dir as _swap_in
+    from stateseer.rnn_models.formats.atomic import swap_dir as _swap_in
 
     target, new = tmp_path / "traces", tmp_path / "traces.tmp"
     target.mkdir()
@@ -85,7 +85,7 @@ def test_a_vocabulary_of_another_size_is_refused_even_without_the_hash(tmp_path)
     (every id past its end would read another token) is one line, not a silent model."""
     import json
 
-    from rnn_models.tokenizers import Vocab
+    from stateseer.rnn_models.tokenizers import Vocab
 
     run = train_run(TrainConfig(dataset="tomita1", arch="gru", epochs=1, embed=4, hidden=3),
                     tmp_path / "r", progress=False)

@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch import nn
 
-from rnn_models.models import RecurrentAdapter, RNNClassifier, Traceable, TraceAdapter
-from rnn_models.record import record_texts
-from rnn_models.tokenizers import Vocab
+from stateseer.rnn_models.models import RecurrentAdapter, RNNClassifier, Traceable, TraceAdapter
+from stateseer.rnn_models.record import record_texts
+from stateseer.rnn_models.tokenizers import Vocab
 
 
 def _stepwise(model: RNNClassifier, ids: list[int], layer: int) -> tuple[np.ndarray, np.ndarray]:

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from rnn_models.attribution import attribute
-from rnn_models.errors import DataError
-from rnn_models.forcing import forced_run
-from rnn_models.mamba import MambaClassifier, linear_scan
-from rnn_models.minrnn import MinRNNClassifier, log_scan
-from rnn_models.models import ARCHITECTURES, build_model
-from rnn_models.train import TrainConfig, train_run
+from stateseer.rnn_models.archs import ARCHITECTURES, build_model
+from stateseer.rnn_models.attribution import attribute
+from stateseer.rnn_models.forcing import forced_run
+from stateseer.rnn_models.formats.errors import DataError
+from stateseer.rnn_models.mamba import MambaClassifier, linear_scan
+from stateseer.rnn_models.minrnn import MinRNNClassifier, log_scan
+from stateseer.rnn_models.train import TrainConfig, train_run
 from tests.conftest import one_line
 
 MODERN = ("mingru", "minlstm", "mamba")
@@ -43,7 +43,7 @@ def _loaded(run) -> torch.nn.Module:
 
 @pytest.fixture(scope="module", params=MODERN)
 def trained(request, tmp_path_factory):
-    from rnn_models.record import record_run
+    from stateseer.rnn_models.record import record_run
 
     arch = request.param
     # the formal defaults (2 layers for the min-RNNs); 100 % from the first epoch on
@@ -54,8 +54,8 @@ def trained(request, tmp_path_factory):
 
 
 def test_learns_a_tomita_grammar_exactly(trained):
-    from rnn_models.formal import GRAMMARS, all_strings
-    from rnn_models.train import evaluate
+    from stateseer.rnn_models.formal import GRAMMARS, all_strings
+    from stateseer.rnn_models.train import evaluate
 
     arch, run, model, _ = trained
     assert run.config["model"]["arch"] == arch
@@ -74,7 +74,7 @@ def test_recording_shapes_and_forcing_without_replacement_is_exact(trained):
     assert traces.meta["state"] == model.state
     idx = np.flatnonzero(te.lengths > 0)[:50]
     seqs = [np.asarray(te.token_ids[te.steps(int(i))], np.int64) for i in idx]
-    from rnn_models.batching import pad_batch
+    from stateseer.rnn_models.batching import pad_batch
 
     ids, lens = (torch.as_tensor(a) for a in pad_batch(seqs, np.arange(len(seqs))))
     cent = np.zeros((2, model.state_size), np.float32)
@@ -188,13 +188,13 @@ def test_states_and_arguments_are_checked():
 def test_the_whole_pipeline_runs_unchanged_on_a_modern_run(trained):
     """abstract, extract-dfa, forcing, the context index and the explorer's views (typed
     input, attribution, nearest contexts, diagram tap) on the trained run, as on an LSTM."""
-    from abstraction.dfa import extract_dfa
-    from abstraction.pipeline import abstract_run
-    from app.explorer.context import ExplorerContext
-    from app.explorer.views import diagram
-    from app.main import create_app
-    from app.workflows.forcing import measure_forcing
-    from rnn_models.formal import GRAMMARS
+    from stateseer.abstraction.dfa import extract_dfa
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.app.explorer.context import ExplorerContext
+    from stateseer.app.explorer.views import diagram
+    from stateseer.app.main import create_app
+    from stateseer.app.workflows.forcing import measure_forcing
+    from stateseer.rnn_models.formal import GRAMMARS
 
     arch, run, _model, traces = trained
     ab = abstract_run(run.path, n_states=4)

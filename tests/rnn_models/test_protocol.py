@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch import nn
 
-from rnn_models.attribution import attribute
-from rnn_models.forcing import forced_run
-from rnn_models.models import RNNClassifier
-from rnn_models.protocol import Embeddable, ModelProtocolError, Steppable, Traceable
+from stateseer.rnn_models.attribution import attribute
+from stateseer.rnn_models.forcing import forced_run
+from stateseer.rnn_models.models import RNNClassifier
+from stateseer.rnn_models.protocol import Embeddable, ModelProtocolError, Steppable, Traceable
 from tests.conftest import one_line
 
 H, C = 7, 3
@@ -172,7 +172,7 @@ def test_token_occlusion_of_a_built_in_model_equals_embedding_occlusion():
 def test_built_in_models_step_exactly_like_they_trace(layer):
     """Forcing nothing at a lower or the top layer reproduces trace (states and predictions),
     for a 2-layer LSTM traced on h and c and a 2-layer nn.GRU behind RecurrentAdapter."""
-    from rnn_models.models import RecurrentAdapter
+    from stateseer.rnn_models.models import RecurrentAdapter
 
     torch.manual_seed(4)
     lstm = RNNClassifier("lstm", 20, 3, embed=5, hidden=6, layers=2, state="hc").eval()

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from rnn_models.errors import DataError, TraceError
-from rnn_models.record import record_run, record_texts
-from rnn_models.run import Run
-from rnn_models.traces import Traces
+from stateseer.rnn_models.formats.errors import DataError, TraceError
+from stateseer.rnn_models.formats.traces import Traces
+from stateseer.rnn_models.record import record_run, record_texts
+from stateseer.rnn_models.run import ModelRun
 from tests.conftest import one_line
 
 
@@ -24,7 +24,7 @@ def recorded(text_run):
 
 
 def test_recorded_steps_equal_a_forward_pass_per_input(text_run, recorded):
-    run = Run(text_run)
+    run = ModelRun(text_run)
     model, vocab, ds = run.load_model(), run.vocab(), run.dataset()
     test = recorded["test"]
     # one shard (the default size): the shard's own memory map; several: a lazy view
@@ -46,7 +46,7 @@ def test_recorded_steps_equal_a_forward_pass_per_input(text_run, recorded):
 
 
 def test_recorded_accuracy_matches_training_metrics(text_run, recorded):
-    m = Run(text_run).metrics()
+    m = ModelRun(text_run).metrics()
     for split, key in (("train", "train_accuracy"), ("test", "test_accuracy")):
         assert recorded.meta["splits"][split]["accuracy"] == pytest.approx(m[key], abs=1e-9)
         tr = recorded[split]
@@ -54,7 +54,7 @@ def test_recorded_accuracy_matches_training_metrics(text_run, recorded):
 
 
 def test_provenance_and_layout(text_run, recorded):
-    run = Run(text_run)
+    run = ModelRun(text_run)
     assert recorded.provenance["model_sha256"] == run.model_sha256()
     assert recorded.meta["layer"] == -1 and recorded.meta["state_size"] == 32
     assert recorded.classes == ["fresh", "rotten"]
@@ -92,7 +92,7 @@ def test_missing_or_damaged_traces(tmp_path, copy_run, text_run):
     with pytest.raises(TraceError, match="stateseer record") as e:
         Traces(tmp_path / "traces")
     one_line(e.value)
-    run = Run(copy_run(text_run))
+    run = ModelRun(copy_run(text_run))
     record_run(run, splits=["val"])
     with pytest.raises(TraceError, match="was not recorded"):
         Traces(run.traces_dir)["train"]
@@ -108,7 +108,7 @@ def test_missing_or_damaged_traces(tmp_path, copy_run, text_run):
 
 
 def test_new_texts_keep_unknown_words_and_refuse_huge_ones(text_run):
-    run = Run(text_run)
+    run = ModelRun(text_run)
     model, vocab = run.load_model(), run.vocab()
     tr = record_texts(model, vocab, ["A zorblaxian triumph!", ""])
     assert tr.tokens(0) == ["a", "zorblaxian", "triumph", "!"]
@@ -123,8 +123,8 @@ def test_recording_memory_stays_below_the_trace_size(tmp_path):
     """1M steps x 256 floats (1 GiB) must not need 2x that in RAM: peak RSS is measured."""
     code = f"""
 import resource, numpy as np, torch
-from rnn_models.models import RNNClassifier
-from rnn_models.record import record_traces
+from stateseer.rnn_models.models import RNNClassifier
+from stateseer.rnn_models.record import record_traces
 torch.manual_seed(0)
 model = RNNClassifier('gru', 1000, 2, embed=16, hidden=256).eval()
 rng = np.random.default_rng(0)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from rnn_models.errors import DataError, StateseerError
+from stateseer.rnn_models.formats.errors import DataError, StateseerError
 from tests.conftest import one_line
 
 
@@ -15,11 +15,11 @@ def test_create_run_reloads_the_same_splits_and_records_an_adapter(tmp_path, tex
     import torch
     from torch import nn
 
-    from rnn_models.datasets import load_dataset
-    from rnn_models.models import RecurrentAdapter
-    from rnn_models.record import record_run
-    from rnn_models.run import create_run
-    from rnn_models.tokenizers import Vocab
+    from stateseer.rnn_models.datasets import load_dataset
+    from stateseer.rnn_models.models import RecurrentAdapter
+    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.run import create_run
+    from stateseer.rnn_models.tokenizers import Vocab
 
     ds = load_dataset(f"csv:{text_csv}", text_col="review", label_col="sentiment")
     vocab = Vocab.build([ds.tokens[i] for i in ds.splits["train"]], min_freq=2)
@@ -51,7 +51,7 @@ def test_create_run_reloads_the_same_splits_and_records_an_adapter(tmp_path, tex
                                                 ("metrics.json", "[]"),
                                                 ("metrics.json", "{oops")])
 def test_run_files_that_are_not_json_objects(tmp_path, name, content):
-    from rnn_models.formats.rundir import RunDir
+    from stateseer.rnn_models.formats.rundir import RunDir
 
     (tmp_path / name).write_bytes(content.encode("utf-8", "surrogateescape"))
     run = RunDir(tmp_path)
@@ -61,8 +61,8 @@ def test_run_files_that_are_not_json_objects(tmp_path, name, content):
 
 
 def test_traces_meta_that_is_a_list(tmp_path):
-    from rnn_models.formats.errors import TraceError
-    from rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.formats.errors import TraceError
+    from stateseer.rnn_models.formats.traces import Traces
 
     (tmp_path / "meta.json").write_text("[]")
     with pytest.raises(TraceError, match=r"not a JSON object.*stateseer record") as e:
@@ -72,7 +72,7 @@ def test_traces_meta_that_is_a_list(tmp_path):
 
 def test_atomic_writes_get_the_mode_of_an_ordinary_file(tmp_path):
     """mkstemp creates 0600 files; config.json and friends must not differ from the rest."""
-    from rnn_models.formats.atomic import atomic_write_text
+    from stateseer.rnn_models.formats.atomic import atomic_write_text
 
     ordinary = tmp_path / "plain.txt"
     ordinary.write_text("x")

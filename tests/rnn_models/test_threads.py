@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from rnn_models.threads import torch_threads
+from stateseer.rnn_models.threads import torch_threads
 
 
 def test_the_block_runs_on_n_threads_and_the_count_comes_back():

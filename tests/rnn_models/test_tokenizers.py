@@ -1,4 +1,4 @@
-"""Tests for rnn_models.tokenizers: the word/char/space tokenisers and the Vocab."""
+"""Tests for stateseer.rnn_models.tokenizers: the word/char/space tokenisers and the Vocab."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from rnn_models.errors import DataError, StateseerError
-from rnn_models.tokenizers import PAD, TOKENIZERS, UNK, Vocab, get_tokenizer, tokenize
+from stateseer.rnn_models.formats.errors import DataError, StateseerError
+from stateseer.rnn_models.tokenizers import PAD, TOKENIZERS, UNK, Vocab, get_tokenizer, tokenize
 
 
 def one_line(excinfo: pytest.ExceptionInfo) -> str:

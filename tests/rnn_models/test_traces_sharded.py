@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rnn_models.errors import TraceError
-from rnn_models.formats.traces import (
+from stateseer.rnn_models.formats.errors import TraceError
+from stateseer.rnn_models.formats.traces import (
     ARRAYS,
     ShardedArray,
     Traces,
@@ -19,7 +19,7 @@ from rnn_models.formats.traces import (
     remove_tmp_shards,
     shard_layout,
 )
-from rnn_models.record import ShardJob, record_job, record_run
+from stateseer.rnn_models.record import ShardJob, record_job, record_run
 from tests.conftest import one_line
 
 SHARD = 1000  # Tomita 3: train 4,047 inputs -> 5 shards, val 500 -> 1, test 10,191 -> 11
@@ -77,8 +77,8 @@ def test_sharded_split_equals_the_unsharded_one(pair):
 def test_abstraction_of_a_sharded_run_is_identical(pair):
     """With a fit sample of every row (the per-shard sample then draws the same rows),
     states, paths, FSM and patterns do not depend on the shard layout."""
-    from abstraction.kmeans import KMeansAbstractor
-    from abstraction.pipeline import abstract_run
+    from stateseer.abstraction.kmeans import KMeansAbstractor
+    from stateseer.abstraction.pipeline import abstract_run
 
     method = KMeansAbstractor(n_states=6, max_fit_samples=10**6)
     a, b = (abstract_run(p, method=method, save=False) for p in pair)
@@ -230,7 +230,7 @@ def test_jobs_from_paths_with_a_killed_attempt_and_a_retry(pair, tmp_path):
 
 
 def test_cli_shard_size(pair, tmp_path, capsys):
-    from app.cli import main
+    from stateseer.app.cli import main
 
     run = tmp_path / "run"
     shutil.copytree(pair[0], run)

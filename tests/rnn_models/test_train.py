@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from rnn_models.errors import CheckpointError, DataError, StateseerError
-from rnn_models.formal import GRAMMARS, all_strings, sample_strings
-from rnn_models.run import Run
-from rnn_models.train import DEFAULTS, TrainConfig, default_drift, evaluate, train_run
+from stateseer.rnn_models.formal import GRAMMARS, all_strings, sample_strings
+from stateseer.rnn_models.formats.errors import CheckpointError, DataError, StateseerError
+from stateseer.rnn_models.run import ModelRun
+from stateseer.rnn_models.train import DEFAULTS, TrainConfig, default_drift, evaluate, train_run
 from tests.conftest import one_line
 
 
-def _check_exact(run: Run, grammar: str) -> tuple[float, float]:
+def _check_exact(run: ModelRun, grammar: str) -> tuple[float, float]:
     """Accuracy on every string of length ≤ 12 and on 1,000 random strings of length 13–20."""
     model, vocab = run.load_model(), run.vocab()
     dfa = GRAMMARS[grammar].dfa
@@ -41,7 +41,7 @@ def test_tomita_learnt_exactly_with_default_settings(tmp_path, grammar, arch):
 
 
 def test_tomita3_lstm_run_directory(tomita_run):
-    run = Run(tomita_run)
+    run = ModelRun(tomita_run)
     for p in (run.config_path, run.model_path, run.vocab_path, run.metrics_path):
         assert p.exists()
     m = run.metrics()
@@ -69,11 +69,11 @@ def test_training_is_deterministic_for_a_seed(tmp_path, text_csv):
 
 
 def test_existing_run_is_not_overwritten_without_force(tomita_run):
-    before = Run(tomita_run).model_sha256()
+    before = ModelRun(tomita_run).model_sha256()
     with pytest.raises(DataError, match="--force") as e:
         train_run(TrainConfig(dataset="tomita1"), tomita_run, progress=False)
     one_line(e.value)
-    assert Run(tomita_run).model_sha256() == before
+    assert ModelRun(tomita_run).model_sha256() == before
 
 
 def test_bad_training_options_are_refused(tmp_path):
@@ -97,7 +97,7 @@ def test_bad_training_options_are_refused(tmp_path):
     ],
 )
 def test_damaged_checkpoints_get_a_clear_error(copy_run, tomita_run, damage, match):
-    run = Run(copy_run(tomita_run))
+    run = ModelRun(copy_run(tomita_run))
     original = run.model_path.read_bytes()
     if damage == "truncate":
         run.model_path.write_bytes(original[: len(original) // 2])
@@ -125,7 +125,7 @@ def test_damaged_checkpoints_get_a_clear_error(copy_run, tomita_run, damage, mat
 
 def test_not_a_run_directory(tmp_path):
     with pytest.raises(StateseerError, match="not a stateseer run") as e:
-        _ = Run(tmp_path).config
+        _ = ModelRun(tmp_path).config
     one_line(e.value)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.study.harness import StudyServer, audit, simulate
+from stateseer.testing import StudyServer, audit, simulate
 
 
 def test_acknowledged_events_survive_sigkill(explored_run, tmp_path):

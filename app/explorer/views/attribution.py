@@ -10,8 +10,7 @@ from typing import Any
 import numpy as np
 from dash import Input, Output, dcc, html
 
-from rnn_models.errors import StateseerError
-
+from ....rnn_models.formats.errors import StateseerError
 from .. import ids
 from ..page import box
 from ..palette import class_color
@@ -117,7 +116,7 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
 
 def attribution(ctx, active, method, target, level, regex, intensity, baseline):
     """The strip and its note for the trace on display (nothing when "off")."""
-    from rnn_models.attribution import aggregate, segments
+    from ....rnn_models.attribution import aggregate, segments
 
     tr, _ = active_of(active)
     if tr is None or method == "off":

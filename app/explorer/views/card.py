@@ -8,9 +8,8 @@ from typing import Any
 
 from dash import Input, Output, State, dcc, html, no_update
 
-from abstraction.colors import text_color_on
-from abstraction.fsm import FSM
-
+from ....abstraction.colors import text_color_on
+from ....abstraction.fsm import FSM
 from .. import ids
 from ..palette import mix_color
 from ..view import Callback, Trigger, View

@@ -10,9 +10,8 @@ from typing import Any
 import numpy as np
 from dash import ALL, Input, Output, State, dcc, html, no_update
 
-from app.selection import EMPTY, apply_event, to_query
-from rnn_models.errors import StateseerError
-
+from ....rnn_models.formats.errors import StateseerError
+from ...selection import EMPTY, apply_event, to_query
 from .. import ids
 from ..view import Callback, Trigger, View, select_outputs
 from .core import active_of
@@ -29,7 +28,7 @@ def compare_panel(cmp_: dict[str, Any], texts: Sequence[str], labels: np.ndarray
     Parameters
     ----------
     cmp_ : dict
-        From :meth:`app.workflows.comparison.RunComparison.compare`.
+        From :meth:`stateseer.app.workflows.comparison.RunComparison.compare`.
     texts : sequence of str
         The split's texts.
     labels, pred_a : ndarray of shape (n_inputs,)

@@ -12,9 +12,8 @@ from typing import Any
 
 from dash import Input, Output, State, dcc, no_update
 
-from app.selection import EMPTY
-from rnn_models.errors import StateseerError
-
+from ....rnn_models.formats.errors import StateseerError
+from ...selection import EMPTY
 from .. import ids
 from ..records import TraceRecord, record_of
 from ..view import Callback, Trigger, View

@@ -8,8 +8,7 @@ from typing import Any
 
 from dash import Input, Output, State, dcc, html, no_update
 
-from rnn_models.errors import StateseerError
-
+from ....rnn_models.formats.errors import StateseerError
 from .. import ids
 from ..records import TraceRecord
 from ..view import Callback, Trigger, View

@@ -1,6 +1,6 @@
 """The input box: type a text and trace it (optionally compared with the selected row);
 the message under it names unknown words or what went wrong. The trace itself is chosen
-by the page's core (:func:`app.explorer.views.core.choose_trace`)."""
+by the page's core (:func:`stateseer.app.explorer.views.core.choose_trace`)."""
 
 from __future__ import annotations
 

@@ -10,9 +10,8 @@ from typing import Any
 import numpy as np
 from dash import ALL, Input, Output, State, dcc, html, no_update
 
-from app.selection import apply_event, to_query
-from rnn_models.errors import StateseerError
-
+from ....rnn_models.formats.errors import StateseerError
+from ...selection import apply_event, to_query
 from .. import ids
 from ..page import box
 from ..palette import mix_color
@@ -32,7 +31,7 @@ def nearest_list(result: dict[str, Any], query: dict[str, Any], classes: Sequenc
     Parameters
     ----------
     result : dict
-        From :func:`app.workflows.contexts.nearest_contexts`.
+        From :func:`stateseer.app.workflows.contexts.nearest_contexts`.
     query : dict
         ``token``, ``step``, ``state`` of the step asked about.
     """
@@ -80,7 +79,8 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
     Parameters
     ----------
     sample : dict
-        ``xy`` (n, 2) and ``states`` (n,) from :func:`app.workflows.contexts.projection_sample`.
+        ``xy`` (n, 2) and ``states`` (n,) from
+        :func:`stateseer.app.workflows.contexts.projection_sample`.
     state_prediction : ndarray of shape (n_fsm_states, n_classes)
     path_xy : ndarray of shape (n_tokens + 1, 2)
         The trace, initial state first.

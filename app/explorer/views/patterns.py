@@ -10,8 +10,7 @@ from typing import Any
 import numpy as np
 from dash import ALL, Input, Output, State, dcc, html, no_update
 
-from app.selection import apply_event, pattern_items, to_query
-
+from ...selection import apply_event, pattern_items, to_query
 from .. import ids
 from ..view import Callback, Trigger, View, select_outputs
 

@@ -9,9 +9,8 @@ from typing import Any
 
 from dash import Input, Output, State, dash_table, dcc, html, no_update
 
-from app.csvsafe import rows_to_csv
-from app.selection import EMPTY, apply_event, to_query
-
+from ...csvsafe import rows_to_csv
+from ...selection import EMPTY, apply_event, to_query
 from .. import ids
 from ..page import box
 from ..query import MAX_SEARCH_CHARS, InstanceQuery, page_of, query_instances
@@ -150,7 +149,7 @@ def sync_split(ctx, sel, current):
 
 def table_csv(ctx, trigger: Trigger, _n, sel, search, regex, label, pred, correct):
     """The filtered table (every page) as CSV (cells a spreadsheet would run as formulas
-    escaped, see :mod:`app.csvsafe`)."""
+    escaped, see :mod:`stateseer.app.csvsafe`)."""
     if trigger.id != ids.DL_TABLE:
         return no_update
     sel = sel or EMPTY
@@ -161,7 +160,7 @@ def table_csv(ctx, trigger: Trigger, _n, sel, search, regex, label, pred, correc
             "filename": f"{ctx.data.name}-{split}-instances.csv"}
 
 
-# the selection rules run in the page (app/assets/explorer.js mirrors app.selection)
+# the selection rules run in the page (app/assets/explorer.js mirrors stateseer.app.selection)
 SELECT_ROW_JS = """
 function (cell, sel, rows) {
     const nu = window.dash_clientside.no_update;

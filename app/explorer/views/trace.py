@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 from dash import ALL, Input, Output, State, html, no_update
 
-from abstraction.colors import text_color_on
-
+from ....abstraction.colors import text_color_on
 from .. import ids
 from ..palette import mix_color
 from ..records import TraceRecord

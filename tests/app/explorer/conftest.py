@@ -7,6 +7,6 @@ import pytest
 
 @pytest.fixture(scope="module")
 def ctx(explored_run):
-    from app.explorer.context import ExplorerContext
+    from stateseer.app.explorer.context import ExplorerContext
 
     return ExplorerContext.load(explored_run)

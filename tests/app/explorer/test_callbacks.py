@@ -7,11 +7,12 @@ import json
 import numpy as np
 from dash import no_update
 
-from app.explorer import ids
-from app.explorer.records import TraceRecord
-from app.explorer.view import Trigger
-from app.explorer.views import chart, core, diagram, patterns, table, trace
-from app.selection import pattern_items
+from stateseer.abstraction import layout
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.records import TraceRecord
+from stateseer.app.explorer.view import Trigger
+from stateseer.app.explorer.views import chart, core, diagram, patterns, table, trace
+from stateseer.app.selection import pattern_items
 
 SEL0 = {"split": "test", "state": None, "row": None, "pattern": None}
 
@@ -23,7 +24,7 @@ def _table(ctx, sel, search="", regex=None, shown=None):
 
 
 def test_a_row_click_restyles_the_table_and_leaves_its_rows_and_the_card_alone(ctx):
-    from app.explorer.views import card
+    from stateseer.app.explorer.views import card
 
     s = int(np.bincount(ctx.data.abstraction.states["test"]).argmax())
     sel = {**SEL0, "state": s}
@@ -84,7 +85,7 @@ def test_filters_that_empty_the_page_send_the_pager_back_to_the_first_page(ctx):
 
 
 def test_the_study_log_tells_paging_from_turns_the_explorer_made():
-    from app.study.events import page_turned_by_app
+    from stateseer.app.study.events import page_turned_by_app
 
     # the table turned itself to page 4: the key in the same response names page 4
     assert page_turned_by_app(4, {"query": "...", "row": 50, "page": 4})
@@ -197,10 +198,10 @@ def test_token_click_selects_the_step_and_marks_its_state(ctx):
 def test_a_second_run_gets_a_tab_and_its_traces_are_compared(explored_run, tmp_path):
     import shutil
 
-    from abstraction.pipeline import abstract_run
-    from app.explorer.context import ExplorerContext
-    from app.explorer.registry import REGISTRY
-    from app.explorer.views import compare
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.app.explorer.context import ExplorerContext
+    from stateseer.app.explorer.registry import REGISTRY
+    from stateseer.app.explorer.views import compare
 
     other = tmp_path / "other"
     shutil.copytree(explored_run, other)
@@ -251,7 +252,7 @@ def test_an_unchanged_trace_is_not_written_again(ctx):
 
 
 def test_a_new_trace_drops_the_forced_run_only_when_there_is_one(ctx):
-    from app.explorer.views import forcing
+    from stateseer.app.explorer.views import forcing
 
     assert forcing.reset(ctx, {"main": {}}, {"key": "x"}) == (None, "")
     assert forcing.reset(ctx, {"main": {}}, None) == (no_update, "")
@@ -273,34 +274,18 @@ def test_fixed_layout_fills_the_frame_and_no_state_hides_another(ctx):
     """The default ("preset") diagram: every pair of states drawn apart at their sizes
     (the start diamond included), inside the frame, fresh on the right."""
     fsm = ctx.data.abstraction.fsm
-    pos = diagram.fixed_positions(fsm)
+    pos = layout.fixed_positions(fsm)
     xy = np.array([pos[s] for s in range(fsm.n_states)])
-    r = diagram.node_size(fsm.visits) / 2
+    r = layout.node_size(fsm.visits) / 2
     gap = np.sqrt(((xy[:, None] - xy[None]) ** 2).sum(-1)) - r[:, None] - r[None]
     np.fill_diagonal(gap, np.inf)
     assert gap.min() >= 7.9
-    half = np.array(diagram.FRAME)  # 12 states: room enough, the frame is not enlarged
+    half = np.array(layout.FRAME)  # 12 states: room enough, the frame is not enlarged
     assert (np.abs(xy) <= half + 1e-6).all()
     assert (np.ptp(xy, axis=0) > half).all()  # both axes used, not a strip
     if fsm.prediction.shape[1] == 2:
         assert np.corrcoef(xy[:, 0], fsm.prediction[:, 1])[0, 1] > 0
-    assert diagram.fixed_positions(fsm) == pos  # stable
+    assert layout.fixed_positions(fsm) == pos  # stable
     sizes = {e["data"]["state"]: e["data"]["size"]
              for e in diagram.diagram_elements(fsm, positions=pos) if "state" in e["data"]}
-    assert sizes == {s: float(diagram.node_size(fsm.visits)[s]) for s in range(fsm.n_states)}
-
-
-def test_many_states_get_a_larger_frame_and_still_do_not_overlap():
-    """300 states with equal visits, started in one clump: the frame grows with their
-    area and the push loop parts every pair (7.9 of the 8 units asked for at worst)."""
-    from types import SimpleNamespace
-
-    rng = np.random.default_rng(0)
-    n = 300
-    fsm = SimpleNamespace(visits=np.full(n, 100), prediction=rng.dirichlet([1, 1], n))
-    xy = diagram._fill_frame(rng.normal(size=(n, 2)) * 1e-3, fsm)
-    r = diagram.node_size(fsm.visits) / 2
-    gap = np.sqrt(((xy[:, None] - xy[None]) ** 2).sum(-1)) - r[:, None] - r[None]
-    np.fill_diagonal(gap, np.inf)
-    assert gap.min() >= 7.0
-    assert (np.abs(xy).max(0) > np.array(diagram.FRAME)).all()  # the frame grew
+    assert sizes == {s: float(layout.node_size(fsm.visits)[s]) for s in range(fsm.n_states)}

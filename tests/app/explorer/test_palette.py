@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from app.explorer.palette import (
+from stateseer.app.explorer.palette import (
     COMPARE_COLOR,
     PALETTE,
     PATH_COLOR,
@@ -28,7 +28,7 @@ def test_twenty_classes_are_distinct_and_never_the_path_colour():
 
 
 def test_two_classes_keep_the_diverging_scale():
-    from abstraction import colors
+    from stateseer.abstraction import colors
 
     assert class_color(0, 2) == colors.class_color(0, 2)
     assert mix_color([0.3, 0.7]) == colors.mix_color([0.3, 0.7])
@@ -42,7 +42,7 @@ def _json(c):
 
 
 def test_the_legend_has_a_swatch_per_class_beyond_two():
-    from app.explorer.views.diagram import _legend
+    from stateseer.app.explorer.views.diagram import _legend
 
     classes = [f"c{k}" for k in range(20)]
     legend = _json(_legend(classes))
@@ -53,7 +53,7 @@ def test_the_legend_has_a_swatch_per_class_beyond_two():
 
 
 def test_buggy_patterns_are_grouped_by_confusion_pair_with_their_q_value():
-    from app.explorer.views.patterns import confusion_pair, pattern_list
+    from stateseer.app.explorer.views.patterns import confusion_pair, pattern_list
 
     labels, pred = np.array([0, 1, 2, 2, 0]), np.array([1, 2, 1, 1, 0])
     items = [{"states": [1, 2], "support": 3, "n_inputs": 4, "lift": 2.0, "q_value": 0.01,
@@ -74,8 +74,8 @@ def test_buggy_patterns_are_grouped_by_confusion_pair_with_their_q_value():
 
 
 def test_the_header_leads_with_simulation_fidelity_and_marks_label_fidelity(ctx, monkeypatch):
-    from app.explorer import page
-    from app.explorer.context import RunView
+    from stateseer.app.explorer import page
+    from stateseer.app.explorer.runview import RunView
 
     metrics = {"test_accuracy": 0.8, "abstraction": {
         "n_states": 12, "label_fidelity": 1.0, "by_construction": ["label_fidelity"],

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from app.explorer.records import TraceRecord
-from app.explorer.views.trace import pattern_steps, state_differences
+from stateseer.app.explorer.records import TraceRecord
+from stateseer.app.explorer.views.trace import pattern_steps, state_differences
 
 TYPED = TraceRecord(text="good bad", tokens=("good", "bad"), known=(True, False),
                     proba=((0.2, 0.8), (0.9, 0.1)), initial_proba=(0.6, 0.4),
@@ -47,7 +47,7 @@ def test_state_differences_are_token_positions():
 def test_oversized_or_inconsistent_stores_are_refused():
     import pytest
 
-    from app.explorer.records import MAX_STORE_CHARS, MAX_STORE_TOKENS, StoreError
+    from stateseer.app.explorer.records import MAX_STORE_CHARS, MAX_STORE_TOKENS, StoreError
 
     store = TYPED.to_store()
     n = MAX_STORE_TOKENS + 1
@@ -66,8 +66,8 @@ def test_a_forged_store_makes_a_callback_do_nothing(ctx):
     from dash import Input, Output
     from dash.exceptions import PreventUpdate
 
-    from app.explorer.view import Callback
-    from app.explorer.views.core import active_of
+    from stateseer.app.explorer.view import Callback
+    from stateseer.app.explorer.views.core import active_of
 
     cb = Callback(lambda _ctx, active: active_of(active)[0].n_tokens,
                   [Output("x", "children")], [Input("active-trace", "data")])
@@ -80,8 +80,8 @@ def test_a_forged_store_makes_a_callback_do_nothing(ctx):
 def test_attribution_and_typed_inputs_are_bounded(ctx):
     import pytest
 
-    from app.explorer.services import MAX_ATTRIBUTION_TOKENS, MAX_INPUT_CHARS
-    from rnn_models.errors import StateseerError
+    from stateseer.app.explorer.services import MAX_ATTRIBUTION_TOKENS, MAX_INPUT_CHARS
+    from stateseer.rnn_models.formats.errors import StateseerError
 
     n = MAX_ATTRIBUTION_TOKENS + 1
     long = TraceRecord(text="a " * n, tokens=("a",) * n, known=(True,) * n,

@@ -7,8 +7,8 @@ import json
 import pytest
 from dash import Input, Output, html
 
-from app.explorer.registry import REGISTRY
-from app.explorer.view import Callback, View
+from stateseer.app.explorer.registry import REGISTRY
+from stateseer.app.explorer.view import Callback, View
 
 
 def _ids(node) -> set:
@@ -47,7 +47,7 @@ HELLO = View(name="hello", layout=_hello_layout, ids=("hello-panel",), callbacks
 
 
 def test_a_view_added_with_one_registry_call_is_laid_out_and_answers(ctx):
-    from app.main import create_app
+    from stateseer.app.main import create_app
 
     registry = REGISTRY.add(HELLO)
     app = create_app(context=ctx, registry=registry)
@@ -72,7 +72,7 @@ def test_a_view_added_with_one_registry_call_is_laid_out_and_answers(ctx):
 
 
 def test_the_registry_names_exactly_the_study_views():
-    from app.study.spec import VIEWS
+    from stateseer.app.study.spec import VIEWS
 
     assert sorted(REGISTRY.names()) == sorted(VIEWS)
 
@@ -120,7 +120,7 @@ def test_views_left_out_are_not_in_the_page_at_all(ctx):
 
 
 def test_what_another_optional_view_places_is_read_as_optional(ctx):
-    from app.main import create_app
+    from stateseer.app.main import create_app
 
     app = create_app(context=ctx)
     spec = next(c for c in app._callback_list if c["output"].startswith("..active-trace"))
@@ -130,9 +130,9 @@ def test_what_another_optional_view_places_is_read_as_optional(ctx):
 
 
 def test_a_fuse_group_is_one_callback_that_runs_only_the_members_that_fired(ctx):
-    from app.explorer import ids
-    from app.explorer.views import core
-    from app.main import create_app
+    from stateseer.app.explorer import ids
+    from stateseer.app.explorer.views import core
+    from stateseer.app.main import create_app
 
     app = create_app(context=ctx)
     key = next(k for k in app.callback_map if "trace-title.children" in k)

@@ -30,7 +30,7 @@ class _Unreadable(io.RawIOBase):
 
 @pytest.fixture(scope="module")
 def app(ctx):
-    from app.main import create_app
+    from stateseer.app.main import create_app
 
     return create_app(context=ctx, allowed_hosts=["explorer.example"])
 
@@ -61,7 +61,7 @@ def test_security_headers_are_set(app):
 
 
 def test_allowed_hosts_come_from_the_environment(ctx, monkeypatch):
-    from app.main import allowed_hosts_from_env, create_app
+    from stateseer.app.main import allowed_hosts_from_env, create_app
 
     monkeypatch.setenv("STATESEER_ALLOWED_HOSTS", " a.example, b.example ,")
     assert allowed_hosts_from_env() == ["a.example", "b.example"]
@@ -73,7 +73,7 @@ def test_allowed_hosts_come_from_the_environment(ctx, monkeypatch):
 def test_serve_warns_beyond_loopback(ctx, monkeypatch, capsys, explored_run):
     from dash import Dash
 
-    import app.main as main
+    import stateseer.app.main as main
 
     monkeypatch.setattr(Dash, "run", lambda self, **kw: None)
     monkeypatch.setattr(main, "create_app", lambda *a, **kw: main.Dash(__name__))

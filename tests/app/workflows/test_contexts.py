@@ -1,4 +1,4 @@
-"""The nearest-context index (app.workflows.contexts) on a real run."""
+"""The nearest-context index (stateseer.app.workflows.contexts) on a real run."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import shutil
 
 
 def test_context_index_is_reused_then_rebuilt_for_new_traces(copy_run, analysed_run):
-    from app.workflows.contexts import context_index
-    from rnn_models.run import Run
-    from rnn_models.traces import Traces
+    from stateseer.app.workflows.contexts import context_index
+    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.run import ModelRun
 
     run_dir = copy_run(analysed_run)
-    run = Run(run_dir)
+    run = ModelRun(run_dir)
     npz = run_dir / "index" / "train.contexts.npz"
     before = npz.stat().st_mtime_ns
     context_index(run, Traces(run.traces_dir))
@@ -26,10 +26,10 @@ def test_context_index_is_reused_then_rebuilt_for_new_traces(copy_run, analysed_
 
 
 def test_an_index_that_cannot_be_saved_is_still_used(copy_run, analysed_run, monkeypatch):
-    from abstraction.neighbors import ContextIndex
-    from app.workflows.contexts import context_index
-    from rnn_models.run import Run
-    from rnn_models.traces import Traces
+    from stateseer.abstraction.neighbors import ContextIndex
+    from stateseer.app.workflows.contexts import context_index
+    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.run import ModelRun
 
     run_dir = copy_run(analysed_run)
     shutil.rmtree(run_dir / "index")
@@ -38,7 +38,7 @@ def test_an_index_that_cannot_be_saved_is_still_used(copy_run, analysed_run, mon
         raise OSError("read-only file system")
 
     monkeypatch.setattr(ContextIndex, "save", refuse)
-    run = Run(run_dir)
+    run = ModelRun(run_dir)
     ix = context_index(run, Traces(run.traces_dir))
     assert ix.n_indexed_ == Traces(run.traces_dir)["train"].n_steps
     assert not (run_dir / "index" / "train.contexts.npz").exists()
@@ -47,12 +47,12 @@ def test_an_index_that_cannot_be_saved_is_still_used(copy_run, analysed_run, mon
 def test_nearest_contexts_and_projection_of_a_training_step(analysed_run):
     import numpy as np
 
-    from abstraction.pipeline import Abstraction
-    from app.workflows.contexts import context_index, nearest_contexts, projection_sample
-    from rnn_models.run import Run
-    from rnn_models.traces import Traces
+    from stateseer.abstraction.pipeline import Abstraction
+    from stateseer.app.workflows.contexts import context_index, nearest_contexts, projection_sample
+    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.run import ModelRun
 
-    run = Run(analysed_run)
+    run = ModelRun(analysed_run)
     traces = Traces(run.traces_dir)
     train = traces["train"]
     states = Abstraction.load(run.abstraction_dir).states["train"]
@@ -69,12 +69,12 @@ def test_nearest_contexts_and_projection_of_a_training_step(analysed_run):
 
 
 def test_a_damaged_index_is_rebuilt(copy_run, analysed_run):
-    from app.workflows.contexts import context_index
-    from rnn_models.run import Run
-    from rnn_models.traces import Traces
+    from stateseer.app.workflows.contexts import context_index
+    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.run import ModelRun
 
     run_dir = copy_run(analysed_run)
-    run = Run(run_dir)
+    run = ModelRun(run_dir)
     n = Traces(run.traces_dir)["train"].n_steps
     (run_dir / "index" / "train.contexts.json").write_text("[1, 2, 3]")
     assert context_index(run, Traces(run.traces_dir)).n_indexed_ == n

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from app.cli import main
-from rnn_models.traces import Traces
+from stateseer.app.cli import main
+from stateseer.rnn_models.formats.traces import Traces
 
 # What a user writes in mymodel.py. The regex tokeniser keeps "a/c" and "don't" whole,
 # which stateseer's `word` tokeniser would split; the head's order is (rotten, fresh),
@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from rnn_models.models import RecurrentAdapter
+from stateseer.rnn_models.models import RecurrentAdapter
 
 ITOS = json.loads((Path(__file__).parent / "itos.json").read_text())
 TOKEN = re.compile(r"[\\w/']+|[^\\w\\s]")
@@ -178,8 +178,8 @@ def test_unknown_module_and_attribute_are_one_line(user_dir, text_csv, tmp_path,
 
 
 def test_python_api_takes_a_factory_path_or_a_model_object(user_dir, text_csv, tmp_path):
-    from rnn_models.factory import create_model_run
-    from rnn_models.record import record_run
+    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.run import create_model_run
 
     d, name = user_dir
     run = create_model_run(tmp_path / "api", f"csv:{text_csv}", f"{d / name}.py:build",

@@ -12,11 +12,11 @@ import json
 import numpy as np
 import pytest
 
-from app.cli import main
-from app.workflows.dfa import extract_run_dfa, read_examples
-from rnn_models.errors import StateseerError
-from rnn_models.formal import GRAMMARS
-from rnn_models.formats.traces import Traces
+from stateseer.app.cli import main
+from stateseer.app.workflows.dfa import extract_run_dfa, read_examples
+from stateseer.rnn_models.formal import GRAMMARS
+from stateseer.rnn_models.formats.errors import StateseerError
+from stateseer.rnn_models.formats.traces import Traces
 from tests.conftest import one_line
 
 BUDGET = 3  # few enough states that the plain automaton misclassifies strings
@@ -29,7 +29,7 @@ def recorded(tmp_path_factory, tomita_run):
 
     import torch
 
-    from rnn_models.record import record_run
+    from stateseer.rnn_models.record import record_run
 
     run = tmp_path_factory.mktemp("dfa_examples") / "t3"
     shutil.copytree(tomita_run, run)

@@ -1,4 +1,4 @@
-"""State forcing (app.workflows.forcing) on a real recorded and abstracted run."""
+"""State forcing (stateseer.app.workflows.forcing) on a real recorded and abstracted run."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from rnn_models.errors import StateseerError
+from stateseer.rnn_models.formats.errors import StateseerError
 from tests.conftest import one_line
 
 
@@ -24,7 +24,7 @@ def test_forcing_figures_are_written_and_consistent(analysed_run):
 
 
 def test_centroids_file_is_dropped_when_the_abstraction_is_rewritten(copy_run, analysed_run):
-    from abstraction.pipeline import abstract_run
+    from stateseer.abstraction.pipeline import abstract_run
 
     run = copy_run(analysed_run)
     abstract_run(run, n_states=6)
@@ -34,28 +34,28 @@ def test_centroids_file_is_dropped_when_the_abstraction_is_rewritten(copy_run, a
 
 
 def test_a_damaged_centroids_file_is_recomputed(copy_run, analysed_run):
-    from abstraction.pipeline import Abstraction
-    from app.workflows.forcing import load_centroids
-    from rnn_models.run import Run
-    from rnn_models.traces import Traces
+    from stateseer.abstraction.pipeline import Abstraction
+    from stateseer.app.workflows.forcing import load_centroids
+    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.run import ModelRun
 
     run_dir = copy_run(analysed_run)
     path = run_dir / "abstraction" / "centroids.npy"
     good = np.load(path)
     path.write_bytes(b"not numpy")
-    run = Run(run_dir)
+    run = ModelRun(run_dir)
     c = load_centroids(run, Abstraction.load(run.abstraction_dir), Traces(run.traces_dir))
     np.testing.assert_allclose(c, good, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.load(path), good, rtol=1e-5, atol=1e-6)  # saved again
 
 
 def test_forcing_survival_matches_the_agreement_figure(analysed_run):
-    from abstraction.pipeline import Abstraction
-    from app.workflows.forcing import forcing_survival, load_centroids, load_model
-    from rnn_models.run import Run
-    from rnn_models.traces import Traces
+    from stateseer.abstraction.pipeline import Abstraction
+    from stateseer.app.workflows.forcing import forcing_survival, load_centroids, load_model
+    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.run import ModelRun
 
-    run = Run(analysed_run)
+    run = ModelRun(analysed_run)
     traces = Traces(run.traces_dir)
     ab = Abstraction.load(run.abstraction_dir)
     ok = forcing_survival(load_model(run), ab, load_centroids(run, ab, traces),
@@ -66,12 +66,12 @@ def test_forcing_survival_matches_the_agreement_figure(analysed_run):
 
 
 def test_forced_trace_refuses_empty_input_and_missing_step(analysed_run):
-    from abstraction.pipeline import Abstraction
-    from app.workflows.forcing import forced_trace, load_centroids, load_model
-    from rnn_models.run import Run
-    from rnn_models.traces import Traces
+    from stateseer.abstraction.pipeline import Abstraction
+    from stateseer.app.workflows.forcing import forced_trace, load_centroids, load_model
+    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.run import ModelRun
 
-    run = Run(analysed_run)
+    run = ModelRun(analysed_run)
     traces = Traces(run.traces_dir)
     ab = Abstraction.load(run.abstraction_dir)
     model, cent = load_model(run), load_centroids(run, ab, traces)

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.cli import main
-from rnn_models.formats.traces import Traces
+from stateseer.app.cli import main
+from stateseer.rnn_models.formats.traces import Traces
 
 
 def write_import_dir(run: Path, out: Path, *, proba: bool = True) -> Path:
@@ -83,7 +83,7 @@ def test_model_free_commands_work_and_model_only_ones_say_why(imported, explored
     assert main(["force", str(run)]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "import-traces" in err and "stateseer create" in err
-    from app.explorer.context import ExplorerContext
+    from stateseer.app.explorer.context import ExplorerContext
 
     ctx = ExplorerContext.load(run)
     with pytest.raises(Exception, match="typed input, attribution and state forcing"):
@@ -206,7 +206,7 @@ def test_every_bad_input_is_one_line_naming_file_and_fix(tmp_path, capsys, rel, 
 
 
 def test_tokens_txt_and_defaults(tmp_path):
-    from rnn_models.formats.imported import import_traces
+    from stateseer.rnn_models.formats.imported import import_traces
 
     src = _valid(tmp_path)
     for split in ("train", "test"):

@@ -1,8 +1,8 @@
-"""What differs between two runs' inputs, said in one line (app.workflows.inputs)."""
+"""What differs between two runs' inputs, said in one line (stateseer.app.workflows.inputs)."""
 
 from __future__ import annotations
 
-from app.workflows.inputs import input_difference
+from stateseer.app.workflows.inputs import input_difference
 
 
 def test_same_inputs_give_no_message():

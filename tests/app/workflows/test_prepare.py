@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def test_prepare_reuses_an_analysed_run(copy_run, analysed_run):
-    from app.workflows.prepare import prepare_run
+    from stateseer.app.workflows.prepare import prepare_run
 
     run = copy_run(analysed_run)
     lines: list[str] = []
@@ -21,8 +21,8 @@ def test_prepare_names_defaults_that_changed_since_the_run_was_trained(copy_run,
     behind the user's back, and the demo says which defaults moved and how to follow."""
     import json
 
-    from app.workflows.prepare import prepare_run
-    from rnn_models.train import DEFAULTS
+    from stateseer.app.workflows.prepare import prepare_run
+    from stateseer.rnn_models.train import DEFAULTS
 
     run = copy_run(analysed_run)
     cfg_path = run / "config.json"

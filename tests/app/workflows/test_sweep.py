@@ -1,4 +1,4 @@
-"""The state-count sweep (app.workflows.sweep): intervals, the knee, files."""
+"""The state-count sweep (stateseer.app.workflows.sweep): intervals, the knee, files."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.workflows.sweep import bootstrap_ci, choose_knee, sweep_table, write_sweep
-from rnn_models.errors import StateseerError
+from stateseer.app.workflows.sweep import bootstrap_ci, choose_knee, sweep_table, write_sweep
+from stateseer.rnn_models.formats.errors import StateseerError
 
 
 def test_bootstrap_interval_covers_a_known_probability():
@@ -61,7 +61,7 @@ def test_auto_never_exceeds_its_cap(ks, data, cap):
 
 
 def test_auto_states_on_a_run_stays_under_the_cap(explored_run):
-    from app.workflows.sweep import auto_states
+    from stateseer.app.workflows.sweep import auto_states
 
     k, why, curve = auto_states(explored_run, cap=5, candidates=(2, 3, 8, 12))
     assert k <= 5 and [c["n_states"] for c in curve] == [2, 3, 5]
@@ -90,8 +90,8 @@ def test_sweep_files_and_table(tmp_path):
 def test_sweep_fits_the_features_once_and_matches_separate_fits(explored_run, monkeypatch):
     """Three candidates, one projection fit; each candidate's figures equal those of a
     sweep of that candidate alone (sharing changes nothing but the work)."""
-    import abstraction.features as F
-    from app.workflows.sweep import sweep_run
+    import stateseer.abstraction.features as F
+    from stateseer.app.workflows.sweep import sweep_run
 
     calls = []
     fit = F.Projection._fit.__func__
@@ -110,13 +110,13 @@ def test_sweep_fits_the_features_once_and_matches_separate_fits(explored_run, mo
 
 
 def test_sweep_honours_the_simulation(explored_run):
-    from abstraction.pipeline import fresh_traces
-    from app.workflows.sweep import sweep_run
-    from rnn_models.run import Run
+    from stateseer.abstraction.pipeline import fresh_traces
+    from stateseer.app.workflows.sweep import sweep_run
+    from stateseer.rnn_models.run import ModelRun
 
     prob = sweep_run(explored_run, [6], split="val", forcing=False)[0]
     arg = sweep_run(explored_run, [6], split="val", forcing=False, simulation="argmax")[0]
-    val = fresh_traces(Run(explored_run))["val"]
+    val = fresh_traces(ModelRun(explored_run))["val"]
     for p in (prob, arg):
         lo, hi = p["simulation_fidelity_ci"]
         assert lo <= p["simulation_fidelity"] <= hi
@@ -125,7 +125,7 @@ def test_sweep_honours_the_simulation(explored_run):
 
 
 def test_projection_cache_keys_on_the_inputs():
-    from abstraction.features import Projection, shared_projections
+    from stateseer.abstraction.features import Projection, shared_projections
 
     rng = np.random.default_rng(0)
     S = rng.normal(size=(300, 6)).astype(np.float32)
@@ -153,7 +153,7 @@ def _sweep_points():
 
 
 def test_sweep_view_reads_the_sweep_file_then_the_auto_curve(tmp_path):
-    from app.explorer.views.sweep import sweep_curve, sweep_figure
+    from stateseer.app.explorer.views.sweep import sweep_curve, sweep_figure
 
     metrics = {"abstraction": {"n_states": 12, "simulation_fidelity": 0.85,
                                "auto": {"curve": [{"n_states": 8, "simulation_fidelity": 0.7},
@@ -179,10 +179,10 @@ def test_sweep_view_reads_the_sweep_file_then_the_auto_curve(tmp_path):
 def test_sweep_view_renders_in_the_explorer(explored_run, tmp_path):
     import shutil
 
-    from app.explorer.context import ExplorerContext
-    from app.explorer.registry import REGISTRY
-    from app.explorer.views import sweep
-    from app.main import create_app
+    from stateseer.app.explorer.context import ExplorerContext
+    from stateseer.app.explorer.registry import REGISTRY
+    from stateseer.app.explorer.views import sweep
+    from stateseer.app.main import create_app
 
     run = tmp_path / "run"
     shutil.copytree(explored_run, run)

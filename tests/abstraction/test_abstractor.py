@@ -11,17 +11,15 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import adjusted_rand_score
 
-from abstraction.cluster import (
+from stateseer.abstraction import (
     ABSTRACTORS,
     BaseAbstractor,
     GMMAbstractor,
     GridAbstractor,
     KMeansAbstractor,
-    abstractor_from_arrays,
-    abstractor_to_arrays,
     make_abstractor,
 )
-from abstraction.errors import AbstractionError
+from stateseer.abstraction.errors import AbstractionError
 from tests.conftest import one_line
 
 METHODS = sorted(ABSTRACTORS)
@@ -380,7 +378,7 @@ def test_margin_space_leads_with_the_classifier_margin():
     assert Z.shape == (len(X), 2)  # the margin and one residual axis (the default)
     margin = np.log(P[:, 1] / P[:, 0])
     assert np.all(np.diff(margin[np.argsort(Z[:, 0])]) >= -1e-5)  # same order as the margin
-    from abstraction.features import MARGIN_WEIGHT
+    from stateseer.abstraction.features import MARGIN_WEIGHT
 
     # standardised; the margin axis then weighted
     assert Z.std(0) == pytest.approx([MARGIN_WEIGHT, 1.0], abs=1e-3)
@@ -424,9 +422,9 @@ def test_arrays_round_trip_predicts_identically(tmp_path, method, split, feature
     P = probas_from(X)
     ab = small(method, n_states=6, split_by_prediction=split, features=features)
     ab.fit(X, proba=P)
-    np.savez(tmp_path / "ab.npz", **abstractor_to_arrays(ab))
+    np.savez(tmp_path / "ab.npz", **ab.to_arrays())
     with np.load(tmp_path / "ab.npz", allow_pickle=False) as d:
-        back = abstractor_from_arrays(d)
+        back = BaseAbstractor.from_arrays(d)
         assert type(back) is type(ab)
         assert back.get_params() == ab.get_params()
     assert back.split_by_prediction_ == split
@@ -441,16 +439,16 @@ def test_arrays_round_trip_predicts_identically(tmp_path, method, split, feature
 
 def test_damaged_saved_arrays_raise_abstraction_error():
     X, _ = blobs()
-    arrays = abstractor_to_arrays(small("gmm").fit(X))
+    arrays = small("gmm").fit(X).to_arrays()
     del arrays["gmm0_means"]
     with pytest.raises(AbstractionError, match="re-run `stateseer abstract`") as e:
-        abstractor_from_arrays(arrays)
+        BaseAbstractor.from_arrays(arrays)
     one_line(e.value)
 
 
 def test_to_arrays_of_unfitted_abstractor_raises():
     with pytest.raises(NotFittedError):
-        abstractor_to_arrays(KMeansAbstractor())
+        KMeansAbstractor().to_arrays()
 
 
 # ------------------------------------------------------------------ base estimator
@@ -509,7 +507,7 @@ def test_gmm_and_grid_validate_their_own_parameters():
 def test_features_default_is_margin_everywhere():
     import inspect as _inspect
 
-    from abstraction.pipeline import abstract_run, fit_abstraction
+    from stateseer.abstraction.pipeline import abstract_run, fit_abstraction
 
     assert all(cls().features == "margin" for cls in ABSTRACTORS.values())
     for fn in (abstract_run, fit_abstraction):
@@ -532,7 +530,7 @@ def test_float16_states_project_in_place_as_their_float32_copy(features, compile
     those of the float32 values to float32 rounding, the states the same, and a NaN is
     still named by its row."""
     if not compiled:
-        monkeypatch.setattr("abstraction.features.half_project", None)
+        monkeypatch.setattr("stateseer.abstraction.features.half_project", None)
     X, _ = blobs(n_per=200)
     P = probas_from(X)
     H = X.astype(np.float16)
@@ -565,7 +563,7 @@ def test_fitted_states_do_not_depend_on_the_machines_threads(method, tmp_path):
     rng = np.random.default_rng(0)
     X = np.concatenate([rng.normal(c, 1.0, (4000, 16)) for c in (0.0, 3.0, 6.0)])
     np.save(tmp_path / "x.npy", X.astype(np.float32))
-    code = (f"import numpy as np, hashlib; from abstraction.cluster import make_abstractor; "
+    code = (f"import numpy as np, hashlib; from stateseer.abstraction import make_abstractor; "
             f"X = np.load({str(tmp_path / 'x.npy')!r}); "
             f"ab = make_abstractor({method!r}, n_states=12, features='pca', "
             f"pca_components=8).fit(X); "

@@ -1,7 +1,14 @@
-"""Simulated participants against a real study server, then a SIGKILL, then an audit.
+"""Helpers that stateseer's tests and benchmarks share, and that users may use to check
+their own setup (as ``numpy.testing`` and ``dash.testing`` do).
 
-Used by ``benchmarks/study_log.py`` (20 participants x 1,000 events) and by the
-durability test (4 x 100). :class:`StudyServer` runs ``stateseer study`` in a
+:func:`tomita1_csv`
+    a small Tomita-1 CSV data set (a one-epoch model trains on it in a second);
+:class:`StudyServer`, :func:`simulate`, :func:`audit`
+    simulated participants against a real study server, then a SIGKILL, then an audit
+    (``benchmarks/study_log.py``: 20 participants x 1,000 events; the durability test:
+    4 x 100). A researcher can load-test a study file the same way before publishing it.
+
+The study harness: :class:`StudyServer` runs ``stateseer study`` in a
 subprocess on a free port of 127.0.0.1; :func:`simulate` makes one new participant per
 thread (``POST /study/join`` without a link hands out one, with its secret), posts its
 events with that secret (``X-Study-Secret``) over a keep-alive connection and records
@@ -26,9 +33,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Ack", "StudyServer", "audit", "free_port", "simulate"]
+__all__ = ["Ack", "StudyServer", "audit", "free_port", "simulate", "tomita1_csv"]
 
-ROOT = Path(__file__).resolve().parents[2]
+
+def tomita1_csv(path: Path, n: int = 120, seed: int = 0) -> Path:
+    """A small Tomita-1 (``1*``) data set as CSV: half strings of 1s, half random strings
+    over {0, 1} (1 to 12 symbols; ``accept``/``reject``)."""
+    import random
+
+    rng = random.Random(seed)
+    rows = ["text,label"]
+    for i in range(n):
+        k = rng.randint(1, 12)
+        s = "1" * k if i % 2 else "".join(rng.choice("01") for _ in range(k))
+        rows.append(f"{s},{'accept' if set(s) == {'1'} else 'reject'}")
+    path.write_text("\n".join(rows) + "\n")
+    return path
 
 
 def free_port() -> int:
@@ -71,13 +91,9 @@ class StudyServer:
 
     def __enter__(self) -> StudyServer:
         out = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL
-        cmd = [sys.executable, "-m", "app.cli", "study", str(self.study_file),
+        cmd = [sys.executable, "-m", "stateseer.app.cli", "study", str(self.study_file),
                "--db", str(self.db), "--host", "127.0.0.1", "--port", str(self.port)]
-        root = ROOT
-        env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep +
-               os.environ.get("PYTHONPATH", "")}
-        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                     cwd=root)
+        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
         if out is not subprocess.DEVNULL:
             out.close()
         deadline = time.monotonic() + self.start_timeout

@@ -1,0 +1,93 @@
+"""What the study's callbacks and routes share: :class:`StudyContext`.
+
+Built once per study app (:func:`stateseer.app.study.server.create_study_app`) and passed
+to every module that registers callbacks or routes; only the log is written to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from flask import has_request_context
+
+from .assign import choose_condition
+from .identity import request_secret
+from .spec import Study, StudyError, Task
+from .store import StudyLog
+
+if TYPE_CHECKING:
+    from ..explorer.context import ExplorerContext
+    from ..explorer.runview import RunView
+
+__all__ = ["StudyContext"]
+
+
+@dataclass
+class StudyContext:
+    """Everything the study's callbacks and routes share (read-only but the log)."""
+
+    study: Study
+    ctx: ExplorerContext
+    log: StudyLog
+    admin_token: str | None = None
+    _rows: dict[str, dict[int, int]] = field(default_factory=dict)
+
+    @property
+    def data(self) -> RunView:
+        """The run (read-only): ``ctx.data``."""
+        return self.ctx.data
+
+    def split_of(self, task: Task) -> str:
+        return task.split or self.data.default_split
+
+    def rows_by_id(self, split: str) -> dict[int, int]:
+        """Instance id (the table's ``id``) -> row index in ``split``."""
+        if split not in self._rows:
+            ids = np.asarray(self.data.traces[split].rows)
+            self._rows[split] = {int(i): r for r, i in enumerate(ids.tolist())}
+        return self._rows[split]
+
+    def row_id(self, split: str, row: int) -> int | None:
+        try:
+            return int(self.data.traces[split].rows[row])
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+
+    def check_run(self) -> None:
+        """Every task's split and instances exist in the run (else StudyError)."""
+        for t in self.study.tasks:
+            split = self.split_of(t)
+            if split not in self.data.splits:
+                raise StudyError(f"study file: task {t.id!r} uses split {split!r}, which the "
+                                 f"run does not have — use one of {', '.join(self.data.splits)}")
+            rows = self.rows_by_id(split)
+            missing = [i for i in t.open if i not in rows]
+            if missing:
+                raise StudyError(f"study file: task {t.id!r} opens instance id {missing[0]}, "
+                                 f"which is not in split {split!r} of the run — use ids from "
+                                 "the table's id column")
+
+    def participant(self) -> str | None:
+        """The participant of the current request's link secret, or None."""
+        return self.log.pid_of(request_secret()) if has_request_context() else None
+
+    def condition_views(self, pid: str) -> tuple[str, ...] | None:
+        """The views of ``pid``'s stored condition (None before they joined)."""
+        cond = self.log.condition_of(pid)
+        return None if cond is None else self.study.conditions.get(cond, ())
+
+    def current_task(self, pid: str) -> tuple[int, Task] | None:
+        """``(position, task)`` of the participant's first unsubmitted task, or None."""
+        done = {r["task"] for r in self.log.progress(pid) if r["submitted_at"]}
+        return next(((k, t) for k, t in enumerate(self.study.tasks) if t.id not in done),
+                    None)
+
+    def join(self, pid: str) -> dict[str, Any]:
+        names = list(self.study.conditions)
+        return self.log.join(pid, lambda counts: choose_condition(
+            self.study.assignment, names, pid, counts))
+
+    def write(self, pid: str, events: list[tuple[str, dict[str, Any]]]) -> list[int]:
+        return self.log.log_many(pid, events)

@@ -1,0 +1,83 @@
+"""stateseer: explain recurrent text classifiers by state abstraction.
+
+One import name; the three layers install under it:
+
+=============================  =============================================================
+``stateseer.rnn_models``       torch: tokenisers, data sets, models, training, recording
+``stateseer.abstraction``      numpy/scikit-learn: abstractors, FSM, patterns, DFAs, exports
+``stateseer.app``              Dash explorer, study mode, workflows and the command line
+=============================  =============================================================
+
+The names users write in their own code are here, loaded on first use (``import stateseer``
+imports neither torch nor Dash):
+
+>>> import stateseer
+>>> stateseer.load_dataset("tomita3").classes
+['reject', 'accept']
+
+A run end to end (train, record, abstract, export, explore)::
+
+    cfg = stateseer.TrainConfig(dataset="tomita3", arch="lstm")
+    run = stateseer.train_run(cfg, "runs/t3")
+    stateseer.record_run(run)
+    stateseer.abstract_run(run, n_states=8)
+    stateseer.export_run(run, "dot", "t3.dot")
+    app = stateseer.create_app(run)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+#: public name → the module (under ``stateseer.``) that defines it
+_API: dict[str, str] = {
+    # errors (one line, naming the fix)
+    "StateseerError": "rnn_models.formats.errors", "DataError": "rnn_models.formats.errors",
+    "CheckpointError": "rnn_models.formats.errors", "TraceError": "rnn_models.formats.errors",
+    "AbstractionError": "abstraction.errors",
+    # data
+    "load_dataset": "rnn_models.datasets", "TextDataset": "rnn_models.datasets",
+    "DATASETS": "rnn_models.datasets", "GRAMMARS": "rnn_models.formal",
+    "Vocab": "rnn_models.tokenizers",
+    # models: built in, or your own through the adapter
+    "ARCHITECTURES": "rnn_models.archs", "build_model": "rnn_models.archs",
+    "RNNClassifier": "rnn_models.models", "RecurrentAdapter": "rnn_models.models",
+    "TraceAdapter": "rnn_models.models", "Traceable": "rnn_models.protocol",
+    # runs: open, train, create, import, record
+    "RunDir": "rnn_models.formats.rundir", "ModelRun": "rnn_models.run",
+    "load_model": "rnn_models.loading", "TrainConfig": "rnn_models.train",
+    "train_run": "rnn_models.train", "create_run": "rnn_models.run",
+    "create_model_run": "rnn_models.run", "import_traces": "rnn_models.formats.imported",
+    "record_run": "rnn_models.engine", "record_texts": "rnn_models.record",
+    "Traces": "rnn_models.formats.traces",
+    # abstraction
+    "abstract_run": "abstraction.pipeline", "Abstraction": "abstraction.pipeline",
+    "KMeansAbstractor": "abstraction.kmeans", "GMMAbstractor": "abstraction.gmm",
+    "GridAbstractor": "abstraction.grid", "ABSTRACTORS": "abstraction.abstractor",
+    "make_abstractor": "abstraction.abstractor", "FSM": "abstraction.fsm",
+    "extract_dfa": "abstraction.dfa", "ExtractedDFA": "abstraction.dfa",
+    # run-level work
+    "sweep_run": "app.workflows.sweep", "extract_run_dfa": "app.workflows.dfa",
+    "measure_forcing": "app.workflows.forcing", "export_run": "app.workflows.exports",
+    "prepare_run": "app.workflows.prepare",
+    # the explorer
+    "create_app": "app.main", "serve": "app.main",
+}
+
+__all__ = ["__version__", *sorted(_API)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        value = getattr(importlib.import_module(f"{__name__}.{_API[name]}"), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module 'stateseer' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_API})
+
