@@ -1,7 +1,11 @@
-"""Exports of an FSM or an extracted DFA, and of traces: pure writers.
+"""Exports of an FSM or an extracted DFA, and of traces: pure writers, one registry.
 
-Every writer takes a path (never silently replaced; written atomically) or an open file,
-as networkx's writers do. Reading a run directory is :mod:`stateseer.app.workflows.exports`'s job.
+:data:`EXPORT_FORMATS` lists every format (name, kind, file suffix, writer); ``stateseer
+export --format``, the run-level :func:`~stateseer.app.workflows.exports.export_run` and
+the explorer's download buttons all read it, so a new format is one
+:func:`register_format` call. Every writer takes a path (never silently replaced; written
+atomically) or an open file, as networkx's writers do. Reading a run directory is
+:mod:`stateseer.app.workflows.exports`'s job.
 
 ``json``      the ``stateseer.fsm`` v1 exchange format (DESIGN.md)
 ``dot``       Graphviz DOT with AALpy's conventions: an invisible ``__start0`` node with an
@@ -23,7 +27,8 @@ import io
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -36,13 +41,58 @@ from .io import write_output
 if TYPE_CHECKING:
     from .dfa import ExtractedDFA
 
-__all__ = ["AUTOMATON_FORMATS", "FORMATS", "RENDERED_TOP_K", "export_data", "fsm_to_dot",
-           "read_dot", "render", "write_automaton", "write_export", "write_traces_csv"]
+__all__ = ["EXPORT_FORMATS", "RENDERED_TOP_K", "ExportFormat", "export_data", "fsm_to_dot",
+           "read_dot", "register_format", "render", "write_automaton", "write_export",
+           "write_traces_csv"]
 
-FORMATS = ("json", "dot", "svg", "png", "pdf", "graphml", "node-link", "traces-csv")
-AUTOMATON_FORMATS = FORMATS[:-1]
 RENDERED_TOP_K = 4
 """Edges kept per state in a rendered (svg/png/pdf) FSM unless ``top_k`` says otherwise."""
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """One export format.
+
+    Parameters
+    ----------
+    name : str
+        The ``--format`` name.
+    kind : {'automaton', 'graph', 'traces'}
+        ``automaton``: written from the FSM or the extracted DFA itself; ``graph``: from
+        its networkx view (a DFA as an FSM); ``traces``: one row per input, not a graph.
+    suffix : str
+        File name suffix (``.dot``).
+    binary : bool
+        The writer returns bytes.
+    drawn : bool
+        A drawing: FSM edges are pruned (``top_k``, ``min_count``, ``self_loops``).
+    write : callable
+        ``automaton``/``graph``: ``write(automaton, top_k=, min_count=, self_loops=)``;
+        ``traces``: ``write(rows)``. Returns ``str`` or ``bytes``.
+    label : str
+        The explorer's button label; empty: no download button.
+    """
+
+    name: str
+    kind: str
+    suffix: str
+    binary: bool
+    drawn: bool
+    write: Callable[..., bytes | str]
+    label: str = ""
+
+
+#: Every export format by name, in the order ``--format`` lists them.
+EXPORT_FORMATS: dict[str, ExportFormat] = {}
+
+
+def register_format(fmt: ExportFormat) -> ExportFormat:
+    """Add ``fmt`` to :data:`EXPORT_FORMATS` (its name must be new)."""
+    if fmt.name in EXPORT_FORMATS or fmt.kind not in ("automaton", "graph", "traces"):
+        raise AbstractionError(f"cannot register export format {fmt.name!r}: the name is "
+                               "taken or the kind is not automaton, graph or traces")
+    EXPORT_FORMATS[fmt.name] = fmt
+    return fmt
 
 
 def fsm_to_dot(fsm: FSM, *, top_k: int | None = None, min_count: int = 1,
@@ -188,45 +238,85 @@ def write_export(data: bytes | str, out: str | Path | IO, *, overwrite: bool = F
     write_output(data, out, overwrite=overwrite)
 
 
+def _dot(automaton: FSM | ExtractedDFA, *, top_k: int | None = None, min_count: int = 1,
+         self_loops: bool = True, rendered: bool = False) -> str:
+    if not isinstance(automaton, FSM):
+        return automaton.to_dot()
+    k = RENDERED_TOP_K if top_k is None and rendered else top_k
+    return fsm_to_dot(automaton, top_k=k, min_count=min_count, self_loops=self_loops)
+
+
+def _json(automaton: FSM | ExtractedDFA, **_: Any) -> str:
+    return json.dumps(automaton.to_dict(), indent=1, ensure_ascii=False)
+
+
+def _rendered(fmt: str) -> Callable[..., bytes]:
+    return lambda automaton, **kw: render(_dot(automaton, rendered=True, **kw), fmt)
+
+
+def _graphml(automaton: FSM | ExtractedDFA, **_: Any) -> bytes:
+    import networkx as nx
+
+    buf = io.BytesIO()
+    nx.write_graphml(automaton.to_networkx(), buf)
+    return buf.getvalue()
+
+
+def _node_link(automaton: FSM | ExtractedDFA, **_: Any) -> str:
+    import networkx as nx
+
+    return json.dumps(nx.node_link_data(automaton.to_networkx(), edges="links"),
+                      ensure_ascii=False)
+
+
+def _traces_csv(rows: Sequence[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    write_traces_csv(buf, rows)
+    return buf.getvalue()
+
+
+for _fmt in (
+    ExportFormat("json", "automaton", ".json", False, False, _json, "JSON"),
+    ExportFormat("dot", "automaton", ".dot", False, True, _dot, "DOT"),
+    ExportFormat("svg", "automaton", ".svg", True, True, _rendered("svg"), "SVG"),
+    ExportFormat("png", "automaton", ".png", True, True, _rendered("png"), "PNG"),
+    ExportFormat("pdf", "automaton", ".pdf", True, True, _rendered("pdf")),
+    ExportFormat("graphml", "graph", ".graphml", True, False, _graphml),
+    ExportFormat("node-link", "graph", ".json", False, False, _node_link),
+    ExportFormat("traces-csv", "traces", ".csv", False, False, _traces_csv),
+):
+    register_format(_fmt)
+
+
 def export_data(automaton: FSM | ExtractedDFA, fmt: str, *, top_k: int | None = None,
-                min_count: int = 1) -> bytes | str:
-    """The export of an FSM or an extracted DFA in ``fmt``.
+                min_count: int = 1, self_loops: bool = True) -> bytes | str:
+    """The export of an FSM or an extracted DFA in ``fmt`` (an automaton or graph format
+    of :data:`EXPORT_FORMATS`).
 
     Parameters
     ----------
     automaton : FSM or ExtractedDFA
-    fmt : {'json', 'dot', 'svg', 'png', 'pdf', 'graphml', 'node-link'}
+    fmt : str
+        ``json``, ``dot``, ``svg``, ``png``, ``pdf``, ``graphml``, ``node-link`` ...
     top_k : int, optional
-        FSM edges kept per state (``dot``: all by default; rendered formats:
+        FSM edges kept per state in a drawing (``dot``: all by default; rendered formats:
         :data:`RENDERED_TOP_K`).
     min_count : int
-        FSM edges seen fewer times are dropped.
+        FSM edges seen fewer times are left out of a drawing.
+    self_loops : bool
+        Draw an FSM's self-loops.
 
     Returns
     -------
     str or bytes
-        ``bytes`` for ``svg``/``png``/``pdf``/``graphml``.
+        ``bytes`` for the binary formats (``svg``/``png``/``pdf``/``graphml``).
     """
-    if fmt not in AUTOMATON_FORMATS:
-        raise AbstractionError(
-            f"unknown automaton format {fmt!r}; choose one of: {', '.join(AUTOMATON_FORMATS)}")
-    if fmt == "json":
-        return json.dumps(automaton.to_dict(), indent=1, ensure_ascii=False)
-    if fmt in ("dot", "svg", "png", "pdf"):
-        if isinstance(automaton, FSM):
-            k = top_k if top_k is not None or fmt == "dot" else RENDERED_TOP_K
-            dot = automaton.to_dot(top_k=k, min_count=min_count)
-        else:
-            dot = automaton.to_dot()
-        return dot if fmt == "dot" else render(dot, fmt)
-    import networkx as nx
-
-    if fmt == "graphml":
-        buf = io.BytesIO()
-        nx.write_graphml(automaton.to_networkx(), buf)
-        return buf.getvalue()
-    return json.dumps(nx.node_link_data(automaton.to_networkx(), edges="links"),
-                      ensure_ascii=False)
+    spec = EXPORT_FORMATS.get(fmt)
+    if spec is None or spec.kind == "traces":
+        names = [f.name for f in EXPORT_FORMATS.values() if f.kind != "traces"]
+        raise AbstractionError(f"unknown automaton format {fmt!r}; choose one of: "
+                               f"{', '.join(names)}")
+    return spec.write(automaton, top_k=top_k, min_count=min_count, self_loops=self_loops)
 
 
 def write_automaton(automaton: FSM | ExtractedDFA, fmt: str, out: str | Path | IO, *,

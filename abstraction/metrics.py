@@ -33,10 +33,44 @@ from .arrays import distinct
 from .errors import AbstractionError
 from .fsm import FSM, paths_to_transitions
 
-__all__ = ["AUTO_CAP", "bootstrap_ci", "choose_knee", "fidelity", "quality", "state_entropy"]
+__all__ = ["AUTO_CANDIDATES", "AUTO_CAP", "auto_candidates", "bootstrap_ci", "choose_knee",
+           "fidelity", "quality", "state_entropy"]
 
 AUTO_CAP = 40
 """Readability cap of an automatic state count: more states do not read in a diagram."""
+
+AUTO_CANDIDATES = (4, 8, 12, 16, 24, 32, 40, 60, 80, 100)
+"""The state counts ``--states auto`` tries (those up to its cap, and the cap itself)."""
+
+
+def auto_candidates(cap: int, *, min_states: int = 1,
+                    candidates: Sequence[int] | None = None) -> list[int]:
+    """The counts ``--states auto`` tries: ``candidates`` (default :data:`AUTO_CANDIDATES`)
+    within ``[min_states, cap]``, plus ``cap`` itself, ascending.
+
+    ``min_states`` is the number of predicted classes when every state keeps to one class:
+    fewer states cannot work, so they are not tried.
+
+    Raises
+    ------
+    AbstractionError
+        ``cap`` is not a positive integer, or is below ``min_states`` (before any work).
+
+    Examples
+    --------
+    >>> auto_candidates(40, min_states=6)
+    [8, 12, 16, 24, 32, 40]
+    >>> auto_candidates(5, candidates=(2, 3, 6, 50))
+    [2, 3, 5]
+    """
+    if not isinstance(cap, (int, np.integer)) or isinstance(cap, bool) or cap < 1:
+        raise AbstractionError(f"the state cap must be a positive integer, not {cap!r}")
+    if cap < min_states:
+        raise AbstractionError(f"--auto-cap {cap} is below the {min_states} predicted classes "
+                               f"that each need a state of their own; pass --auto-cap "
+                               f"{min_states} or more")
+    pool = AUTO_CANDIDATES if candidates is None else candidates
+    return sorted({int(c) for c in pool if min_states <= c <= cap} | {int(cap)})
 
 
 def fidelity(fsm: FSM, final_states: np.ndarray, predictions: np.ndarray) -> float:

@@ -43,11 +43,9 @@ from .errors import AbstractionError
 from .features import shared_projections
 from .fsm import FSM
 from .kernels import warm_up
-from .metrics import AUTO_CAP, bootstrap_ci, choose_knee, fidelity, quality
+from .metrics import AUTO_CAP, auto_candidates, bootstrap_ci, choose_knee, fidelity, quality
 
-__all__ = ["AUTO_CANDIDATES", "Abstraction", "abstract_run", "fit_abstraction", "fresh_traces"]
-
-AUTO_CANDIDATES = (4, 8, 12, 16, 24, 32, 40, 60, 80, 100)
+__all__ = ["Abstraction", "abstract_run", "fit_abstraction", "fresh_traces"]
 FORMAT = "stateseer.abstraction"
 VERSION = 1
 
@@ -466,34 +464,46 @@ def _with_states(method: str | BaseAbstractor, k: int) -> str | BaseAbstractor:
 
 
 def _auto_states(traces: Traces, alphabet: list[str], method: str | BaseAbstractor,
-                 cap: int, **params: Any) -> tuple[int, str, list[dict[str, Any]]]:
-    """The state count ``n_states='auto'`` picks, why, and the validation curve it read.
+                 cap: int, **params: Any) -> tuple[int, dict[str, Any]]:
+    """The state count ``n_states='auto'`` picks and the record of why.
 
-    Candidates are :data:`AUTO_CANDIDATES` up to ``cap`` (and ``cap`` itself); the pick is
-    the knee of validation simulation fidelity against states
-    (:func:`stateseer.abstraction.metrics.choose_knee`), never above ``cap``.
+    Candidates are :func:`~stateseer.abstraction.metrics.auto_candidates` (no fewer than
+    the classes when states keep to one class, up to ``cap`` and ``cap`` itself); the pick
+    is the knee of validation simulation fidelity against states
+    (:func:`~stateseer.abstraction.metrics.choose_knee`). The record is what goes to
+    ``metrics.json`` under ``abstraction.auto``: ``cap``, ``candidates``, ``reason`` and
+    ``curve`` (one point per candidate, shaped as ``stateseer sweep`` writes them:
+    ``n_states``, ``split``, ``label_fidelity``, ``simulation_fidelity``,
+    ``simulation_fidelity_ci``, ``seconds``).
     """
     if "val" not in traces or traces["val"].n_inputs == 0:
         raise AbstractionError("--states auto needs a recorded validation split")
-    if not isinstance(cap, (int, np.integer)) or isinstance(cap, bool) or cap < 1:
-        raise AbstractionError(f"the state cap must be a positive integer, not {cap!r}")
+    split_classes = params.get("split_by_prediction", True) and \
+        getattr(method, "split_by_prediction", True)
+    counts = auto_candidates(cap, min_states=len(traces.classes) if split_classes else 1)
     n_train = traces["train"].n_steps if "train" in traces else 0
     curve = []
     val = traces["val"]
     with shared_projections():  # one feature fit for every candidate (same sample)
-        for k in sorted({c for c in AUTO_CANDIDATES if c <= cap} | {int(cap)}):
+        for k in counts:
             if k > max(n_train, 1):
                 continue
+            t0 = time.perf_counter()
             ab = fit_abstraction(traces, alphabet, n_states=k,
                                  method=_with_states(method, k), splits=("train", "val"),
                                  **params)
-            lf, sf = _split_figures(ab.fsm, val, ab.states["val"], ab.sim_predictions["val"])
-            curve.append({"n_states": k, "val_label_fidelity": lf,
-                          "val_simulation_fidelity": sf})
+            lf, _ = _split_figures(ab.fsm, val, ab.states["val"], ab.sim_predictions["val"])
+            agree = np.asarray(ab.sim_predictions["val"]) == np.asarray(val.predictions)
+            lo, hi = bootstrap_ci(agree, seed=int(params.get("random_state", 0)))
+            curve.append({"n_states": k, "split": "val", "label_fidelity": round(lf, 4),
+                          "simulation_fidelity": round(float(agree.mean()), 4),
+                          "simulation_fidelity_ci": [round(lo, 4), round(hi, 4)],
+                          "seconds": round(time.perf_counter() - t0, 2)})
     if not curve:
         raise AbstractionError("too few hidden states for any candidate state count")
-    k, why = choose_knee(curve, cap=int(cap), key="val_simulation_fidelity")
-    return k, why, curve
+    k, why = choose_knee(curve, cap=int(cap))
+    return k, {"cap": int(cap), "candidates": counts, "reason": f"chose {why}; measured on "
+               "the validation split", "curve": curve}
 
 
 def _eval_split(traces: Traces) -> str:
@@ -546,10 +556,10 @@ def abstract_run(
     Parameters
     ----------
     n_states : int or 'auto'
-        Abstract states (the FSM adds the initial state). ``'auto'`` tries
-        :data:`AUTO_CANDIDATES` up to ``cap`` and keeps the knee of the *validation*
-        simulation fidelity curve (never above ``cap``); the curve and the reason go to
-        the metrics (``auto_curve``, ``auto_reason``).
+        Abstract states (the FSM adds the initial state). ``'auto'`` tries the
+        :func:`~stateseer.abstraction.metrics.auto_candidates` up to ``cap`` and keeps the
+        knee of the *validation* simulation fidelity curve (never above ``cap``); the
+        candidates, the curve and the reason go to the metrics (``auto``).
         With an abstractor instance as ``method``, an int is ignored (the instance's own
         ``n_states`` counts) and ``'auto'`` sets the instance's ``n_states``.
     method : str or BaseAbstractor
@@ -601,9 +611,9 @@ def _abstract_run(run: RunDir | str | Path, engine: Engine, *, n_states: int | s
     params = {"pca": pca, "features": features, "fallback": fallback,
               "simulation": simulation, "split_by_prediction": split_by_prediction,
               "random_state": random_state, "cluster": engine}
-    curve = None
+    auto = None
     if n_states == "auto":
-        n_states, why, curve = _auto_states(traces, alphabet, method, cap, **params)
+        n_states, auto = _auto_states(traces, alphabet, method, cap, **params)
         method = _with_states(method, n_states)
     elif not isinstance(n_states, (int, np.integer)) or isinstance(n_states, bool):
         raise AbstractionError(f"--states must be a positive integer or 'auto', not {n_states!r}")
@@ -619,8 +629,8 @@ def _abstract_run(run: RunDir | str | Path, engine: Engine, *, n_states: int | s
                            bool(getattr(ab.abstractor, "split_by_prediction_",
                                         split_by_prediction)), engine)
         ab.patterns = _patterns(ab.patterns)  # mined meanwhile
-    if curve is not None:
-        figures["auto_curve"], figures["auto_reason"] = curve, why
+    if auto is not None:
+        figures["auto"] = auto
     figures["seconds"] = time.perf_counter() - t0
     ab.metrics = figures
     ab.info = _info(ab, traces, method, features, pca, fallback, split_by_prediction,

@@ -29,18 +29,14 @@ SPLITS = ("train", "val", "test")
 
 # -- registries (read on first use) -------------------------------------------------------
 class _Registry(Sequence[str]):
-    """Names read from a registry the first time argparse looks at them."""
+    """The names of a registry, read whenever argparse looks at them: ``stateseer --help``
+    imports no registry it does not show, and an entry added later is a valid choice."""
 
-    def __init__(self, load: Callable[[], Any], fallback: Sequence[str]) -> None:
-        self._load, self._fallback, self._names = load, tuple(fallback), None
+    def __init__(self, load: Callable[[], Any]) -> None:
+        self._load = load
 
     def names(self) -> tuple[str, ...]:
-        if self._names is None:
-            try:
-                self._names = tuple(self._load())
-            except (ImportError, AttributeError):  # registry not there (yet): known names
-                self._names = self._fallback
-        return self._names
+        return tuple(self._load())
 
     def __getitem__(self, i):  # type: ignore[override]
         return self.names()[i]
@@ -68,12 +64,21 @@ def _abstractors() -> Any:
 
 
 def _export_formats() -> Any:
-    try:
-        from .workflows import exports
-    except ImportError:
-        from ..abstraction.export import FORMATS
-        return FORMATS
-    return getattr(exports, "WRITERS", None) or exports.FORMATS
+    from ..abstraction.export import EXPORT_FORMATS
+
+    return EXPORT_FORMATS
+
+
+def _arch_options() -> dict[str, tuple[str, str]]:
+    """Every architecture's own train options: name → (the archs that take it, help)."""
+    from ..rnn_models.archs import ARCHITECTURES  # torch-free
+
+    out: dict[str, tuple[str, str]] = {}
+    for arch in ARCHITECTURES.values():
+        for k, opt in arch.options.items():
+            names = f"{out[k][0]}, {arch.name}" if k in out else arch.name
+            out[k] = (names, opt.help)
+    return out
 
 
 def _arch_states() -> Any:
@@ -94,13 +99,12 @@ def _fallbacks() -> Any:
     return FALLBACKS
 
 
-ARCHS = _Registry(_architectures, ("lstm", "gru", "rnn", "mingru", "minlstm", "mamba"))
-FEATURES = _Registry(_features, ("margin", "pca"))
-FALLBACKS = _Registry(_fallbacks, ("displacement", "nearest", "token", "stay"))
-STATES = _Registry(_arch_states, ("h", "c", "hc", "full", "ssm", "summary"))
-METHODS = _Registry(_abstractors, ("kmeans", "gmm", "grid"))
-FORMATS = _Registry(_export_formats, ("json", "dot", "svg", "png", "pdf", "graphml",
-                                      "node-link", "traces-csv"))
+ARCHS = _Registry(_architectures)
+FEATURES = _Registry(_features)
+FALLBACKS = _Registry(_fallbacks)
+STATES = _Registry(_arch_states)
+METHODS = _Registry(_abstractors)
+FORMATS = _Registry(_export_formats)
 
 
 def _dataset_names() -> str:
@@ -241,8 +245,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
         batch_size=args.batch_size, lr=args.lr, patience=args.patience,
         min_freq=args.min_freq, seed=args.seed, state=args.state,
         prefix_loss=args.prefix_loss, tokenizer=args.tokenizer, text_col=args.text_col,
-        label_col=args.label_col, max_tokens=args.max_tokens, d_state=args.d_state,
-        d_conv=args.d_conv, weight_decay=args.weight_decay, max_seconds=args.max_seconds,
+        label_col=args.label_col, max_tokens=args.max_tokens,
+        weight_decay=args.weight_decay, max_seconds=args.max_seconds,
+        arch_options={k: getattr(args, k) for k in _arch_options()
+                      if getattr(args, k, None) is not None},
     )
     run = train_run(cfg, args.out, force=args.force, progress=not args.quiet)
     m = run.metrics()
@@ -312,71 +318,23 @@ def _cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
-def _has_predictions(run: str) -> bool:
-    """False for a run imported without per-step probabilities (no predictions)."""
-    meta = Path(run) / "traces" / "meta.json"
-    try:
-        return json.loads(meta.read_text()).get("proba", True) is not False
-    except (OSError, ValueError, AttributeError):
-        return True  # the abstraction itself reports missing or damaged traces
+def _note(line: str) -> None:
+    print(f"stateseer: note: {line}", file=sys.stderr)
 
 
 def _abstraction_params(args: argparse.Namespace) -> dict[str, Any]:
-    params = {"method": args.method, "pca": args.pca, "features": args.features,
-              "fallback": args.fallback, "simulation": args.simulation,
-              "split_by_prediction": not args.no_split_by_prediction,
-              "random_state": args.seed}
-    if not _has_predictions(args.run) and (params["features"] == "margin"
-                                           or params["split_by_prediction"]):
-        print("stateseer: note: the imported traces have no probabilities (no proba.npy): "
-              "clustering the hidden states (--features pca) without splitting by "
-              "prediction; fidelity figures are not meaningful", file=sys.stderr)
-        params.update(features="pca", split_by_prediction=False)
-    return params
-
-
-def _auto_states(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
-    from .workflows.sweep import auto_states
-
-    k, reason, curve = auto_states(args.run, cap=args.auto_cap, **_abstraction_params(args))
-    print(f"stateseer: note: --states auto {reason}", file=sys.stderr)
-    return k, {"cap": args.auto_cap, "reason": reason, "curve": curve}
+    return {"method": args.method, "pca": args.pca, "features": args.features,
+            "fallback": args.fallback, "simulation": args.simulation,
+            "split_by_prediction": not args.no_split_by_prediction, "random_state": args.seed}
 
 
 def _cmd_abstract(args: argparse.Namespace) -> int:
-    from ..rnn_models.engine import engine_scope
+    from .workflows.abstract import abstract_workflow
 
-    with engine_scope(args.cluster) as engine:  # one cluster for every step
-        return _abstract(args, engine)
-
-
-def _abstract(args: argparse.Namespace, engine: Any) -> int:
-    from ..abstraction.pipeline import abstract_run
-
-    n_states, auto = args.states, None
-    if n_states == "auto":
-        n_states, auto = _auto_states(args)
-    ab = abstract_run(args.run, n_states=n_states, layer=args.layer, cluster=engine,
-                      **_abstraction_params(args))
-    keys = ("n_states", "label_fidelity", "simulation_fidelity", "state_purity",
-            "state_coverage", "transition_coverage", "evaluated_on", "seconds")
-    out = {k: ab.metrics[k] for k in keys if k in ab.metrics}
-    if not _has_predictions(args.run):  # imported without proba: nothing to be faithful to
-        out.update(dict.fromkeys(("label_fidelity", "simulation_fidelity", "state_purity")),
-                   predictions=False)
-    if auto is not None:
-        from ..rnn_models.run import ModelRun
-
-        run = ModelRun(args.run)
-        run.update_metrics(abstraction={**ab.metrics, "auto": auto})
-        out["auto"] = {"cap": auto["cap"], "reason": auto["reason"]}
-    if not args.no_forcing:
-        try:
-            out["forcing_agreement"] = _forcing(args.run, cluster=engine)["forcing_agreement"]
-        except StateseerError as exc:  # e.g. a run of a user's own model: abstraction stays
-            print(f"stateseer: note: state forcing skipped ({exc})", file=sys.stderr)
-    if not args.no_index:
-        _index(args.run, engine)
+    out = abstract_workflow(args.run, n_states=args.states, cap=args.auto_cap,
+                            layer=args.layer, forcing=not args.no_forcing,
+                            index=not args.no_index, cluster=args.cluster, log=_note,
+                            **_abstraction_params(args))
     print(json.dumps(out))
     return 0
 
@@ -490,9 +448,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from .workflows.sweep import sweep_run, sweep_table, write_sweep
 
     out = _check_out_dir(args.out or Path(args.run) / "sweep")
+    from .workflows.abstract import imported_params
+
     points = sweep_run(args.run, args.states, split=args.split, forcing=not args.no_forcing,
                        log=lambda msg: print(f"stateseer sweep: {msg}", file=sys.stderr),
-                       **_abstraction_params(args))
+                       **imported_params(args.run, _abstraction_params(args), _note))
     written = write_sweep(points, out)
     print(sweep_table(points))
     if written["png"] is None:
@@ -590,9 +550,9 @@ def _add_train(sub: Any) -> None:
     t.add_argument("--state", choices=STATES, metavar="STATE",
                    help="state to trace, one of the arch's: %(choices)s (default: the arch's "
                    "first: h, or full for mamba; lstm has h, c, hc)")
-    for name, text in (("d-state", "Mamba: SSM state size per channel"),
-                       ("d-conv", "Mamba: causal convolution width")):
-        t.add_argument(f"--{name}", type=_positive_int, help=f"{text} {per_set}")
+    for name, (archs, text) in _arch_options().items():  # each arch's own flags
+        t.add_argument(f"--{name.replace('_', '-')}", dest=name, type=_positive_int,
+                       help=f"{archs}: {text} {per_set}")
     t.add_argument("--weight-decay", type=_nonnegative_float, help=f"Adam weight decay (L2) "
                    f"{per_set}")
     t.add_argument("--max-seconds", type=_positive_float,

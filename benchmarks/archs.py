@@ -56,16 +56,9 @@ TEXT_EPOCHS = {"lstm": 12, "gru": 12, "rnn": 12, "mingru": 12, "minlstm": 12, "m
 
 def _workflow(name: str):
     """A workflow function of :mod:`stateseer.app.workflows` (forcing or DFA extraction)."""
-    import importlib
+    from stateseer.app.workflows import dfa, forcing
 
-    for module in ("stateseer.app.workflows.forcing", "stateseer.app.workflows.dfa"):
-        try:
-            fn = getattr(importlib.import_module(module), name, None)
-        except ImportError:
-            continue
-        if fn is not None:
-            return fn
-    raise ImportError(f"no workflow {name!r} found")
+    return getattr(forcing, name, None) or getattr(dfa, name)
 
 
 def _loaded(run) -> torch.nn.Module:
@@ -79,7 +72,9 @@ def text_figures(arch: str, out: Path, args: argparse.Namespace) -> dict[str, An
     """Train on Rotten Tomatoes, record, abstract, force: the text columns of one arch."""
     from stateseer.abstraction.pipeline import abstract_run
 
-    small = dict(embed=16, hidden=16, epochs=1, d_state=4) if args.quick else {}
+    small = dict(embed=16, hidden=16, epochs=1) if args.quick else {}
+    if args.quick and "d_state" in ARCHITECTURES[arch].options:
+        small["arch_options"] = {"d_state": 4}
     epochs = args.epochs or TEXT_EPOCHS.get(arch, 12)
     cfg = TrainConfig(dataset="rotten_tomatoes", arch=arch, max_seconds=args.train_seconds,
                       **{"epochs": epochs, **small})

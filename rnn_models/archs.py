@@ -21,7 +21,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ARCHITECTURES", "Architecture", "build_model"]
+__all__ = ["ARCHITECTURES", "ArchOption", "Architecture", "build_model"]
+
+
+@dataclass(frozen=True)
+class ArchOption:
+    """A hyper-parameter of one architecture (a ``stateseer train`` flag).
+
+    Attributes
+    ----------
+    default : int
+    help : str
+        One line for ``--help``.
+    """
+
+    default: int
+    help: str
 
 
 @dataclass(frozen=True)
@@ -38,20 +53,27 @@ class Architecture:
         The ``--state`` choices (what is recorded), each with a one-line description; the
         first is the default.
     description : str
-    extra : dict of str to int
-        Further hyper-parameters of the arch and their defaults (e.g. Mamba's ``d_state``);
-        ``config.json``'s model section stores them.
+    options : dict of str to ArchOption
+        Further hyper-parameters of the arch (e.g. Mamba's ``d_state``): each is a
+        ``stateseer train`` flag (``--d-state``) and a key of ``config.json``'s model
+        section; :class:`~stateseer.rnn_models.train.TrainConfig` takes them in
+        ``arch_options``.
     """
 
     name: str
     build: Callable[..., Any]
     states: dict[str, str]
     description: str
-    extra: dict[str, int] = field(default_factory=dict)
+    options: dict[str, ArchOption] = field(default_factory=dict)
 
     @property
     def default_state(self) -> str:
         return next(iter(self.states))
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """The options' defaults."""
+        return {k: o.default for k, o in self.options.items()}
 
     def __call__(self, vocab_size: int, n_classes: int, **hp: Any) -> Any:
         return self.build(vocab_size, n_classes, **hp)
@@ -101,7 +123,8 @@ ARCHITECTURES: dict[str, Architecture] = {
                             "minLSTM (Feng et al. 2024), log-space parallel scan"),
     "mamba": Architecture("mamba", _mamba, _MAMBA_STATES,
                           "Mamba (selective state space, Gu & Dao 2023), residual blocks",
-                          extra={"d_state": 16, "d_conv": 4}),
+                          options={"d_state": ArchOption(16, "SSM state size per channel"),
+                                   "d_conv": ArchOption(4, "causal convolution width")}),
 }
 
 
@@ -112,7 +135,7 @@ def build_model(section: dict[str, Any]) -> Any:
     ----------
     section : dict
         ``arch``, ``vocab_size``, ``n_classes``, ``embed``, ``hidden``, ``layers`` and
-        optionally ``state`` and the arch's :attr:`Architecture.extra` keys.
+        optionally ``state`` and the arch's :attr:`Architecture.options`.
 
     Returns
     -------
@@ -128,7 +151,7 @@ def build_model(section: dict[str, Any]) -> Any:
     if arch is None:
         raise ValueError(f"unknown arch {section['arch']!r}; choose one of "
                          f"{', '.join(ARCHITECTURES)}")
-    extra = {k: section[k] for k in arch.extra if k in section}
+    extra = {k: section[k] for k in arch.options if k in section}
     model = arch(section["vocab_size"], section["n_classes"], embed=section["embed"],
                  hidden=section["hidden"], layers=section["layers"], dropout=0.0,
                  state=section.get("state", arch.default_state), **extra)

@@ -51,7 +51,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "formal": dict(embed=8, hidden=32, layers=1, dropout=0.0, epochs=60, batch_size=64,
                    lr=1e-2, patience=8, min_freq=1, weight_decay=0.0),
 }
-#: per arch and data kind, defaults that differ from :data:`DEFAULTS` (and the arch's extras)
+#: per arch and data kind, defaults that differ from :data:`DEFAULTS` (and the arch's options)
 ARCH_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
     # a min-RNN layer's gates read only its input, so one layer cannot combine the current
     # symbol with what it has seen (Tomita 2's "11"); two can
@@ -88,18 +88,19 @@ class TrainConfig:
     text_col: str = "text"
     label_col: str = "label"
     max_tokens: int | None = 2000
-    d_state: int | None = None
-    d_conv: int | None = None
     max_seconds: float | None = None  # training budget, checked between batches
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: the arch's own hyper-parameters (:attr:`Architecture.options`, e.g. Mamba's
+    #: ``d_state``); absent keys take the arch's defaults
+    arch_options: dict[str, Any] = field(default_factory=dict)
 
     def resolve(self, ds: TextDataset) -> dict[str, Any]:
         """Hyper-parameters: the data kind's defaults, the arch's, then the ones given."""
         kind = "text" if ds.tokenizer == "word" else "formal"
         arch = ARCHITECTURES[self.arch]
-        out = {**DEFAULTS[kind], **arch.extra, **ARCH_DEFAULTS.get(self.arch, {}).get(kind, {})}
+        out = {**DEFAULTS[kind], **arch.defaults,
+               **ARCH_DEFAULTS.get(self.arch, {}).get(kind, {})}
         for k in out:
-            v = getattr(self, k, None)
+            v = self.arch_options.get(k) if k in arch.options else getattr(self, k, None)
             if v is not None:
                 out[k] = v
         out["kind"] = kind
@@ -115,6 +116,12 @@ class TrainConfig:
         if self.state is not None and self.state not in arch.states:
             raise DataError(f"--state {self.state} does not exist for --arch {self.arch}; "
                             f"choose one of: {', '.join(arch.states)}")
+        alien = sorted(set(self.arch_options) - set(arch.options))
+        if alien:
+            flag = "--" + alien[0].replace("_", "-")
+            takes = ", ".join("--" + k.replace("_", "-") for k in arch.options) or "none"
+            raise DataError(f"{flag} is not an option of --arch {self.arch} (it takes: "
+                            f"{takes}); drop it or choose the arch it belongs to")
         if self.prefix_loss not in ("auto", "on", "off"):
             raise DataError(f"--prefix-loss must be auto, on or off, not {self.prefix_loss!r}")
 
@@ -141,11 +148,19 @@ def default_drift(config: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     if not cfg or arch not in ARCHITECTURES or "tokenizer" not in data:
         return {}
     kind = "text" if data["tokenizer"] == "word" else "formal"
-    today = {**DEFAULTS[kind], **ARCHITECTURES[arch].extra,
+    options = ARCHITECTURES[arch].options
+    today = {**DEFAULTS[kind], **ARCHITECTURES[arch].defaults,
              **ARCH_DEFAULTS.get(arch, {}).get(kind, {})}
     have = {**model, **(config.get("training") or {})}
+    given = {**cfg, **(cfg.get("arch_options") or {})}
+
+    def took_default(k: str) -> bool:
+        if k in options and "arch_options" in cfg:  # today's configs: absent = default
+            return given.get(k) is None
+        return k in cfg and cfg[k] is None
+
     return {k: (have[k], v) for k, v in today.items()
-            if k in cfg and cfg[k] is None and k in have and have[k] != v}
+            if took_default(k) and k in have and have[k] != v}
 
 
 def _prefix_targets(ds: TextDataset, idx: np.ndarray, mode: str) -> list[np.ndarray] | None:
@@ -236,7 +251,7 @@ def _prepare_data(cfg: TrainConfig, dataset: TextDataset | None) -> tuple[_Data,
 
 def _model_section(cfg: TrainConfig, hp: dict, vocab_size: int, n_classes: int) -> dict:
     """``config.json``'s ``model`` section: everything :func:`build_model` needs."""
-    extra = {k: hp[k] for k in ARCHITECTURES[cfg.arch].extra}
+    extra = {k: hp[k] for k in ARCHITECTURES[cfg.arch].options}
     return {"arch": cfg.arch, "vocab_size": vocab_size, "n_classes": n_classes,
             "embed": hp["embed"], "hidden": hp["hidden"], "layers": hp["layers"],
             "state": hp["state"], **extra}
@@ -245,7 +260,7 @@ def _model_section(cfg: TrainConfig, hp: dict, vocab_size: int, n_classes: int) 
 def _build(section: dict, hp: dict) -> nn.Module:
     """The untrained model, seeded by the caller, with the training dropout."""
     arch = ARCHITECTURES[section["arch"]]
-    extra = {k: section[k] for k in arch.extra}
+    extra = {k: section[k] for k in arch.options}
     return arch(section["vocab_size"], section["n_classes"], embed=section["embed"],
                 hidden=section["hidden"], layers=section["layers"], dropout=hp["dropout"],
                 state=section["state"], **extra)

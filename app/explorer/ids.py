@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...abstraction.export import EXPORT_FORMATS
+
 # -- stores shared by the views (the page's per-user state) ------------------------------
 URL = "url"
 SELECTION = "selection"
@@ -31,11 +33,8 @@ LAYOUT = "layout"
 COLOR_BY = "color-by"
 COLOR_NOTE = "color-note"
 CLEAR = "clear"
-DL_SVG = "dl-svg"
-DL_PNG = "dl-png"
-DL_DOT = "dl-dot"
-DL_JSON = "dl-json"
 EDGE_INFO = "edge-info"
+FSM_DOWNLOAD = "fsm-download"  # the diagram's own: a table download at once is not lost
 
 # -- side panel: tabs of the card, the patterns and the run comparison -------------------
 SIDE_TABS = "side-tabs"
@@ -105,7 +104,16 @@ PROJ_CHART = "proj-chart"
 # -- groups other packages listen to (study mode logs their changes) ----------------------
 FILTERS = (SEARCH, REGEX, F_LABEL, F_PRED, F_CORRECT)
 DIAGRAM_CONTROLS = (TOPK, MINCOUNT, LOOPS, LAYOUT, COMPARE_MODE)
-EXPORTS = {DL_SVG: "fsm-svg", DL_PNG: "fsm-png", DL_DOT: "fsm-dot", DL_JSON: "fsm-json",
+FSM_DOWNLOADS = tuple(f.name for f in EXPORT_FORMATS.values() if f.label and f.kind != "traces")
+"""The export formats the diagram offers as buttons (those the registry gives a label)."""
+
+
+def download_id(fmt: str) -> str:
+    """The id of the diagram's download button for export format ``fmt`` (``dl-svg``)."""
+    return f"dl-{fmt}"
+
+
+EXPORTS = {**{download_id(f): f"fsm-{f}" for f in FSM_DOWNLOADS},
            DL_TABLE: "table-csv", DL_FIGURE: "trace-html"}
 """Download buttons -> what they export."""
 
@@ -142,3 +150,4 @@ def nn_row(index: Any, input: Any) -> dict[str, Any]:
 def attr_seg(index: Any) -> dict[str, Any]:
     """A segment of the attribution strip."""
     return {"type": ATTR_SEG_TYPE, "index": index}
+

@@ -88,6 +88,19 @@ class Registry:
         """The views' names (by default those a study condition may leave out)."""
         return [v.name for v in self.views if v.optional or not optional_only]
 
+    def state_views(self) -> frozenset[str]:
+        """The views that show abstract states (``View.shows_states``)."""
+        return frozenset(v.name for v in self.views if v.shows_states)
+
+    def presets(self) -> dict[str, tuple[str, ...]]:
+        """Study presets: ``full`` (every optional view) and each name a view lists in
+        ``View.presets``, in page order."""
+        out: dict[str, tuple[str, ...]] = {"full": tuple(self.names())}
+        for v in self.views:
+            for p in v.presets:
+                out[p] = (*out.get(p, ()), v.name)
+        return out
+
     # -- the page -----------------------------------------------------------------------------
     def layout(self, ctx: ExplorerContext, initial: dict[str, Any] | None = None, *,
                views: Sequence[str] | None = None) -> Any:

@@ -141,6 +141,12 @@ class View:
     tabs : sequence of str
     optional : bool
         False for the page's core (stores, the active trace), which every condition has.
+    shows_states : bool
+        It shows abstract states (a study condition without any such view hides the
+        states everywhere, and the server refuses requests that name one).
+    presets : sequence of str
+        The study presets it belongs to besides ``full`` (e.g. ``baseline``: what a
+        participant without state abstraction sees).
     """
 
     name: str
@@ -149,6 +155,8 @@ class View:
     ids: Sequence[str] = ()
     tabs: Sequence[str] = ()
     optional: bool = True
+    shows_states: bool = False
+    presets: Sequence[str] = ()
     doc: str = field(default="", compare=False)
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from flask import Flask, Response, g, jsonify, request
 
 from ..explorer.ids import ACTIVE_TRACE, SELECTION
+from ..explorer.registry import REGISTRY
 from . import views as study_views
 from .spec import VIEWS
 
@@ -40,7 +41,8 @@ __all__ = ["DASH_UPDATE", "STATE_VIEWS", "blank_excluded", "callback_ids", "comp
            "excluded_ids", "register", "strip_states"]
 
 DASH_UPDATE = "/_dash-update-component"
-STATE_VIEWS = frozenset({"diagram", "card", "patterns"})
+STATE_VIEWS = REGISTRY.state_views()
+"""The views that show abstract states (``View.shows_states``)."""
 _CONTENT_PROPS = {"children": None, "elements": [], "figure": {}, "data": None}
 
 def component_ids(view: str) -> frozenset[str]:

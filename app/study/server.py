@@ -48,7 +48,6 @@ __all__ = ["StudyContext", "create_study_app", "serve_study"]
 CSS = Path(__file__).with_name("study.css").read_text(encoding="utf-8")
 JS = Path(__file__).with_name("study.js").read_text(encoding="utf-8")
 _SELECTION_KEYS = {"split", "state", "row", "pattern"}
-STATE_VIEWS = {"diagram", "card", "patterns"}
 TIMEOUT_GRACE_S = 2.0  # a page may say "time is up" this early (clock skew)
 LATE_GRACE_S = 1.0  # an answer this late after the limit is still on time (in flight)
 MAX_QUERY_CHARS = 2000
@@ -97,7 +96,7 @@ def participant_page(sc: StudyContext, pid: str, query: str) -> html.Div:
     panel = task_panel(study, task, position, split=sc.split_of(task),
                        instance_rows=sc.rows_by_id(sc.split_of(task)))
     page = study_frame(study, {"pid": pid}, explorer, panel, stores)
-    if not STATE_VIEWS & set(views):
+    if not guard.STATE_VIEWS & set(views):
         page.className += " no-states"  # the trace's state strip is a state view too
     return page
 

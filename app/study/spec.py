@@ -49,10 +49,8 @@ __all__ = ["ANSWER_TYPES", "PID_PATTERN", "PRESETS", "VIEWS", "Assignment", "Stu
 
 VIEWS: tuple[str, ...] = tuple(REGISTRY.names())
 """The views a condition may show: the explorer registry's optional views, in page order."""
-PRESETS: dict[str, tuple[str, ...]] = {
-    "full": VIEWS,
-    "baseline": ("table", "trace_text", "attribution"),
-}
+PRESETS: dict[str, tuple[str, ...]] = REGISTRY.presets()
+"""Named view lists: ``full`` and those the views declare (``View.presets``)."""
 ANSWER_TYPES = ("text", "choice", "instances", "states")
 METHODS = ("counterbalanced", "random", "fixed")
 PID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")

@@ -6,20 +6,19 @@ the run directory.
 
 from __future__ import annotations
 
-import io
 import sys
 from pathlib import Path
 from typing import Any
 
 from ...abstraction.errors import AbstractionError
-from ...abstraction.export import FORMATS, export_data, write_export, write_traces_csv
+from ...abstraction.export import EXPORT_FORMATS, export_data, write_export
 from ...abstraction.fsm import FSM
 from ...abstraction.pipeline import Abstraction
 from ...rnn_models.formats.rundir import RunDir
 from ...rnn_models.formats.traces import Traces
 from .dfa import DFA_FILE
 
-__all__ = ["FORMATS", "export_run", "load_run_fsm"]
+__all__ = ["export_run", "load_run_fsm"]
 
 def load_run_fsm(run: RunDir, dfa: bool = False) -> tuple[FSM, Any]:
     """The run's FSM (and the DFA object when ``dfa``)."""
@@ -47,25 +46,24 @@ def export_run(run: RunDir | str | Path, fmt: str, out: str | Path, *, dfa: bool
     """Export the run's FSM/DFA (or its traces) as ``fmt`` to ``out`` (``-``: stdout)."""
     run = run if isinstance(run, RunDir) else RunDir(run)
     _ = run.config  # a clear error if this is not a run
-    if fmt not in FORMATS:
-        raise AbstractionError(f"unknown --format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    spec = EXPORT_FORMATS.get(fmt)
+    if spec is None:
+        raise AbstractionError(f"unknown --format {fmt!r}; choose one of: "
+                               f"{', '.join(EXPORT_FORMATS)}")
     data: bytes | str
-    if fmt == "traces-csv":
+    if spec.kind == "traces":
         ab = Abstraction.load(run.abstraction_dir)
         traces = Traces(run.traces_dir)
-        buf = io.StringIO()
-        rows = [r for split in traces.split_names if split in ab.states
-                for r in ab.trace_rows(traces, split)]
-        write_traces_csv(buf, rows)
-        data = buf.getvalue()
+        data = spec.write([r for split in traces.split_names if split in ab.states
+                           for r in ab.trace_rows(traces, split)])
     else:
         fsm, dfa_obj = load_run_fsm(run, dfa)
         # graphs (graphml, node-link) always come from the FSM view of the automaton
-        graph = fmt in ("graphml", "node-link") or dfa_obj is None
+        graph = spec.kind == "graph" or dfa_obj is None
         data = export_data(fsm if graph else dfa_obj, fmt, top_k=top_k, min_count=min_count)
     if str(out) == "-":
         if isinstance(data, bytes):
-            if fmt in ("png", "pdf"):
+            if fmt in ("png", "pdf"):  # svg and graphml are text
                 raise AbstractionError(f"{fmt} is binary; write it to a file with --out PATH")
             data = data.decode()
         sys.stdout.write(data)

@@ -3,11 +3,9 @@ force and index, each step skipped when its output is already there and up to da
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-
-from ...rnn_models.formats.errors import StateseerError
+from typing import Any
 
 __all__ = ["prepare_run"]
 
@@ -29,58 +27,50 @@ def _train_or_reuse(run, dataset: str, arch: str, log: Callable[[str], None]) ->
     train_run(TrainConfig(dataset=dataset, arch=arch), run.path, force=True)
 
 
-def _record_and_abstract(run, n_states: int, log: Callable[[str], None]) -> None:
-    from ...abstraction.pipeline import abstract_run
+def _record_if_stale(run, log: Callable[[str], None]) -> bool:
+    """Record the run unless its traces come from its current model; whether it did."""
+    from ...rnn_models.engine import record_run
     from ...rnn_models.formats.traces import Traces
-    from ...rnn_models.record import record_run
 
-    sha = run.model_sha256()
     fresh = (run.traces_dir / "meta.json").exists() and \
-        Traces(run.traces_dir).meta.get("model_sha256") == sha
+        Traces(run.traces_dir).meta.get("model_sha256") == run.model_sha256()
     if not fresh:
         log("recording traces")
         record_run(run)
-    meta = run.abstraction_dir / "meta.json"
-    if not fresh or not meta.exists() or \
-            json.loads(meta.read_text())["info"].get("model_sha256") != sha:
-        log(f"abstracting into {n_states} states")
-        abstract_run(run, n_states=n_states)
+    return not fresh
 
 
 def prepare_run(run_dir: str | Path, *, dataset: str = "rotten_tomatoes", arch: str = "lstm",
-                n_states: int = 40, log: Callable[[str], None] = print) -> None:
+                n_states: int | str = 40, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Train, record and abstract ``run_dir`` unless each step's output is already there
-    and up to date; then the forcing figures (when the model allows) and the index.
+    and up to date; then the forcing figures (when the model allows) and the index
+    (:func:`~stateseer.app.workflows.abstract.abstract_workflow` with ``reuse``).
 
     Parameters
     ----------
     run_dir : str or Path
     dataset, arch : str
         What to train when the run holds no model yet.
-    n_states : int
+    n_states : int or 'auto'
         Abstract states.
     log : callable
         Receives one progress line per step.
+
+    Returns
+    -------
+    dict
+        The abstraction's summary (:func:`abstract_workflow`'s).
     """
-    from ...rnn_models.formats.traces import Traces
     from ...rnn_models.run import ModelRun
-    from .contexts import context_index
-    from .forcing import measure_forcing
+    from .abstract import abstract_workflow
 
     run = ModelRun(run_dir)
     _train_or_reuse(run, dataset, arch, log)
-    _record_and_abstract(run, n_states, log)
-    if "forcing_agreement" not in run.metrics().get("abstraction", {}):
-        log("forcing states to their centroids (interventional faithfulness)")
-        try:
-            measure_forcing(run.path)
-        except StateseerError as exc:
-            log(f"state forcing skipped ({exc})")
-    log("indexing training contexts")
-    context_index(run, Traces(run.traces_dir))
+    recorded = _record_if_stale(run, log)
+    out = abstract_workflow(run.path, n_states=n_states, reuse=not recorded, log=log)
     m = run.metrics()
-    a = m.get("abstraction", {})
     log(f"test accuracy {m.get('test_accuracy', float('nan')):.3f}; label fidelity "
-        f"{a.get('label_fidelity', float('nan')):.3f}; simulation fidelity "
-        f"{a.get('simulation_fidelity', float('nan')):.3f}; forcing agreement "
-        f"{a.get('forcing_agreement', float('nan')):.3f}")
+        f"{out.get('label_fidelity', float('nan')):.3f}; simulation fidelity "
+        f"{out.get('simulation_fidelity', float('nan')):.3f}; forcing agreement "
+        f"{out.get('forcing_agreement', float('nan')):.3f}")
+    return out

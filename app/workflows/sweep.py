@@ -37,10 +37,8 @@ from ...abstraction.metrics import AUTO_CAP, bootstrap_ci, choose_knee
 from ...rnn_models.formats.errors import StateseerError
 
 __all__ = [
-    "AUTO_CANDIDATES",
     "AUTO_CAP",
     "DEFAULT_STATES",
-    "auto_states",
     "bootstrap_ci",
     "choose_knee",
     "simulation_agreement",
@@ -50,7 +48,6 @@ __all__ = [
 ]
 
 DEFAULT_STATES = (4, 8, 16, 32, 40)
-AUTO_CANDIDATES = (4, 8, 12, 16, 24, 32, 40)
 
 
 def simulation_agreement(ab: Any, tr: Any) -> np.ndarray:
@@ -193,33 +190,6 @@ def _add_forcing(point: dict[str, Any], model: Any, ab: Any, traces: Any, split:
         return None
     point["forcing_seconds"] = round(time.perf_counter() - t1, 2)
     return model
-
-
-def auto_states(run: Any, *, cap: int = AUTO_CAP,
-                candidates: Sequence[int] = AUTO_CANDIDATES, **params: Any
-                ) -> tuple[int, str, list[dict[str, Any]]]:
-    """Choose a state count for ``run``: the knee of its validation curve under ``cap``.
-
-    Parameters
-    ----------
-    cap : int
-        The largest count allowed (the cap itself is always a candidate).
-    candidates : sequence of int
-    **params
-        For :func:`sweep_run` (``method``, ``features``, ...).
-
-    Returns
-    -------
-    n_states : int
-        At most ``cap``.
-    reason : str
-    curve : list of dict
-        The validation sweep (without forcing).
-    """
-    cands = sorted({c for c in candidates if c <= cap} | {cap})
-    curve = sweep_run(run, cands, split="val", forcing=False, **params)
-    k, reason = choose_knee(curve, cap=cap)
-    return k, f"chose {reason}; measured on the validation split", curve
 
 
 def sweep_table(points: Sequence[dict[str, Any]]) -> str:

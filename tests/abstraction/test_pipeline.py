@@ -12,7 +12,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from stateseer.abstraction import pipeline
+from stateseer.abstraction import metrics
 from stateseer.abstraction.errors import AbstractionError
 from stateseer.abstraction.export import read_dot, write_traces_csv
 from stateseer.abstraction.fsm import FSM
@@ -251,18 +251,21 @@ def test_export_needs_an_abstraction(tmp_path, copy_run, tomita_abs):
 # ----------------------------------------------------------------------------- options, errors
 def test_auto_state_count_writes_its_curve(monkeypatch, copy_run, tomita_abs):
     run = copy_run(tomita_abs[0])
-    monkeypatch.setattr(pipeline, "AUTO_CANDIDATES", (2, 3, 6, 50))
+    monkeypatch.setattr(metrics, "AUTO_CANDIDATES", (2, 3, 6, 50))
     ab = abstract_run(run, n_states="auto", method="grid", features="pca",
                       split_by_prediction=False, cap=5)
-    m = ModelRun(run).metrics()["abstraction"]
-    curve = m["auto_curve"]
-    assert curve == json.loads(json.dumps(ab.metrics["auto_curve"]))
-    assert [c["n_states"] for c in curve] == [2, 3, 5]  # the cap itself is a candidate
-    for c in curve:
-        assert 0 <= c["val_label_fidelity"] <= 1 and 0 <= c["val_simulation_fidelity"] <= 1
-    chosen, why = choose_knee(curve, cap=5, key="val_simulation_fidelity")
+    auto = ModelRun(run).metrics()["abstraction"]["auto"]
+    assert auto == json.loads(json.dumps(ab.metrics["auto"]))
+    assert auto["cap"] == 5 and auto["candidates"] == [2, 3, 5]  # the cap is a candidate
+    curve = auto["curve"]
+    assert [c["n_states"] for c in curve] == [2, 3, 5]
+    for c in curve:  # shaped as `stateseer sweep` writes its points
+        assert c["split"] == "val" and 0 <= c["label_fidelity"] <= 1
+        lo, hi = c["simulation_fidelity_ci"]
+        assert 0 <= lo <= c["simulation_fidelity"] <= hi <= 1
+    chosen, why = choose_knee(curve, cap=5)
     assert ab.metrics["n_states_requested"] == chosen <= 5
-    assert m["auto_reason"] == why and "cap 5" in why
+    assert why in auto["reason"] and "cap 5" in auto["reason"]
     assert ab.metrics["n_states"] == ab.n_states <= chosen  # a grid may fill fewer cells
     # and the abstraction actually kept is refitted with that count
     assert Abstraction.load(run / "abstraction").n_states == ab.n_states
@@ -270,11 +273,21 @@ def test_auto_state_count_writes_its_curve(monkeypatch, copy_run, tomita_abs):
 
 def test_auto_never_exceeds_the_default_cap(monkeypatch, copy_run, tomita_abs):
     run = copy_run(tomita_abs[0])
-    monkeypatch.setattr(pipeline, "AUTO_CANDIDATES", (2, 60, 100))
+    monkeypatch.setattr(metrics, "AUTO_CANDIDATES", (2, 60, 100))
     ab = abstract_run(run, n_states="auto", method="grid", features="pca",
                       split_by_prediction=False, save=False)
-    assert [c["n_states"] for c in ab.metrics["auto_curve"]] == [2, 40]
+    assert [c["n_states"] for c in ab.metrics["auto"]["curve"]] == [2, 40]
     assert ab.metrics["n_states_requested"] <= 40
+
+
+def test_auto_starts_at_the_classes_and_refuses_a_cap_below_them(copy_run, tomita_abs):
+    """States keep to one predicted class: fewer states than classes cannot work, so they
+    are neither tried nor accepted as a cap (refused before any fitting)."""
+    run = copy_run(tomita_abs[0])
+    with pytest.raises(AbstractionError, match="--auto-cap 1 is below the 2") as e:
+        abstract_run(run, n_states="auto", cap=1, save=False)
+    one_line(e.value)
+    assert metrics.auto_candidates(40, min_states=6)[0] == 8
 
 
 def test_auto_needs_a_validation_split(copy_run, text_abs):

@@ -75,11 +75,12 @@ def test_abstract_keeps_its_result_when_forcing_is_impossible(analysed_run, copy
     """A run of a user's own model cannot be forced by the CLI; the abstraction stays and
     the reason is one line on stderr."""
     import stateseer.app.cli as cli
+    import stateseer.app.workflows.forcing as forcing
 
     def refuse(run, split="test", **_):
         raise StateseerError("state forcing needs a stateseer RNNClassifier")
 
-    monkeypatch.setattr(cli, "_forcing", refuse)
+    monkeypatch.setattr(forcing, "measure_forcing", refuse)
     run = copy_run(analysed_run)
     assert cli.main(["abstract", str(run), "--states", "6", "--no-index"]) == 0
     captured = capsys.readouterr()

@@ -16,7 +16,7 @@ from tests.conftest import one_line
 @pytest.mark.parametrize("arch", ["mingru", "mamba"])
 def test_load_model_traces_like_the_trained_model(arch, tmp_path):
     cfg = TrainConfig(dataset="tomita1", arch=arch, epochs=1, embed=4, hidden=3, layers=1,
-                      d_state=2 if arch == "mamba" else None)
+                      arch_options={"d_state": 2} if arch == "mamba" else {})
     run = train_run(cfg, tmp_path / arch, progress=False)
     trained = build_model(run.config["model"])
     trained.load_state_dict(torch.load(run.model_path, weights_only=True))

@@ -138,7 +138,7 @@ def attribution(ctx, active, method, target, level, regex, intensity, baseline):
 
 
 VIEW = View(
-    name="attribution", layout=layout, ids=(ids.ATTRIBUTION_PANEL,),
+    name="attribution", presets=("baseline",), layout=layout, ids=(ids.ATTRIBUTION_PANEL,),
     callbacks=(
         Callback(attribution, [Output(ids.ATTR_STRIP, "children"),
                                Output(ids.ATTR_NOTE, "children")],

@@ -121,7 +121,7 @@ def show_card(ctx, trigger: Trigger, sel, tab, shown=None):
 
 
 VIEW = View(
-    name="card", layout=layout, tabs=(ids.TAB_CARD,),
+    name="card", shows_states=True, layout=layout, tabs=(ids.TAB_CARD,),
     callbacks=(
         Callback(show_card, [Output(ids.STATE_CARD, "children"),
                              Output(ids.SIDE_TABS, "value"), Output(ids.CARD_KEY, "data")],

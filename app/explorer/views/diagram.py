@@ -10,7 +10,6 @@ on display is drawn in orange, a compared trace's dashed in purple.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +18,7 @@ import numpy as np
 from dash import Input, Output, State, dcc, html, no_update
 
 from ....abstraction.colors import text_color_on
-from ....abstraction.export import fsm_to_dot, render
+from ....abstraction.export import EXPORT_FORMATS, export_data
 from ....abstraction.fsm import FSM
 from ....abstraction.layout import fixed_positions, node_size
 from ....rnn_models.formats.errors import StateseerError
@@ -34,6 +33,8 @@ __all__ = ["LAYOUTS", "VIEW", "diagram_elements", "forcing_colors", "stylesheet"
 
 
 LAYOUTS = ("preset", "dagre", "breadthfirst", "cose")
+#: the download buttons: button id → export format
+DOWNLOADS = {ids.download_id(n): EXPORT_FORMATS[n] for n in ids.FSM_DOWNLOADS}
 
 
 def forcing_colors(per_state: dict[str, dict[str, float]], lo: float = 0.8
@@ -225,9 +226,10 @@ def _controls() -> html.Div:
                    title="colour states by their prediction mix, or by how often "
                          "predictions survive forcing them to their centroid"),
         html.Button("clear", id=ids.CLEAR, n_clicks=0, title="clear every selection"),
-        html.Span([html.Button(name, id=cid, n_clicks=0) for name, cid in (
-            ("SVG", ids.DL_SVG), ("PNG", ids.DL_PNG), ("DOT", ids.DL_DOT),
-            ("JSON", ids.DL_JSON))], className="exports", title="download the FSM"),
+        html.Span([html.Button(f.label, id=ids.download_id(f.name), n_clicks=0)
+                   for f in DOWNLOADS.values()] + [dcc.Download(id=ids.FSM_DOWNLOAD)],
+                  className="exports",
+                  title="download the FSM (drawings as shown, JSON complete)"),
     ], className="controls")
 
 
@@ -319,24 +321,21 @@ def clear(ctx, n_clicks, sel):
     return new, to_query(new)
 
 
-def download(ctx, trigger: Trigger, _svg, _png, _dot, _json, topk, mincount, loops):
-    """The FSM as SVG, PNG, DOT (as drawn: pruned) or JSON (complete)."""
-    fsm, name = ctx.data.fsm, ctx.data.name
-    if trigger.id == ids.DL_JSON:
-        return {"content": json.dumps(fsm.to_dict(), ensure_ascii=False),
-                "filename": f"{name}-fsm.json"}
-    if trigger.id not in (ids.DL_SVG, ids.DL_PNG, ids.DL_DOT):
+def download(ctx, trigger: Trigger, *values):
+    """The FSM in the format of the button clicked (:data:`DOWNLOADS`): drawings (DOT,
+    SVG, PNG) as drawn, i.e. pruned; JSON complete."""
+    *_, topk, mincount, loops = values
+    fmt = DOWNLOADS.get(trigger.id)
+    if fmt is None:
         return no_update
-    dot = fsm_to_dot(fsm, top_k=int(topk or 3), min_count=int(mincount or 1),
-                     self_loops=bool(loops))
-    if trigger.id == ids.DL_DOT:
-        return {"content": dot, "filename": f"{name}-fsm.dot"}
-    fmt = trigger.id[3:]
     try:
-        blob = render(dot, fmt)
+        data = export_data(ctx.data.fsm, fmt.name, top_k=int(topk or 3),
+                           min_count=int(mincount or 1), self_loops=bool(loops))
     except StateseerError as exc:
-        return {"content": str(exc), "filename": f"{name}-fsm-error.txt"}
-    return dcc.send_bytes(blob, f"{name}-fsm.{fmt}")
+        return {"content": str(exc), "filename": f"{ctx.data.name}-fsm-error.txt"}
+    name = f"{ctx.data.name}-fsm{fmt.suffix}"
+    return dcc.send_bytes(data, name) if isinstance(data, bytes) else \
+        {"content": data, "filename": name}
 
 
 # the selection rules run in the page (app/assets/explorer.js mirrors stateseer.app.selection)
@@ -373,7 +372,7 @@ function (sel, hover, current) {
 """:func:`style` in the page (the base stylesheet is the one the layout sets)."""
 
 VIEW = View(
-    name="diagram", layout=layout, ids=(ids.DIAGRAM_PANEL, ids.HOVER_STATE),
+    name="diagram", shows_states=True, layout=layout, ids=(ids.DIAGRAM_PANEL, ids.HOVER_STATE),
     callbacks=(
         Callback(elements, [Output(ids.DIAGRAM, "elements"), Output(ids.DIAGRAM, "layout")],
                  [Input(ids.TOPK, "value"), Input(ids.MINCOUNT, "value"),
@@ -393,9 +392,8 @@ VIEW = View(
         Callback(clear, select_outputs(), [Input(ids.CLEAR, "n_clicks"),
                                            State(ids.SELECTION, "data")],
                  prevent_initial_call=True, clientside=CLEAR_JS),
-        Callback(download, [Output(ids.DOWNLOAD, "data")],
-                 [Input(ids.DL_SVG, "n_clicks"), Input(ids.DL_PNG, "n_clicks"),
-                  Input(ids.DL_DOT, "n_clicks"), Input(ids.DL_JSON, "n_clicks"),
+        Callback(download, [Output(ids.FSM_DOWNLOAD, "data")],
+                 [*(Input(i, "n_clicks") for i in DOWNLOADS),
                   State(ids.TOPK, "value"), State(ids.MINCOUNT, "value"),
                   State(ids.LOOPS, "value")], trigger=True, prevent_initial_call=True),
     ))

@@ -125,7 +125,7 @@ def select_pattern(ctx, trigger: Trigger, _clicks, split, sel):
 
 
 VIEW = View(
-    name="patterns", layout=layout, tabs=(ids.TAB_INFLUENTIAL, ids.TAB_BUGGY),
+    name="patterns", shows_states=True, layout=layout, tabs=(ids.TAB_INFLUENTIAL, ids.TAB_BUGGY),
     callbacks=(
         Callback(pattern_lists, [Output(ids.INFLUENTIAL, "children"),
                                  Output(ids.BUGGY, "children")],

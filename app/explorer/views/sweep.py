@@ -78,11 +78,9 @@ def sweep_curve(run_dir: str | Path, metrics: Mapping[str, Any]
     a = metrics.get("abstraction") if isinstance(metrics, Mapping) else None
     a = a if isinstance(a, Mapping) else {}
     auto = a.get("auto") if isinstance(a.get("auto"), Mapping) else {}
-    for curve in (auto.get("curve"), a.get("auto_curve")):
-        for key in ("simulation_fidelity", "val_simulation_fidelity"):
-            points = _clean(curve, key)
-            if points:
-                return points, "auto"
+    points = _clean(auto.get("curve"), "simulation_fidelity")
+    if points:
+        return points, "auto"
     own = _clean([{**a, "forcing_agreement": metrics.get("forcing_agreement",
                                                          a.get("forcing_agreement"))}],
                  "simulation_fidelity")

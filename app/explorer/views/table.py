@@ -194,7 +194,7 @@ _FILTERS = (State(ids.SEARCH, "value"), State(ids.REGEX, "value"), State(ids.F_L
             State(ids.F_PRED, "value"), State(ids.F_CORRECT, "value"))
 
 VIEW = View(
-    name="table", layout=layout, ids=(ids.TABLE_PANEL,),
+    name="table", presets=("baseline",), layout=layout, ids=(ids.TABLE_PANEL,),
     callbacks=(
         Callback(update_table, [Output(ids.TABLE, "data"), Output(ids.TABLE, "page_count"),
                                 Output(ids.TABLE_MESSAGE, "children"),

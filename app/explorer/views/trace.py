@@ -213,7 +213,8 @@ function (_clicks, active, step) {
 """:func:`click_token` in the page (no server round trip)."""
 
 VIEW = View(
-    name="trace_text", layout=layout, ids=(ids.TRACE_TITLE, ids.TRACE_TOKENS),
+    name="trace_text", presets=("baseline",), layout=layout,
+    ids=(ids.TRACE_TITLE, ids.TRACE_TOKENS),
     callbacks=(
         Callback(show_trace, [Output(ids.TRACE_TITLE, "children"),
                               Output(ids.TRACE_TOKENS, "children")],

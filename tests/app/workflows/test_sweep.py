@@ -60,13 +60,19 @@ def test_auto_never_exceeds_its_cap(ks, data, cap):
     assert k <= cap and k in ks and "\n" not in why
 
 
-def test_auto_states_on_a_run_stays_under_the_cap(explored_run):
-    from stateseer.app.workflows.sweep import auto_states
+def test_abstract_workflow_auto_stays_under_the_cap_and_records_its_curve(explored_run,
+                                                                         copy_run):
+    from stateseer.app.workflows.abstract import abstract_workflow
 
-    k, why, curve = auto_states(explored_run, cap=5, candidates=(2, 3, 8, 12))
-    assert k <= 5 and [c["n_states"] for c in curve] == [2, 3, 5]
-    assert "validation" in why
-    assert all(c["forcing_agreement"] is None for c in curve)  # not measured for auto
+    run = copy_run(explored_run)
+    notes: list[str] = []
+    out = abstract_workflow(run, n_states="auto", cap=5, forcing=False, index=False,
+                            log=notes.append)
+    assert out["n_states"] <= 5 and out["auto"]["cap"] == 5
+    assert any("validation" in n and "cap 5" in n for n in notes)
+    auto = json.loads((run / "metrics.json").read_text())["abstraction"]["auto"]
+    assert max(c["n_states"] for c in auto["curve"]) == 5 and auto["candidates"][-1] == 5
+    assert all(c["split"] == "val" for c in auto["curve"])
 
 
 def test_sweep_files_and_table(tmp_path):

@@ -1,0 +1,142 @@
+"""Abstract a run end to end: the abstraction (a count or ``auto``), then the forcing
+figures, then the nearest-context index, on one engine.
+
+The one road for ``stateseer abstract``, ``stateseer demo`` and :func:`prepare_run
+<stateseer.app.workflows.prepare.prepare_run>`. The abstraction writes ``metrics.json``
+(its figures, with ``auto`` when the count was chosen); forcing adds its own figures.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...abstraction.metrics import AUTO_CAP
+from ...rnn_models.formats.errors import StateseerError
+
+__all__ = ["SUMMARY_KEYS", "abstract_workflow", "has_predictions", "imported_params"]
+
+#: the figures of :func:`abstract_workflow`'s summary, when the abstraction has them
+SUMMARY_KEYS = ("n_states", "label_fidelity", "simulation_fidelity", "state_purity",
+                "state_coverage", "transition_coverage", "evaluated_on", "seconds")
+
+
+def has_predictions(run: str | Path) -> bool:
+    """False for a run imported without per-step probabilities (no predictions)."""
+    meta = Path(run) / "traces" / "meta.json"
+    try:
+        return json.loads(meta.read_text()).get("proba", True) is not False
+    except (OSError, ValueError, AttributeError):
+        return True  # the abstraction itself reports missing or damaged traces
+
+
+def imported_params(run: str | Path, params: dict[str, Any],
+                    log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """``params`` for :func:`~stateseer.abstraction.pipeline.abstract_run`, changed for a
+    run without predictions: nothing to split by or to weigh margins with."""
+    if has_predictions(run) or (params.get("features", "margin") != "margin"
+                                and not params.get("split_by_prediction", True)):
+        return params
+    if log:
+        log("the imported traces have no probabilities (no proba.npy): clustering the "
+            "hidden states (--features pca) without splitting by prediction; fidelity "
+            "figures are not meaningful")
+    return {**params, "features": "pca", "split_by_prediction": False}
+
+
+def abstract_workflow(run: str | Path, *, n_states: int | str = 40, cap: int = AUTO_CAP,
+                      forcing: bool = True, index: bool = True, reuse: bool = False,
+                      cluster: Any = None, log: Callable[[str], None] | None = None,
+                      **params: Any) -> dict[str, Any]:
+    """Abstract ``run``, measure forcing and index its training contexts.
+
+    Parameters
+    ----------
+    run : str or Path
+        A recorded run.
+    n_states : int or 'auto'
+        As for :func:`~stateseer.abstraction.pipeline.abstract_run` (``cap`` too).
+    forcing, index : bool
+        Also measure forcing agreement (skipped with a note when the model cannot be
+        forced, e.g. imported traces) and build the nearest-context index (kept when it is
+        up to date with the traces).
+    reuse : bool
+        Keep an abstraction (and forcing figures) that the run's current model produced,
+        instead of fitting again (the demo's "trains or reuses").
+    cluster : str or Engine, optional
+        One engine for every step (``local``, ``tcp://…``; default: this process).
+    log : callable, optional
+        Receives the notes (the ``auto`` choice, a skipped step).
+    **params
+        For ``abstract_run`` (``method``, ``features``, ``pca`` ...).
+
+    Returns
+    -------
+    dict
+        :data:`SUMMARY_KEYS` of the abstraction, ``auto`` (``cap``, ``reason``) when the
+        count was chosen, ``forcing_agreement`` when measured, and ``predictions: False``
+        (with the fidelity keys None) for a run without predictions.
+    """
+    from ...abstraction.pipeline import abstract_run
+    from ...rnn_models.engine import engine_scope
+
+    say = log or (lambda _line: None)
+    params = imported_params(run, params, say)
+    kept = _current_figures(run) if reuse else None
+    with engine_scope(cluster) as engine:
+        if kept is None:
+            say(f"abstracting into {n_states} states")
+            metrics = abstract_run(run, n_states=n_states, cap=cap, cluster=engine,
+                                   **params).metrics
+        else:
+            say("reusing the abstraction of this model")
+            metrics = kept
+        out = {k: metrics[k] for k in SUMMARY_KEYS if k in metrics}
+        if not has_predictions(run):  # imported without proba: nothing to be faithful to
+            out.update(dict.fromkeys(("label_fidelity", "simulation_fidelity",
+                                      "state_purity")), predictions=False)
+        if "auto" in metrics:
+            auto = metrics["auto"]
+            say(f"--states auto {auto['reason']}")
+            out["auto"] = {"cap": auto["cap"], "reason": auto["reason"]}
+        if forcing and kept is not None and "forcing_agreement" in kept:
+            out["forcing_agreement"] = kept["forcing_agreement"]
+        elif forcing:
+            say("forcing states to their centroids (interventional faithfulness)")
+            from .forcing import measure_forcing
+
+            try:
+                out["forcing_agreement"] = measure_forcing(
+                    run, cluster=engine)["forcing_agreement"]
+            except StateseerError as exc:  # e.g. imported traces: the abstraction stays
+                say(f"state forcing skipped ({exc})")
+        if index:
+            say("indexing training contexts")
+            from ...rnn_models.formats.traces import Traces
+            from ...rnn_models.run import ModelRun
+            from .contexts import context_index
+
+            r = ModelRun(run)
+            context_index(r, Traces(r.traces_dir), cluster=engine)
+    return out
+
+
+def _current_figures(run: str | Path) -> dict[str, Any] | None:
+    """The run's abstraction figures when its saved abstraction came from the current
+    model's current traces, else None."""
+    from ...rnn_models.run import ModelRun
+
+    r = ModelRun(run)
+    try:
+        sha = r.model_sha256()
+        traces = json.loads((r.traces_dir / "meta.json").read_text())
+        info = json.loads((r.abstraction_dir / "meta.json").read_text())["info"]
+        figures = r.metrics().get("abstraction")
+    except (OSError, ValueError, KeyError, TypeError, StateseerError):
+        return None
+    if traces.get("model_sha256") != sha or info.get("model_sha256") != sha \
+            or not isinstance(figures, dict):
+        return None
+    return figures
