@@ -16,6 +16,10 @@ window.stateseer = Object.assign(window.stateseer || {}, {
     } else if (event === 'row') {
       out.row = payload;
       out.pick = (s.pick || 0) + 1;
+    } else if (event === 'pattern') {
+      const same = s.pattern && s.pattern.kind === payload.kind &&
+        s.pattern.index === payload.index;
+      out.pattern = same ? null : payload;
     } else if (event === 'split') {
       Object.assign(out, {split: payload, row: null, pattern: null});
     }

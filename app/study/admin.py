@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from flask import Flask, Response, abort, jsonify, redirect, render_template_string, request
 
+from .context import StudyContext, current
 from .export import (
     ANSWER_COLUMNS,
     EVENT_COLUMNS,
@@ -43,9 +44,6 @@ from .export import (
     to_csv,
 )
 from .spec import StudyError, check_pid
-
-if TYPE_CHECKING:
-    from .context import StudyContext
 
 __all__ = ["MIN_TOKEN_CHARS", "MIN_TOKEN_DISTINCT", "check_token_strength", "given_token",
            "register", "session_value", "token_ok"]
@@ -193,76 +191,98 @@ def _csv(text: str, name: str) -> Response:
         "Content-Disposition": f'attachment; filename="{name}"'}))
 
 
-def register(server: Flask, sc: StudyContext) -> None:
+def _admin() -> StudyContext:
+    """The context, once the request carries the admin token (else the request ends)."""
+    sc = current()
+    _guard(sc)
+    return sc
+
+
+def admin_page():
+    sc = _admin()
+    conn = sc.log.reader()
+    people = participant_rows(conn)
+    for p in people:
+        p["pid_url"] = quote(p["pid"], safe="")
+    counts = [(c, sum(p["condition"] == c for p in people)) for c in sc.study.conditions]
+    html = render_template_string(  # autoescaped: every value is shown as text
+        PAGE, study=sc.study, participants=people, summary=summary_rows(conn),
+        counts=counts, n_done=sum(p["tasks_done"] == len(sc.study.tasks) for p in people),
+        n_links=len(sc.log.links()))
+    return _private(Response(html, mimetype="text/html"))
+
+
+def admin_login():
+    sc = current()
+    if not sc.admin_token:
+        _guard(sc)
+    if not token_ok(sc.admin_token, request.form.get("token", "")):
+        return _private(Response(LOGIN, status=403, mimetype="text/html"))
+    resp = _private(redirect("/study/admin", code=303))
+    resp.set_cookie(COOKIE, session_value(sc.admin_token), httponly=True,
+                    samesite="Strict", secure=request.is_secure, path="/study/admin")
+    return resp
+
+
+def admin_links():
+    sc = _admin()
+    return _csv(links_csv(sc.log.links(), request.host_url), f"{sc.study.id}-links.csv")
+
+
+def admin_new_links():
+    sc = _admin()
+    try:
+        made = _new_links(sc, request.get_json(silent=True))
+    except StudyError as exc:
+        return _private(Response(str(exc) + "\n", status=400, mimetype="text/plain"))
+    return _private(jsonify({"ok": True, "links": [
+        {"pid": pid, "link": request.host_url.rstrip("/") + f"/p/{secret}/"}
+        for pid, secret in made]}))
+
+
+def admin_events():
+    sc = _admin()
+    return _csv(to_csv(event_rows(sc.log.reader()), EVENT_COLUMNS),
+                f"{sc.study.id}-events.csv")
+
+
+def admin_answers():
+    sc = _admin()
+    return _csv(to_csv(answer_rows(sc.log.reader()), ANSWER_COLUMNS),
+                f"{sc.study.id}-answers.csv")
+
+
+def admin_summary():
+    sc = _admin()
+    return _csv(to_csv(summary_rows(sc.log.reader()), SUMMARY_COLUMNS),
+                f"{sc.study.id}-summary.csv")
+
+
+def admin_participant(pid: str):
+    sc = _admin()
+    try:
+        check_pid(pid)
+    except StudyError as exc:
+        abort(Response(str(exc) + "\n", status=400, mimetype="text/plain"))
+    return _csv(to_csv(answer_rows(sc.log.reader(), pid), ANSWER_COLUMNS),
+                f"{sc.study.id}-{pid}-answers.csv")
+
+
+#: (rule, view, methods)
+ROUTES = (("/study/admin", admin_page, ("GET",)),
+          ("/study/admin/login", admin_login, ("POST",)),
+          ("/study/admin/links.csv", admin_links, ("GET",)),
+          ("/study/admin/links", admin_new_links, ("POST",)),
+          ("/study/admin/events.csv", admin_events, ("GET",)),
+          ("/study/admin/answers.csv", admin_answers, ("GET",)),
+          ("/study/admin/summary.csv", admin_summary, ("GET",)),
+          ("/study/admin/participants/<pid>/answers.csv", admin_participant, ("GET",)))
+
+
+def register(server: Flask) -> None:
     """Add the admin routes to the Flask ``server``."""
-    sid = sc.study.id
-
-    @server.route("/study/admin")
-    def admin_page():
-        _guard(sc)
-        conn = sc.log.reader()
-        people = participant_rows(conn)
-        for p in people:
-            p["pid_url"] = quote(p["pid"], safe="")
-        counts = [(c, sum(p["condition"] == c for p in people)) for c in sc.study.conditions]
-        html = render_template_string(  # autoescaped: every value is shown as text
-            PAGE, study=sc.study, participants=people, summary=summary_rows(conn),
-            counts=counts, n_done=sum(p["tasks_done"] == len(sc.study.tasks) for p in people),
-            n_links=len(sc.log.links()))
-        return _private(Response(html, mimetype="text/html"))
-
-    @server.route("/study/admin/login", methods=["POST"])
-    def admin_login():
-        if not sc.admin_token:
-            _guard(sc)
-        if not token_ok(sc.admin_token, request.form.get("token", "")):
-            return _private(Response(LOGIN, status=403, mimetype="text/html"))
-        resp = _private(redirect("/study/admin", code=303))
-        resp.set_cookie(COOKIE, session_value(sc.admin_token), httponly=True,
-                        samesite="Strict", secure=request.is_secure, path="/study/admin")
-        return resp
-
-    @server.route("/study/admin/links.csv")
-    def admin_links():
-        _guard(sc)
-        return _csv(links_csv(sc.log.links(), request.host_url), f"{sid}-links.csv")
-
-    @server.route("/study/admin/links", methods=["POST"])
-    def admin_new_links():
-        _guard(sc)
-        try:
-            made = _new_links(sc, request.get_json(silent=True))
-        except StudyError as exc:
-            return _private(Response(str(exc) + "\n", status=400, mimetype="text/plain"))
-        return _private(jsonify({"ok": True, "links": [
-            {"pid": pid, "link": request.host_url.rstrip("/") + f"/p/{secret}/"}
-            for pid, secret in made]}))
-
-    @server.route("/study/admin/events.csv")
-    def admin_events():
-        _guard(sc)
-        return _csv(to_csv(event_rows(sc.log.reader()), EVENT_COLUMNS), f"{sid}-events.csv")
-
-    @server.route("/study/admin/answers.csv")
-    def admin_answers():
-        _guard(sc)
-        return _csv(to_csv(answer_rows(sc.log.reader()), ANSWER_COLUMNS), f"{sid}-answers.csv")
-
-    @server.route("/study/admin/summary.csv")
-    def admin_summary():
-        _guard(sc)
-        return _csv(to_csv(summary_rows(sc.log.reader()), SUMMARY_COLUMNS),
-                    f"{sid}-summary.csv")
-
-    @server.route("/study/admin/participants/<pid>/answers.csv")
-    def admin_participant(pid: str):
-        _guard(sc)
-        try:
-            check_pid(pid)
-        except StudyError as exc:
-            abort(Response(str(exc) + "\n", status=400, mimetype="text/plain"))
-        return _csv(to_csv(answer_rows(sc.log.reader(), pid), ANSWER_COLUMNS),
-                    f"{sid}-{pid}-answers.csv")
+    for rule, view, methods in ROUTES:
+        server.add_url_rule(rule, view.__name__, view, methods=list(methods))
 
 
 def _new_links(sc: StudyContext, doc: Any) -> list[tuple[str, str]]:

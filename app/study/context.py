@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from flask import has_request_context
+from flask import current_app, has_request_context
 
 from .assign import choose_condition
 from .identity import request_secret
@@ -21,7 +21,16 @@ if TYPE_CHECKING:
     from ..explorer.context import ExplorerContext
     from ..explorer.runview import RunView
 
-__all__ = ["StudyContext"]
+__all__ = ["EXTENSION", "StudyContext", "current"]
+
+#: where a study app's Flask server keeps its context (``server.extensions[EXTENSION]``)
+EXTENSION = "stateseer.study"
+
+
+def current() -> StudyContext:
+    """The context of the study app serving the current request (routes and hooks are
+    module-level functions; the app was given its context at construction)."""
+    return current_app.extensions[EXTENSION]
 
 
 @dataclass
@@ -38,6 +47,10 @@ class StudyContext:
     def data(self) -> RunView:
         """The run (read-only): ``ctx.data``."""
         return self.ctx.data
+
+    @property
+    def task_ids(self) -> frozenset[str]:
+        return frozenset(t.id for t in self.study.tasks)
 
     def split_of(self, task: Task) -> str:
         return task.split or self.data.default_split

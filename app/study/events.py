@@ -3,8 +3,9 @@ that store it.
 
 The callbacks listen to the explorer's own inputs (Dash lets many callbacks share an
 Input), write the events through the study log, and only then return an acknowledgement
-into the ``study-ack`` store: the page learns that an event is stored after it is. The
-participant is the one of the request's link secret (``participant()``), never the id in
+into the ``study-ack`` store: the page learns that an event is stored after it is. Each is
+a module-level function ``fn(sc, ...)`` of the study's context. The
+participant is the one of the request's link secret (``sc.participant()``), never the id in
 the page's ``study-info`` store; an event over the log's payload limit is refused and
 acknowledged as not saved.
 """
@@ -14,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dash import ALL, Dash, Input, Output, State, ctx, no_update
+from dash import ALL, Input, Output, State, no_update
 
 from ..explorer.ids import DIAGRAM_CONTROLS, EXPORTS, FILTERS, SELECTION
+from ..explorer.view import Callback, Trigger
 from .spec import StudyError
 
-__all__ = ["DIAGRAM_CONTROLS", "EXPORTS", "FILTERS", "page_turned_by_app",
-           "register_event_callbacks", "selection_events"]
+__all__ = ["DIAGRAM_CONTROLS", "EVENT_CALLBACKS", "EXPORTS", "FILTERS", "page_turned_by_app",
+           "selection_events"]
 
 Event = tuple[str, dict[str, Any]]
 
@@ -73,121 +75,115 @@ def filter_event(trigger: str, values: dict[str, Any]) -> Event:
                               "filters": values}
 
 
-class Logger:
-    """Writes a participant's events and returns the acknowledgement for the page.
+def _log(sc: Any, info: dict[str, Any] | None, events: list[Event]) -> Any:
+    """Write the participant's ``events`` and return the acknowledgement for the page.
 
-    ``participant()`` names the participant of the current request (None: nothing is
-    written); the page's ``info`` only says that it is a study page.
+    The participant is the one of the request's link secret (``sc.participant()``; None:
+    nothing is written); the page's ``info`` only says that it is a study page.
     """
+    pid = sc.participant() if info and events else None
+    if not pid:
+        return no_update
+    try:
+        ids = sc.write(pid, events)
+    except StudyError as exc:  # e.g. the database is gone: say so, never crash the page
+        return {"ok": False, "error": str(exc)}
+    return {"ok": True, "ids": ids, "kinds": [k for k, _ in events]}
 
-    def __init__(self, write: Callable[..., list[int]],
-                 participant: Callable[[], str | None]) -> None:
-        self.write = write
-        self.participant = participant
 
-    def __call__(self, info: dict[str, Any] | None, events: list[Event]) -> Any:
-        pid = self.participant() if info and events else None
-        if not pid:
+def on_selection(sc: Any, sel, prev, info):
+    return _log(sc, info, selection_events(prev, sel, sc.row_id)), sel
+
+
+def on_filter(sc: Any, trigger: Trigger, *args):
+    values = dict(zip(FILTERS, args[:-1], strict=True))
+    if trigger.id not in FILTERS:
+        return no_update
+    return _log(sc, args[-1], [filter_event(trigger.id, values)])
+
+
+def on_control(sc: Any, trigger: Trigger, *args):
+    if trigger.id not in DIAGRAM_CONTROLS:
+        return no_update
+    value = dict(zip(DIAGRAM_CONTROLS, args[:-1], strict=True))[trigger.id]
+    return _log(sc, args[-1], [("control_changed", {"control": trigger.id, "value": value})])
+
+
+def on_table(sc: Any, trigger: Trigger, page, sort_by, shown, info):
+    if trigger.id != "table":
+        return no_update
+    fired = Trigger.fired_props()
+    if "table.page_current" in fired and page_turned_by_app(page, shown):
+        return no_update  # the table turned to a selected input's page, not the user
+    event = ("table_paged", {"page": page}) if "table.page_current" in fired else \
+        ("table_sorted", {"sort_by": sort_by})
+    return _log(sc, info, [event])
+
+
+def on_tab(sc: Any, tab, info):
+    return _log(sc, info, [("view_opened", {"view": tab})])
+
+
+def on_trace(sc: Any, n, text, info):
+    return _log(sc, info, [("input_traced", {"text": text or ""})]) if n else no_update
+
+
+def on_typed(sc: Any, n, text, info):
+    if not n:
+        return no_update
+    return _log(sc, info, [("input_typed", {"text": text or "", "chars": len(text or "")})])
+
+
+def on_export(sc: Any, trigger: Trigger, *args):
+    if trigger.id not in EXPORTS or not trigger.value:
+        return no_update
+    return _log(sc, args[-1], [("export", {"what": EXPORTS[trigger.id]})])
+
+
+def on_token(sc: Any, trigger: Trigger, _clicks, info):
+    if not trigger.is_type("token"):
+        return no_update
+    return _log(sc, info, [("token_clicked", {"step": trigger.id["index"]})])
+
+
+def on_answer(sc: Any, trigger: Trigger, _b1, _b2, choice, text, ids, info):
+    if trigger.id == "study-answer-choice":
+        if choice is None:
             return no_update
-        try:
-            ids = self.write(pid, events)
-        except StudyError as exc:  # e.g. the database is gone: say so, never crash the page
-            return {"ok": False, "error": str(exc)}
-        return {"ok": True, "ids": ids, "kinds": [k for k, _ in events]}
+        return _log(sc, info, [("answer_changed", {"value": choice})])
+    value = text if trigger.id == "study-answer-text" else ids
+    return _log(sc, info, [("answer_edited", {"value": value or "",
+                                              "chars": len(value or "")})])
 
 
-def register_event_callbacks(app: Dash, write: Callable[..., list[int]],
-                             row_id: Callable[[str, int], int | None],
-                             participant: Callable[[], str | None]) -> None:
-    """Attach the logging callbacks; ``write(pid, events)`` stores and returns ids,
-    ``participant()`` is the participant of the current request."""
-    log = Logger(write, participant)
-    ack = Output("study-ack", "data", allow_duplicate=True)
-    info = State("study-info", "data")
+_ACK = Output("study-ack", "data", allow_duplicate=True)
+_INFO = State("study-info", "data")
 
-    @app.callback(ack, Output("study-prev-sel", "data"), Input(SELECTION, "data"),
-                  State("study-prev-sel", "data"), info, prevent_initial_call=True)
-    def on_selection(sel, prev, participant):
-        return log(participant, selection_events(prev, sel, row_id)), sel
-
-    @app.callback(ack, *[Input(i, "value") for i in FILTERS], info,
-                  prevent_initial_call=True)
-    def on_filter(*args):
-        values = dict(zip(FILTERS, args[:-1], strict=True))
-        trig = ctx.triggered_id
-        return log(args[-1], [filter_event(trig, values)]) if trig in FILTERS else no_update
-
-    @app.callback(ack, *[Input(i, "value") for i in DIAGRAM_CONTROLS], info,
-                  prevent_initial_call=True)
-    def on_control(*args):
-        trig = ctx.triggered_id
-        if trig not in DIAGRAM_CONTROLS:
-            return no_update
-        value = dict(zip(DIAGRAM_CONTROLS, args[:-1], strict=True))[trig]
-        return log(args[-1], [("control_changed", {"control": trig, "value": value})])
-
-    @app.callback(ack, Input("table", "page_current"), Input("table", "sort_by"),
-                  State("table-key", "data"), info, prevent_initial_call=True)
-    def on_table(page, sort_by, shown, participant):
-        if ctx.triggered_id != "table":
-            return no_update
-        prop = ctx.triggered[0]["prop_id"].split(".")[-1]
-        if prop == "page_current" and page_turned_by_app(page, shown):
-            return no_update  # the table turned to a selected input's page, not the user
-        event = ("table_paged", {"page": page}) if prop == "page_current" else \
-            ("table_sorted", {"sort_by": sort_by})
-        return log(participant, [event])
-
-    @app.callback(ack, Input("side-tabs", "value"), info, prevent_initial_call=True)
-    def on_tab(tab, participant):
-        return log(participant, [("view_opened", {"view": tab})])
-
-    @app.callback(ack, Input("trace-btn", "n_clicks"), State("new-text", "value"), info,
-                  prevent_initial_call=True)
-    def on_trace(n, text, participant):
-        if not n:
-            return no_update
-        return log(participant, [("input_traced", {"text": text or ""})])
-
-    @app.callback(ack, Input("new-text", "n_blur"), State("new-text", "value"), info,
-                  prevent_initial_call=True)
-    def on_typed(n, text, participant):
-        if not n:
-            return no_update
-        return log(participant, [("input_typed", {"text": text or "",
-                                                  "chars": len(text or "")})])
-
-    _register_click_callbacks(app, log, ack, info)
-
-
-def _register_click_callbacks(app: Dash, log: Logger, ack: Output, info: State) -> None:
-    """Exports, token clicks and the answer widgets (see :func:`register_event_callbacks`)."""
-
-    @app.callback(ack, *[Input(i, "n_clicks") for i in EXPORTS], info,
-                  prevent_initial_call=True)
-    def on_export(*args):
-        trig = ctx.triggered_id
-        if trig not in EXPORTS or not ctx.triggered[0]["value"]:
-            return no_update
-        return log(args[-1], [("export", {"what": EXPORTS[trig]})])
-
-    @app.callback(ack, Input({"type": "token", "index": ALL}, "n_clicks"), info,
-                  prevent_initial_call=True)
-    def on_token(_clicks, participant):
-        trig = ctx.triggered_id
-        if not isinstance(trig, dict) or not ctx.triggered[0]["value"]:
-            return no_update
-        return log(participant, [("token_clicked", {"step": trig["index"]})])
-
-    @app.callback(ack, Input("study-answer-text", "n_blur"), Input("study-answer-ids", "n_blur"),
-                  Input("study-answer-choice", "value"), State("study-answer-text", "value"),
-                  State("study-answer-ids", "value"), info, prevent_initial_call=True)
-    def on_answer(_b1, _b2, choice, text, ids, participant):
-        trig = ctx.triggered_id
-        if trig == "study-answer-choice":
-            if choice is None:
-                return no_update
-            return log(participant, [("answer_changed", {"value": choice})])
-        value = text if trig == "study-answer-text" else ids
-        return log(participant, [("answer_edited", {"value": value or "",
-                                                    "chars": len(value or "")})])
+#: the logging callbacks: each listens to explorer inputs and acknowledges into study-ack
+EVENT_CALLBACKS = (
+    Callback(on_selection, [_ACK, Output("study-prev-sel", "data")],
+             [Input(SELECTION, "data"), State("study-prev-sel", "data"), _INFO],
+             prevent_initial_call=True),
+    Callback(on_filter, [_ACK], [*(Input(i, "value") for i in FILTERS), _INFO],
+             trigger=True, prevent_initial_call=True),
+    Callback(on_control, [_ACK], [*(Input(i, "value") for i in DIAGRAM_CONTROLS), _INFO],
+             trigger=True, prevent_initial_call=True),
+    Callback(on_table, [_ACK], [Input("table", "page_current"), Input("table", "sort_by"),
+                                State("table-key", "data"), _INFO],
+             trigger=True, prevent_initial_call=True),
+    Callback(on_tab, [_ACK], [Input("side-tabs", "value"), _INFO], prevent_initial_call=True),
+    Callback(on_trace, [_ACK], [Input("trace-btn", "n_clicks"), State("new-text", "value"),
+                                _INFO], prevent_initial_call=True),
+    Callback(on_typed, [_ACK], [Input("new-text", "n_blur"), State("new-text", "value"),
+                                _INFO], prevent_initial_call=True),
+    Callback(on_export, [_ACK], [*(Input(i, "n_clicks") for i in EXPORTS), _INFO],
+             trigger=True, prevent_initial_call=True),
+    Callback(on_token, [_ACK], [Input({"type": "token", "index": ALL}, "n_clicks"), _INFO],
+             trigger=True, prevent_initial_call=True),
+    Callback(on_answer, [_ACK], [Input("study-answer-text", "n_blur"),
+                                 Input("study-answer-ids", "n_blur"),
+                                 Input("study-answer-choice", "value"),
+                                 State("study-answer-text", "value"),
+                                 State("study-answer-ids", "value"), _INFO],
+             trigger=True, prevent_initial_call=True),
+)

@@ -25,17 +25,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flask import Flask, Response, g, jsonify, request
 
 from ..explorer.ids import ACTIVE_TRACE, SELECTION
 from ..explorer.registry import REGISTRY
 from . import views as study_views
+from .context import current
 from .spec import VIEWS
-
-if TYPE_CHECKING:
-    from .context import StudyContext
 
 __all__ = ["DASH_UPDATE", "STATE_VIEWS", "blank_excluded", "callback_ids", "component_ids",
            "excluded_ids", "register", "strip_states"]
@@ -176,35 +174,40 @@ def _drop_hidden(resp: Response, hidden: frozenset[str], stateless: bool = False
     return resp
 
 
-def register(server: Flask, sc: StudyContext) -> None:
-    """Check every Dash callback request of ``server`` (see the module notes)."""
-
-    @server.before_request
-    def guard_callbacks():
-        if request.path != DASH_UPDATE:
-            return None
-        pid = sc.participant()
-        views = sc.condition_views(pid) if pid else None
-        if views is None:
-            resp = jsonify({"ok": False, "error": "this request carries no valid participant "
-                            "link — reload the study page from your link"})
-            resp.status_code = 403
-            return resp
-        reason = check(request.get_json(silent=True), tuple(views))
-        if reason is not None:
-            return Response(status=204, headers={"X-Study-Refused": reason[:200]})
-        g.study_hidden = excluded_ids(tuple(views))
-        g.study_stateless = not STATE_VIEWS & set(views)
+def guard_callbacks() -> Response | None:
+    """``before_request``: a Dash callback request is answered only for a participant,
+    only with what their condition shows (see the module notes)."""
+    if request.path != DASH_UPDATE:
         return None
-
-    @server.after_request
-    def drop_hidden_outputs(resp: Response) -> Response:
-        hidden = g.pop("study_hidden", None)
-        stateless = g.pop("study_stateless", False)
-        if (hidden or stateless) and request.path == DASH_UPDATE and \
-                resp.status_code == 200:
-            return _drop_hidden(resp, hidden or frozenset(), stateless)
+    sc = current()
+    pid = sc.participant()
+    views = sc.condition_views(pid) if pid else None
+    if views is None:
+        resp = jsonify({"ok": False, "error": "this request carries no valid participant "
+                        "link — reload the study page from your link"})
+        resp.status_code = 403
         return resp
+    reason = check(request.get_json(silent=True), tuple(views))
+    if reason is not None:
+        return Response(status=204, headers={"X-Study-Refused": reason[:200]})
+    g.study_hidden = excluded_ids(tuple(views))
+    g.study_stateless = not STATE_VIEWS & set(views)
+    return None
+
+
+def drop_hidden_outputs(resp: Response) -> Response:
+    """``after_request``: outputs of views the condition hides are dropped."""
+    hidden = g.pop("study_hidden", None)
+    stateless = g.pop("study_stateless", False)
+    if (hidden or stateless) and request.path == DASH_UPDATE and resp.status_code == 200:
+        return _drop_hidden(resp, hidden or frozenset(), stateless)
+    return resp
+
+
+def register(server: Flask) -> None:
+    """Check every Dash callback request of ``server`` (see the module notes)."""
+    server.before_request(guard_callbacks)
+    server.after_request(drop_hidden_outputs)
 
 
 def _kids(c: Any) -> list[Any]:

@@ -28,18 +28,16 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from flask import Flask, Response, jsonify, redirect, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from .context import StudyContext, current
 from .identity import link_path, request_secret, secret_from_url, set_secret_cookie
 from .spec import StudyError
 from .store import MAX_PAYLOAD_BYTES, StudyLimitError, UnknownParticipant
-
-if TYPE_CHECKING:
-    from .context import StudyContext
 
 __all__ = ["MAX_BODY", "MAX_EVENTS", "MAX_PAYLOAD", "parse_event_request", "register"]
 
@@ -130,53 +128,73 @@ def _study_error(exc: StudyError):
     return _error(503 if isinstance(exc, StudyLimitError) else 400, str(exc))
 
 
-def register(server: Flask, sc: StudyContext) -> None:
-    """Add the study's routes to the Flask ``server``."""
-    task_ids = {t.id for t in sc.study.tasks}
+def code_link():
+    """``before_request``: ``/?pid=CODE`` (a code typed by hand) goes to its link."""
+    if request.path == "/" and "pid" in request.args:
+        return redirect(link_path(quote(request.args["pid"], safe="")), code=302)
+    return None
 
-    @server.before_request
-    def code_link():
-        if request.path == "/" and "pid" in request.args:
-            return redirect(link_path(quote(request.args["pid"], safe="")), code=302)
-        return None
 
-    @server.after_request
-    def remember_link(resp: Response) -> Response:
-        secret, _, is_link = secret_from_url(request.path)
-        if is_link and request.method == "GET" and resp.status_code == 200 and \
-                sc.log.pid_of(secret):
-            set_secret_cookie(resp, secret)
-        return resp
+def remember_link(resp: Response) -> Response:
+    """``after_request``: a valid link's page sets the browser's secret cookie."""
+    secret, _, is_link = secret_from_url(request.path)
+    if is_link and request.method == "GET" and resp.status_code == 200 and \
+            current().log.pid_of(secret):
+        set_secret_cookie(resp, secret)
+    return resp
 
-    @server.route("/study/new")
-    def new_participant():
-        if sc.participant() is not None:  # this browser holds a link already: that one
-            return redirect(link_path(request_secret() or ""), code=302)
-        if not sc.study.allow_generated_ids:
-            return _error(404, "this study hands out no links — ask the researcher for yours")
-        try:
-            _, secret = sc.log.link()
-        except StudyError as exc:
-            return _study_error(exc)
-        return set_secret_cookie(redirect(link_path(secret), code=302), secret)
 
-    @server.route("/study/health")
-    def health():
-        return jsonify({"ok": True, "study": sc.study.id})
+def new_participant():
+    """``GET /study/new``: a new link (where the study hands them out)."""
+    sc = current()
+    if sc.participant() is not None:  # this browser holds a link already: that one
+        return redirect(link_path(request_secret() or ""), code=302)
+    if not sc.study.allow_generated_ids:
+        return _error(404, "this study hands out no links — ask the researcher for yours")
+    try:
+        _, secret = sc.log.link()
+    except StudyError as exc:
+        return _study_error(exc)
+    return set_secret_cookie(redirect(link_path(secret), code=302), secret)
 
-    server.add_url_rule("/study/join", "study_join", lambda: _join(sc), methods=["POST"])
 
-    @server.route("/study/event", methods=["POST"])
-    def event():
-        pid = sc.participant()
-        if pid is None:
-            return _error(403, NO_SECRET)
-        try:
-            events, task = parse_event_request(_json_body(), task_ids)
-            ids = sc.log.log_many(pid, events, task=task, source="http")
-        except StudyError as exc:
-            return _study_error(exc)
-        return jsonify({"ok": True, "ids": ids})
+def health():
+    """``GET /study/health``."""
+    return jsonify({"ok": True, "study": current().study.id})
+
+
+def join():
+    """``POST /study/join`` (see the module notes)."""
+    return _join(current())
+
+
+def event():
+    """``POST /study/event``: events of the link's participant."""
+    sc = current()
+    pid = sc.participant()
+    if pid is None:
+        return _error(403, NO_SECRET)
+    try:
+        events, task = parse_event_request(_json_body(), sc.task_ids)
+        ids = sc.log.log_many(pid, events, task=task, source="http")
+    except StudyError as exc:
+        return _study_error(exc)
+    return jsonify({"ok": True, "ids": ids})
+
+
+#: (rule, endpoint, view, methods)
+ROUTES = (("/study/new", "study_new", new_participant, ("GET",)),
+          ("/study/health", "study_health", health, ("GET",)),
+          ("/study/join", "study_join", join, ("POST",)),
+          ("/study/event", "study_event", event, ("POST",)))
+
+
+def register(server: Flask) -> None:
+    """Add the study's routes and hooks to the Flask ``server``."""
+    server.before_request(code_link)
+    server.after_request(remember_link)
+    for rule, endpoint, view, methods in ROUTES:
+        server.add_url_rule(rule, endpoint, view, methods=list(methods))
 
 
 def _join(sc: StudyContext):

@@ -20,30 +20,32 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 import dash_cytoscape as cyto
-from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
+from dash import ALL, Dash, Input, Output, State, dcc, html, no_update
 from flask import g, has_request_context, request
 
 from ..explorer.context import ExplorerContext
 from ..explorer.ids import SELECTION
 from ..explorer.registry import REGISTRY
+from ..explorer.view import Callback, Trigger
 from ..main import ASSETS, initial_selection
 from ..security import MAX_REQUEST_BYTES, bind_warning, limit_request_bodies, secure_headers
 from ..selection import to_query
 from . import admin, guard, routes
 from .answers import add_selected, check_answer
-from .context import StudyContext
-from .events import register_event_callbacks
+from .context import EXTENSION, StudyContext
+from .events import EVENT_CALLBACKS
 from .identity import link_path, secret_from_url
 from .spec import Study, StudyError, Task, load_study
 from .store import StudyLog, seconds_between, utc_now
 from .views import done_page, landing_page, message_page, restrict_views, study_frame, task_panel
 
-__all__ = ["StudyContext", "create_study_app", "serve_study"]
+__all__ = ["STUDY_CALLBACKS", "StudyApp", "StudyContext", "create_study_app", "serve_study"]
 
 CSS = Path(__file__).with_name("study.css").read_text(encoding="utf-8")
 JS = Path(__file__).with_name("study.js").read_text(encoding="utf-8")
@@ -157,71 +159,90 @@ function(ack) {
 """
 
 
-def register_study_callbacks(app: Dash, sc: StudyContext) -> None:
-    """The task panel's callbacks: timer, opening instances, the ids box and submit."""
-    app.clientside_callback(
-        TIMER_JS, Output("study-timer", "children"), Output("study-timeout", "data"),
-        Output("study-clock", "className"), Input("study-tick", "n_intervals"),
-        State("study-info", "data"))
+def open_instance(sc: StudyContext, trigger: Trigger, _clicks, sel, info):
+    """A click on one of the task's instances: select it and log the opening."""
+    pid = sc.participant()
+    current = sc.current_task(pid) if pid else None
+    if not trigger.is_type("study-open") or not info or current is None:
+        return no_update, no_update, no_update
+    task = current[1]
+    if not isinstance(trigger.id.get("index"), int) or \
+            not 0 <= trigger.id["index"] < len(task.open):
+        return no_update, no_update, no_update
+    iid = task.open[trigger.id["index"]]
+    split = sc.split_of(task)
+    new = {**(sel or {}), "split": split, "row": sc.rows_by_id(split)[iid]}
+    try:
+        ids = sc.write(pid, [("task_instance_opened", {"id": iid, "split": split})])
+    except StudyError as exc:
+        return new, to_query(new), {"ok": False, "error": str(exc)}
+    return new, to_query(new), {"ok": True, "ids": ids}
+
+
+def add_selection(sc: StudyContext, n, text, sel, info):
+    """"add selected": the selected state or instance id appended to the ids box."""
+    pid = sc.participant() if n and info else None
+    current = sc.current_task(pid) if pid else None
+    if current is None:
+        return no_update
+    sel, task = sel if isinstance(sel, dict) else {}, current[1]
+    if task.answer == "states":
+        state = sel.get("state")
+        return add_selected(_text(text), state if isinstance(state, int) else None)
+    row, split = sel.get("row"), sel.get("split") or sc.split_of(task)
+    iid = sc.row_id(split, row) if isinstance(row, int) else None
+    return add_selected(_text(text), iid)
+
+
+def submit(sc: StudyContext, trigger: Trigger, n, timeout, info, text, choice, ids):
+    """Submit (or the timer's time-out): :func:`submit_answer`."""
+    if not isinstance(info, dict) or (trigger.id == "study-submit" and not n):
+        return no_update, no_update
+    pid = sc.participant()
+    if pid is None:
+        return "this page's participant link is not valid — reload the page", no_update
+    return submit_answer(sc, pid, info.get("task"), text=_text(text), choice=_text(choice),
+                         ids=_text(ids),
+                         timed_out=trigger.id == "study-timeout" and bool(timeout))
+
+
+#: the task panel's callbacks (timer and the saved note run in the page)
+STUDY_CALLBACKS = (
+    Callback(lambda sc, *_: no_update, [Output("study-timer", "children"),
+                                        Output("study-timeout", "data"),
+                                        Output("study-clock", "className")],
+             [Input("study-tick", "n_intervals"), State("study-info", "data")],
+             clientside=TIMER_JS),
     # the page shows an interaction as saved only once the server acknowledged it
-    app.clientside_callback(SAVED_JS, Output("study-saved", "children"),
-                            Input("study-ack", "data"), prevent_initial_call=True)
+    Callback(lambda sc, *_: no_update, [Output("study-saved", "children")],
+             [Input("study-ack", "data")], prevent_initial_call=True, clientside=SAVED_JS),
+    Callback(open_instance, [Output(SELECTION, "data", allow_duplicate=True),
+                             Output("url", "search", allow_duplicate=True),
+                             Output("study-ack", "data", allow_duplicate=True)],
+             [Input({"type": "study-open", "index": ALL}, "n_clicks"),
+              State(SELECTION, "data"), State("study-info", "data")],
+             trigger=True, prevent_initial_call=True),
+    Callback(add_selection, [Output("study-answer-ids", "value")],
+             [Input("study-add-selected", "n_clicks"), State("study-answer-ids", "value"),
+              State(SELECTION, "data"), State("study-info", "data")],
+             prevent_initial_call=True),
+    Callback(submit, [Output("study-message", "children"), Output("study-loc", "href")],
+             [Input("study-submit", "n_clicks"), Input("study-timeout", "data"),
+              State("study-info", "data"), State("study-answer-text", "value"),
+              State("study-answer-choice", "value"), State("study-answer-ids", "value")],
+             trigger=True, prevent_initial_call=True),
+)
 
-    @app.callback(Output(SELECTION, "data", allow_duplicate=True),
-                  Output("url", "search", allow_duplicate=True),
-                  Output("study-ack", "data", allow_duplicate=True),
-                  Input({"type": "study-open", "index": ALL}, "n_clicks"),
-                  State(SELECTION, "data"), State("study-info", "data"),
-                  prevent_initial_call=True)
-    def open_instance(_clicks, sel, info):
-        trig = ctx.triggered_id
-        pid = sc.participant()
-        current = sc.current_task(pid) if pid else None
-        if not isinstance(trig, dict) or not ctx.triggered[0]["value"] or not info or \
-                current is None:
-            return no_update, no_update, no_update
-        task = current[1]
-        if not isinstance(trig.get("index"), int) or not 0 <= trig["index"] < len(task.open):
-            return no_update, no_update, no_update
-        iid = task.open[trig["index"]]
-        split = sc.split_of(task)
-        new = {**(sel or {}), "split": split, "row": sc.rows_by_id(split)[iid]}
-        try:
-            ids = sc.write(pid, [("task_instance_opened", {"id": iid, "split": split})])
-        except StudyError as exc:
-            return new, to_query(new), {"ok": False, "error": str(exc)}
-        return new, to_query(new), {"ok": True, "ids": ids}
 
-    @app.callback(Output("study-answer-ids", "value"), Input("study-add-selected", "n_clicks"),
-                  State("study-answer-ids", "value"), State(SELECTION, "data"),
-                  State("study-info", "data"), prevent_initial_call=True)
-    def add_selection(n, text, sel, info):
-        pid = sc.participant() if n and info else None
-        current = sc.current_task(pid) if pid else None
-        if current is None:
-            return no_update
-        sel, task = sel if isinstance(sel, dict) else {}, current[1]
-        if task.answer == "states":
-            state = sel.get("state")
-            return add_selected(_text(text), state if isinstance(state, int) else None)
-        row, split = sel.get("row"), sel.get("split") or sc.split_of(task)
-        iid = sc.row_id(split, row) if isinstance(row, int) else None
-        return add_selected(_text(text), iid)
-
-    @app.callback(Output("study-message", "children"), Output("study-loc", "href"),
-                  Input("study-submit", "n_clicks"), Input("study-timeout", "data"),
-                  State("study-info", "data"), State("study-answer-text", "value"),
-                  State("study-answer-choice", "value"), State("study-answer-ids", "value"),
-                  prevent_initial_call=True)
-    def submit(n, timeout, info, text, choice, ids):
-        if not isinstance(info, dict) or (ctx.triggered_id == "study-submit" and not n):
-            return no_update, no_update
-        pid = sc.participant()
-        if pid is None:
-            return "this page's participant link is not valid — reload the page", no_update
-        return submit_answer(sc, pid, info.get("task"), text=_text(text),
-                             choice=_text(choice), ids=_text(ids),
-                             timed_out=ctx.triggered_id == "study-timeout" and bool(timeout))
+def register_callbacks(app: Dash, callbacks: Sequence[Callback], sc: StudyContext) -> None:
+    """Register study callbacks (module-level functions ``fn(sc, ...)``) on ``app``."""
+    for cb in callbacks:
+        if cb.clientside:
+            app.clientside_callback(cb.clientside, *cb.outputs, *cb.inputs,
+                                    prevent_initial_call=cb.prevent_initial_call)
+        else:
+            app.callback(*cb.outputs, *cb.inputs,
+                         prevent_initial_call=cb.prevent_initial_call)(cb.bind(sc))
 
 
 def _text(value: Any) -> str | None:
@@ -267,11 +288,25 @@ def submit_answer(sc: StudyContext, pid: str, page_task: str | None, *, text: st
     return "", f"{link_path(sc.log.secret_of(pid) or '')}?done={task.id}"
 
 
+class StudyApp(Dash):
+    """A study's Dash app, given its :class:`StudyContext` at construction
+    (``study_context``; its routes read it from ``server.extensions``)."""
+
+    def __init__(self, sc: StudyContext, **kwargs: Any) -> None:
+        super().__init__(__name__, **kwargs)
+        self.study_context = sc
+        self.server.extensions[EXTENSION] = sc
+        self.index_string = self.index_string.replace(
+            "{%css%}", "{%css%}\n<style>" + CSS + "</style>").replace(
+            "{%renderer%}", "{%renderer%}\n<script>" + JS + "</script>")
+        self.layout = lambda: serve_layout(sc)
+
+
 def create_study_app(study: Study | str | Path, *, db: str | Path,
                      admin_token: str | None = None, context: ExplorerContext | None = None,
                      synchronous: str = "FULL", allowed_hosts: list[str] | None = None,
                      bind_host: str | None = None,
-                     max_request_bytes: int = MAX_REQUEST_BYTES) -> Dash:
+                     max_request_bytes: int = MAX_REQUEST_BYTES) -> StudyApp:
     """The Dash app of ``study`` logging into the SQLite file ``db``.
 
     Parameters
@@ -309,21 +344,15 @@ def create_study_app(study: Study | str | Path, *, db: str | Path,
     for pid in study.participant_ids():
         log.link(pid)
     cyto.load_extra_layouts()
-    app = Dash(__name__, assets_folder=str(ASSETS), title=f"stateseer study · {study.id}",
-               update_title=None, suppress_callback_exceptions=True)
-    app.index_string = app.index_string.replace(
-        "{%css%}", "{%css%}\n<style>" + CSS + "</style>").replace(
-        "{%renderer%}", "{%renderer%}\n<script>" + JS + "</script>")
-    app.layout = lambda: serve_layout(sc)
+    app = StudyApp(sc, assets_folder=str(ASSETS), title=f"stateseer study · {study.id}",
+                   update_title=None, suppress_callback_exceptions=True)
     limit_request_bodies(app.server, max_request_bytes)
     secure_headers(app.server, allowed_hosts, bind_host=bind_host)
-    guard.register(app.server, sc)
+    guard.register(app.server)
     REGISTRY.register(app, context)
-    register_event_callbacks(app, sc.write, sc.row_id, sc.participant)
-    register_study_callbacks(app, sc)
-    routes.register(app.server, sc)
-    admin.register(app.server, sc)
-    app.study_context = sc  # for tests and benchmarks
+    register_callbacks(app, (*EVENT_CALLBACKS, *STUDY_CALLBACKS), sc)
+    routes.register(app.server)
+    admin.register(app.server)
     _ = context.data.positions
     for split in {sc.split_of(t) for t in study.tasks}:
         context.data.index(split)

@@ -298,14 +298,16 @@ def test_a_500_mb_or_endless_body_to_the_dash_endpoint_is_cut_off(sec_app):
 
 
 def test_a_30_mb_event_through_the_callback_path_is_refused(sec_app):
-    from stateseer.app.study.events import Logger
+    from types import SimpleNamespace
+
+    from stateseer.app.study.events import on_typed
 
     sc = sec_app.study_context
     client, secret, page = _in_condition(sec_app, "full", "B")  # a condition with the input
     pid = _find(page, "study-info")["props"]["data"]["pid"]
     before = sc.log.read("SELECT COUNT(*) FROM events")[0][0]
-    ack = Logger(sc.write, lambda: pid)({"pid": pid},
-                                        [("input_typed", {"text": "x" * 30_000_000})])
+    as_pid = SimpleNamespace(write=sc.write, participant=lambda: pid)
+    ack = on_typed(as_pid, 1, "x" * 30_000_000, {"pid": pid})
     assert ack["ok"] is False and "limit is 64 KiB" in one_line(StudyError(ack["error"]))
     assert sc.log.read("SELECT COUNT(*) FROM events")[0][0] == before
     # and over HTTP, a 1 MB typed text (under the body limit, over the payload limit)
