@@ -17,7 +17,7 @@ arrays (no pickle). A subclass only says how to cluster the projected points:
 
 and joins :data:`ABSTRACTORS` with :func:`register_abstractor` (in its own module), which
 is all ``stateseer abstract --method NAME``, :func:`stateseer.abstraction.pipeline.fit_abstraction`
-and persistence need. ``tests/abstraction/test_plugin.py`` adds one in a single file.
+and persistence need. ``tests/abstraction/test_abstractor_plugin.py`` adds one in a single file.
 
 If the intermediate predictions are passed to ``fit``/``predict`` (``proba``) and
 ``split_by_prediction`` is on, every abstract state holds hidden states of a single

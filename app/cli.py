@@ -365,48 +365,12 @@ def _cmd_force(args: argparse.Namespace) -> int:
     return 0
 
 
-def _same_inputs(a: Any, b: Any, split: str) -> None:
-    """Refuse two runs whose ``split`` holds different inputs, saying what differs."""
-    from .workflows.inputs import input_difference
-
-    if split not in a.traces or split not in b.traces:
-        return  # the comparison itself says which run lacks the split
-    data = [v.config.get("data") if isinstance(v.config, dict) else None for v in (a, b)]
-    msg = input_difference(split, a.traces[split].texts, b.traces[split].texts,
-                           data_a=data[0], data_b=data[1])
-    if msg:
-        raise StateseerError(msg)
-
-
-def _comparison_doc(args: argparse.Namespace, a: Any, cmp_: dict) -> dict[str, Any]:
-    tr = a.traces[args.split]
-    ch, classes = cmp_["changed"], a.classes
-    changed = [
-        {"index": int(i), "id": int(tr.rows[i]), "label": classes[int(tr.labels[i])],
-         "prediction_a": classes[int(tr.predictions[i])],
-         "prediction_b": classes[int(cmp_["pred_b"][i])],
-         "n_steps": int(ch["n_steps"][i]), "n_diff": int(ch["n_diff"][i]),
-         "first_diff": int(ch["first_diff"][i])}
-        for i in range(tr.n_inputs) if ch["path_changed"][i] or ch["prediction_changed"][i]]
-    return {"format": "stateseer.comparison", "version": 1, "run_a": str(args.run),
-            "run_b": str(args.other), "summary": cmp_["summary"],
-            "matching": cmp_["matching"].pairs(), "changed": changed}
-
-
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from ..rnn_models.formats.atomic import atomic_write_text
-    from .explorer.runview import RunView
-    from .workflows.comparison import compare_split
+    from .workflows.comparison import compare_runs
 
     if args.out:
         _check_out_file(args.out, args.force)
-    a, b = RunView(args.run), RunView(args.other)
-    _same_inputs(a, b, args.split)
-    cmp_ = compare_split(a, b, args.split)
-    if args.out:
-        atomic_write_text(Path(args.out), json.dumps(_comparison_doc(args, a, cmp_),
-                                                     indent=1))
-    print(json.dumps(cmp_["summary"]))
+    print(json.dumps(compare_runs(args.run, args.other, args.split, out=args.out)))
     return 0
 
 

@@ -205,3 +205,20 @@ def test_tests_and_benchmarks_do_not_import_each_other():
     bad += [f"{f.relative_to(ROOT)}: {m}" for f in project_files("benchmarks")
             for m in imported(f) if top(m) == "tests"]
     assert not bad, f"tests and benchmarks import each other: {bad}"
+
+
+def test_test_files_are_named_after_the_modules_they_test():
+    """``tests/<layer>/.../test_<name>[_<aspect>].py`` tests ``<layer>/.../<name>`` (a module,
+    a package or a folder); cross-cutting tests live at the top of ``tests/``, and browser
+    tests, grouped by what they need (Chromium), in ``tests/browser``."""
+    bad = []
+    for f in (ROOT / "tests").rglob("test_*.py"):
+        rel = f.relative_to(ROOT / "tests")
+        if len(rel.parts) == 1 or rel.parts[0] == "browser":
+            continue
+        where = ROOT.joinpath(*rel.parts[:-1])
+        words = f.stem.removeprefix("test_").split("_")
+        names = ["_".join(words[:k]) for k in range(len(words), 0, -1)]
+        if not any((where / f"{n}.py").exists() or (where / n).is_dir() for n in names):
+            bad.append(str(rel))
+    assert not bad, f"test files named after no module: {bad}"

@@ -3,7 +3,7 @@
 Each test adds an entry the way a contributor (or a third-party package) would, with one
 registration call, and then finds it everywhere it belongs: the command line's choices, the
 workflows, the explorer. The abstractor registry has its own test
-(``tests/abstraction/test_plugin.py``), the view registry too
+(``tests/abstraction/test_abstractor_plugin.py``), the view registry too
 (``tests/app/explorer/test_registry.py``).
 """
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..explorer.records import TraceRecord
     from ..explorer.runview import RunView
 
-__all__ = ["RunComparison", "compare_split"]
+__all__ = ["RunComparison", "compare_runs", "compare_split", "comparison_doc"]
 
 
 def compare_split(a: RunView, b: RunView, split: str) -> dict[str, Any]:
@@ -100,3 +100,56 @@ class RunComparison:
             return int(b_to_a[s]) if b_to_a[s] >= 0 else 1000 + int(s)
 
         return self.b.trace_instance(split, i).renamed(rename, run=self.b.name)
+
+
+def comparison_doc(a: RunView, cmp_: dict[str, Any], split: str, run_a: str,
+                   run_b: str) -> dict[str, Any]:
+    """The ``stateseer.comparison`` v1 document of :func:`compare_split`'s result: the
+    summary, the state matching and every input whose path or prediction changed."""
+    tr = a.traces[split]
+    ch, classes = cmp_["changed"], a.classes
+    changed = [
+        {"index": int(i), "id": int(tr.rows[i]), "label": classes[int(tr.labels[i])],
+         "prediction_a": classes[int(tr.predictions[i])],
+         "prediction_b": classes[int(cmp_["pred_b"][i])],
+         "n_steps": int(ch["n_steps"][i]), "n_diff": int(ch["n_diff"][i]),
+         "first_diff": int(ch["first_diff"][i])}
+        for i in range(tr.n_inputs) if ch["path_changed"][i] or ch["prediction_changed"][i]]
+    return {"format": "stateseer.comparison", "version": 1, "run_a": run_a, "run_b": run_b,
+            "summary": cmp_["summary"], "matching": cmp_["matching"].pairs(),
+            "changed": changed}
+
+
+def compare_runs(run_a: Any, run_b: Any, split: str = "test", *,
+                 out: Any = None) -> dict[str, Any]:
+    """``stateseer compare``: two runs on the same inputs compared on ``split``.
+
+    Parameters
+    ----------
+    run_a, run_b : str or Path
+        Recorded and abstracted runs holding the same inputs.
+    out : str or Path, optional
+        Where to write the :func:`comparison_doc` (JSON).
+
+    Returns
+    -------
+    dict
+        The summary figures.
+
+    Raises
+    ------
+    StateseerError
+        The runs hold different inputs (one line says what differs) or lack ``split``.
+    """
+    import json
+    from pathlib import Path
+
+    from ...rnn_models.formats.atomic import atomic_write_text
+    from ..explorer.runview import RunView
+
+    a, b = RunView(run_a), RunView(run_b)
+    cmp_ = compare_split(a, b, split)
+    if out:
+        atomic_write_text(Path(out), json.dumps(
+            comparison_doc(a, cmp_, split, str(run_a), str(run_b)), indent=1))
+    return cmp_["summary"]

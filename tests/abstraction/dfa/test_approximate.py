@@ -14,7 +14,7 @@ from stateseer.abstraction.dfa import extract_dfa, training_alphabet
 from stateseer.abstraction.dfa.approximate import _merge_pair
 from stateseer.abstraction.errors import AbstractionError
 from stateseer.rnn_models.formal import DFA, GRAMMARS, all_strings
-from tests.abstraction.test_dfa import write_traces
+from tests.abstraction.dfa.test_extract import write_traces
 from tests.conftest import one_line
 
 

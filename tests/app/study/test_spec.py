@@ -187,18 +187,6 @@ def test_answers_are_checked_by_type():
     assert parse_ids(" ") == [] and add_selected("1", 2) == "1, 2"
 
 
-@pytest.mark.parametrize("module", ["spec", "assign", "store", "answers", "views", "events",
-                                    "server", "routes", "admin", "identity", "guard",
-                                    "export", "stateseer.app.security", "stateseer.app.csvsafe"])
-def test_study_doctests(module):
-    import doctest
-    import importlib
-
-    mod = importlib.import_module(module if "." in module else f"stateseer.app.study.{module}")
-    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0
-
-
 def test_study_command_errors_are_one_line(tmp_path, capsys):
     from stateseer.app.cli import main
 
