@@ -41,17 +41,9 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from .arrays import distinct
 
-__all__ = [
-    "Part",
-    "buggy_patterns",
-    "collapsed_paths",
-    "influential_patterns",
-    "merge_counts",
-    "state_contexts",
-    "state_ngrams",
-    "window_key_table",
-    "window_keys",
-]
+__all__ = ["Part", "buggy_patterns", "collapsed_paths", "confusion_pair", "influential_patterns",
+           "merge_counts", "state_contexts", "state_ngrams", "window_key_table",
+           "window_keys"]
 
 Counts = dict[str, tuple[np.ndarray, np.ndarray]]  # name -> (sorted unique keys, counts)
 
@@ -733,3 +725,11 @@ def buggy_patterns(
     return buggy_from(selection, [buggy_describe(part, selection[0], vocab, n_states,
                                                  lengths=lengths)], n_states)
 
+
+def confusion_pair(p: dict[str, Any], labels: np.ndarray, predictions: np.ndarray
+                   ) -> tuple[int, int] | None:
+    """The most common ``(gold, predicted)`` among a buggy pattern's wrong inputs."""
+    rows = [i for i in p.get("inputs", ()) if 0 <= i < len(labels)]
+    pairs = Counter((int(labels[i]), int(predictions[i])) for i in rows
+                    if labels[i] != predictions[i])
+    return pairs.most_common(1)[0][0] if pairs else None

@@ -49,6 +49,7 @@ def imported_params(run: str | Path, params: dict[str, Any],
 def abstract_workflow(run: str | Path, *, n_states: int | str = 40, cap: int = AUTO_CAP,
                       forcing: bool = True, index: bool = True, reuse: bool = False,
                       cluster: Any = None, log: Callable[[str], None] | None = None,
+                      progress: Callable[[str], None] | None = None,
                       **params: Any) -> dict[str, Any]:
     """Abstract ``run``, measure forcing and index its training contexts.
 
@@ -69,6 +70,8 @@ def abstract_workflow(run: str | Path, *, n_states: int | str = 40, cap: int = A
         One engine for every step (``local``, ``tcp://…``; default: this process).
     log : callable, optional
         Receives the notes (the ``auto`` choice, a skipped step).
+    progress : callable, optional
+        Receives one line as each step starts (the demo narrates; the CLI does not).
     **params
         For ``abstract_run`` (``method``, ``features``, ``pca`` ...).
 
@@ -83,15 +86,16 @@ def abstract_workflow(run: str | Path, *, n_states: int | str = 40, cap: int = A
     from ...rnn_models.engine import engine_scope
 
     say = log or (lambda _line: None)
+    step = progress or (lambda _line: None)
     params = imported_params(run, params, say)
     kept = _current_figures(run) if reuse else None
     with engine_scope(cluster) as engine:
         if kept is None:
-            say(f"abstracting into {n_states} states")
+            step(f"abstracting into {n_states} states")
             metrics = abstract_run(run, n_states=n_states, cap=cap, cluster=engine,
                                    **params).metrics
         else:
-            say("reusing the abstraction of this model")
+            step("reusing the abstraction of this model")
             metrics = kept
         out = {k: metrics[k] for k in SUMMARY_KEYS if k in metrics}
         if not has_predictions(run):  # imported without proba: nothing to be faithful to
@@ -104,7 +108,7 @@ def abstract_workflow(run: str | Path, *, n_states: int | str = 40, cap: int = A
         if forcing and kept is not None and "forcing_agreement" in kept:
             out["forcing_agreement"] = kept["forcing_agreement"]
         elif forcing:
-            say("forcing states to their centroids (interventional faithfulness)")
+            step("forcing states to their centroids (interventional faithfulness)")
             from .forcing import measure_forcing
 
             try:
@@ -113,7 +117,7 @@ def abstract_workflow(run: str | Path, *, n_states: int | str = 40, cap: int = A
             except StateseerError as exc:  # e.g. imported traces: the abstraction stays
                 say(f"state forcing skipped ({exc})")
         if index:
-            say("indexing training contexts")
+            step("indexing training contexts")
             from ...rnn_models.formats.traces import Traces
             from ...rnn_models.run import ModelRun
             from .contexts import context_index

@@ -67,7 +67,8 @@ def prepare_run(run_dir: str | Path, *, dataset: str = "rotten_tomatoes", arch: 
     run = ModelRun(run_dir)
     _train_or_reuse(run, dataset, arch, log)
     recorded = _record_if_stale(run, log)
-    out = abstract_workflow(run.path, n_states=n_states, reuse=not recorded, log=log)
+    out = abstract_workflow(run.path, n_states=n_states, reuse=not recorded, log=log,
+                            progress=log)
     m = run.metrics()
     log(f"test accuracy {m.get('test_accuracy', float('nan')):.3f}; label fidelity "
         f"{out.get('label_fidelity', float('nan')):.3f}; simulation fidelity "

@@ -3,18 +3,18 @@ model's errors, as two tabs of the side panel; a click filters the table."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from dash import ALL, Input, Output, State, dcc, html, no_update
 
+from ....abstraction.patterns import confusion_pair
 from ...selection import apply_event, pattern_items, to_query
 from .. import ids
 from ..view import Callback, Trigger, View, select_outputs
 
-__all__ = ["VIEW", "confusion_pair", "pattern_list", "pattern_lists", "select_pattern"]
+__all__ = ["VIEW", "pattern_list", "pattern_lists", "select_pattern"]
 
 
 SIGNIFICANT_Q = 0.05
@@ -39,15 +39,6 @@ def _row(p: dict[str, Any], j: int, kind: str, classes: Sequence[str],
                                   title="filter the table to inputs with this pattern"),
                       html.Span(stat, className="pstat")]),
         html.Div(phrases, className="phrases")], className="pattern")
-
-
-def confusion_pair(p: dict[str, Any], labels: np.ndarray, predictions: np.ndarray
-                   ) -> tuple[int, int] | None:
-    """The most common ``(gold, predicted)`` among a buggy pattern's wrong inputs."""
-    rows = [i for i in p.get("inputs", ()) if 0 <= i < len(labels)]
-    pairs = Counter((int(labels[i]), int(predictions[i])) for i in rows
-                    if labels[i] != predictions[i])
-    return pairs.most_common(1)[0][0] if pairs else None
 
 
 def pattern_list(items: list[dict[str, Any]], kind: str, classes: Sequence[str],

@@ -106,7 +106,7 @@ def test_three_classes_with_a_cap(tmp_path):
 
 
 def test_no_torch_dash_or_aalpy_in_the_extraction_code():
-    root = Path(__file__).resolve().parents[2] / "abstraction" / "dfa"
+    root = Path(__file__).resolve().parents[3] / "abstraction" / "dfa"
     for path in root.glob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"^\s*(import|from)\s+(torch|dash|aalpy)\b", text, re.M), path

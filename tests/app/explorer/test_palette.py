@@ -53,7 +53,8 @@ def test_the_legend_has_a_swatch_per_class_beyond_two():
 
 
 def test_buggy_patterns_are_grouped_by_confusion_pair_with_their_q_value():
-    from stateseer.app.explorer.views.patterns import confusion_pair, pattern_list
+    from stateseer.abstraction.patterns import confusion_pair
+    from stateseer.app.explorer.views.patterns import pattern_list
 
     labels, pred = np.array([0, 1, 2, 2, 0]), np.array([1, 2, 1, 1, 0])
     items = [{"states": [1, 2], "support": 3, "n_inputs": 4, "lift": 2.0, "q_value": 0.01,

@@ -19,7 +19,7 @@ from stateseer.app.study.spec import (
 )
 from tests.conftest import one_line
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GOOD = {"study": "s1", "run": "runs/rt",
         "tasks": [{"prompt": "Why?", "open": [3]},
                   {"id": "pick", "prompt": "Which?",
