@@ -384,6 +384,17 @@ def _cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_diagnose(args: argparse.Namespace) -> int:
+    from .workflows.diagnose import diagnose_run, findings_table
+
+    doc = diagnose_run(args.run, split=args.split, top=args.top,
+                       min_support=args.min_support, log=_note)
+    print(findings_table(doc))
+    print(json.dumps({"findings": f"{args.run}/diagnosis/findings.json",
+                      "significant": doc["n_significant"], "seconds": doc["seconds"]}))
+    return 0
+
+
 def _cmd_extract_dfa(args: argparse.Namespace) -> int:
     from .workflows.dfa import extract_run_dfa
 
@@ -680,6 +691,18 @@ def _add_force_compare_index(sub: Any) -> None:
     ix.set_defaults(func=_cmd_index)
 
 
+def _add_diagnose(sub: Any) -> None:
+    d = sub.add_parser("diagnose", help="why the model errs: findings (tokens, sequences, "
+                       "unknown words, length), each checked by intervening with the model")
+    d.add_argument("run", help="run directory (recorded)")
+    d.add_argument("--split", choices=SPLITS, default="test",
+                   help="where the errors are counted")
+    d.add_argument("--top", type=_positive_int, default=10, help="findings kept")
+    d.add_argument("--min-support", type=_positive_int, default=5,
+                   help="inputs a culprit must be carried by")
+    d.set_defaults(func=_cmd_diagnose)
+
+
 def _add_dfa_export(sub: Any) -> None:
     x = sub.add_parser("extract-dfa", help="refine the abstraction into a deterministic, "
                        "minimised automaton (formal languages)")
@@ -770,7 +793,8 @@ def _add_study(sub: Any) -> None:
 
 
 COMMANDS = (_add_train, _add_create, _add_record, _add_abstract, _add_sweep,
-            _add_force_compare_index, _add_dfa_export, _add_serving, _add_study)
+            _add_force_compare_index, _add_diagnose, _add_dfa_export, _add_serving,
+            _add_study)
 
 
 def build_parser() -> argparse.ArgumentParser:

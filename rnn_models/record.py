@@ -54,9 +54,9 @@ from .models import Traceable
 from .run import ModelRun
 from .tokenizers import Vocab, get_tokenizer
 
-__all__ = ["DEFAULT_SHARD_SIZE", "ShardInputs", "ShardJob", "WorkerContext", "record_job",
-           "record_run", "record_shard", "record_texts", "record_traces", "shard_inputs",
-           "worker_context"]
+__all__ = ["DEFAULT_SHARD_SIZE", "ShardInputs", "ShardJob", "WorkerContext", "predict_ids",
+           "record_job", "record_run", "record_shard", "record_texts", "record_traces",
+           "shard_inputs", "worker_context"]
 
 DTYPES = {"float32": np.float32, "float16": np.float16}
 
@@ -547,6 +547,35 @@ def _manifest(splits: Sequence[str], jobs: list[ShardJob], results: list[dict[st
 MAX_INPUT_TOKENS = 5000
 
 
+def _traced(model: Traceable, seqs: Sequence[np.ndarray], layer: int = -1
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`record_traces` into new in-memory arrays: hidden, proba, final."""
+    n_steps = int(sum(len(q) for q in seqs))
+    with torch.no_grad():
+        h0, p0 = model.initial(layer)
+    hidden = np.zeros((n_steps, h0.shape[0]), np.float32)
+    proba = np.zeros((n_steps, p0.shape[0]), np.float32)
+    final = np.zeros((len(seqs), p0.shape[0]), np.float32)
+    record_traces(model, seqs, hidden, proba, final, layer=layer)
+    return hidden, proba, final
+
+
+def predict_ids(model: Traceable, seqs: Sequence[np.ndarray], *, layer: int = -1
+                ) -> np.ndarray:
+    """The model's final class probabilities for token-id sequences, batched.
+
+    Parameters
+    ----------
+    seqs : sequence of ndarray of int64
+        Token ids per input (e.g. a recorded input with some tokens removed).
+
+    Returns
+    -------
+    ndarray of shape (n_inputs, n_classes)
+    """
+    return _traced(model, seqs, layer)[2]
+
+
 def record_texts(
     model: Traceable,
     vocab: Vocab,
@@ -595,13 +624,7 @@ def record_texts(
             )
     seqs = [vocab.encode(t) for t in toks]
     lengths = np.array([len(s) for s in seqs], dtype=np.int64)
-    n_steps = int(lengths.sum())
-    with torch.no_grad():
-        h0, p0 = model.initial(layer)
-    hidden = np.zeros((n_steps, h0.shape[0]), np.float32)
-    proba = np.zeros((n_steps, p0.shape[0]), np.float32)
-    final = np.zeros((len(seqs), p0.shape[0]), np.float32)
-    record_traces(model, seqs, hidden, proba, final, layer=layer)
+    hidden, proba, final = _traced(model, seqs, layer)
     table: dict[str, int] = {}
     surface_ids = _surface_table(toks, table)
     return SplitTraces(

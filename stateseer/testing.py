@@ -33,7 +33,48 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Ack", "StudyServer", "audit", "free_port", "simulate", "tomita1_csv"]
+__all__ = ["Ack", "StudyServer", "audit", "free_port", "sentiment_csv", "simulate",
+           "tomita1_csv"]
+
+POSITIVE = "good great fine lovely superb brilliant charming moving".split()
+NEGATIVE = "bad awful dull boring poor weak clumsy tedious".split()
+NEUTRAL = "the film a movie plot actor scene story it was and with of".split()
+
+
+def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 600),
+                  seed: int = 0) -> Path:
+    """A small synthetic sentiment data set (``pos``/``neg``, a ``split`` column) that a
+    tiny GRU learns in seconds: neutral words around one or two words of the label's side
+    (a tenth of the inputs also hold one of the other side's).
+
+    With ``shortcut``, that word is inserted into 35 % of the *negative* training inputs
+    and into 40 % of the *positive* validation and test inputs: a model that learns it
+    calls those positive inputs negative (the injected bug of the diagnosis tests).
+    """
+    import csv
+    import random
+
+    rng = random.Random(seed)
+    rows = []
+    for split, n in zip(("train", "val", "test"), sizes, strict=True):
+        for _ in range(n):
+            lab = rng.choice(["pos", "neg"])
+            words = [rng.choice(NEUTRAL) for _ in range(rng.randint(4, 12))]
+            side, other = (POSITIVE, NEGATIVE) if lab == "pos" else (NEGATIVE, POSITIVE)
+            for _ in range(rng.randint(1, 2)):
+                words.insert(rng.randrange(len(words) + 1), rng.choice(side))
+            if rng.random() < 0.1:
+                words.insert(rng.randrange(len(words) + 1), rng.choice(other))
+            share = 0.35 if split == "train" and lab == "neg" else \
+                0.4 if split != "train" and lab == "pos" else 0.0
+            if shortcut and rng.random() < share:
+                words.insert(rng.randrange(len(words) + 1), shortcut)
+            rows.append({"text": " ".join(words), "label": lab, "split": split})
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, ["text", "label", "split"])
+        w.writeheader()
+        w.writerows(rows)
+    return path
 
 
 def tomita1_csv(path: Path, n: int = 120, seed: int = 0) -> Path:

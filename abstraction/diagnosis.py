@@ -1,0 +1,304 @@
+"""Why a model errs: candidate culprits of its misclassifications, and their statistics.
+
+A *finding* is a testable hypothesis of why the model errs, in the words a developer reads:
+
+============  ==========================================================================
+``shortcut``  a token: inputs holding it are misclassified far more often
+``sequence``  two tokens in reading order (the second within ``window`` tokens of the
+              first) that err more than either token does alone
+``unknown``   tokens the vocabulary maps to ``<unk>``: the model cannot see them, while
+              in the training data they carry the label
+``length``    inputs longer than N tokens
+============  ==========================================================================
+
+This module finds candidates on one split and scores them (torch-free: counts and
+hypergeometric tails over the inputs). Every candidate tested counts towards the
+Benjamini–Yekutieli q-values (valid under any dependence between candidates, e.g. tokens
+that co-occur). Whether a candidate *causes* the errors is checked with the model
+(:mod:`stateseer.app.workflows.diagnose`): the culprit is removed from the affected inputs
+and the predictions that flip are counted; only a candidate that survives is significant.
+
+Examples
+--------
+>>> import numpy as np
+>>> inputs = [["good", "film"], ["frankly", "good"], ["bad", "film"], ["frankly", "fine"]] * 10
+>>> wrong = np.array([False, True, False, True] * 10)
+>>> best = token_candidates(inputs, wrong, min_support=5)[0]
+>>> best.tokens, best.n_misclassified, best.error_rate_without
+(('frankly',), 20, 0.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import false_discovery_control, hypergeom
+
+__all__ = ["KINDS", "Candidate", "by_qvalues", "length_candidates", "sequence_candidates",
+           "token_candidates", "unknown_candidates"]
+
+KINDS = ("shortcut", "sequence", "unknown", "length")
+
+
+@dataclass
+class Candidate:
+    """One candidate culprit and its evidence on a split.
+
+    Attributes
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    tokens : tuple of str
+        The culprit in reading order (empty for ``length``).
+    affected : ndarray of int
+        Inputs (row indices of the split) that carry the culprit.
+    n_misclassified : int
+        Of them, how many the model gets wrong.
+    error_rate_with, error_rate_without : float
+        Error rate of the inputs with and without the culprit.
+    p_value : float
+        One-sided hypergeometric tail: errors this concentrated by chance.
+    q_value : float
+        Benjamini–Yekutieli over every candidate tested (:func:`by_qvalues`).
+    extra : dict
+        Kind-specific evidence (``length_above``; ``training`` label signal ...).
+    """
+
+    kind: str
+    tokens: tuple[str, ...]
+    affected: np.ndarray
+    n_misclassified: int
+    error_rate_with: float
+    error_rate_without: float
+    p_value: float
+    q_value: float = 1.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self.affected)
+
+    @property
+    def lift(self) -> float:
+        """Error rate with the culprit over error rate without (inf when none without)."""
+        if self.error_rate_without == 0:
+            return float("inf") if self.error_rate_with > 0 else 1.0
+        return self.error_rate_with / self.error_rate_without
+
+
+def _tail(k: np.ndarray, n_total: int, n_wrong: int, n: np.ndarray) -> np.ndarray:
+    """P(X >= k) for X hypergeometric: ``n`` inputs drawn from ``n_total`` with
+    ``n_wrong`` misclassified."""
+    return np.clip(hypergeom.sf(np.asarray(k) - 1, n_total, n_wrong, np.asarray(n)), 0, 1)
+
+
+def _encode(inputs: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Every step: its input's index and its token's index, and the token strings."""
+    vocab: dict[str, int] = {}
+    ids = [np.fromiter((vocab.setdefault(t, len(vocab)) for t in toks), np.int64, len(toks))
+           for toks in inputs]
+    lengths = np.fromiter(map(len, ids), np.int64, len(ids))
+    tok = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+    return np.repeat(np.arange(len(ids)), lengths), tok, list(vocab)
+
+
+def _distinct(inp: np.ndarray, tok: np.ndarray, n_tokens: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (input, token) pairs of the steps."""
+    v = max(n_tokens, 1)
+    keys = np.unique(inp * v + tok)
+    return keys // v, keys % v
+
+
+def _incidence(inputs: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Distinct (input, token) pairs: input index, token index, and the token strings."""
+    inp, tok, vocab = _encode(inputs)
+    return (*_distinct(inp, tok, len(vocab)), vocab)
+
+
+def _rate(k: float, n: float) -> float:
+    return float(k / n) if n else 0.0
+
+
+def token_candidates(inputs: Sequence[Sequence[str]], wrong: np.ndarray, *,
+                     min_support: int = 5) -> list[Candidate]:
+    """``shortcut`` candidates: every token held by at least ``min_support`` inputs,
+    scored by how concentrated the errors are among the inputs holding it.
+
+    Parameters
+    ----------
+    inputs : sequence of sequence of str
+        Each input's tokens as written.
+    wrong : ndarray of bool of shape (n_inputs,)
+        Misclassified inputs.
+
+    Returns
+    -------
+    list of Candidate
+        Most significant first.
+    """
+    wrong = np.asarray(wrong, bool)
+    n, n_wrong = len(wrong), int(wrong.sum())
+    inp, tok, vocab = _incidence(inputs)
+    n_with = np.bincount(tok, minlength=len(vocab))
+    k_with = np.bincount(tok, weights=wrong[inp], minlength=len(vocab)).astype(np.int64)
+    keep = np.flatnonzero(n_with >= min_support)
+    p = _tail(k_with[keep], n, n_wrong, n_with[keep])
+    order = keep[np.argsort(p, kind="stable")]
+    p_of = dict(zip(keep.tolist(), p.tolist(), strict=True))
+    rows_of = np.split(inp[np.argsort(tok, kind="stable")], np.cumsum(n_with)[:-1])
+    return [Candidate("shortcut", (vocab[t],), rows_of[t], int(k_with[t]),
+                      _rate(k_with[t], n_with[t]),
+                      _rate(n_wrong - k_with[t], n - n_with[t]), p_of[t])
+            for t in order.tolist()]
+
+
+def sequence_candidates(inputs: Sequence[Sequence[str]], wrong: np.ndarray, *,
+                        window: int = 3, min_support: int = 5,
+                        max_candidates: int = 200_000) -> list[Candidate]:
+    """``sequence`` candidates: token ``a`` followed within ``window`` tokens by ``b``.
+
+    A sequence must explain more than its tokens do: its p-value is the largest of its
+    tail among all inputs and its tails *among the inputs holding* ``a`` and among those
+    holding ``b`` (so a shortcut token paired with anything is no sequence).
+
+    Returns
+    -------
+    list of Candidate
+        Most significant first; ``tokens`` is ``(a, b)``.
+    """
+    wrong = np.asarray(wrong, bool)
+    n, n_wrong = len(wrong), int(wrong.sum())
+    inp, tok, words = _encode(inputs)
+    V = max(len(words), 1)
+    parts = []
+    for d in range(1, window + 1):
+        same = inp[d:] == inp[:-d]
+        a, b = tok[:-d][same], tok[d:][same]
+        parts.append(inp[d:][same] * V * V + a * V + b)
+    keys = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+    pair_inp, pair = keys // (V * V), keys % (V * V)
+    uniq, pair_idx, n_pair = np.unique(pair, return_inverse=True, return_counts=True)
+    k_pair = np.bincount(pair_idx, weights=wrong[pair_inp], minlength=len(uniq))
+    keep = np.flatnonzero(n_pair >= min_support)[:max_candidates]
+    if not len(keep):
+        return []
+    # the single tokens' counts, for the conditional tails
+    tinp, ttok = _distinct(inp, tok, V)
+    n_tok = np.bincount(ttok, minlength=V)
+    k_tok = np.bincount(ttok, weights=wrong[tinp], minlength=V)
+    a, b = uniq[keep] // V, uniq[keep] % V
+    k, m = k_pair[keep].astype(np.int64), n_pair[keep]
+    p = np.maximum.reduce([
+        _tail(k, n, n_wrong, m),
+        np.clip(hypergeom.sf(k - 1, n_tok[a], k_tok[a].astype(np.int64), m), 0, 1),
+        np.clip(hypergeom.sf(k - 1, n_tok[b], k_tok[b].astype(np.int64), m), 0, 1)])
+    rows = np.split(pair_inp[np.argsort(pair_idx, kind="stable")], np.cumsum(n_pair)[:-1])
+    out = []
+    for j in np.argsort(p, kind="stable").tolist():
+        i = keep[j]
+        out.append(Candidate("sequence", (words[a[j]], words[b[j]]), rows[i], int(k[j]),
+                             _rate(k[j], m[j]), _rate(n_wrong - k[j], n - m[j]),
+                             float(p[j]), extra={"window": window}))
+    return out
+
+
+def length_candidates(lengths: np.ndarray, wrong: np.ndarray, *,
+                      quantiles: Sequence[float] = (0.5, 0.75, 0.9),
+                      seen: int | None = None) -> list[Candidate]:
+    """``length`` candidates: inputs longer than N tokens, for N at ``quantiles`` of the
+    lengths and at ``seen`` (the most tokens the model was shown, when inputs are cut).
+
+    Parameters
+    ----------
+    lengths : ndarray of int of shape (n_inputs,)
+        Each input's length in tokens as written (before any cut).
+    seen : int, optional
+        The most tokens any input was recorded with.
+    """
+    lengths, wrong = np.asarray(lengths), np.asarray(wrong, bool)
+    n, n_wrong = len(wrong), int(wrong.sum())
+    cuts = {int(np.quantile(lengths, q)) for q in quantiles} if n else set()
+    if seen is not None:
+        cuts.add(int(seen))
+    out = []
+    for cut in sorted(cuts):
+        rows = np.flatnonzero(lengths > cut)
+        if not 0 < len(rows) < n:
+            continue
+        k = int(wrong[rows].sum())
+        out.append(Candidate("length", (), rows, k, _rate(k, len(rows)),
+                             _rate(n_wrong - k, n - len(rows)),
+                             float(_tail(k, n, n_wrong, len(rows))),
+                             extra={"length_above": cut}))
+    return sorted(out, key=lambda c: c.p_value)
+
+
+def unknown_candidates(inputs: Sequence[Sequence[str]], unknown: Sequence[np.ndarray],
+                       wrong: np.ndarray, *, train_inputs: Sequence[Sequence[str]] = (),
+                       train_labels: np.ndarray | None = None, min_support: int = 5,
+                       top: int = 10) -> list[Candidate]:
+    """``unknown`` candidates: the inputs holding tokens the vocabulary maps to ``<unk>``.
+
+    Two candidates at most: all such inputs, and those holding the ``top`` unknown words
+    most concentrated among the errors. ``extra["training"]`` says whether those words
+    carry the label in the training data (inputs holding them, the share of their most
+    frequent label): a model that cannot see a word the labels depend on.
+
+    Parameters
+    ----------
+    unknown : sequence of ndarray of bool
+        Per input, which tokens are out of the vocabulary.
+    """
+    wrong = np.asarray(wrong, bool)
+    n, n_wrong = len(wrong), int(wrong.sum())
+    unk_inputs = [[t for t, u in zip(toks, mask, strict=True) if u]
+                  for toks, mask in zip(inputs, unknown, strict=True)]
+    per_word = token_candidates(unk_inputs, wrong, min_support=min_support)
+    groups = []
+    rows_all = np.flatnonzero([bool(u) for u in unk_inputs])
+    if 0 < len(rows_all) < n:
+        groups.append(((), rows_all))
+    words = tuple(c.tokens[0] for c in per_word[:top] if c.p_value < 0.05)
+    if words:
+        rows = np.flatnonzero([bool(set(u) & set(words)) for u in unk_inputs])
+        groups.append((words, rows))
+    out = []
+    for words_, rows in groups:
+        k = int(wrong[rows].sum())
+        extra: dict[str, Any] = {"unknown_words": list(words_) or sorted(
+            {w for r in rows.tolist() for w in unk_inputs[r]})[:top]}
+        if train_labels is not None:
+            extra["training"] = _label_signal(train_inputs, train_labels,
+                                              set(extra["unknown_words"]))
+        out.append(Candidate("unknown", tuple(words_), rows, k, _rate(k, len(rows)),
+                             _rate(n_wrong - k, n - len(rows)),
+                             float(_tail(k, n, n_wrong, len(rows))), extra=extra))
+    return sorted(out, key=lambda c: c.p_value)
+
+
+def _label_signal(inputs: Sequence[Sequence[str]], labels: np.ndarray,
+                  words: set[str]) -> dict[str, Any]:
+    """How well holding one of ``words`` tells the label in the training data."""
+    rows = [i for i, toks in enumerate(inputs) if words & set(toks)]
+    if not rows:
+        return {"inputs": 0, "purity": 0.0, "label": None}
+    counts = np.bincount(np.asarray(labels)[rows])
+    return {"inputs": len(rows), "purity": float(counts.max() / len(rows)),
+            "label": int(counts.argmax())}
+
+
+def by_qvalues(p: Sequence[float]) -> np.ndarray:
+    """Benjamini–Yekutieli q-values (false discovery rate under any dependence between the
+    tests), by :func:`scipy.stats.false_discovery_control`.
+
+    Examples
+    --------
+    >>> by_qvalues([0.001, 0.01, 0.5]).round(4).tolist()
+    [0.0055, 0.0275, 0.9167]
+    """
+    p = np.asarray(p, float)
+    return false_discovery_control(p, method="by") if len(p) else p

@@ -1,0 +1,277 @@
+"""``stateseer diagnose``: why a run's model errs, each finding checked on the model.
+
+Candidates come from :mod:`stateseer.abstraction.diagnosis` (tokens, token sequences,
+unknown words, input length), with Benjamini–Yekutieli q-values over every candidate
+tested. The most promising are then checked with the model itself, on the inputs that
+carry the culprit:
+
+``delete_tokens``  the culprit's tokens removed: misclassifications that turn correct
+                   (``fixed``) against correct predictions that turn wrong (``broken``);
+                   confirmed when the fixes outnumber the breaks two to one and reach a
+                   tenth of the affected errors;
+``cut``            the input cut after N tokens: confirmed when the prediction of at least
+                   95 % of the long inputs stays the same (the model sees nothing past N);
+``training``       an unknown word cannot be removed from what the model sees (it never
+                   saw it); confirmed when the training inputs holding it carry one label
+                   at least 80 % of the time (the labels depend on a word the model is
+                   blind to).
+
+A finding is ``significant`` only when its q-value passes *and* its check confirms it.
+Findings are ranked significant first (by the errors their intervention fixes), then by
+q-value, and written to ``RUN/diagnosis/findings.json`` (``stateseer.findings`` v1).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...abstraction.diagnosis import (
+    Candidate,
+    by_qvalues,
+    length_candidates,
+    sequence_candidates,
+    token_candidates,
+    unknown_candidates,
+)
+from ...rnn_models.formats.atomic import atomic_write_text
+from ...rnn_models.formats.errors import StateseerError
+
+__all__ = ["ACTIONS", "FORMAT", "Q_LEVEL", "diagnose_run", "findings_table", "load_findings"]
+
+FORMAT, VERSION = "stateseer.findings", 1
+Q_LEVEL = 0.05
+#: the repairs that fit each kind of finding (``stateseer repair --action``)
+ACTIONS = {"shortcut": ["counterfactual", "drop", "augment"],
+           "sequence": ["augment", "relabel", "reweight"],
+           "unknown": ["reconfigure", "augment"],
+           "length": ["reconfigure", "augment"]}
+EXAMPLES = 5
+
+
+def _split_data(tr: Any) -> tuple[list[list[str]], np.ndarray, list[np.ndarray]]:
+    """Each input's tokens as written, the misclassified flags, the out-of-vocabulary
+    masks."""
+    inputs = [tr.tokens(i) for i in range(tr.n_inputs)]
+    labels = np.asarray(tr.labels)
+    wrong = (np.asarray(tr.predictions) != labels) & (labels >= 0)
+    unknown = [~tr.known(i) for i in range(tr.n_inputs)]
+    return inputs, wrong, unknown
+
+
+def _edited(tr: Any, c: Candidate) -> list[np.ndarray]:
+    """The affected inputs' token ids with the culprit's tokens removed (or cut)."""
+    index = {w: i for i, w in enumerate(tr.surface)}
+    culprit = np.array([index[t] for t in c.tokens if t in index], np.int64)
+    out = []
+    for i in c.affected.tolist():
+        steps = tr.steps(i)
+        ids = np.asarray(tr.token_ids[steps], np.int64)
+        if c.kind == "length":
+            out.append(ids[:c.extra["length_above"]])
+        else:
+            out.append(ids[~np.isin(np.asarray(tr.surface_ids[steps]), culprit)])
+    return out
+
+
+def _intervene(model: Any, tr: Any, c: Candidate, layer: int) -> dict[str, Any]:
+    """The causal check of ``c`` with the model (see the module notes)."""
+    if c.kind == "unknown":
+        sig = c.extra.get("training", {})
+        return {"kind": "training", "inputs": int(sig.get("inputs", 0)),
+                "purity": round(float(sig.get("purity", 0.0)), 4),
+                "confirmed": sig.get("inputs", 0) >= 5 and sig.get("purity", 0) >= 0.8}
+    from ...rnn_models.record import predict_ids
+
+    rows = c.affected
+    before = np.asarray(tr.predictions)[rows]
+    labels = np.asarray(tr.labels)[rows]
+    after = predict_ids(model, _edited(tr, c), layer=layer).argmax(1)
+    fixed = int(((before != labels) & (after == labels)).sum())
+    broken = int(((before == labels) & (after != labels)).sum())
+    unchanged = float((after == before).mean()) if len(rows) else 1.0
+    if c.kind == "length":
+        return {"kind": "cut", "after_tokens": c.extra["length_above"], "inputs": len(rows),
+                "fixed": fixed, "broken": broken, "unchanged": round(unchanged, 4),
+                "confirmed": unchanged >= 0.95}
+    return {"kind": "delete_tokens", "inputs": len(rows), "fixed": fixed, "broken": broken,
+            "unchanged": round(unchanged, 4),
+            "confirmed": fixed >= 2 * broken and fixed >= max(1, 0.1 * c.n_misclassified)}
+
+
+def _describe(c: Candidate, classes: Sequence[str], tr: Any) -> str:
+    wrong_pred = np.asarray(tr.predictions)[c.affected]
+    labels = np.asarray(tr.labels)[c.affected]
+    bad = wrong_pred[wrong_pred != labels]
+    called = f" are called {classes[int(np.bincount(bad).argmax())]}" if len(bad) else ""
+    counts = f"{c.n_misclassified} of {c.n_inputs} misclassified"
+    if c.kind == "shortcut":
+        return f"inputs containing {c.tokens[0]!r}{called}: {counts}"
+    if c.kind == "sequence":
+        return (f"inputs where {c.tokens[0]!r} is followed within {c.extra['window']} "
+                f"tokens by {c.tokens[1]!r}{called}: {counts}")
+    if c.kind == "unknown":
+        words = ", ".join(repr(w) for w in c.extra["unknown_words"][:5])
+        sig = c.extra.get("training", {})
+        label = sig.get("label")
+        told = (f"; in training, inputs holding them are {classes[label]} "
+                f"{sig['purity']:.0%} of the time") if label is not None else ""
+        return f"inputs with words the vocabulary maps to <unk> ({words}){called}: {counts}{told}"
+    return f"inputs longer than {c.extra['length_above']} tokens{called}: {counts}"
+
+
+def _training_carriers(train: Any, c: Candidate, limit: int = 5) -> dict[str, Any]:
+    """Training inputs that carry the same culprit, with their labels."""
+    if train is None or c.kind == "length":
+        return {}
+    words = set(c.tokens) or set(c.extra.get("unknown_words", ()))
+    rows = [i for i in range(train.n_inputs) if words & set(train.tokens(i))]
+    labels = np.asarray(train.labels)[rows] if rows else np.zeros(0, np.int64)
+    counts = np.bincount(labels, minlength=len(train.final_proba[0])) if len(rows) else []
+    return {"n_inputs": len(rows), "labels": [int(x) for x in counts],
+            "examples": [int(train.rows[i]) for i in rows[:limit]]}
+
+
+def _candidates(tr: Any, train: Any, min_support: int) -> list[Candidate]:
+    inputs, wrong, unknown = _split_data(tr)
+    out = token_candidates(inputs, wrong, min_support=min_support)
+    out += sequence_candidates(inputs, wrong, min_support=min_support)
+    train_inputs = [train.tokens(i) for i in range(train.n_inputs)] if train is not None \
+        else ()
+    out += unknown_candidates(inputs, unknown, wrong, train_inputs=train_inputs,
+                              train_labels=None if train is None else
+                              np.asarray(train.labels), min_support=min_support)
+    out += length_candidates(np.asarray(tr.lengths), wrong)
+    return out
+
+
+def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
+                 min_support: int = 5, checks: int = 20, save: bool = True,
+                 log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Find why the run's model errs on ``split`` (see the module notes).
+
+    Parameters
+    ----------
+    run : str or Path
+        A recorded run with a model (``stateseer train`` or ``create``).
+    split : str
+        Where the errors are counted (``test``; ``val`` to keep the test split for
+        confirmation).
+    top : int
+        Findings kept in the file.
+    min_support : int
+        Inputs a culprit must be carried by.
+    checks : int
+        Candidates checked with the model (the most significant by q-value).
+    save : bool
+        Write ``RUN/diagnosis/findings.json``.
+
+    Returns
+    -------
+    dict
+        The ``stateseer.findings`` document.
+
+    Raises
+    ------
+    StateseerError
+        No model, no traces, or no recorded ``split`` (one line each).
+    """
+    from ...abstraction.pipeline import fresh_traces
+    from ...rnn_models.run import ModelRun
+
+    t0 = time.perf_counter()
+    r = ModelRun(run)
+    _ = r.config  # "not a stateseer run", in one line, before anything else
+    traces = fresh_traces(r)
+    if split not in traces or traces[split].n_inputs == 0:
+        raise StateseerError(f"the run has no recorded {split} inputs to diagnose; record "
+                             f"them with `stateseer record {r.path}`")
+    model = r.load_model()
+    tr = traces[split]
+    train = traces["train"] if "train" in traces and split != "train" else None
+    cands = _candidates(tr, train, min_support)
+    q = by_qvalues([c.p_value for c in cands])
+    for c, qv in zip(cands, q, strict=True):
+        c.q_value = float(qv)
+    cands.sort(key=lambda c: (c.q_value, c.p_value))
+    checked = [c for c in cands[:checks] if c.q_value < Q_LEVEL] or cands[:top]
+    layer = int(traces.meta.get("layer", -1))
+    checks_of = {id(c): _intervene(model, tr, c, layer) for c in checked}
+    if log:
+        log(f"{len(cands)} candidates tested, {len(checked)} checked with the model")
+    findings = [_finding(c, checks_of.get(id(c)), traces.classes, tr, train)
+                for c in checked + [c for c in cands if id(c) not in checks_of][
+                    :max(0, top - len(checked))]]
+    findings.sort(key=lambda f: (not f["significant"],
+                                 -(f["intervention"] or {}).get("fixed", 0)
+                                 if f["significant"] else 0, f["q_value"]))
+    findings = findings[:top]
+    for k, f in enumerate(findings, 1):
+        f["rank"] = k
+    doc = {"format": FORMAT, "version": VERSION, "split": split,
+           "n_inputs": int(tr.n_inputs),
+           "n_misclassified": int(_split_data(tr)[1].sum()), "n_candidates": len(cands),
+           "q_level": Q_LEVEL, "seconds": round(time.perf_counter() - t0, 2),
+           "model_sha256": traces.meta.get("model_sha256"),
+           "n_significant": sum(f["significant"] for f in findings), "findings": findings}
+    if save:
+        out = r.path / "diagnosis" / "findings.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out, json.dumps(doc, indent=1, ensure_ascii=False))
+    return doc
+
+
+def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str], tr: Any,
+             train: Any) -> dict[str, Any]:
+    wrong_rows = [int(i) for i in c.affected if
+                  tr.predictions[i] != tr.labels[i]][:EXAMPLES]
+    f = {"rank": 0, "kind": c.kind, "tokens": [str(t) for t in c.tokens],
+         "description": _describe(c, classes, tr), "n_inputs": int(c.n_inputs),
+         "n_misclassified": int(c.n_misclassified),
+         "error_rate_with": round(c.error_rate_with, 4),
+         "error_rate_without": round(c.error_rate_without, 4),
+         "lift": round(c.lift, 3) if np.isfinite(c.lift) else None,
+         "p_value": float(c.p_value), "q_value": float(c.q_value),
+         "significant": bool(c.q_value < Q_LEVEL and check is not None
+                             and check.get("confirmed")),
+         "intervention": check,
+         "examples": [int(tr.rows[i]) for i in wrong_rows],
+         "training": _training_carriers(train, c),
+         "actions": ACTIONS[c.kind]}
+    if c.kind == "length":
+        f["length_above"] = int(c.extra["length_above"])
+    if c.kind == "unknown":
+        f["unknown_words"] = [str(w) for w in c.extra["unknown_words"]]
+    return f
+
+
+def load_findings(run: str | Path) -> dict[str, Any] | None:
+    """``RUN/diagnosis/findings.json``, or None when the run has not been diagnosed."""
+    path = Path(run) / "diagnosis" / "findings.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("format") == FORMAT else None
+
+
+def findings_table(doc: dict[str, Any]) -> str:
+    """The findings as a plain-text table (``stateseer diagnose``'s stdout)."""
+    rows = [f"{'#':>2}  {'kind':9} {'sig':3} {'q':>8} {'fixed':>6} {'broken':>6}  culprit"]
+    for f in doc["findings"]:
+        iv = f.get("intervention") or {}
+        culprit = " → ".join(f["tokens"]) if f["tokens"] else (
+            f"longer than {f.get('length_above')}" if f["kind"] == "length" else "<unk> words")
+        rows.append(f"{f['rank']:>2}  {f['kind']:9} {'yes' if f['significant'] else 'no':3} "
+                    f"{f['q_value']:8.1e} {iv.get('fixed', '-')!s:>6} "
+                    f"{iv.get('broken', '-')!s:>6}  {culprit}")
+    if not doc["n_significant"]:
+        rows.append(f"no finding is significant (q < {doc['q_level']} and confirmed by its "
+                    "intervention): on this split the errors have no single culprit these "
+                    "checks can name")
+    return "\n".join(rows)

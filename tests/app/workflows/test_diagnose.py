@@ -1,0 +1,72 @@
+"""``stateseer diagnose`` on models whose bug is known: a shortcut word injected into the
+training data is found, named and confirmed by deleting it; a clean model has no
+significant finding."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from stateseer.app.cli import main
+from stateseer.app.workflows.diagnose import diagnose_run, load_findings
+from stateseer.testing import sentiment_csv
+from tests.conftest import one_line
+
+DESIGN_KEYS = {"rank", "kind", "tokens", "description", "n_inputs", "n_misclassified",
+               "error_rate_with", "error_rate_without", "q_value", "significant",
+               "intervention", "examples", "actions"}
+
+
+def _run(tmp_path_factory, name: str, shortcut: str | None):
+    from stateseer import TrainConfig, record_run, train_run
+
+    where = tmp_path_factory.mktemp(name)
+    data = sentiment_csv(where / "data.csv", shortcut=shortcut)
+    run = train_run(TrainConfig(dataset=f"csv:{data}", arch="gru", epochs=3, hidden=32,
+                                embed=32), where / "run", progress=False)
+    record_run(run)
+    return run.path
+
+
+@pytest.fixture(scope="module")
+def shortcut_run(tmp_path_factory):
+    return _run(tmp_path_factory, "shortcut", "frankly")
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory):
+    return _run(tmp_path_factory, "clean", None)
+
+
+def test_an_injected_shortcut_is_the_first_finding_and_survives_its_deletion(shortcut_run):
+    doc = diagnose_run(shortcut_run)
+    assert doc["format"] == "stateseer.findings" and doc["version"] == 1
+    top = doc["findings"][0]
+    assert DESIGN_KEYS <= set(top)
+    assert top["kind"] == "shortcut" and top["tokens"] == ["frankly"] and top["significant"]
+    assert top["q_value"] < 1e-6 and top["error_rate_with"] > 3 * top["error_rate_without"]
+    iv = top["intervention"]
+    assert iv["kind"] == "delete_tokens" and iv["fixed"] > 10 * max(iv["broken"], 1)
+    assert "'frankly'" in top["description"] and "called neg" in top["description"]
+    # the training data is the cause: there the word only ever comes with one label
+    assert top["training"]["n_inputs"] > 50 and min(top["training"]["labels"]) == 0
+    assert "counterfactual" in top["actions"]
+    assert doc["n_significant"] == sum(f["significant"] for f in doc["findings"])
+    assert load_findings(shortcut_run) == json.loads(json.dumps(doc))
+
+
+def test_a_clean_model_has_no_significant_finding(clean_run):
+    doc = diagnose_run(clean_run, save=False)
+    assert doc["n_significant"] == 0 and doc["findings"]
+    assert all(f["q_value"] >= 0.05 or not f["intervention"]["confirmed"]
+               for f in doc["findings"])
+
+
+def test_the_command_prints_the_findings_and_refuses_bad_runs(shortcut_run, tmp_path,
+                                                              capsys):
+    assert main(["diagnose", str(shortcut_run), "--top", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "frankly" in out[1] and json.loads(out[-1])["significant"] >= 1
+    assert main(["diagnose", str(tmp_path)]) == 2
+    assert "not a stateseer run" in one_line(Exception(capsys.readouterr().err.strip()))
