@@ -38,6 +38,8 @@ FSM_DOWNLOAD = "fsm-download"  # the diagram's own: a table download at once is 
 
 # -- side panel: tabs of the card, the patterns and the run comparison -------------------
 SIDE_TABS = "side-tabs"
+TAB_FINDINGS = "findings"
+FINDINGS = "findings-list"
 TAB_CARD = "card"
 TAB_INFLUENTIAL = "influential"
 TAB_BUGGY = "buggy"
@@ -122,6 +124,7 @@ EXPORTS = {**{download_id(f): f"fsm-{f}" for f in FSM_DOWNLOADS},
 TOKEN_TYPE = "token"
 CMP_TOKEN_TYPE = "cmp-token"
 PATTERN_TYPE = "pattern"
+FINDING_EXAMPLE_TYPE = "finding-example"
 CMP_ROW_TYPE = "cmp-row"
 NN_ROW_TYPE = "nn-row"
 ATTR_SEG_TYPE = "attr-seg"
@@ -130,6 +133,12 @@ ATTR_SEG_TYPE = "attr-seg"
 def token(index: Any, kind: str = TOKEN_TYPE) -> dict[str, Any]:
     """A chip of a token strip; ``kind`` :data:`CMP_TOKEN_TYPE` for the compared strip."""
     return {"type": kind, "index": index}
+
+
+def finding_example(finding: Any, index: Any) -> dict[str, Any]:
+    """An example input of a finding (``finding``: its rank; ``index``: the input's row in
+    the findings' split; one input may be an example of several findings)."""
+    return {"type": FINDING_EXAMPLE_TYPE, "finding": finding, "index": index}
 
 
 def pattern(kind: Any, index: Any) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from .views import (
     compare,
     core,
     diagram,
+    findings,
     forcing,
     input_box,
     nearest,
@@ -38,6 +39,7 @@ __all__ = ["REGISTRY", "VIEWS", "Registry"]
 VIEWS: tuple[View, ...] = (
     core.VIEW,
     diagram.VIEW,
+    findings.VIEW,
     card.VIEW,
     patterns.VIEW,
     sweep.VIEW,
