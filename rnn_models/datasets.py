@@ -44,14 +44,18 @@ import numpy as np
 from .formats.errors import DataError
 from .tokenizers import get_tokenizer
 
-__all__ = ["DATASETS", "ENTRY_POINT_GROUP", "SPLITS", "DatasetEntry", "TextDataset",
-           "dataset_names", "load_dataset", "register_dataset", "stratified_splits"]
+__all__ = ["DATASETS", "ENTRY_POINT_GROUP", "MAX_INPUT_TOKENS", "SPLITS", "DatasetEntry",
+           "TextDataset", "dataset_names", "load_dataset", "register_dataset",
+           "stratified_splits"]
 
 SPLITS = ("train", "val", "test")
 FORMAL = (*tuple(f"tomita{i}" for i in range(1, 8)), "parens")
 #: a third-party package adds data sets under this entry-point group: ``name = module:load``
 #: where ``load(seed) -> TextDataset`` (see :func:`register_dataset`)
 ENTRY_POINT_GROUP = "stateseer.datasets"
+MAX_INPUT_TOKENS = 2000
+"""The most tokens an input may have: data sets, training, recording and typed inputs
+(``--max-tokens`` raises it for a data set)."""
 CSV_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)  # the csv module's default is 131,072 chars
 
 
@@ -446,7 +450,7 @@ def load_dataset(
     label_col: str = "label",
     tokenizer: str = "word",
     seed: int = 0,
-    max_tokens: int | None = 2000,
+    max_tokens: int | None = MAX_INPUT_TOKENS,
 ) -> TextDataset:
     """Load a data set by name.
 

@@ -34,7 +34,7 @@ import torch
 
 from .. import __version__
 from .batching import length_batches, pad_batch
-from .datasets import SPLITS
+from .datasets import MAX_INPUT_TOKENS, SPLITS
 from .formats.atomic import atomic_write_text, swap_dir
 from .formats.errors import DataError
 from .formats.traces import (
@@ -543,8 +543,6 @@ def _manifest(splits: Sequence[str], jobs: list[ShardJob], results: list[dict[st
     return {s: {k: out[s][k] for k in ("n_inputs", "n_steps", "accuracy", "shards")}
             for s in splits}
 
-
-MAX_INPUT_TOKENS = 5000
 
 
 def _traced(model: Traceable, seqs: Sequence[np.ndarray], layer: int = -1

@@ -28,7 +28,7 @@ from torch import nn
 
 from .archs import ARCHITECTURES
 from .batching import length_batches, pad_batch
-from .datasets import TextDataset, load_dataset
+from .datasets import MAX_INPUT_TOKENS, TextDataset, load_dataset
 from .formats.atomic import atomic_write, atomic_write_text, fsync_dir, swap_dir
 from .formats.errors import DataError
 from .formats.rundir import data_section, sha256_file
@@ -87,7 +87,7 @@ class TrainConfig:
     tokenizer: str = "word"
     text_col: str = "text"
     label_col: str = "label"
-    max_tokens: int | None = 2000
+    max_tokens: int | None = MAX_INPUT_TOKENS
     max_seconds: float | None = None  # training budget, checked between batches
     #: the arch's own hyper-parameters (:attr:`Architecture.options`, e.g. Mamba's
     #: ``d_state``); absent keys take the arch's defaults

@@ -16,6 +16,7 @@ from dash.exceptions import PreventUpdate
 
 from .context import ExplorerContext
 from .page import REGIONS, page
+from .tree import walk
 from .view import Callback, Trigger, View
 from .views import (
     attribution,
@@ -138,7 +139,7 @@ class Registry:
         only partly in the page). They hold nothing until such a callback writes them."""
         from dash import dcc, html
 
-        present = {i for c in _walk(layout) if isinstance(i := getattr(c, "id", None), str)}
+        present = {i for c in walk(layout) if isinstance(i := getattr(c, "id", None), str)}
         groups: dict[Any, list[Output]] = {}  # per Dash callback (a fuse group is one)
         for n, (_view, cb) in enumerate(self.callbacks(ctx)):
             groups.setdefault(cb.fuse or n, []).extend(cb.outputs)
@@ -209,14 +210,6 @@ class Registry:
             own |= cb.ids()
         shared = set().union(*(v.ids for v in self.views if not v.optional))
         return frozenset(own if not view.optional else own - shared)
-
-
-def _walk(c: Any) -> Iterator[Any]:
-    """A component and every component under it."""
-    yield c
-    for k in _as_list(getattr(c, "children", None)):
-        if hasattr(k, "to_plotly_json"):
-            yield from _walk(k)
 
 
 def _check_owned(view: View, parts: list[Any]) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ...rnn_models.datasets import MAX_INPUT_TOKENS
 from ...rnn_models.formats.errors import StateseerError
 from ...rnn_models.threads import torch_threads
 from ..workflows.contexts import context_index, nearest_contexts, projection_sample
@@ -27,7 +28,6 @@ __all__ = ["MAX_ATTRIBUTION_TOKENS", "MAX_INPUT_CHARS", "MAX_INPUT_TOKENS", "Con
            "ModelService"]
 
 MAX_INPUT_CHARS = 20_000
-MAX_INPUT_TOKENS = 2_000
 """The most tokens a typed input may have."""
 MAX_ATTRIBUTION_TOKENS = 1_000
 """The longest input attributed (integrated gradients cost grows with its length)."""

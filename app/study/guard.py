@@ -31,6 +31,7 @@ from flask import Flask, Response, g, jsonify, request
 
 from ..explorer.ids import ACTIVE_TRACE, SELECTION
 from ..explorer.registry import REGISTRY
+from ..explorer.tree import children
 from . import views as study_views
 from .context import current
 from .spec import VIEWS
@@ -210,18 +211,10 @@ def register(server: Flask) -> None:
     server.after_request(drop_hidden_outputs)
 
 
-def _kids(c: Any) -> list[Any]:
-    kids = getattr(c, "children", None)
-    if kids is None:
-        return []
-    return [k for k in (kids if isinstance(kids, (list, tuple)) else [kids])
-            if hasattr(k, "to_plotly_json")]
-
-
 def _has_named_child(c: Any) -> bool:
     """Whether a component holds a component with a plain (string) id."""
     return any(isinstance(getattr(k, "id", None), str) or _has_named_child(k)
-               for k in _kids(c))
+               for k in children(c))
 
 
 def blank_excluded(layout: Any, views: Iterable[str]) -> Any:
@@ -240,5 +233,5 @@ def blank_excluded(layout: Any, views: Iterable[str]) -> Any:
                 if getattr(c, prop, None) is not None:
                     setattr(c, prop, empty)
             continue
-        stack.extend(_kids(c))
+        stack.extend(children(c))
     return layout

@@ -8,12 +8,13 @@ string child, which React renders as text (escaped); nothing here renders raw HT
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from dash import dcc, html
 
 from ..explorer.registry import REGISTRY, Registry
+from ..explorer.tree import children, walk
 from .spec import VIEWS, Study, Task
 
 __all__ = ["component_ids", "done_page", "hidden_views", "landing_page",
@@ -47,21 +48,6 @@ def hidden_views(views: Iterable[str]) -> list[str]:
     return [v for v in VIEWS if v not in shown]
 
 
-def _children(c: Any) -> list[Any]:
-    kids = getattr(c, "children", None)
-    if kids is None:
-        return []
-    return list(kids) if isinstance(kids, (list, tuple)) else [kids]
-
-
-def _walk(c: Any) -> Iterator[Any]:
-    if hasattr(c, "to_plotly_json"):
-        yield c
-    for k in _children(c):
-        if hasattr(k, "to_plotly_json"):
-            yield from _walk(k)
-
-
 def _view_of(c: Any, targets: dict[str, tuple[tuple[str, str], ...]]) -> str | None:
     cid = getattr(c, "id", None)
     is_tab = type(c).__name__ == "Tab"
@@ -87,7 +73,7 @@ def _hide_empty_containers(layout: Any, nodes: list[Any], owner: dict[int, str])
     for c in reversed(nodes):  # innermost containers first
         if c is layout or id(c) in owner or _is_hidden(c):
             continue
-        inner = [k for k in _walk(c) if k is not c and id(k) in owner]
+        inner = [k for k in walk(c) if k is not c and id(k) in owner]
         if inner and all(_is_hidden(k) or any(_is_hidden(a) for a in _ancestors(c, k))
                          for k in inner):
             _hide(c)
@@ -125,7 +111,7 @@ def restrict_views(layout: Any, views: Iterable[str], registry: Registry = REGIS
         raise ValueError(f"unknown views {sorted(unknown)}; views are {VIEWS}")
     targets = registry.targets()
     layout = copy.deepcopy(layout)
-    nodes = list(_walk(layout))
+    nodes = list(walk(layout))
     owner = {id(c): v for c in nodes if (v := _view_of(c, targets)) is not None}
     for c in nodes:
         if id(c) in owner and owner[id(c)] not in shown:
@@ -133,7 +119,7 @@ def restrict_views(layout: Any, views: Iterable[str], registry: Registry = REGIS
     _hide_empty_containers(layout, nodes, owner)
     for c in nodes:
         if type(c).__name__ == "Tabs":
-            tabs = [t for t in _children(c) if type(t).__name__ == "Tab"]
+            tabs = [t for t in children(c) if type(t).__name__ == "Tab"]
             visible = [t for t in tabs if not _is_hidden(t)]
             if visible and getattr(c, "value", None) not in [t.value for t in visible]:
                 c.value = visible[0].value
@@ -143,13 +129,12 @@ def restrict_views(layout: Any, views: Iterable[str], registry: Registry = REGIS
 def _ancestors(root: Any, target: Any) -> list[Any]:
     """Components between ``root`` (exclusive) and ``target`` (exclusive)."""
     def path(c: Any) -> list[Any] | None:
-        for k in _children(c):
+        for k in children(c):
             if k is target:
                 return []
-            if hasattr(k, "to_plotly_json"):
-                p = path(k)
-                if p is not None:
-                    return [k, *p]
+            p = path(k)
+            if p is not None:
+                return [k, *p]
         return None
 
     return path(root) or []
