@@ -90,7 +90,6 @@ def _sent(value):
 def measure(run_dir: Path, repeats: int, seed: int) -> dict:
     from stateseer.app.explorer import ids
     from stateseer.app.explorer.context import ExplorerContext
-    from stateseer.app.explorer.query import InstanceQuery, query_instances
     from stateseer.app.explorer.view import Trigger
     from stateseer.app.explorer.views import (
         attribution,
@@ -104,6 +103,7 @@ def measure(run_dir: Path, repeats: int, seed: int) -> dict:
         trace,
     )
     from stateseer.app.main import create_app
+    from stateseer.app.workflows.query import InstanceQuery, query_instances
 
     ctx = ExplorerContext.load(run_dir)
     create_app(context=ctx)  # the app these callbacks serve (start-up work included)

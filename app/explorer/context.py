@@ -1,6 +1,6 @@
 """What the explorer shows of a run, loaded once and only read.
 
-:class:`ExplorerContext` bundles the run (:class:`~stateseer.app.explorer.runview.RunView`)
+:class:`ExplorerContext` bundles the run (:class:`~stateseer.app.workflows.runview.RunView`)
 with the services that load lazily (the model, the nearest-context index) and, with
 ``serve --compare``, the comparison with a second run. Every view's layout and callbacks
 receive the context; nothing in it is changed after it is built.
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..workflows.comparison import RunComparison
-from .runview import RunView
+from ..workflows.runview import RunView
 from .services import ContextService, ModelService
 
 __all__ = ["ExplorerContext", "RunView"]

@@ -20,9 +20,9 @@ from ...rnn_models.formats.errors import StateseerError
 from ...rnn_models.threads import torch_threads
 from ..workflows.contexts import context_index, nearest_contexts, projection_sample
 from ..workflows.forcing import forced_trace, load_centroids, load_model
+from ..workflows.records import TraceRecord
+from ..workflows.runview import RunView
 from .cache import LRUCache
-from .records import TraceRecord
-from .runview import RunView
 
 __all__ = ["MAX_ATTRIBUTION_TOKENS", "MAX_INPUT_CHARS", "MAX_INPUT_TOKENS", "ContextService",
            "ModelService"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from dash import Input, Output, State
 from dash.exceptions import PreventUpdate
 
-from .records import StoreError
+from ..workflows.records import StoreError
 
 if TYPE_CHECKING:
     from .context import ExplorerContext

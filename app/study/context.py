@@ -19,7 +19,7 @@ from .store import StudyLog
 
 if TYPE_CHECKING:
     from ..explorer.context import ExplorerContext
-    from ..explorer.runview import RunView
+    from ..workflows.runview import RunView
 
 __all__ = ["EXTENSION", "StudyContext", "current"]
 

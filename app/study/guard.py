@@ -12,7 +12,7 @@ first: the participant comes from the request's link secret
 - a condition without state views (diagram, card, patterns) may not send a selection
   that names a state or a pattern (``204``): the table would otherwise filter by it;
   and the trace records it receives (the ``active-trace`` store) carry no abstract
-  state (:meth:`stateseer.app.explorer.records.TraceRecord.without_states`).
+  state (:meth:`stateseer.app.workflows.records.TraceRecord.without_states`).
 
 The page itself holds no data of excluded views either: :func:`blank_excluded` empties
 their components (the components stay, with their ids, so the explorer's callbacks keep

@@ -15,8 +15,8 @@ import numpy as np
 from ...rnn_models.formats.errors import StateseerError
 
 if TYPE_CHECKING:
-    from ..explorer.records import TraceRecord
-    from ..explorer.runview import RunView
+    from .records import TraceRecord
+    from .runview import RunView
 
 __all__ = ["RunComparison", "compare_runs", "compare_split", "comparison_doc"]
 
@@ -145,7 +145,7 @@ def compare_runs(run_a: Any, run_b: Any, split: str = "test", *,
     from pathlib import Path
 
     from ...rnn_models.formats.atomic import atomic_write_text
-    from ..explorer.runview import RunView
+    from .runview import RunView
 
     a, b = RunView(run_a), RunView(run_b)
     cmp_ = compare_split(a, b, split)

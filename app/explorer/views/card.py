@@ -103,8 +103,9 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
 
 def show_card(ctx, trigger: Trigger, sel, tab, shown=None):
     """The selected state's card and the state it shows (``card-key``); a new state
-    selection brings its tab to the front (not while a pattern is selected: its tab
-    stays). A selection that keeps the state (a row click) changes nothing."""
+    selection, or a page opening on one (a URL), brings its tab to the front (not while
+    a pattern is selected: its tab stays). A selection that keeps the state (a row click)
+    changes nothing."""
     state = (sel or {}).get("state")
     if state is not None:
         state = int(state)
@@ -112,7 +113,7 @@ def show_card(ctx, trigger: Trigger, sel, tab, shown=None):
         return no_update, no_update, no_update
     if state is None:
         return html.P(PROMPT, className="muted"), no_update, None
-    switch = ids.TAB_CARD if trigger.id == ids.SELECTION and tab != ids.TAB_CARD and \
+    switch = ids.TAB_CARD if trigger.id in (ids.SELECTION, None) and tab != ids.TAB_CARD and \
         not (sel or {}).get("pattern") else no_update
     f = ctx.data.forcing_per_state().get(str(state))
     forcing = {"agreement": f["agreement"], "n": f["n_inputs"]} if f else None

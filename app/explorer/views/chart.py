@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 from dash import Input, Output, State, dcc, html, no_update
 
+from ...workflows.records import TraceRecord
 from .. import ids
 from ..palette import class_color
-from ..records import TraceRecord
 from ..view import Callback, View
 from .core import active_of
 from .forcing import forced_for

@@ -14,8 +14,8 @@ from dash import Input, Output, State, dcc, no_update
 
 from ....rnn_models.formats.errors import StateseerError
 from ...selection import EMPTY
+from ...workflows.records import TraceRecord, record_of
 from .. import ids
-from ..records import TraceRecord, record_of
 from ..view import Callback, Trigger, View
 
 __all__ = ["VIEW", "active_of", "active_store", "choose_trace"]

@@ -9,8 +9,8 @@ from typing import Any
 from dash import Input, Output, State, dcc, html, no_update
 
 from ....rnn_models.formats.errors import StateseerError
+from ...workflows.records import TraceRecord
 from .. import ids
-from ..records import TraceRecord
 from ..view import Callback, Trigger, View
 from .core import active_of
 

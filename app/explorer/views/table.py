@@ -11,9 +11,9 @@ from dash import Input, Output, State, dash_table, dcc, html, no_update
 
 from ...csvsafe import rows_to_csv
 from ...selection import EMPTY, apply_event, to_query
+from ...workflows.query import MAX_SEARCH_CHARS, InstanceQuery, page_of, query_instances
 from .. import ids
 from ..page import box
-from ..query import MAX_SEARCH_CHARS, InstanceQuery, page_of, query_instances
 from ..view import Callback, Trigger, View, select_outputs
 
 __all__ = ["COLUMNS", "VIEW", "instance_query", "select_row", "select_split", "sync_split",

@@ -15,9 +15,9 @@ import numpy as np
 from dash import ALL, Input, Output, State, html, no_update
 
 from ....abstraction.colors import text_color_on
+from ...workflows.records import TraceRecord
 from .. import ids
 from ..palette import mix_color
-from ..records import TraceRecord
 from ..view import Callback, Trigger, View, js
 from .core import active_of
 

@@ -76,7 +76,7 @@ def test_buggy_patterns_are_grouped_by_confusion_pair_with_their_q_value():
 
 def test_the_header_leads_with_simulation_fidelity_and_marks_label_fidelity(ctx, monkeypatch):
     from stateseer.app.explorer import page
-    from stateseer.app.explorer.runview import RunView
+    from stateseer.app.workflows.runview import RunView
 
     metrics = {"test_accuracy": 0.8, "abstraction": {
         "n_states": 12, "label_fidelity": 1.0, "by_construction": ["label_fidelity"],

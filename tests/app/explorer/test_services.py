@@ -52,8 +52,8 @@ def test_forcing_a_trace_and_attributing_it(analysed_run):
 
 def test_comparing_two_abstractions_of_the_same_run(copy_run, analysed_run, tmp_path):
     from stateseer.abstraction.pipeline import abstract_run
-    from stateseer.app.explorer.runview import RunView
     from stateseer.app.workflows.comparison import RunComparison
+    from stateseer.app.workflows.runview import RunView
 
     other = tmp_path / "other"
     shutil.copytree(analysed_run, other)

@@ -9,10 +9,10 @@ from dash import no_update
 
 from stateseer.abstraction import layout
 from stateseer.app.explorer import ids
-from stateseer.app.explorer.records import TraceRecord
 from stateseer.app.explorer.view import Trigger
 from stateseer.app.explorer.views import chart, core, diagram, patterns, table, trace
 from stateseer.app.selection import pattern_items
+from stateseer.app.workflows.records import TraceRecord
 
 SEL0 = {"split": "test", "state": None, "row": None, "pattern": None}
 

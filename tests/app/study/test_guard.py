@@ -21,7 +21,7 @@ TOKEN = "admin-token-for-tests"
 
 
 def _doc(run, **extra):
-    from stateseer.app.explorer.runview import RunView
+    from stateseer.app.workflows.runview import RunView
 
     ids = [int(i) for i in RunView(run).traces["test"].rows[:3]]
     doc = {"study": "sec", "run": str(run),
@@ -426,8 +426,8 @@ def _row_trace(client, secret):
 
 
 def test_a_condition_without_states_receives_traces_without_states(sec_app):
-    from stateseer.app.explorer.records import TraceRecord
     from stateseer.app.explorer.views.trace import token_strip, trace_title
+    from stateseer.app.workflows.records import TraceRecord
 
     client, secret, _ = _baseline(sec_app)
     main = _row_trace(client, secret)

@@ -15,7 +15,7 @@ TOKEN = "admin-token-for-tests"
 
 
 def _study(run, **extra):
-    from stateseer.app.explorer.runview import RunView
+    from stateseer.app.workflows.runview import RunView
 
     ids = [int(i) for i in RunView(run).traces["test"].rows[:3]]
     doc = {"study": "s1", "run": str(run), "conditions": {"full": "full",

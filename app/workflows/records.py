@@ -1,7 +1,7 @@
 """The trace record: what the explorer knows of one input's run through the model.
 
 A :class:`TraceRecord` is built from a recorded instance (:meth:`RunView.trace_instance
-<stateseer.app.explorer.runview.RunView.trace_instance>`) or from a typed text
+<stateseer.app.workflows.runview.RunView.trace_instance>`) or from a typed text
 (:meth:`ModelService.trace_text <stateseer.app.explorer.services.ModelService.trace_text>`) and
 travels between callbacks in ``dcc.Store`` as JSON (:meth:`TraceRecord.to_store`).
 """

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from stateseer.app.explorer.records import TraceRecord
 from stateseer.app.explorer.views.trace import pattern_steps, state_differences
+from stateseer.app.workflows.records import TraceRecord
 
 TYPED = TraceRecord(text="good bad", tokens=("good", "bad"), known=(True, False),
                     proba=((0.2, 0.8), (0.9, 0.1)), initial_proba=(0.6, 0.4),
@@ -47,7 +47,7 @@ def test_state_differences_are_token_positions():
 def test_oversized_or_inconsistent_stores_are_refused():
     import pytest
 
-    from stateseer.app.explorer.records import MAX_STORE_CHARS, MAX_STORE_TOKENS, StoreError
+    from stateseer.app.workflows.records import MAX_STORE_CHARS, MAX_STORE_TOKENS, StoreError
 
     store = TYPED.to_store()
     n = MAX_STORE_TOKENS + 1

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from stateseer.app.explorer.context import ExplorerContext
-from stateseer.app.explorer.query import InstanceQuery, query_instances
-from stateseer.app.explorer.records import TraceRecord
 from stateseer.app.explorer.views.chart import probability_figure
 from stateseer.app.explorer.views.diagram import diagram_elements
 from stateseer.app.explorer.views.trace import flips, token_strip
 from stateseer.app.selection import EMPTY, apply_event, from_query, to_query
+from stateseer.app.workflows.query import InstanceQuery, query_instances
+from stateseer.app.workflows.records import TraceRecord
 from stateseer.rnn_models.formats.errors import StateseerError
 from tests.conftest import one_line
 
@@ -156,7 +156,7 @@ def test_trace_views_mark_flips_and_escape_text():
 def test_a_catastrophic_regex_runs_in_linear_time_or_is_refused(data):
     """``^(?:\\w\\w|\\w|\\s)*!`` backtracks exponentially in Python's ``re``; the table's
     search runs it on RE2 (or as plain text without RE2) and says so in one line."""
-    from stateseer.app.explorer.query import MAX_SEARCH_CHARS, compile_search
+    from stateseer.app.workflows.query import MAX_SEARCH_CHARS, compile_search
 
     tr = data.traces["test"]
     rows, total, msg = query_instances(data, InstanceQuery(
