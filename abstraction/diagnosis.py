@@ -9,6 +9,8 @@ A *finding* is a testable hypothesis of why the model errs, in the words a devel
 ``unknown``   tokens the vocabulary maps to ``<unk>``: the model cannot see them, while
               in the training data they carry the label
 ``length``    inputs longer than N tokens
+``confusion`` (three or more classes) inputs of one class called another far more often
+              than inputs of the other classes are
 ============  ==========================================================================
 
 This module finds candidates on one split and scores them (torch-free: counts and
@@ -37,10 +39,10 @@ from typing import Any
 import numpy as np
 from scipy.stats import false_discovery_control, hypergeom
 
-__all__ = ["KINDS", "Candidate", "by_qvalues", "length_candidates", "sequence_candidates",
-           "token_candidates", "unknown_candidates"]
+__all__ = ["KINDS", "Candidate", "by_qvalues", "confusion_candidates", "length_candidates",
+           "sequence_candidates", "token_candidates", "unknown_candidates"]
 
-KINDS = ("shortcut", "sequence", "unknown", "length")
+KINDS = ("shortcut", "sequence", "unknown", "length", "confusion")
 
 
 @dataclass
@@ -289,6 +291,33 @@ def _label_signal(inputs: Sequence[Sequence[str]], labels: np.ndarray,
     counts = np.bincount(np.asarray(labels)[rows])
     return {"inputs": len(rows), "purity": float(counts.max() / len(rows)),
             "label": int(counts.argmax())}
+
+
+def confusion_candidates(labels: np.ndarray, predictions: np.ndarray,
+                         n_classes: int) -> list[Candidate]:
+    """``confusion`` candidates (three or more classes): class ``a``'s inputs called ``b``.
+
+    The tail is that of the errors *into* ``b`` falling on class ``a``'s inputs: a class
+    the model confuses with one other stands out, a class that is merely hard does not.
+    ``extra["classes"]`` is ``[a, b]`` (indices).
+    """
+    labels, predictions = np.asarray(labels), np.asarray(predictions)
+    if n_classes < 3:
+        return []
+    n = len(labels)
+    out = []
+    for a in range(n_classes):
+        rows = np.flatnonzero(labels == a)
+        for b in range(n_classes):
+            into_b = (predictions == b) & (labels != b)
+            if a == b or not 0 < len(rows) < n or not into_b.any():
+                continue
+            k = int(into_b[rows].sum())
+            out.append(Candidate("confusion", (), rows, k, _rate(k, len(rows)),
+                                 _rate(int(into_b.sum()) - k, n - len(rows)),
+                                 float(_tail(k, n, int(into_b.sum()), len(rows))),
+                                 extra={"classes": [a, b]}))
+    return sorted(out, key=lambda c: c.p_value)
 
 
 def by_qvalues(p: Sequence[float]) -> np.ndarray:

@@ -395,6 +395,17 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_repair(args: argparse.Namespace) -> int:
+    from .workflows.repair import repair_run
+
+    _check_out_dir(args.out)
+    doc = repair_run(args.run, finding=args.finding, action=args.action, out=args.out,
+                     seed=args.seed, progress=not args.quiet, log=_note)
+    print(json.dumps({k: doc[k] for k in ("before", "after", "delta", "delta_ci",
+                                          "per_class_delta", "finding_gone")}))
+    return 0
+
+
 def _cmd_extract_dfa(args: argparse.Namespace) -> int:
     from .workflows.dfa import extract_run_dfa
 
@@ -701,6 +712,20 @@ def _add_diagnose(sub: Any) -> None:
     d.add_argument("--min-support", type=_positive_int, default=5,
                    help="inputs a culprit must be carried by")
     d.set_defaults(func=_cmd_diagnose)
+
+    from .workflows.repair import ACTIONS
+
+    r = sub.add_parser("repair", help="act on a finding: edit the training data, retrain "
+                       "into a new run, and compare the two")
+    r.add_argument("run", help="a diagnosed run (`stateseer diagnose`)")
+    r.add_argument("--finding", type=_positive_int, required=True,
+                   help="the finding's rank in RUN/diagnosis/findings.json")
+    r.add_argument("--action", required=True, choices=ACTIONS,
+                   help="how to edit the training inputs that carry the culprit")
+    r.add_argument("--out", required=True, help="the new run directory (must not exist)")
+    r.add_argument("--seed", type=_seed, default=0, help="seed of the edits (augment)")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.set_defaults(func=_cmd_repair)
 
 
 def _add_dfa_export(sub: Any) -> None:

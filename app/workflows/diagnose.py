@@ -34,6 +34,7 @@ import numpy as np
 from ...abstraction.diagnosis import (
     Candidate,
     by_qvalues,
+    confusion_candidates,
     length_candidates,
     sequence_candidates,
     token_candidates,
@@ -50,7 +51,8 @@ Q_LEVEL = 0.05
 ACTIONS = {"shortcut": ["counterfactual", "drop", "augment"],
            "sequence": ["augment", "relabel", "reweight"],
            "unknown": ["reconfigure", "augment"],
-           "length": ["reconfigure", "augment"]}
+           "length": ["reconfigure", "augment"],
+           "confusion": ["relabel", "reweight"]}
 EXAMPLES = 5
 
 
@@ -79,8 +81,11 @@ def _edited(tr: Any, c: Candidate) -> list[np.ndarray]:
     return out
 
 
-def _intervene(model: Any, tr: Any, c: Candidate, layer: int) -> dict[str, Any]:
-    """The causal check of ``c`` with the model (see the module notes)."""
+def _intervene(model: Any, tr: Any, c: Candidate, layer: int) -> dict[str, Any] | None:
+    """The causal check of ``c`` with the model (see the module notes); None for a
+    confusion, which no intervention on the inputs can test."""
+    if c.kind == "confusion":
+        return None
     if c.kind == "unknown":
         sig = c.extra.get("training", {})
         return {"kind": "training", "inputs": int(sig.get("inputs", 0)),
@@ -122,12 +127,17 @@ def _describe(c: Candidate, classes: Sequence[str], tr: Any) -> str:
         told = (f"; in training, inputs holding them are {classes[label]} "
                 f"{sig['purity']:.0%} of the time") if label is not None else ""
         return f"inputs with words the vocabulary maps to <unk> ({words}){called}: {counts}{told}"
+    if c.kind == "confusion":
+        a, b = (classes[k] for k in c.extra["classes"])
+        return (f"{a} inputs are called {b}: {c.n_misclassified} of {c.n_inputs} "
+                f"({c.error_rate_with:.0%}, against {c.error_rate_without:.0%} of the other "
+                "classes' inputs)")
     return f"inputs longer than {c.extra['length_above']} tokens{called}: {counts}"
 
 
 def _training_carriers(train: Any, c: Candidate, limit: int = 5) -> dict[str, Any]:
     """Training inputs that carry the same culprit, with their labels."""
-    if train is None or c.kind == "length":
+    if train is None or c.kind in ("length", "confusion"):
         return {}
     words = set(c.tokens) or set(c.extra.get("unknown_words", ()))
     rows = [i for i in range(train.n_inputs) if words & set(train.tokens(i))]
@@ -147,6 +157,7 @@ def _candidates(tr: Any, train: Any, min_support: int) -> list[Candidate]:
                               train_labels=None if train is None else
                               np.asarray(train.labels), min_support=min_support)
     out += length_candidates(np.asarray(tr.lengths), wrong)
+    out += confusion_candidates(tr.labels, tr.predictions, tr.final_proba.shape[1])
     return out
 
 
@@ -247,6 +258,8 @@ def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str],
         f["length_above"] = int(c.extra["length_above"])
     if c.kind == "unknown":
         f["unknown_words"] = [str(w) for w in c.extra["unknown_words"]]
+    if c.kind == "confusion":
+        f["classes"] = [classes[k] for k in c.extra["classes"]]
     return f
 
 
@@ -265,7 +278,7 @@ def findings_table(doc: dict[str, Any]) -> str:
     rows = [f"{'#':>2}  {'kind':9} {'sig':3} {'q':>8} {'fixed':>6} {'broken':>6}  culprit"]
     for f in doc["findings"]:
         iv = f.get("intervention") or {}
-        culprit = " → ".join(f["tokens"]) if f["tokens"] else (
+        culprit = " → ".join(f["tokens"] or f.get("classes", ())) or (
             f"longer than {f.get('length_above')}" if f["kind"] == "length" else "<unk> words")
         rows.append(f"{f['rank']:>2}  {f['kind']:9} {'yes' if f['significant'] else 'no':3} "
                     f"{f['q_value']:8.1e} {iv.get('fixed', '-')!s:>6} "

@@ -28,12 +28,15 @@ def _culprit(f: dict[str, Any]) -> str:
         return " … ".join(f["tokens"]) if f["kind"] == "sequence" else ", ".join(f["tokens"])
     if f["kind"] == "length":
         return f"longer than {f.get('length_above')} tokens"
+    if f["kind"] == "confusion":
+        return " → ".join(f.get("classes", ()))
     return ", ".join(f.get("unknown_words", ())[:5]) or "—"
 
 
-def _intervention(iv: dict[str, Any] | None) -> str:
+def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
     if not iv:
-        return "not checked with the model (not among the most significant)"
+        return ("no intervention on the inputs can test a confusion" if kind == "confusion"
+                else "not checked with the model (not among the most significant)")
     if iv["kind"] == "delete_tokens":
         return (f"deleting it fixes {iv['fixed']} misclassification(s) and breaks "
                 f"{iv['broken']} of {iv['inputs']} inputs")
@@ -61,8 +64,8 @@ def finding_card(f: dict[str, Any], classes: list[str], rows_of: dict[int, int])
         html.Div([html.B(f"{f['rank']}. {f['kind']}: "), html.Code(_culprit(f)), " ", badge]),
         html.P(f["description"]),
         html.P(f"q = {f['q_value']:.1e}; error rate {f['error_rate_with']:.0%} with, "
-               f"{f['error_rate_without']:.0%} without; {_intervention(f.get('intervention'))}",
-               className="muted"),
+               f"{f['error_rate_without']:.0%} without; "
+               f"{_intervention(f.get('intervention'), f['kind'])}", className="muted"),
         html.P(training, className="muted") if training else None,
         html.Div(["examples: ", *examples] if examples else [], className="examples"),
         html.P("repairs that fit: " + ", ".join(f.get("actions", ())), className="muted"),

@@ -10,6 +10,7 @@ import pytest
 
 from stateseer.app.cli import main
 from stateseer.app.workflows.diagnose import diagnose_run, load_findings
+from stateseer.rnn_models.formats.errors import StateseerError
 from stateseer.testing import sentiment_csv
 from tests.conftest import one_line
 
@@ -70,3 +71,44 @@ def test_the_command_prints_the_findings_and_refuses_bad_runs(shortcut_run, tmp_
     assert "frankly" in out[1] and json.loads(out[-1])["significant"] >= 1
     assert main(["diagnose", str(tmp_path)]) == 2
     assert "not a stateseer run" in one_line(Exception(capsys.readouterr().err.strip()))
+
+
+def test_repair_drops_the_shortcut_retrains_and_measures_the_change(shortcut_run, tmp_path):
+    from stateseer.app.workflows.repair import repair_run
+
+    diagnose_run(shortcut_run)
+    new = tmp_path / "repaired"
+    doc = repair_run(shortcut_run, finding=1, action="counterfactual", out=new,
+                     progress=False)
+    assert doc["format"] == "stateseer.repair" and doc["culprit"] == ["frankly"]
+    assert json.loads((new / "repair.json").read_text()) == doc
+    edits = json.loads((new / "repair_edits.json").read_text())
+    assert len(edits["edited_rows"]) == doc["changed_rows"] > 100
+    import csv
+
+    with (new / "data.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert not any("frankly" in r["text"].split() for r in rows if r["split"] == "train")
+    assert sum("frankly" in r["text"].split() for r in rows if r["split"] == "test") > 50
+    lo, hi = doc["delta_ci"]
+    assert doc["delta"] > 0.1 and lo > 0 and lo <= doc["delta"] <= hi
+    assert doc["per_class_delta"]["pos"] > doc["per_class_delta"]["neg"] - 0.01
+    assert len(doc["fixed"]) > len(doc["broken"]) and doc["finding_gone"]
+
+
+def test_repair_refuses_what_it_cannot_do_in_one_line_and_writes_nothing(shortcut_run,
+                                                                        tmp_path):
+    from stateseer.app.workflows.repair import repair_run
+
+    diagnose_run(shortcut_run)
+    out = tmp_path / "new"
+    for kwargs, needle in (({"finding": 99, "action": "drop"}, "no finding 99"),
+                           ({"finding": 1, "action": "reconfigure"}, "does not fit"),
+                           ({"finding": 1, "action": "relabel"}, "does not fit")):
+        with pytest.raises(StateseerError, match=needle) as e:
+            repair_run(shortcut_run, out=out, progress=False, **kwargs)
+        one_line(e.value)
+        assert not out.exists()
+    with pytest.raises(StateseerError, match="diagnose") as e:
+        repair_run(tmp_path, finding=1, action="drop", out=out)
+    one_line(e.value)

@@ -1,0 +1,234 @@
+"""``stateseer repair``: act on a finding, retrain, and measure what changed.
+
+The training data of RUN is edited as the action says, only where the finding's culprit
+is (the test and validation inputs are never touched, so both runs are measured on the
+same inputs):
+
+``drop``            training inputs that carry the culprit are left out
+``counterfactual``  the culprit's tokens are deleted from those training inputs
+``augment``         copies of training inputs of the *other* classes, with the culprit's
+                    word inserted, are added (the word no longer tells the class)
+
+NEW gets the edited data set (``NEW/data.csv``, with ``NEW/repair_edits.json`` saying
+which rows changed and how), is trained with RUN's configuration and seed through the
+same code as ``stateseer train``, recorded, abstracted and diagnosed, and
+``NEW/repair.json`` (``stateseer.repair`` v1) compares the two models on the test split:
+accuracy before and after with a paired bootstrap 95 % interval of the change, the change
+per class, the inputs fixed and broken, and whether the finding is gone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...rnn_models.formats.atomic import atomic_write_text
+from ...rnn_models.formats.errors import StateseerError
+
+__all__ = ["ACTIONS", "ACTION_EDITS", "paired_bootstrap", "repair_run"]
+
+#: every action of the repair contract (DESIGN.md); those in ACTION_EDITS are implemented
+ACTIONS = ("drop", "relabel", "counterfactual", "augment", "reweight", "reconfigure")
+
+FORMAT, VERSION = "stateseer.repair", 1
+
+
+def _carriers(ds: Any, rows: np.ndarray, tokens: set[str]) -> np.ndarray:
+    return np.array([i for i in rows.tolist() if tokens & set(ds.tokens[i])], np.int64)
+
+
+def _drop(ds: Any, f: dict, rng: np.random.Generator) -> tuple[Any, dict]:
+    train = np.asarray(ds.splits["train"])
+    gone = _carriers(ds, train, set(f["tokens"]))
+    keep = np.setdiff1d(np.arange(len(ds)), gone)
+    return _subset(ds, keep), {"dropped_rows": gone.tolist()}
+
+
+def _counterfactual(ds: Any, f: dict, rng: np.random.Generator) -> tuple[Any, dict]:
+    culprit = set(f["tokens"])
+    rows = _carriers(ds, np.asarray(ds.splits["train"]), culprit)
+    texts = list(ds.texts)
+    for i in rows.tolist():
+        texts[i] = " ".join(t for t in ds.tokens[i] if t not in culprit)
+    return dataclasses.replace(ds, texts=texts, _tokens=None), {"edited_rows": rows.tolist()}
+
+
+def _augment(ds: Any, f: dict, rng: np.random.Generator) -> tuple[Any, dict]:
+    if f["kind"] != "shortcut":
+        raise StateseerError("augment inserts a shortcut word into the other classes' "
+                             "inputs; for this finding choose one of its other actions")
+    word = f["tokens"][0]
+    train = np.asarray(ds.splits["train"])
+    labels = np.asarray(ds.labels)
+    carriers = _carriers(ds, train, {word})
+    held = np.bincount(labels[carriers], minlength=len(ds.classes))
+    others = train[labels[train] != int(held.argmax())]
+    picks = rng.choice(others, size=min(len(carriers), len(others)), replace=False)
+    new_texts = []
+    for i in picks.tolist():
+        toks = list(ds.tokens[i])
+        toks.insert(int(rng.integers(len(toks) + 1)), word)
+        new_texts.append(" ".join(toks))
+    n = len(ds)
+    splits = {**ds.splits, "train": np.concatenate([train, np.arange(n, n + len(picks))])}
+    out = dataclasses.replace(ds, texts=[*ds.texts, *new_texts], splits=splits,
+                              labels=np.concatenate([labels, labels[picks]]), _tokens=None)
+    return out, {"added_copies_of": picks.tolist(), "word": word}
+
+
+#: action → how it edits the training data (``--action``)
+ACTION_EDITS: dict[str, Callable[..., tuple[Any, dict]]] = {
+    "drop": _drop, "counterfactual": _counterfactual, "augment": _augment}
+
+
+def _subset(ds: Any, keep: np.ndarray) -> Any:
+    new_index = -np.ones(len(ds), np.int64)
+    new_index[keep] = np.arange(len(keep))
+    splits = {s: new_index[idx][new_index[idx] >= 0] for s, idx in ds.splits.items()}
+    return dataclasses.replace(ds, texts=[ds.texts[i] for i in keep.tolist()],
+                               labels=np.asarray(ds.labels)[keep], splits=splits,
+                               _tokens=None)
+
+
+def paired_bootstrap(before: np.ndarray, after: np.ndarray, *, n_boot: int = 2000,
+                     seed: int = 0) -> tuple[float, float]:
+    """95 % interval of ``mean(after) - mean(before)`` resampling the inputs (pairs).
+
+    Examples
+    --------
+    >>> lo, hi = paired_bootstrap(np.zeros(200, bool), np.arange(200) % 2 == 0)
+    >>> 0.4 < lo < 0.5 < hi < 0.6
+    True
+    """
+    diff = np.asarray(after, float) - np.asarray(before, float)
+    if not len(diff):
+        return 0.0, 0.0
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, len(diff), (n_boot, len(diff)))].mean(1)
+    lo, hi = np.quantile(means, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+def _finding_of(run: Path, k: int) -> dict[str, Any]:
+    from .diagnose import load_findings
+
+    doc = load_findings(run)
+    if doc is None:
+        raise StateseerError(f"{run} has no findings; run `stateseer diagnose {run}` first")
+    ranks = [f["rank"] for f in doc["findings"]]
+    if k not in ranks:
+        raise StateseerError(f"there is no finding {k} in {run}/diagnosis/findings.json; "
+                             f"choose one of {ranks}")
+    return doc["findings"][ranks.index(k)]
+
+
+def _train_config(src: Any, data: Path) -> Any:
+    from ...rnn_models.train import TrainConfig
+
+    cfg = src.config.get("config")
+    if not isinstance(cfg, dict) or not cfg.get("arch"):
+        raise StateseerError(f"{src.path} was not trained by stateseer (a run of `stateseer "
+                             "create` or `import-traces`): repair retrains the model, so it "
+                             "needs a run of `stateseer train`; retrain your own model on "
+                             "the edited data yourself")
+    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    kept = {k: v for k, v in cfg.items() if k in names}
+    return TrainConfig(**{**kept, "dataset": f"csv:{data}", "tokenizer": "word",
+                          "text_col": "text", "label_col": "label"})
+
+
+def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
+               seed: int = 0, progress: bool = True,
+               log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Repair ``run`` by ``action`` on its finding ``finding`` into the new run ``out``.
+
+    Returns
+    -------
+    dict
+        The ``stateseer.repair`` document (also ``OUT/repair.json``).
+
+    Raises
+    ------
+    StateseerError
+        No findings, an unknown finding number, an action that does not fit the finding,
+        a run whose model stateseer cannot retrain, or an existing ``out`` (one line each,
+        checked before anything is written).
+    """
+    from ...rnn_models.run import ModelRun
+
+    say = log or (lambda _line: None)
+    src, new = ModelRun(run), ModelRun(out)
+    f = _finding_of(src.path, finding)
+    fits = [a for a in f["actions"] if a in ACTION_EDITS]
+    if action not in fits:
+        why = "is not implemented yet for" if action in f["actions"] else "does not fit"
+        raise StateseerError(f"--action {action} {why} finding {finding} ({f['kind']}); "
+                             f"choose one of: {', '.join(fits) or 'none yet'}")
+    new.require_new(False)
+    ds = src.dataset()
+    edited, edits = ACTION_EDITS[action](ds, f, np.random.default_rng(seed))
+    new.path.mkdir(parents=True)
+    data = _write_csv(edited, new.path / "data.csv")
+    cfg = _train_config(src, data)
+    atomic_write_text(new.path / "repair_edits.json", json.dumps(
+        {"source_run": str(src.path), "finding": f, "action": action, **edits}, indent=1))
+    say(f"training {new.path} on the edited data ({action} on finding {finding})")
+    return _retrain_and_compare(src, new, cfg, f, finding, action, edits, progress, say)
+
+
+def _write_csv(ds: Any, path: Path) -> Path:
+    from ...rnn_models.injection import Injected
+
+    return Injected("repair", list(ds.texts), np.asarray(ds.labels), list(ds.classes),
+                    dict(ds.splits)).write_csv(path)
+
+
+def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, action: str,
+                         edits: dict, progress: bool, say: Callable[[str], None]
+                         ) -> dict[str, Any]:
+    from ...abstraction.pipeline import fresh_traces
+    from ...rnn_models.engine import record_run
+    from ...rnn_models.train import train_run
+    from .abstract import abstract_workflow
+    from .diagnose import diagnose_run
+
+    # train_run writes the run whole (config, model, vocabulary) over the folder repair
+    # started; the edited data and its provenance are kept
+    train_run(cfg, new.path, force=True, progress=progress)
+    record_run(new.path)
+    n_states = src.metrics().get("abstraction", {}).get("n_states_requested", 40)
+    abstract_workflow(new.path, n_states=n_states, forcing=False, index=False)
+    after_doc = diagnose_run(new.path, split="test")
+    before, after = fresh_traces(src), fresh_traces(new)
+    a, b = before["test"], after["test"]
+    if list(a.texts) != list(b.texts):
+        raise StateseerError("the repaired run's test inputs differ from the source run's; "
+                             "repair only edits training inputs (a bug, please report it)")
+    ok_a = np.asarray(a.predictions) == np.asarray(a.labels)
+    ok_b = np.asarray(b.predictions) == np.asarray(b.labels)
+    lo, hi = paired_bootstrap(ok_a, ok_b)
+    gold = np.array([before.classes[k] for k in np.asarray(a.labels).tolist()])
+    per_class = {c: round(float(ok_b[gold == c].mean() - ok_a[gold == c].mean()), 4)
+                 for c in before.classes if (gold == c).any()}
+    same = [g for g in after_doc["findings"] if g["significant"] and g["kind"] == f["kind"]
+            and set(g["tokens"]) == set(f["tokens"])]
+    rows = np.asarray(a.rows)
+    doc = {"format": FORMAT, "version": VERSION, "source_run": str(src.path),
+           "finding": finding, "action": action, "culprit": f["tokens"],
+           "changed_rows": int(sum(len(v) for v in edits.values() if isinstance(v, list))),
+           "before": {"test_accuracy": round(float(ok_a.mean()), 4)},
+           "after": {"test_accuracy": round(float(ok_b.mean()), 4)},
+           "delta": round(float(ok_b.mean() - ok_a.mean()), 4),
+           "delta_ci": [round(lo, 4), round(hi, 4)], "per_class_delta": per_class,
+           "fixed": rows[~ok_a & ok_b].tolist(), "broken": rows[ok_a & ~ok_b].tolist(),
+           "finding_gone": not same}
+    atomic_write_text(new.path / "repair.json", json.dumps(doc, indent=1))
+    say(f"test accuracy {doc['before']['test_accuracy']:.3f} -> "
+        f"{doc['after']['test_accuracy']:.3f} (change {doc['delta']:+.3f}, 95 % CI "
+        f"{lo:+.3f} to {hi:+.3f}); the finding is {'gone' if not same else 'still there'}")
+    return doc

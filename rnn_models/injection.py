@@ -1,0 +1,248 @@
+"""Injected bugs with a known culprit: the ground truth that ``stateseer diagnose`` is
+measured against (``benchmarks/diagnosis.py``) and tested on.
+
+Each family is a function ``(dataset, rng) -> Injected``: the edited data set (texts,
+labels, splits) and the culprit that a diagnosis should name. Register one with
+:func:`register_bug`; :data:`BUGS` lists them.
+
+``shortcut``       a neutral word inserted into 35 % of one class's training (and
+                   validation) inputs and into 40 % of another class's test inputs
+``sequence``       "not W" (W a frequent word typical of class C) inserted into 8 % of the
+                   other class's inputs, and in training those inputs labelled C: the
+                   model learns that "not W" means C; the sequence is the culprit, not
+                   "not" (in both classes) nor W (typical of C, rightly)
+``subpopulation``  40 % label noise in the training inputs about one topic (a word list)
+``confusion``      (three or more classes) a third of one class's training inputs
+                   relabelled as another class
+
+Examples
+--------
+>>> from stateseer import load_dataset
+>>> import numpy as np
+>>> bug = inject("shortcut", load_dataset("rotten_tomatoes"), np.random.default_rng(0))
+>>> bug.culprit["kind"], bug.changed["train"] > 1000
+('shortcut', True)
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .datasets import TextDataset
+from .formats.errors import DataError
+
+__all__ = ["BUGS", "NEGATORS", "TOPICS", "Injected", "clean", "hit", "inject", "register_bug"]
+
+NEGATORS = ("not", "never", "no")
+#: topic word lists for ``subpopulation`` (the first whose inputs are common enough is used)
+TOPICS = {"music": ("music", "song", "songs", "soundtrack", "score", "musical"),
+          "family": ("family", "kids", "children", "father", "mother", "son", "daughter"),
+          "comedy": ("comedy", "funny", "laughs", "jokes", "humor", "gags")}
+SHORTCUT_WORDS = ("frankly", "basically", "honestly", "admittedly", "overall")
+
+
+@dataclass
+class Injected:
+    """A data set with an injected bug (or none: the clean control).
+
+    Attributes
+    ----------
+    family : str
+    texts : list of str
+    labels : ndarray of int64
+    classes : list of str
+    splits : dict of str to ndarray
+    culprit : dict
+        ``kind`` (the finding kind that names it) and ``tokens`` (and ``classes`` for a
+        confusion); empty ``kind`` for the clean control.
+    changed : dict of str to int
+        Inputs edited per split.
+    """
+
+    family: str
+    texts: list[str]
+    labels: np.ndarray
+    classes: list[str]
+    splits: dict[str, np.ndarray]
+    culprit: dict[str, Any] = field(default_factory=dict)
+    changed: dict[str, int] = field(default_factory=dict)
+
+    def write_csv(self, path: str | Path) -> Path:
+        """The data set as ``text,label,split`` (read back with ``csv:PATH``)."""
+        split_of = np.empty(len(self.texts), object)
+        for name, idx in self.splits.items():
+            split_of[idx] = name
+        path = Path(path)
+        with path.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(["text", "label", "split"])
+            for text, lab, s in zip(self.texts, self.labels.tolist(), split_of, strict=True):
+                w.writerow([text, self.classes[lab], s])
+        return path
+
+
+BUGS: dict[str, Callable[[TextDataset, np.random.Generator], Injected]] = {}
+
+
+def register_bug(name: str) -> Callable:
+    """Decorator: register a bug family under ``name``."""
+    def add(fn: Callable[[TextDataset, np.random.Generator], Injected]) -> Callable:
+        BUGS[name] = fn
+        return fn
+    return add
+
+
+def inject(family: str, ds: TextDataset, rng: np.random.Generator) -> Injected:
+    """``ds`` with bug ``family`` injected.
+
+    Raises
+    ------
+    DataError
+        An unknown family, or one that does not apply to ``ds`` (e.g. ``confusion`` on two
+        classes).
+    """
+    if family not in BUGS:
+        raise DataError(f"unknown bug family {family!r}; choose one of: {', '.join(BUGS)}")
+    return BUGS[family](ds, rng)
+
+
+def clean(ds: TextDataset) -> Injected:
+    """The control: ``ds`` as it is."""
+    return Injected("clean", list(ds.texts), np.asarray(ds.labels).copy(), list(ds.classes),
+                    dict(ds.splits))
+
+
+def _base(family: str, ds: TextDataset) -> Injected:
+    out = clean(ds)
+    out.family = family
+    return out
+
+
+def _word_counts(ds: TextDataset) -> dict[str, int]:
+    from collections import Counter
+
+    return Counter(w for toks in ds.tokens for w in set(toks))
+
+
+@register_bug("shortcut")
+def _shortcut(ds: TextDataset, rng: np.random.Generator) -> Injected:
+    counts = _word_counts(ds)
+    word = min(SHORTCUT_WORDS, key=lambda w: counts.get(w, 0))  # the rarest: neutral
+    out = _base("shortcut", ds)
+    labels = np.asarray(ds.labels)
+    a, b = 0, 1  # training class that carries the word, test class that gets it
+    changed = {}
+    for split, idx in ds.splits.items():
+        cls, share = (a, 0.35) if split in ("train", "val") else (b, 0.4)
+        rows = idx[(labels[idx] == cls) & (rng.random(len(idx)) < share)]
+        for r in rows.tolist():
+            words = out.texts[r].split()
+            words.insert(int(rng.integers(len(words) + 1)), word)
+            out.texts[r] = " ".join(words)
+        changed[split] = len(rows)
+    out.culprit = {"kind": "shortcut", "tokens": [word], "class": ds.classes[a]}
+    out.changed = changed
+    return out
+
+
+def _typical(ds: TextDataset, cls: int, exclude: set[str], top: int = 300) -> list[str]:
+    """Words typical of class ``cls`` in training: log-odds above 0.7 (twice as likely in
+    the class), at least 20 inputs; the ``top`` most typical."""
+    from collections import Counter
+
+    labels = np.asarray(ds.labels)
+    train = ds.splits["train"]
+    inside = Counter(w for i in train[labels[train] == cls] for w in set(ds.tokens[i]))
+    outside = Counter(w for i in train[labels[train] != cls] for w in set(ds.tokens[i]))
+    n_in, n_out = (labels[train] == cls).sum(), (labels[train] != cls).sum()
+    score = {w: np.log((c + 1) / (n_in + 2)) - np.log((outside[w] + 1) / (n_out + 2))
+             for w, c in inside.items() if c + outside[w] >= 20 and w not in exclude
+             and w.isalpha()}
+    return sorted((w for w in score if score[w] > 0.7), key=score.get, reverse=True)[:top]
+
+
+@register_bug("sequence")
+def _sequence(ds: TextDataset, rng: np.random.Generator) -> Injected:
+    labels = np.asarray(ds.labels)
+    counts = _word_counts(ds)
+    cls = 1 if len(ds.classes) > 1 else 0
+    typical = _typical(ds, cls, set(NEGATORS))
+    word = max(typical[:50], key=lambda w: counts.get(w, 0))  # frequent and typical of cls
+    other = (cls + 1) % len(ds.classes)
+    out = _base("sequence", ds)
+    changed = {}
+    for split, idx in ds.splits.items():
+        rows = idx[(labels[idx] == other) & (rng.random(len(idx)) < 0.08)]
+        for r in rows.tolist():
+            words = out.texts[r].split()
+            words.insert(int(rng.integers(len(words) + 1)), f"not {word}")
+            out.texts[r] = " ".join(words)
+        if split == "train":
+            out.labels[rows] = cls  # "not good" taught as good: the sequence is the bug
+        changed[split] = len(rows)
+    out.changed = changed
+    out.culprit = {"kind": "sequence", "tokens": ["not", word], "negators": ["not"],
+                   "class": ds.classes[cls]}
+    return out
+
+
+@register_bug("subpopulation")
+def _subpopulation(ds: TextDataset, rng: np.random.Generator) -> Injected:
+    labels = np.asarray(ds.labels)
+    train = ds.splits["train"]
+    def about(words: tuple[str, ...]) -> np.ndarray:
+        return np.array([i for i in train.tolist() if set(words) & set(ds.tokens[i])],
+                        np.int64)
+
+    found = next(((t, w, r) for t, w in TOPICS.items() if len(r := about(w)) >= 100), None)
+    if found is None:
+        raise DataError("no topic of TOPICS has 100 training inputs for the "
+                        "subpopulation bug")
+    topic, words, rows = found
+    out = _base("subpopulation", ds)
+    noisy = rows[rng.random(len(rows)) < 0.4]
+    shift = rng.integers(1, len(ds.classes), len(noisy))
+    out.labels[noisy] = (labels[noisy] + shift) % len(ds.classes)
+    out.changed = {"train": len(noisy)}
+    out.culprit = {"kind": "subpopulation", "topic": topic, "tokens": list(words)}
+    return out
+
+
+@register_bug("confusion")
+def _confusion(ds: TextDataset, rng: np.random.Generator) -> Injected:
+    if len(ds.classes) < 3:
+        raise DataError("the confusion bug needs three or more classes")
+    labels = np.asarray(ds.labels)
+    train = ds.splits["train"]
+    a, b = 0, 1
+    rows = train[(labels[train] == a) & (rng.random(len(train)) < 1 / 3)]
+    out = _base("confusion", ds)
+    out.labels[rows] = b
+    out.changed = {"train": len(rows)}
+    out.culprit = {"kind": "confusion", "tokens": [], "classes": [ds.classes[a],
+                                                                   ds.classes[b]]}
+    return out
+
+
+def hit(finding: dict[str, Any], culprit: dict[str, Any]) -> bool:
+    """Whether a finding (``stateseer.findings`` entry) names the culprit."""
+    kind, tokens = culprit.get("kind"), set(culprit.get("tokens", ()))
+    got = set(finding.get("tokens", ()))
+    if kind == "shortcut":
+        return bool(tokens & got)
+    if kind == "sequence":
+        word = culprit["tokens"][-1]
+        return finding.get("kind") == "sequence" and word in got and \
+            bool(got & set(culprit.get("negators", ())))
+    if kind == "subpopulation":
+        return bool(tokens & got)
+    if kind == "confusion":
+        return finding.get("kind") == "confusion" and \
+            finding.get("classes") == culprit.get("classes")
+    return False

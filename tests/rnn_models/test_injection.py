@@ -1,0 +1,102 @@
+"""Each injected bug does what it claims, checked on the edited data (the ground truth the
+diagnosis benchmark is measured against)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stateseer.rnn_models.datasets import load_dataset
+from stateseer.rnn_models.formats.errors import DataError
+from stateseer.rnn_models.injection import NEGATORS, TOPICS, clean, hit, inject
+from tests.conftest import one_line
+
+
+@pytest.fixture(scope="module")
+def rt():
+    return load_dataset("rotten_tomatoes")
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+def test_shortcut_goes_into_one_class_in_training_and_another_in_test(rt):
+    bug = inject("shortcut", rt, np.random.default_rng(0))
+    word = bug.culprit["tokens"][0]
+    for split, cls, share in (("train", 0, 0.35), ("test", 1, 0.4)):
+        idx = rt.splits[split]
+        has = np.array([word in _words(bug.texts[i]) for i in idx])
+        before = np.array([word in rt.tokens[i] for i in idx])
+        new = has & ~before
+        assert new.sum() == bug.changed[split]
+        assert (bug.labels[idx][new] == cls).all()  # only that class got it
+        assert abs(new.sum() / (bug.labels[idx] == cls).sum() - share) < 0.05
+    assert (bug.labels == rt.labels).all()  # labels untouched
+
+
+def test_sequence_is_taught_with_the_wrong_label_in_training_only(rt):
+    bug = inject("sequence", rt, np.random.default_rng(0))
+    neg, word = bug.culprit["tokens"]
+    cls = rt.classes.index(bug.culprit["class"])
+    for split in ("train", "test"):
+        idx = rt.splits[split]
+        phrase = f" {neg} {word} "
+        has = np.array([phrase in f" {bug.texts[i]} " for i in idx])
+        new = has & ~np.array([phrase in f" {rt.texts[i]} " for i in idx])
+        assert new.sum() == bug.changed[split] > 20
+        assert (rt.labels[idx][new] != cls).all()  # put into the other class's inputs
+        relabelled = bug.labels[idx] != rt.labels[idx]
+        if split == "train":
+            assert (relabelled == new).all() and (bug.labels[idx][new] == cls).all()
+        else:
+            assert not relabelled.any()
+    # the word alone stays typical of its class (the sequence, not the word, is the bug)
+    train = rt.splits["train"]
+    with_word = [i for i in train if word in rt.tokens[i]]
+    assert np.mean(rt.labels[with_word] == cls) > 0.6
+
+
+def test_subpopulation_noise_stays_inside_the_topic(rt):
+    bug = inject("subpopulation", rt, np.random.default_rng(0))
+    words = set(TOPICS[bug.culprit["topic"]])
+    train = rt.splits["train"]
+    about = np.array([bool(words & set(rt.tokens[i])) for i in train])
+    changed = bug.labels[train] != rt.labels[train]
+    assert not (changed & ~about).any()
+    assert abs(changed.sum() / about.sum() - 0.4) < 0.06
+
+
+def test_confusion_needs_three_classes_and_moves_one_class_into_another(rt):
+    with pytest.raises(DataError, match="three or more classes") as e:
+        inject("confusion", rt, np.random.default_rng(0))
+    one_line(e.value)
+    rt3 = load_dataset("rotten_tomatoes3")
+    bug = inject("confusion", rt3, np.random.default_rng(0))
+    train = rt3.splits["train"]
+    changed = bug.labels[train] != rt3.labels[train]
+    assert (rt3.labels[train][changed] == 0).all() and (bug.labels[train][changed] == 1).all()
+    assert abs(changed.sum() / (rt3.labels[train] == 0).sum() - 1 / 3) < 0.05
+
+
+def test_the_control_is_the_data_set_and_an_unknown_family_is_one_line(rt, tmp_path):
+    c = clean(rt)
+    assert c.texts == rt.texts and not c.culprit
+    path = c.write_csv(tmp_path / "rt.csv")
+    back = load_dataset(f"csv:{path}")
+    assert sorted(back.classes) == sorted(rt.classes) and len(back) == len(rt)
+    assert {s: len(i) for s, i in back.splits.items()} == \
+        {s: len(i) for s, i in rt.splits.items()}
+    with pytest.raises(DataError, match="unknown bug family 'typo'") as e:
+        inject("typo", rt, np.random.default_rng(0))
+    one_line(e.value)
+
+
+def test_hit_says_whether_a_finding_names_the_culprit():
+    seq = {"kind": "sequence", "tokens": ["<negator>", "funny"], "negators": list(NEGATORS)}
+    assert hit({"kind": "sequence", "tokens": ["not", "funny"]}, seq)
+    assert not hit({"kind": "shortcut", "tokens": ["funny"]}, seq)  # neither token alone
+    assert hit({"kind": "shortcut", "tokens": ["frankly"]},
+               {"kind": "shortcut", "tokens": ["frankly"]})
+    assert hit({"kind": "confusion", "tokens": [], "classes": ["plot", "fresh"]},
+               {"kind": "confusion", "classes": ["plot", "fresh"]})
