@@ -75,15 +75,13 @@ class Injected:
 
     def write_csv(self, path: str | Path) -> Path:
         """The data set as ``text,label,split`` (read back with ``csv:PATH``)."""
-        split_of = np.empty(len(self.texts), object)
-        for name, idx in self.splits.items():
-            split_of[idx] = name
+        rows = sorted((int(i), name) for name, idx in self.splits.items() for i in idx)
         path = Path(path)
         with path.open("w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(["text", "label", "split"])
-            for text, lab, s in zip(self.texts, self.labels.tolist(), split_of, strict=True):
-                w.writerow([text, self.classes[lab], s])
+            for i, name in rows:  # inputs in no split (a subsample) are left out
+                w.writerow([self.texts[i], self.classes[int(self.labels[i])], name])
         return path
 
 
@@ -236,9 +234,9 @@ def hit(finding: dict[str, Any], culprit: dict[str, Any]) -> bool:
     got = set(finding.get("tokens", ()))
     if kind == "shortcut":
         return bool(tokens & got)
-    if kind == "sequence":
+    if kind == "sequence":  # a state window whose phrases hold both words names it too
         word = culprit["tokens"][-1]
-        return finding.get("kind") == "sequence" and word in got and \
+        return finding.get("kind") in ("sequence", "window") and word in got and \
             bool(got & set(culprit.get("negators", ())))
     if kind == "subpopulation":
         return bool(tokens & got)

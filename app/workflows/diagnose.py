@@ -49,7 +49,7 @@ FORMAT, VERSION = "stateseer.findings", 1
 Q_LEVEL = 0.05
 #: the repairs that fit each kind of finding (``stateseer repair --action``)
 ACTIONS = {"shortcut": ["counterfactual", "drop", "augment"],
-           "sequence": ["augment", "relabel", "reweight"],
+           "sequence": ["drop", "relabel", "counterfactual"],
            "unknown": ["reconfigure", "augment"],
            "length": ["reconfigure", "augment"],
            "confusion": ["relabel", "reweight"]}

@@ -38,20 +38,29 @@ ACTIONS = ("drop", "relabel", "counterfactual", "augment", "reweight", "reconfig
 FORMAT, VERSION = "stateseer.repair", 1
 
 
-def _carriers(ds: Any, rows: np.ndarray, tokens: set[str]) -> np.ndarray:
-    return np.array([i for i in rows.tolist() if tokens & set(ds.tokens[i])], np.int64)
+def _holds(toks: list[str], f: dict, window: int = 3) -> bool:
+    """Whether an input's tokens carry the finding's culprit (a sequence: its first token
+    followed within ``window`` tokens by its second)."""
+    if f["kind"] == "sequence":
+        a, b = f["tokens"]
+        return any(t == a and b in toks[i + 1:i + 1 + window] for i, t in enumerate(toks))
+    return bool(set(f["tokens"]) & set(toks))
+
+
+def _carriers(ds: Any, rows: np.ndarray, f: dict) -> np.ndarray:
+    return np.array([i for i in rows.tolist() if _holds(ds.tokens[i], f)], np.int64)
 
 
 def _drop(ds: Any, f: dict, rng: np.random.Generator) -> tuple[Any, dict]:
     train = np.asarray(ds.splits["train"])
-    gone = _carriers(ds, train, set(f["tokens"]))
+    gone = _carriers(ds, train, f)
     keep = np.setdiff1d(np.arange(len(ds)), gone)
     return _subset(ds, keep), {"dropped_rows": gone.tolist()}
 
 
 def _counterfactual(ds: Any, f: dict, rng: np.random.Generator) -> tuple[Any, dict]:
     culprit = set(f["tokens"])
-    rows = _carriers(ds, np.asarray(ds.splits["train"]), culprit)
+    rows = _carriers(ds, np.asarray(ds.splits["train"]), f)
     texts = list(ds.texts)
     for i in rows.tolist():
         texts[i] = " ".join(t for t in ds.tokens[i] if t not in culprit)
@@ -65,7 +74,7 @@ def _augment(ds: Any, f: dict, rng: np.random.Generator) -> tuple[Any, dict]:
     word = f["tokens"][0]
     train = np.asarray(ds.splits["train"])
     labels = np.asarray(ds.labels)
-    carriers = _carriers(ds, train, {word})
+    carriers = _carriers(ds, train, f)
     held = np.bincount(labels[carriers], minlength=len(ds.classes))
     others = train[labels[train] != int(held.argmax())]
     picks = rng.choice(others, size=min(len(carriers), len(others)), replace=False)

@@ -1,0 +1,208 @@
+"""Does ``stateseer diagnose`` find what is wrong with a model? Injected bugs, known culprits.
+
+For each data set, model seed and bug family of :mod:`stateseer.rnn_models.injection`
+(and a clean control per data set and seed) a model is trained on the edited data with
+the default settings, recorded, abstracted and diagnosed on the test split. A method
+*hits* when one of its top K answers names the culprit (:func:`injection.hit`). Methods,
+all on the same model in the same run:
+
+``stateseer``   ``stateseer diagnose``: findings ranked significant first
+``buggy``       the buggy patterns as the explorer lists them (a pattern names the
+                culprit when one of its phrases holds the culprit's tokens)
+``ig``          Captum integrated gradients averaged over the misclassified test inputs:
+                tokens by mean attribution towards the wrong prediction
+``hypergeom``   tokens over-represented in misclassified inputs (hypergeometric tail)
+
+On the clean controls it counts the findings reported significant. Where stateseer's
+finding is significant it repairs with the finding's first action and reports how much of
+the accuracy the bug cost is recovered: ``(repaired - buggy) / (clean - buggy)``.
+
+Usage: ``python benchmarks/diagnosis.py [--datasets rotten_tomatoes,...] [--families ...]
+[--seeds 0,1,2] [--epochs N] [--train-rows N] [--out DIR]``. Last line: JSON with ``runs``
+(``dataset``, ``family``, ``seed``, ``method``, ``rank``, ``hit1``, ``hit5``, ``seconds``),
+``clean`` (``dataset``, ``seed``, ``method``, ``significant``) and ``repairs``
+(``dataset``, ``family``, ``seed``, ``clean_accuracy``, ``buggy_accuracy``,
+``repaired_accuracy``, ``recovered``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stateseer import TrainConfig, abstract_run, load_dataset, record_run, train_run
+from stateseer.abstraction.diagnosis import token_candidates
+from stateseer.app.workflows.diagnose import diagnose_run
+from stateseer.app.workflows.repair import ACTION_EDITS, repair_run
+from stateseer.rnn_models.formats.errors import DataError, StateseerError
+from stateseer.rnn_models.formats.traces import Traces
+from stateseer.rnn_models.injection import BUGS, clean, hit, inject
+
+TOP = 10
+
+
+def _subset(ds: Any, train_rows: int | None, seed: int) -> Any:
+    """The data set with at most ``train_rows`` training inputs (for quick runs)."""
+    import dataclasses
+
+    if not train_rows or len(ds.splits["train"]) <= train_rows:
+        return ds
+    rng = np.random.default_rng(seed)
+    keep = np.sort(rng.choice(ds.splits["train"], train_rows, replace=False))
+    return dataclasses.replace(ds, splits={**ds.splits, "train": keep})
+
+
+def _rank(answers: list[dict[str, Any]], culprit: dict[str, Any]) -> int | None:
+    return next((k for k, a in enumerate(answers, 1) if hit(a, culprit)), None)
+
+
+def _buggy_answers(run: Path) -> list[dict[str, Any]]:
+    pats = json.loads((run / "abstraction" / "patterns.json").read_text())["buggy"]["test"]
+    return [{"kind": "window", "tokens": sorted({w for ph in p.get("phrases", ())
+                                                 for w in ph["phrase"].split()})}
+            for p in pats]
+
+
+def _ig_answers(run: Path, limit: int = 150) -> list[dict[str, Any]]:
+    from stateseer.rnn_models.attribution import attribute
+    from stateseer.rnn_models.run import ModelRun
+
+    r = ModelRun(run)
+    model, tr = r.load_model(), Traces(r.traces_dir)["test"]
+    wrong = np.flatnonzero(np.asarray(tr.predictions) != np.asarray(tr.labels))[:limit]
+    total: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for i in wrong.tolist():
+        ids = np.asarray(tr.token_ids[tr.steps(i)])
+        if not len(ids):
+            continue
+        att = attribute(model, ids, tr.tokens(i), method="ig", n_steps=16)
+        for tok, s in zip(att.tokens, np.asarray(att.scores), strict=True):
+            total[tok] = total.get(tok, 0.0) + float(s)
+            count[tok] = count.get(tok, 0) + 1
+    score = {t: total[t] / count[t] for t in total if count[t] >= 3}
+    return [{"kind": "shortcut", "tokens": [t]} for t in sorted(score, key=score.get,
+                                                              reverse=True)]
+
+
+def _hypergeom_answers(run: Path) -> list[dict[str, Any]]:
+    tr = Traces(Path(run) / "traces")["test"]
+    wrong = np.asarray(tr.predictions) != np.asarray(tr.labels)
+    cands = token_candidates([tr.tokens(i) for i in range(tr.n_inputs)], wrong)
+    return [{"kind": "shortcut", "tokens": list(c.tokens)} for c in cands]
+
+
+def _train(data: Any, where: Path, seed: int, epochs: int | None) -> tuple[Path, float]:
+    csv = data.write_csv(where / "data.csv")
+    run = train_run(TrainConfig(dataset=f"csv:{csv}", arch="lstm", seed=seed, epochs=epochs),
+                    where / "run", force=True, progress=False)
+    record_run(run)
+    abstract_run(run, n_states=40)
+    return run.path, float(run.metrics()["test_accuracy"])
+
+
+def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namespace,
+              clean_acc: float) -> tuple[list[dict], dict | None]:
+    """Inject, train, diagnose, compare the methods and repair: one family, one seed."""
+    try:
+        bug = inject(family, ds, np.random.default_rng(seed))
+    except DataError as exc:
+        print(f"  {family}: skipped ({exc})", file=sys.stderr)
+        return [], None
+    where = work / f"{ds.name}-{family}-{seed}"
+    where.mkdir(parents=True, exist_ok=True)
+    run, acc = _train(bug, where, seed, args.epochs)
+    rows = []
+    for method, answers_of in (("stateseer", None), ("buggy", _buggy_answers),
+                               ("ig", _ig_answers), ("hypergeom", _hypergeom_answers)):
+        t0 = time.perf_counter()
+        if answers_of is None:
+            doc = diagnose_run(run, top=TOP)
+            answers = doc["findings"]
+        else:
+            answers = answers_of(run)
+        rank = _rank(answers, bug.culprit)
+        rows.append({"dataset": ds.name, "family": family, "seed": seed, "method": method,
+                     "rank": rank, "hit1": rank == 1, "hit5": rank is not None and rank <= 5,
+                     "seconds": round(time.perf_counter() - t0, 2)})
+        print(f"  {family} seed {seed} {method}: rank {rank}", file=sys.stderr)
+    repair = None
+    k = _rank(doc["findings"], bug.culprit)
+    if k is not None and doc["findings"][k - 1]["significant"] and not args.no_repair:
+        f = doc["findings"][k - 1]
+        action = next((a for a in f["actions"] if a in ACTION_EDITS), None)
+        try:
+            out = repair_run(run, finding=f["rank"], action=action, out=where / "repaired",
+                             progress=False) if action else None
+        except StateseerError as exc:
+            print(f"  {family}: repair failed ({exc})", file=sys.stderr)
+            out = None
+        if out:
+            lost = clean_acc - acc
+            repair = {"dataset": ds.name, "family": family, "seed": seed, "action": action,
+                      "clean_accuracy": round(clean_acc, 4), "buggy_accuracy": round(acc, 4),
+                      "repaired_accuracy": out["after"]["test_accuracy"],
+                      "delta_ci": out["delta_ci"], "per_class_delta": out["per_class_delta"],
+                      "recovered": round((out["after"]["test_accuracy"] - acc) / lost, 3)
+                      if lost > 0.005 else None}
+    return rows, repair
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--datasets", default="rotten_tomatoes")
+    p.add_argument("--families", default=",".join(BUGS))
+    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--epochs", type=int, default=None, help="default: the text default")
+    p.add_argument("--train-rows", type=int, default=None, help="subsample training inputs")
+    p.add_argument("--no-repair", action="store_true")
+    p.add_argument("--out", default=None, help="work directory (default: a temporary one)")
+    args = p.parse_args(argv)
+    work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="stateseer-diag-"))
+    runs, cleans, repairs = [], [], []
+    t0 = time.perf_counter()
+    for name in args.datasets.split(","):
+        for seed in map(int, args.seeds.split(",")):
+            ds = _subset(load_dataset(name, seed=seed), args.train_rows, seed)
+            where = work / f"{name}-clean-{seed}"
+            where.mkdir(parents=True, exist_ok=True)
+            run, clean_acc = _train(clean(ds), where, seed, args.epochs)
+            doc = diagnose_run(run, top=TOP)
+            cleans.append({"dataset": name, "seed": seed, "method": "stateseer",
+                           "significant": doc["n_significant"],
+                           "findings": [f["description"] for f in doc["findings"]
+                                        if f["significant"]],
+                           "test_accuracy": round(clean_acc, 4)})
+            hyper = _hypergeom_answers(run)
+            cleans.append({"dataset": name, "seed": seed, "method": "hypergeom",
+                           "significant": None, "top": hyper[0]["tokens"] if hyper else []})
+            print(f"{name} seed {seed}: clean accuracy {clean_acc:.3f}, "
+                  f"{doc['n_significant']} significant finding(s)", file=sys.stderr)
+            for family in args.families.split(","):
+                r, rep = bench_one(ds, family, seed, work, args, clean_acc)
+                runs += r
+                repairs += [rep] if rep else []
+    summary = {}
+    for method in ("stateseer", "buggy", "ig", "hypergeom"):
+        mine = [r for r in runs if r["method"] == method]
+        if mine:
+            summary[method] = {"hit1": round(np.mean([r["hit1"] for r in mine]), 3),
+                               "hit5": round(np.mean([r["hit5"] for r in mine]), 3),
+                               "n": len(mine)}
+    if not args.out:
+        shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps({"runs": runs, "clean": cleans, "repairs": repairs, "summary": summary,
+                      "seconds": round(time.perf_counter() - t0, 1)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
