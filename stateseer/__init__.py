@@ -62,7 +62,8 @@ _API: dict[str, str] = {
     # run-level work
     "sweep_run": "app.workflows.sweep", "extract_run_dfa": "app.workflows.dfa",
     "measure_forcing": "app.workflows.forcing", "export_run": "app.workflows.exports",
-    "prepare_run": "app.workflows.prepare",
+    "prepare_run": "app.workflows.prepare", "diagnose_run": "app.workflows.diagnose",
+    "repair_run": "app.workflows.repair",
     # the explorer
     "create_app": "app.main", "serve": "app.main",
 }
