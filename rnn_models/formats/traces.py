@@ -81,6 +81,12 @@ ARRAYS = ("hidden", "proba", "token_ids", "surface_ids", "offsets", "labels", "f
 DEFAULT_SHARD_SIZE = 65_536
 """Inputs per shard when none is asked for: ordinary runs have a single shard."""
 SHARDS = "shards"
+
+#: numpy parses an ``.npy`` header with ``ast.literal_eval``, which CPython 3.11.7 failed
+#: here once from several threads at once ("SystemError: AST constructor recursion depth
+#: mismatch", 8 threads opening shards), so shard headers are read one at a time: a few
+#: microseconds each, the arrays themselves are memory-mapped
+_NPY_HEADER_LOCK = threading.Lock()
 TMP_MARK = ".tmp-"
 
 
@@ -578,8 +584,9 @@ class Traces:
             raise TraceError(f"shard {shard_name(k)} of split {split!r} is missing ({d}); "
                              f"{self._fix}")
         try:
-            arrays = {n: np.load(d / f"{n}.npy", mmap_mode=self._mmap, allow_pickle=False)
-                      for n in ARRAYS}
+            with _NPY_HEADER_LOCK:  # see _NPY_HEADER_LOCK: headers only, the data is mapped
+                arrays = {n: np.load(d / f"{n}.npy", mmap_mode=self._mmap,
+                                     allow_pickle=False) for n in ARRAYS}
             loaded = _read_texts(d, self._fix) if texts else None
         except DAMAGED_NPY as exc:
             raise TraceError(
