@@ -13,7 +13,9 @@ all on the same model in the same run:
                 tokens by mean attribution towards the wrong prediction
 ``hypergeom``   tokens over-represented in misclassified inputs (hypergeometric tail)
 
-On the clean controls it counts the findings reported significant. Where stateseer's
+On the clean controls it counts the findings reported significant, how many of those found
+on the validation split are significant on the test split too, and times ``diagnose``
+against ``abstract`` on the same run. Where stateseer's
 finding is significant it repairs with the finding's first action and reports how much of
 the accuracy the bug cost is recovered: ``(repaired - buggy) / (clean - buggy)``.
 
@@ -109,6 +111,24 @@ def _train(data: Any, where: Path, seed: int, epochs: int | None) -> tuple[Path,
     return run.path, float(run.metrics()["test_accuracy"])
 
 
+def _replication(run: Path) -> dict[str, Any]:
+    """Findings significant on the validation split that are significant on the test split
+    too (the same kind and culprit), and the time of ``diagnose`` against ``abstract``."""
+    t0 = time.perf_counter()
+    abstract_run(run, n_states=40)
+    abstract_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    test = diagnose_run(run, top=TOP, split="test")
+    diagnose_s = time.perf_counter() - t0
+    val = diagnose_run(run, top=TOP, split="val", save=False)
+    key = [(f["kind"], tuple(f["tokens"])) for f in test["findings"] if f["significant"]]
+    found = [(f["kind"], tuple(f["tokens"])) for f in val["findings"] if f["significant"]]
+    return {"val_significant": len(found),
+            "replicated_on_test": sum(k in key for k in found),
+            "abstract_s": round(abstract_s, 2), "diagnose_s": round(diagnose_s, 2),
+            "diagnose_over_abstract": round(diagnose_s / abstract_s, 2)}
+
+
 def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namespace,
               clean_acc: float) -> tuple[list[dict], dict | None]:
     """Inject, train, diagnose, compare the methods and repair: one family, one seed."""
@@ -180,13 +200,13 @@ def main(argv: list[str] | None = None) -> int:
                            "significant": doc["n_significant"],
                            "findings": [f["description"] for f in doc["findings"]
                                         if f["significant"]],
-                           "test_accuracy": round(clean_acc, 4)})
+                           "test_accuracy": round(clean_acc, 4), **_replication(run)})
             hyper = _hypergeom_answers(run)
             cleans.append({"dataset": name, "seed": seed, "method": "hypergeom",
                            "significant": None, "top": hyper[0]["tokens"] if hyper else []})
             print(f"{name} seed {seed}: clean accuracy {clean_acc:.3f}, "
                   f"{doc['n_significant']} significant finding(s)", file=sys.stderr)
-            for family in args.families.split(","):
+            for family in filter(None, args.families.split(",")):
                 r, rep = bench_one(ds, family, seed, work, args, clean_acc)
                 runs += r
                 repairs += [rep] if rep else []
