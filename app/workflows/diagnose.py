@@ -135,24 +135,25 @@ def _describe(c: Candidate, classes: Sequence[str], tr: Any) -> str:
     return f"inputs longer than {c.extra['length_above']} tokens{called}: {counts}"
 
 
-def _training_carriers(train: Any, c: Candidate, limit: int = 5) -> dict[str, Any]:
-    """Training inputs that carry the same culprit, with their labels."""
+def _training_carriers(train: Any, train_sets: Sequence[set[str]], c: Candidate,
+                       limit: int = 5) -> dict[str, Any]:
+    """Training inputs that carry the same culprit, with their labels (``train_sets``: each
+    training input's distinct tokens)."""
     if train is None or c.kind in ("length", "confusion"):
         return {}
     words = set(c.tokens) or set(c.extra.get("unknown_words", ()))
-    rows = [i for i in range(train.n_inputs) if words & set(train.tokens(i))]
+    rows = [i for i, toks in enumerate(train_sets) if words & toks]
     labels = np.asarray(train.labels)[rows] if rows else np.zeros(0, np.int64)
     counts = np.bincount(labels, minlength=len(train.final_proba[0])) if len(rows) else []
     return {"n_inputs": len(rows), "labels": [int(x) for x in counts],
             "examples": [int(train.rows[i]) for i in rows[:limit]]}
 
 
-def _candidates(tr: Any, train: Any, min_support: int) -> list[Candidate]:
-    inputs, wrong, unknown = _split_data(tr)
+def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
+                split_data: tuple, min_support: int) -> list[Candidate]:
+    inputs, wrong, unknown = split_data
     out = token_candidates(inputs, wrong, min_support=min_support)
     out += sequence_candidates(inputs, wrong, min_support=min_support)
-    train_inputs = [train.tokens(i) for i in range(train.n_inputs)] if train is not None \
-        else ()
     out += unknown_candidates(inputs, unknown, wrong, train_inputs=train_inputs,
                               train_labels=None if train is None else
                               np.asarray(train.labels), min_support=min_support)
@@ -205,7 +206,11 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
     model = r.load_model()
     tr = traces[split]
     train = traces["train"] if "train" in traces and split != "train" else None
-    cands = _candidates(tr, train, min_support)
+    data = _split_data(tr)  # each input's tokens, the misclassified, the unknown words
+    train_inputs = [train.tokens(i) for i in range(train.n_inputs)] if train is not None \
+        else []
+    train_sets = [set(t) for t in train_inputs]
+    cands = _candidates(tr, train, train_inputs, data, min_support)
     q = by_qvalues([c.p_value for c in cands])
     for c, qv in zip(cands, q, strict=True):
         c.q_value = float(qv)
@@ -215,7 +220,7 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
     checks_of = {id(c): _intervene(model, tr, c, layer) for c in checked}
     if log:
         log(f"{len(cands)} candidates tested, {len(checked)} checked with the model")
-    findings = [_finding(c, checks_of.get(id(c)), traces.classes, tr, train)
+    findings = [_finding(c, checks_of.get(id(c)), traces.classes, tr, train, train_sets)
                 for c in checked + [c for c in cands if id(c) not in checks_of][
                     :max(0, top - len(checked))]]
     findings.sort(key=lambda f: (not f["significant"],
@@ -226,7 +231,7 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
         f["rank"] = k
     doc = {"format": FORMAT, "version": VERSION, "split": split,
            "n_inputs": int(tr.n_inputs),
-           "n_misclassified": int(_split_data(tr)[1].sum()), "n_candidates": len(cands),
+           "n_misclassified": int(data[1].sum()), "n_candidates": len(cands),
            "q_level": Q_LEVEL, "seconds": round(time.perf_counter() - t0, 2),
            "model_sha256": traces.meta.get("model_sha256"),
            "n_significant": sum(f["significant"] for f in findings), "findings": findings}
@@ -238,7 +243,7 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
 
 
 def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str], tr: Any,
-             train: Any) -> dict[str, Any]:
+             train: Any, train_sets: Sequence[set[str]]) -> dict[str, Any]:
     wrong_rows = [int(i) for i in c.affected if
                   tr.predictions[i] != tr.labels[i]][:EXAMPLES]
     f = {"rank": 0, "kind": c.kind, "tokens": [str(t) for t in c.tokens],
@@ -252,7 +257,7 @@ def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str],
                              and check.get("confirmed")),
          "intervention": check,
          "examples": [int(tr.rows[i]) for i in wrong_rows],
-         "training": _training_carriers(train, c),
+         "training": _training_carriers(train, train_sets, c),
          "actions": ACTIONS[c.kind]}
     if c.kind == "length":
         f["length_above"] = int(c.extra["length_above"])
