@@ -40,7 +40,7 @@ import numpy as np
 from scipy.stats import false_discovery_control, hypergeom
 
 __all__ = ["KINDS", "Candidate", "by_qvalues", "confusion_candidates", "length_candidates",
-           "sequence_candidates", "token_candidates", "unknown_candidates"]
+           "sequence_candidates", "tail_evidence", "token_candidates", "unknown_candidates"]
 
 KINDS = ("shortcut", "sequence", "unknown", "length", "confusion")
 
@@ -284,13 +284,21 @@ def unknown_candidates(inputs: Sequence[Sequence[str]], unknown: Sequence[np.nda
 
 def _label_signal(inputs: Sequence[Sequence[str]], labels: np.ndarray,
                   words: set[str]) -> dict[str, Any]:
-    """How well holding one of ``words`` tells the label in the training data."""
-    rows = [i for i, toks in enumerate(inputs) if words & set(toks)]
-    if not rows:
+    """How well ``words`` tell the label in the training data: ``purity`` is the share of
+    (input, word) pairs whose input carries the word's most frequent label (each word may
+    stand for a different class, as ratings do); ``label`` the most frequent label of all
+    the inputs holding one."""
+    pairs = [(i, w) for i, toks in enumerate(inputs) for w in words & set(toks)]
+    if not pairs:
         return {"inputs": 0, "purity": 0.0, "label": None}
-    counts = np.bincount(np.asarray(labels)[rows])
-    return {"inputs": len(rows), "purity": float(counts.max() / len(rows)),
-            "label": int(counts.argmax())}
+    rows = np.array([i for i, _ in pairs])
+    word = np.unique([w for _, w in pairs], return_inverse=True)[1]
+    lab = np.asarray(labels)[rows]
+    table = np.zeros((word.max() + 1, lab.max() + 1), np.int64)
+    np.add.at(table, (word, lab), 1)
+    held = np.unique(rows)
+    return {"inputs": len(held), "purity": float(table.max(1).sum() / len(pairs)),
+            "label": int(np.bincount(np.asarray(labels)[held]).argmax())}
 
 
 def confusion_candidates(labels: np.ndarray, predictions: np.ndarray,
@@ -318,6 +326,37 @@ def confusion_candidates(labels: np.ndarray, predictions: np.ndarray,
                                  float(_tail(k, n, int(into_b.sum()), len(rows))),
                                  extra={"classes": [a, b]}))
     return sorted(out, key=lambda c: c.p_value)
+
+
+def tail_evidence(train_inputs: Sequence[Sequence[str]], train_labels: np.ndarray,
+                  tails: Sequence[Sequence[str]], gold: np.ndarray, pred: np.ndarray,
+                  n_classes: int) -> np.ndarray:
+    """How strongly each ``tail`` (the tokens a truncating pipeline hid) favours the gold
+    class over the predicted one: the naive-Bayes log-likelihood ratio
+    ``sum log P(w | gold) - log P(w | pred)`` with word probabilities from the training
+    inputs (whole, add-one smoothing); 0 for an empty tail or gold == pred.
+
+    Returns
+    -------
+    ndarray of float of shape (len(tails),)
+
+    Examples
+    --------
+    >>> train = [["good"], ["good"], ["bad"], ["bad"]]
+    >>> tail_evidence(train, np.array([1, 1, 0, 0]), [["good"], ["bad"]],
+    ...               np.array([1, 1]), np.array([0, 0]), 2).round(2).tolist()
+    [1.1, -1.1]
+    """
+    inp, tok, vocab = _encode([*train_inputs, *tails])
+    n_train = len(train_inputs)
+    counts = np.zeros((n_classes, len(vocab)), float)
+    in_train = inp < n_train
+    np.add.at(counts, (np.asarray(train_labels)[inp[in_train]], tok[in_train]), 1.0)
+    logp = np.log((counts + 1) / (counts.sum(1, keepdims=True) + len(vocab)))
+    t_inp = inp[~in_train] - n_train
+    ratio = logp[np.asarray(gold)[t_inp], tok[~in_train]] - \
+        logp[np.asarray(pred)[t_inp], tok[~in_train]]
+    return np.bincount(t_inp, weights=ratio, minlength=len(tails))
 
 
 def by_qvalues(p: Sequence[float]) -> np.ndarray:

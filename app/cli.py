@@ -247,6 +247,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         prefix_loss=args.prefix_loss, tokenizer=args.tokenizer, text_col=args.text_col,
         label_col=args.label_col, max_tokens=args.max_tokens,
         weight_decay=args.weight_decay, max_seconds=args.max_seconds,
+        truncate=args.truncate, vocab_exclude=args.vocab_exclude,
         arch_options={k: getattr(args, k) for k in _arch_options()
                       if getattr(args, k, None) is not None},
     )
@@ -551,6 +552,12 @@ def _add_train(sub: Any) -> None:
                    help="tokenizer for csv:/jsonl: data")
     t.add_argument("--max-tokens", type=_positive_int, default=2000,
                    help="refuse texts longer than this many tokens")
+    t.add_argument("--truncate", type=_positive_int, metavar="N",
+                   help="show the model only each input's first N tokens, in training, "
+                   "recording and typed inputs (default: whole inputs)")
+    t.add_argument("--vocab-exclude", metavar="REGEX",
+                   help="keep tokens that match REGEX (whole token) out of the vocabulary: "
+                   "the model reads them as <unk> (default: none)")
     t.add_argument("--force", action="store_true", help="overwrite an existing run")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_cmd_train)

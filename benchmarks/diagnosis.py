@@ -30,6 +30,7 @@ Usage: ``python benchmarks/diagnosis.py [--datasets rotten_tomatoes,...] [--fami
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import sys
@@ -53,8 +54,6 @@ TOP = 10
 
 def _subset(ds: Any, train_rows: int | None, seed: int) -> Any:
     """The data set with at most ``train_rows`` training inputs (for quick runs)."""
-    import dataclasses
-
     if not train_rows or len(ds.splits["train"]) <= train_rows:
         return ds
     rng = np.random.default_rng(seed)
@@ -104,7 +103,8 @@ def _hypergeom_answers(run: Path) -> list[dict[str, Any]]:
 
 def _train(data: Any, where: Path, seed: int, epochs: int | None) -> tuple[Path, float]:
     csv = data.write_csv(where / "data.csv")
-    run = train_run(TrainConfig(dataset=f"csv:{csv}", arch="lstm", seed=seed, epochs=epochs),
+    run = train_run(TrainConfig(dataset=f"csv:{csv}", arch="lstm", seed=seed, epochs=epochs,
+                                **data.train_options),
                     where / "run", force=True, progress=False)
     record_run(run)
     abstract_run(run, n_states=40)
@@ -140,6 +140,12 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
     where = work / f"{ds.name}-{family}-{seed}"
     where.mkdir(parents=True, exist_ok=True)
     run, acc = _train(bug, where, seed, args.epochs)
+    if bug.train_options and bug.texts != list(ds.texts):
+        # a pipeline bug that also edits the inputs: the clean reference is the same data
+        # through the pipeline without the bug
+        ref = dataclasses.replace(bug, train_options={})
+        (where / "reference").mkdir(exist_ok=True)
+        clean_acc = _train(ref, where / "reference", seed, args.epochs)[1]
     rows = []
     for method, answers_of in (("stateseer", None), ("buggy", _buggy_answers),
                                ("ig", _ig_answers), ("hypergeom", _hypergeom_answers)):

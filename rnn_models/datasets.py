@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import bz2
 import csv
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -46,7 +47,7 @@ from .tokenizers import get_tokenizer
 
 __all__ = ["DATASETS", "ENTRY_POINT_GROUP", "MAX_INPUT_TOKENS", "SPLITS", "DatasetEntry",
            "TextDataset", "dataset_names", "load_dataset", "register_dataset",
-           "stratified_splits"]
+           "stratified_splits", "truncated"]
 
 SPLITS = ("train", "val", "test")
 FORMAL = (*tuple(f"tomita{i}" for i in range(1, 8)), "parens")
@@ -114,6 +115,19 @@ class TextDataset:
             raise DataError(
                 f"unknown split {split!r}; choose one of: {', '.join(self.splits)}"
             ) from None
+
+
+def truncated(ds: TextDataset, n: int) -> TextDataset:
+    """``ds`` as a model shown only each input's first ``n`` tokens sees it (the texts
+    are kept whole; :attr:`TextDataset.tokens` are cut).
+
+    Examples
+    --------
+    >>> ds = TextDataset("t", ["a b c", "d"], np.array([0, 1]), ["x", "y"], "word", {})
+    >>> truncated(ds, 2).tokens
+    [['a', 'b'], ['d']]
+    """
+    return dataclasses.replace(ds, _tokens=[t[:n] for t in ds.tokens])
 
 
 def stratified_splits(

@@ -12,6 +12,13 @@ labels, splits) and the culprit that a diagnosis should name. Register one with
                    model learns that "not W" means C; the sequence is the culprit, not
                    "not" (in both classes) nor W (typical of C, rightly)
 ``subpopulation``  40 % label noise in the training inputs about one topic (a word list)
+``truncation``     a pipeline bug: the model is shown only each input's first N tokens
+                   (N the 15th percentile of the training lengths; ``train_options["truncate"]``); the
+                   culprit is "inputs longer than N"
+``unknown``        a rating (a numeral, one range per class) appended to a quarter of
+                   the inputs, whose label becomes the rating's class, while the
+                   vocabulary keeps numbers out (``train_options["vocab_exclude"]``): the
+                   labels depend on tokens the model reads as ``<unk>``
 ``confusion``      (three or more classes) a third of one class's training inputs
                    relabelled as another class
 
@@ -37,7 +44,8 @@ import numpy as np
 from .datasets import TextDataset
 from .formats.errors import DataError
 
-__all__ = ["BUGS", "NEGATORS", "TOPICS", "Injected", "clean", "hit", "inject", "register_bug"]
+__all__ = ["BUGS", "NEGATORS", "TOPICS", "Injected", "clean", "hit", "inject", "ratings",
+           "register_bug"]
 
 NEGATORS = ("not", "never", "no")
 #: topic word lists for ``subpopulation`` (the first whose inputs are common enough is used)
@@ -63,6 +71,9 @@ class Injected:
         confusion); empty ``kind`` for the clean control.
     changed : dict of str to int
         Inputs edited per split.
+    train_options : dict
+        :class:`~stateseer.rnn_models.train.TrainConfig` fields the bug sets (a pipeline
+        bug: ``truncate``, ``vocab_exclude``).
     """
 
     family: str
@@ -72,6 +83,7 @@ class Injected:
     splits: dict[str, np.ndarray]
     culprit: dict[str, Any] = field(default_factory=dict)
     changed: dict[str, int] = field(default_factory=dict)
+    train_options: dict[str, Any] = field(default_factory=dict)
 
     def write_csv(self, path: str | Path) -> Path:
         """The data set as ``text,label,split`` (read back with ``csv:PATH``)."""
@@ -212,6 +224,49 @@ def _subpopulation(ds: TextDataset, rng: np.random.Generator) -> Injected:
     return out
 
 
+@register_bug("truncation")
+def _truncation(ds: TextDataset, rng: np.random.Generator) -> Injected:
+    train = ds.splits["train"]
+    n = int(np.quantile([len(ds.tokens[i]) for i in train.tolist()], 0.15))
+    out = _base("truncation", ds)
+    out.train_options = {"truncate": n}
+    out.changed = {s: int(sum(len(ds.tokens[i]) > n for i in idx.tolist()))
+                   for s, idx in ds.splits.items()}
+    out.culprit = {"kind": "length", "tokens": [], "length_above": n}
+    return out
+
+
+def ratings(n_classes: int) -> list[list[str]]:
+    """The numerals that rate each class (1-10 cut into ``n_classes`` ranges).
+
+    Examples
+    --------
+    >>> ratings(2)
+    [['1', '2', '3', '4', '5'], ['6', '7', '8', '9', '10']]
+    """
+    if not 2 <= n_classes <= 10:
+        raise DataError("the unknown bug rates 1-10 and needs 2 to 10 classes")
+    return [[str(k) for k in part] for part in np.array_split(np.arange(1, 11), n_classes)]
+
+
+@register_bug("unknown")
+def _unknown(ds: TextDataset, rng: np.random.Generator) -> Injected:
+    scale = ratings(len(ds.classes))
+    out = _base("unknown", ds)
+    changed = {}
+    for split, idx in ds.splits.items():
+        rows = idx[rng.random(len(idx)) < 0.25]
+        rated = rng.integers(0, len(scale), len(rows))
+        for r, c in zip(rows.tolist(), rated.tolist(), strict=True):
+            out.texts[r] = f"{out.texts[r]} {scale[c][int(rng.integers(len(scale[c])))]}"
+        out.labels[rows] = rated  # the rating is the label
+        changed[split] = len(rows)
+    out.changed = changed
+    out.train_options = {"vocab_exclude": r"\d+"}
+    out.culprit = {"kind": "unknown", "tokens": [w for part in scale for w in part]}
+    return out
+
+
 @register_bug("confusion")
 def _confusion(ds: TextDataset, rng: np.random.Generator) -> Injected:
     if len(ds.classes) < 3:
@@ -243,4 +298,10 @@ def hit(finding: dict[str, Any], culprit: dict[str, Any]) -> bool:
     if kind == "confusion":
         return finding.get("kind") == "confusion" and \
             finding.get("classes") == culprit.get("classes")
+    if kind == "length":  # the cut itself, not any length
+        return finding.get("kind") == "length" and \
+            finding.get("length_above") == culprit["length_above"]
+    if kind == "unknown":  # naming the token without saying the model cannot see it misses
+        return finding.get("kind") == "unknown" and \
+            bool(tokens & (got | set(finding.get("unknown_words", ()))))
     return False

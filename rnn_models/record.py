@@ -582,6 +582,7 @@ def record_texts(
     tokenizer: str | Callable[[str], Sequence[str]] = "word",
     layer: int = -1,
     max_tokens: int = MAX_INPUT_TOKENS,
+    truncate: int | None = None,
 ) -> SplitTraces:
     """Trace a few new texts in memory (the app's input box, notebooks).
 
@@ -599,6 +600,9 @@ def record_texts(
         or a function ``text -> list of tokens``.
     layer : int, default -1
     max_tokens : int
+    truncate : int, optional
+        Show the model only each text's first ``truncate`` tokens (a run trained with
+        ``--truncate``: :attr:`ModelRun.truncate`).
 
     Raises
     ------
@@ -620,6 +624,8 @@ def record_texts(
             raise DataError(
                 f"text {i} has {len(t):,} tokens; the limit is {max_tokens:,} — shorten it"
             )
+    if truncate is not None:
+        toks = [t[:truncate] for t in toks]
     seqs = [vocab.encode(t) for t in toks]
     lengths = np.array([len(s) for s in seqs], dtype=np.int64)
     hidden, proba, final = _traced(model, seqs, layer)

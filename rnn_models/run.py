@@ -91,7 +91,7 @@ class ModelRun(RunDir):
 
     def dataset(self) -> TextDataset:
         """The run's data set as the model reads it (the options of ``config.json``)."""
-        from .datasets import load_dataset
+        from .datasets import load_dataset, truncated
 
         d = self.data
         model_tok = d.get("tokenizer") == "model"
@@ -109,6 +109,8 @@ class ModelRun(RunDir):
                                    "add it or re-create the run with --tokenizer word")
             ds = dataclasses.replace(ds, tokenizer="model",
                                      _tokens=[list(fn(t)) for t in ds.texts])
+        if d.get("truncate"):
+            ds = truncated(ds, int(d["truncate"]))
         classes = d.get("classes")
         return reorder_classes(ds, classes) if classes else ds
 

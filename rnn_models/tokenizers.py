@@ -112,12 +112,19 @@ class Vocab:
 
     @classmethod
     def build(
-        cls, token_lists: Iterable[Sequence[str]], min_freq: int = 1, max_size: int | None = None
+        cls, token_lists: Iterable[Sequence[str]], min_freq: int = 1, max_size: int | None = None,
+        exclude: str | None = None,
     ) -> Vocab:
-        """Build from tokenised training texts, most frequent first (ties alphabetical)."""
+        """Build from tokenised training texts, most frequent first (ties alphabetical).
+
+        ``exclude``: a regular expression; tokens it matches whole are left out (read as
+        ``<unk>``), e.g. ``exclude=r"\\d+"`` for numbers.
+        """
         counts = Counter(tok for toks in token_lists for tok in toks)
+        drop = re.compile(exclude).fullmatch if exclude else (lambda _t: None)
         ranked = sorted(
-            (t for t, c in counts.items() if c >= min_freq and t not in (PAD, UNK)),
+            (t for t, c in counts.items() if c >= min_freq and t not in (PAD, UNK)
+             and not drop(t)),
             key=lambda t: (-counts[t], t),
         )
         if max_size is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -28,7 +29,7 @@ from torch import nn
 
 from .archs import ARCHITECTURES
 from .batching import length_batches, pad_batch
-from .datasets import MAX_INPUT_TOKENS, TextDataset, load_dataset
+from .datasets import MAX_INPUT_TOKENS, TextDataset, load_dataset, truncated
 from .formats.atomic import atomic_write, atomic_write_text, fsync_dir, swap_dir
 from .formats.errors import DataError
 from .formats.rundir import data_section, sha256_file
@@ -89,6 +90,12 @@ class TrainConfig:
     label_col: str = "label"
     max_tokens: int | None = MAX_INPUT_TOKENS
     max_seconds: float | None = None  # training budget, checked between batches
+    #: the model is shown only each input's first N tokens (training, recording and typed
+    #: inputs; ``config.json``'s ``data.truncate``). None: whole inputs
+    truncate: int | None = None
+    #: tokens matching this regular expression (whole token) are kept out of the
+    #: vocabulary, so the model reads them as ``<unk>`` (a stop list); None: none
+    vocab_exclude: str | None = None
     #: the arch's own hyper-parameters (:attr:`Architecture.options`, e.g. Mamba's
     #: ``d_state``); absent keys take the arch's defaults
     arch_options: dict[str, Any] = field(default_factory=dict)
@@ -124,6 +131,15 @@ class TrainConfig:
                             f"{takes}); drop it or choose the arch it belongs to")
         if self.prefix_loss not in ("auto", "on", "off"):
             raise DataError(f"--prefix-loss must be auto, on or off, not {self.prefix_loss!r}")
+        if self.truncate is not None and self.truncate < 1:
+            raise DataError(f"--truncate must be a positive number of tokens, not "
+                            f"{self.truncate}")
+        if self.vocab_exclude is not None:
+            try:
+                re.compile(self.vocab_exclude)
+            except re.error as exc:
+                raise DataError(f"--vocab-exclude {self.vocab_exclude!r} is not a regular "
+                                f"expression ({exc}); fix the pattern") from None
 
 
 def default_drift(config: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
@@ -240,9 +256,11 @@ def _prepare_data(cfg: TrainConfig, dataset: TextDataset | None) -> tuple[_Data,
     )
     hp = cfg.resolve(ds)
     _check_splits(ds)
+    if cfg.truncate is not None:
+        ds = truncated(ds, cfg.truncate)
     tr = ds.splits["train"]
     vocab = Vocab.build([ds.tokens[i] for i in tr], min_freq=hp["min_freq"],
-                        max_size=cfg.max_vocab)
+                        max_size=cfg.max_vocab, exclude=cfg.vocab_exclude)
     data = _Data(ds, vocab, [vocab.encode(t) for t in ds.tokens],
                  {s: ds.splits[s] for s in ("train", "val", "test")},
                  _prefix_targets(ds, tr, cfg.prefix_loss))
@@ -414,7 +432,8 @@ def _write_run(run: ModelRun, model: nn.Module, cfg: TrainConfig, data: _Data, h
     config = {
         "format": "stateseer.run", "version": 1,
         "data": data_section(data.ds, text_col=cfg.text_col, label_col=cfg.label_col,
-                             seed=cfg.seed, max_tokens=cfg.max_tokens),
+                             seed=cfg.seed, max_tokens=cfg.max_tokens,
+                             truncate=cfg.truncate),
         "model": section,
         "training": {**{k: hp[k] for k in ("dropout", "epochs", "batch_size", "lr", "patience",
                                             "min_freq", "weight_decay")},

@@ -67,7 +67,8 @@ class ModelService:
             model, vocab = self.load()
             with torch_threads(1):
                 return record_texts(model, vocab, [text], tokenizer=self.data.tokenizer,
-                                    layer=self.data.layer)
+                                    layer=self.data.layer,
+                                    truncate=self.data.run.truncate)
         return self.cache.get(("typed", text), compute)
 
     def trace_text(self, text: str) -> TraceRecord:

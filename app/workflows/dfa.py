@@ -95,7 +95,8 @@ def _trace_examples(run: RunDir, texts: list[str], tokenizer: str) -> Any:
     from ...rnn_models.tokenizers import Vocab
 
     vocab = Vocab.load(run.vocab_path)
-    return record_texts(load_model(run), vocab, texts, tokenizer=tokenizer)
+    return record_texts(load_model(run), vocab, texts, tokenizer=tokenizer,
+                        truncate=run.truncate)
 
 
 def extract_run_dfa(run: RunDir | str | Path, *, max_states: int = 200,

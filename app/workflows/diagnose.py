@@ -11,6 +11,17 @@ carry the culprit:
                    tenth of the affected errors;
 ``cut``            the input cut after N tokens: confirmed when the prediction of at least
                    95 % of the long inputs stays the same (the model sees nothing past N);
+``unread_tail``    (a run whose pipeline truncates inputs, ``train --truncate N``) the
+                   words the model never read, after token N, weighed as evidence by the
+                   training data (naive Bayes, :func:`~stateseer.abstraction.diagnosis.
+                   tail_evidence`): among the long inputs' errors, those whose unread tail
+                   favours the true class over the prediction against those whose tail
+                   favours the prediction. The candidate's p-value is that sign test's (a
+                   model that lost evidence may err about as often on long inputs as on
+                   short ones, so error rates cannot tell; showing the long inputs whole to
+                   a model trained on cut ones tests nothing either); it is confirmed when
+                   the tails favour the truth half again as often as the prediction, in at
+                   least a tenth of the errors;
 ``training``       an unknown word cannot be removed from what the model sees (it never
                    saw it); confirmed when the training inputs holding it carry one label
                    at least 80 % of the time (the labels depend on a word the model is
@@ -37,6 +48,7 @@ from ...abstraction.diagnosis import (
     confusion_candidates,
     length_candidates,
     sequence_candidates,
+    tail_evidence,
     token_candidates,
     unknown_candidates,
 )
@@ -49,9 +61,9 @@ FORMAT, VERSION = "stateseer.findings", 1
 Q_LEVEL = 0.05
 #: the repairs that fit each kind of finding (``stateseer repair --action``)
 ACTIONS = {"shortcut": ["counterfactual", "drop", "augment"],
-           "sequence": ["drop", "relabel", "counterfactual"],
-           "unknown": ["reconfigure", "augment"],
-           "length": ["reconfigure", "augment"],
+           "sequence": ["relabel", "drop", "counterfactual"],
+           "unknown": ["reconfigure"],
+           "length": ["reconfigure"],  # only where the pipeline cut the inputs
            "confusion": ["relabel", "reweight"]}
 EXAMPLES = 5
 
@@ -64,6 +76,18 @@ def _split_data(tr: Any) -> tuple[list[list[str]], np.ndarray, list[np.ndarray]]
     wrong = (np.asarray(tr.predictions) != labels) & (labels >= 0)
     unknown = [~tr.known(i) for i in range(tr.n_inputs)]
     return inputs, wrong, unknown
+
+
+def _written(r: Any, tr: Any) -> list[list[str]] | None:
+    """Each input's tokens as written, when the run's pipeline cuts inputs (``data.truncate``)
+    and its tokenizer is stateseer's; else None (the recorded tokens are the whole input)."""
+    from ...rnn_models.tokenizers import get_tokenizer
+
+    name = r.data.get("tokenizer")
+    if r.truncate is None or name not in ("word", "char", "space"):
+        return None
+    fn = get_tokenizer(name)
+    return [fn(t) for t in tr.texts]
 
 
 def _edited(tr: Any, c: Candidate) -> list[np.ndarray]:
@@ -100,13 +124,31 @@ def _intervene(model: Any, tr: Any, c: Candidate, layer: int) -> dict[str, Any] 
     fixed = int(((before != labels) & (after == labels)).sum())
     broken = int(((before == labels) & (after != labels)).sum())
     unchanged = float((after == before).mean()) if len(rows) else 1.0
+    causes = fixed >= 2 * broken and fixed >= max(1, 0.1 * c.n_misclassified)
     if c.kind == "length":
         return {"kind": "cut", "after_tokens": c.extra["length_above"], "inputs": len(rows),
                 "fixed": fixed, "broken": broken, "unchanged": round(unchanged, 4),
                 "confirmed": unchanged >= 0.95}
     return {"kind": "delete_tokens", "inputs": len(rows), "fixed": fixed, "broken": broken,
-            "unchanged": round(unchanged, 4),
-            "confirmed": fixed >= 2 * broken and fixed >= max(1, 0.1 * c.n_misclassified)}
+            "unchanged": round(unchanged, 4), "confirmed": causes}
+
+
+def _unread_tail(c: Candidate, tr: Any, written: Sequence[list[str]], seen: int,
+                 train: Any, train_written: Sequence[list[str]]) -> dict[str, Any]:
+    """The ``unread_tail`` check of a truncation candidate (see the module notes); sets
+    the candidate's p-value to the sign test's."""
+    from scipy.stats import binom
+
+    labels, pred = np.asarray(tr.labels), np.asarray(tr.predictions)
+    rows = c.affected[pred[c.affected] != labels[c.affected]]
+    score = tail_evidence(train_written, np.asarray(train.labels),
+                          [written[i][seen:] for i in rows.tolist()], labels[rows],
+                          pred[rows], tr.final_proba.shape[1])
+    k, m = int((score > 0).sum()), int((score < 0).sum())
+    c.p_value = float(binom.sf(k - 1, k + m, 0.5)) if k else 1.0
+    return {"kind": "unread_tail", "after_tokens": seen, "inputs": len(rows),
+            "for_truth": k, "for_prediction": m,
+            "confirmed": k >= 1.5 * m and k >= max(1, 0.1 * c.n_misclassified)}
 
 
 def _describe(c: Candidate, classes: Sequence[str], tr: Any) -> str:
@@ -124,15 +166,17 @@ def _describe(c: Candidate, classes: Sequence[str], tr: Any) -> str:
         words = ", ".join(repr(w) for w in c.extra["unknown_words"][:5])
         sig = c.extra.get("training", {})
         label = sig.get("label")
-        told = (f"; in training, inputs holding them are {classes[label]} "
-                f"{sig['purity']:.0%} of the time") if label is not None else ""
+        told = (f"; in training, {sig['purity']:.0%} of the inputs holding one of them "
+                "carry that word's usual label") if label is not None else ""
         return f"inputs with words the vocabulary maps to <unk> ({words}){called}: {counts}{told}"
     if c.kind == "confusion":
         a, b = (classes[k] for k in c.extra["classes"])
         return (f"{a} inputs are called {b}: {c.n_misclassified} of {c.n_inputs} "
                 f"({c.error_rate_with:.0%}, against {c.error_rate_without:.0%} of the other "
                 "classes' inputs)")
-    return f"inputs longer than {c.extra['length_above']} tokens{called}: {counts}"
+    shown = (f" (the pipeline shows the model only their first {c.extra['length_above']})"
+             if c.extra.get("truncated") else "")
+    return f"inputs longer than {c.extra['length_above']} tokens{shown}{called}: {counts}"
 
 
 def _training_carriers(train: Any, train_sets: Sequence[set[str]], c: Candidate,
@@ -150,14 +194,23 @@ def _training_carriers(train: Any, train_sets: Sequence[set[str]], c: Candidate,
 
 
 def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
-                split_data: tuple, min_support: int) -> list[Candidate]:
+                split_data: tuple, min_support: int,
+                written: Sequence[list[str]] | None = None) -> list[Candidate]:
     inputs, wrong, unknown = split_data
     out = token_candidates(inputs, wrong, min_support=min_support)
     out += sequence_candidates(inputs, wrong, min_support=min_support)
     out += unknown_candidates(inputs, unknown, wrong, train_inputs=train_inputs,
                               train_labels=None if train is None else
                               np.asarray(train.labels), min_support=min_support)
-    out += length_candidates(np.asarray(tr.lengths), wrong)
+    if written is None:
+        out += length_candidates(np.asarray(tr.lengths), wrong)
+    else:  # the pipeline cut the inputs: lengths as written, and the cut itself
+        seen = int(np.asarray(tr.lengths).max(initial=0))
+        cands = length_candidates(np.fromiter(map(len, written), np.int64, len(written)),
+                                  wrong, seen=seen)
+        for c in cands:
+            c.extra["truncated"] = c.extra["length_above"] >= seen
+        out += cands
     out += confusion_candidates(tr.labels, tr.predictions, tr.final_proba.shape[1])
     return out
 
@@ -210,14 +263,22 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
     train_inputs = [train.tokens(i) for i in range(train.n_inputs)] if train is not None \
         else []
     train_sets = [set(t) for t in train_inputs]
-    cands = _candidates(tr, train, train_inputs, data, min_support)
+    written = _written(r, tr) if train is not None else None
+    cands = _candidates(tr, train, train_inputs, data, min_support, written)
+    layer = int(traces.meta.get("layer", -1))
+    if written is not None:
+        seen, train_written = r.truncate, _written(r, train)
+        tails = {id(c): _unread_tail(c, tr, written, seen, train, train_written)
+                 for c in cands if c.kind == "length" and c.extra.get("truncated")}
+    else:
+        tails = {}
     q = by_qvalues([c.p_value for c in cands])
     for c, qv in zip(cands, q, strict=True):
         c.q_value = float(qv)
     cands.sort(key=lambda c: (c.q_value, c.p_value))
     checked = [c for c in cands[:checks] if c.q_value < Q_LEVEL] or cands[:top]
-    layer = int(traces.meta.get("layer", -1))
-    checks_of = {id(c): _intervene(model, tr, c, layer) for c in checked}
+    checks_of = {id(c): tails.get(id(c)) or _intervene(model, tr, c, layer)
+                 for c in checked}
     if log:
         log(f"{len(cands)} candidates tested, {len(checked)} checked with the model")
     findings = [_finding(c, checks_of.get(id(c)), traces.classes, tr, train, train_sets)
@@ -259,6 +320,8 @@ def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str],
          "examples": [int(tr.rows[i]) for i in wrong_rows],
          "training": _training_carriers(train, train_sets, c),
          "actions": ACTIONS[c.kind]}
+    if c.kind == "length" and not c.extra.get("truncated"):
+        f["actions"] = []  # the model was shown whole inputs: no setting to change
     if c.kind == "length":
         f["length_above"] = int(c.extra["length_above"])
     if c.kind == "unknown":

@@ -8,6 +8,18 @@ same inputs):
 ``counterfactual``  the culprit's tokens are deleted from those training inputs
 ``augment``         copies of training inputs of the *other* classes, with the culprit's
                     word inserted, are added (the word no longer tells the class)
+``relabel``         a sequence: the training inputs that carry it take the label the
+                    validation inputs carrying it have most often (the held-out data say
+                    what such inputs are); a confusion of class A called B: the training
+                    inputs labelled B that the model gives at least the probability of A
+                    it gives A's own inputs on average are labelled A (confident learning,
+                    Northcutt et al. 2021)
+``reweight``        a confusion of class A called B: A's training inputs count twice (each
+                    is added once more)
+``reconfigure``     a pipeline setting, the data untouched: a length finding on a run that
+                    truncates inputs trains on whole inputs (``truncate`` off); an unknown
+                    words finding keeps those words in the vocabulary (``vocab_exclude``
+                    off, or ``min_freq`` 1 and no vocabulary cap when no pattern hid them)
 
 NEW gets the edited data set (``NEW/data.csv``, with ``NEW/repair_edits.json`` saying
 which rows changed and how), is trained with RUN's configuration and seed through the
@@ -51,14 +63,15 @@ def _carriers(ds: Any, rows: np.ndarray, f: dict) -> np.ndarray:
     return np.array([i for i in rows.tolist() if _holds(ds.tokens[i], f)], np.int64)
 
 
-def _drop(ds: Any, f: dict, rng: np.random.Generator) -> tuple[Any, dict]:
+def _drop(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dict]:
     train = np.asarray(ds.splits["train"])
     gone = _carriers(ds, train, f)
     keep = np.setdiff1d(np.arange(len(ds)), gone)
     return _subset(ds, keep), {"dropped_rows": gone.tolist()}
 
 
-def _counterfactual(ds: Any, f: dict, rng: np.random.Generator) -> tuple[Any, dict]:
+def _counterfactual(ds: Any, f: dict, rng: np.random.Generator, src: Any
+                    ) -> tuple[Any, dict]:
     culprit = set(f["tokens"])
     rows = _carriers(ds, np.asarray(ds.splits["train"]), f)
     texts = list(ds.texts)
@@ -67,7 +80,7 @@ def _counterfactual(ds: Any, f: dict, rng: np.random.Generator) -> tuple[Any, di
     return dataclasses.replace(ds, texts=texts, _tokens=None), {"edited_rows": rows.tolist()}
 
 
-def _augment(ds: Any, f: dict, rng: np.random.Generator) -> tuple[Any, dict]:
+def _augment(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dict]:
     if f["kind"] != "shortcut":
         raise StateseerError("augment inserts a shortcut word into the other classes' "
                              "inputs; for this finding choose one of its other actions")
@@ -90,9 +103,81 @@ def _augment(ds: Any, f: dict, rng: np.random.Generator) -> tuple[Any, dict]:
     return out, {"added_copies_of": picks.tolist(), "word": word}
 
 
-#: action → how it edits the training data (``--action``)
+def _class_index(ds: Any, name: str) -> int:
+    return list(ds.classes).index(name)
+
+
+def _relabel(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dict]:
+    labels = np.asarray(ds.labels).copy()
+    train = np.asarray(ds.splits["train"])
+    if f["kind"] == "confusion":
+        a, b = (_class_index(ds, c) for c in f["classes"])
+        rows, to = _confident_relabel(src, labels, a, b), a
+    elif f["kind"] == "sequence":
+        held = _carriers(ds, np.asarray(ds.splits.get("val", np.zeros(0, np.int64))), f)
+        if len(held) < 5:
+            raise StateseerError(f"relabel takes the label of the validation inputs that "
+                                 f"carry the culprit, and only {len(held)} do; choose drop "
+                                 "or counterfactual")
+        to = int(np.bincount(labels[held], minlength=len(ds.classes)).argmax())
+        rows = _carriers(ds, train, f)
+        rows = rows[labels[rows] != to]
+    else:
+        raise StateseerError("relabel fits a sequence or a confusion finding; for this "
+                             "finding choose one of its other actions")
+    labels[rows] = to
+    return dataclasses.replace(ds, labels=labels), {
+        "relabelled_rows": rows.tolist(), "to": ds.classes[to]}
+
+
+def _confident_relabel(src: Any, labels: np.ndarray, a: int, b: int) -> np.ndarray:
+    """Training rows labelled ``b`` whose recorded probability of ``a`` reaches the mean
+    probability of ``a`` on the rows labelled ``a`` (confident learning's threshold)."""
+    from ...abstraction.pipeline import fresh_traces
+
+    tr = fresh_traces(src)["train"]
+    rows, proba = np.asarray(tr.rows), np.asarray(tr.final_proba)
+    given = labels[rows]
+    threshold = proba[given == a, a].mean() if (given == a).any() else 1.0
+    return np.sort(rows[(given == b) & (proba[:, a] >= threshold)])
+
+
+def _reweight(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dict]:
+    if f["kind"] != "confusion":
+        raise StateseerError("reweight fits a confusion finding; for this finding choose "
+                             "one of its other actions")
+    a = _class_index(ds, f["classes"][0])
+    train = np.asarray(ds.splits["train"])
+    labels = np.asarray(ds.labels)
+    picks = train[labels[train] == a]
+    n = len(ds)
+    splits = {**ds.splits, "train": np.concatenate([train, np.arange(n, n + len(picks))])}
+    out = dataclasses.replace(ds, texts=[*ds.texts, *(ds.texts[i] for i in picks.tolist())],
+                              labels=np.concatenate([labels, labels[picks]]), splits=splits,
+                              _tokens=None)
+    return out, {"added_copies_of": picks.tolist(), "weight": 2}
+
+
+def _reconfigure(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dict]:
+    cfg = (src.config.get("config") or {})
+    if f["kind"] == "length":
+        if not cfg.get("truncate"):
+            raise StateseerError("the run shows its model whole inputs, so there is no "
+                                 "setting to change; choose augment")
+        return ds, {"settings": {"truncate": [cfg["truncate"], None]}}
+    if f["kind"] == "unknown":
+        if cfg.get("vocab_exclude"):
+            return ds, {"settings": {"vocab_exclude": [cfg["vocab_exclude"], None]}}
+        return ds, {"settings": {"min_freq": [cfg.get("min_freq"), 1],
+                                 "max_vocab": [cfg.get("max_vocab"), None]}}
+    raise StateseerError("reconfigure fits a length or an unknown-words finding; for this "
+                         "finding choose one of its other actions")
+
+
+#: action → how it edits the training data or the training settings (``--action``)
 ACTION_EDITS: dict[str, Callable[..., tuple[Any, dict]]] = {
-    "drop": _drop, "counterfactual": _counterfactual, "augment": _augment}
+    "drop": _drop, "counterfactual": _counterfactual, "augment": _augment,
+    "relabel": _relabel, "reweight": _reweight, "reconfigure": _reconfigure}
 
 
 def _subset(ds: Any, keep: np.ndarray) -> Any:
@@ -136,7 +221,7 @@ def _finding_of(run: Path, k: int) -> dict[str, Any]:
     return doc["findings"][ranks.index(k)]
 
 
-def _train_config(src: Any, data: Path) -> Any:
+def _train_config(src: Any, data: Path, settings: dict[str, list] | None = None) -> Any:
     from ...rnn_models.train import TrainConfig
 
     cfg = src.config.get("config")
@@ -147,7 +232,8 @@ def _train_config(src: Any, data: Path) -> Any:
                              "the edited data yourself")
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     kept = {k: v for k, v in cfg.items() if k in names}
-    return TrainConfig(**{**kept, "dataset": f"csv:{data}", "tokenizer": "word",
+    changed = {k: new for k, (_old, new) in (settings or {}).items()}
+    return TrainConfig(**{**kept, **changed, "dataset": f"csv:{data}", "tokenizer": "word",
                           "text_col": "text", "label_col": "label"})
 
 
@@ -179,15 +265,23 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
         raise StateseerError(f"--action {action} {why} finding {finding} ({f['kind']}); "
                              f"choose one of: {', '.join(fits) or 'none yet'}")
     new.require_new(False)
-    ds = src.dataset()
-    edited, edits = ACTION_EDITS[action](ds, f, np.random.default_rng(seed))
+    _train_config(src, src.path)  # a run stateseer cannot retrain: refused before any edit
+    ds = _whole(src)
+    edited, edits = ACTION_EDITS[action](ds, f, np.random.default_rng(seed), src)
     new.path.mkdir(parents=True)
     data = _write_csv(edited, new.path / "data.csv")
-    cfg = _train_config(src, data)
+    cfg = _train_config(src, data, edits.get("settings"))
     atomic_write_text(new.path / "repair_edits.json", json.dumps(
         {"source_run": str(src.path), "finding": f, "action": action, **edits}, indent=1))
     say(f"training {new.path} on the edited data ({action} on finding {finding})")
     return _retrain_and_compare(src, new, cfg, f, finding, action, edits, progress, say)
+
+
+def _whole(src: Any) -> Any:
+    """The run's data set with each input's tokens whole (a truncating run's cut is a
+    training setting, kept in the config, not an edit of the data)."""
+    ds = src.dataset()
+    return dataclasses.replace(ds, _tokens=None) if src.truncate else ds
 
 
 def _write_csv(ds: Any, path: Path) -> Path:
@@ -230,6 +324,7 @@ def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, ac
     doc = {"format": FORMAT, "version": VERSION, "source_run": str(src.path),
            "finding": finding, "action": action, "culprit": f["tokens"],
            "changed_rows": int(sum(len(v) for v in edits.values() if isinstance(v, list))),
+           "settings": edits.get("settings", {}),
            "before": {"test_accuracy": round(float(ok_a.mean()), 4)},
            "after": {"test_accuracy": round(float(ok_b.mean()), 4)},
            "delta": round(float(ok_b.mean() - ok_a.mean()), 4),

@@ -46,7 +46,8 @@ def sha256_file(path: str | Path) -> str:
 
 
 def data_section(ds: Any, *, text_col: str = "text", label_col: str = "label", seed: int = 0,
-                 max_tokens: int | None = 2000) -> dict[str, Any]:
+                 max_tokens: int | None = 2000, truncate: int | None = None
+                 ) -> dict[str, Any]:
     """The ``"data"`` section of ``config.json``: how to reload ``ds`` and its splits.
 
     Parameters
@@ -55,8 +56,11 @@ def data_section(ds: Any, *, text_col: str = "text", label_col: str = "label", s
         As returned by :func:`stateseer.rnn_models.datasets.load_dataset` with these options (read
         through its ``name``, ``tokenizer``, ``classes``, ``grammar``, ``info`` and
         ``splits`` attributes).
+    truncate : int, optional
+        The model is shown only each input's first ``truncate`` tokens (kept only when set).
     """
-    return {"name": ds.name, "tokenizer": ds.tokenizer, "classes": ds.classes,
+    extra = {"truncate": int(truncate)} if truncate is not None else {}
+    return {**extra, "name": ds.name, "tokenizer": ds.tokenizer, "classes": ds.classes,
             "text_col": text_col, "label_col": label_col, "seed": seed,
             "max_tokens": max_tokens, "grammar": ds.grammar, "source": ds.info,
             "split_sizes": {s: len(v) for s, v in ds.splits.items()}}
@@ -142,6 +146,13 @@ class RunDir:
         if not isinstance(d, dict):
             raise StateseerError(f"{self.config_path} has no 'data' section; retrain the run")
         return d
+
+    @property
+    def truncate(self) -> int | None:
+        """The most tokens of an input the model is shown (``data.truncate``), or None."""
+        d = self.config.get("data")
+        n = d.get("truncate") if isinstance(d, dict) else None
+        return int(n) if n else None
 
     def metrics(self) -> dict[str, Any]:
         """``metrics.json``, or ``{}`` when there is none yet."""

@@ -43,8 +43,12 @@ def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
     if iv["kind"] == "cut":
         return (f"cutting the inputs after {iv['after_tokens']} tokens leaves "
                 f"{iv['unchanged']:.0%} of the predictions unchanged")
+    if iv["kind"] == "unread_tail":
+        return (f"of {iv['inputs']} errors, the words after token {iv['after_tokens']} that "
+                f"the model never read favour the true class in {iv['for_truth']} and the "
+                f"prediction in {iv['for_prediction']}")
     return (f"in training, {iv['inputs']} inputs hold these words, "
-            f"{iv['purity']:.0%} of them with one label")
+            f"{iv['purity']:.0%} of them with the word's usual label")
 
 
 def finding_card(f: dict[str, Any], classes: list[str], rows_of: dict[int, int]) -> html.Div:
