@@ -14,8 +14,10 @@ all on the same model in the same run:
 ``hypergeom``   tokens over-represented in misclassified inputs (hypergeometric tail)
 
 On the clean controls it counts the findings reported significant, how many of those found
-on the validation split are significant on the test split too, and times ``diagnose``
-against ``abstract`` on the same run. Where stateseer's
+on the validation split are significant on the test split too, the candidates that pass
+the q-value gate when the misclassification flags are shuffled (``permutation_null``, 20
+shuffles: the target is at most one per 20), and times ``diagnose`` against ``abstract``
+on the same run. Where stateseer's
 finding is significant it repairs with the finding's first action and reports how much of
 the accuracy the bug cost is recovered: ``(repaired - buggy) / (clean - buggy)``.
 
@@ -43,7 +45,7 @@ import numpy as np
 
 from stateseer import TrainConfig, abstract_run, load_dataset, record_run, train_run
 from stateseer.abstraction.diagnosis import token_candidates
-from stateseer.app.workflows.diagnose import diagnose_run
+from stateseer.app.workflows.diagnose import diagnose_run, permutation_null
 from stateseer.app.workflows.repair import ACTION_EDITS, repair_run
 from stateseer.rnn_models.formats.errors import DataError, StateseerError
 from stateseer.rnn_models.formats.traces import Traces
@@ -190,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epochs", type=int, default=None, help="default: the text default")
     p.add_argument("--train-rows", type=int, default=None, help="subsample training inputs")
     p.add_argument("--no-repair", action="store_true")
+    p.add_argument("--permutations", type=int, default=20,
+                   help="shuffles of the misclassification flags per clean control")
     p.add_argument("--out", default=None, help="work directory (default: a temporary one)")
     args = p.parse_args(argv)
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="stateseer-diag-"))
@@ -206,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
                            "significant": doc["n_significant"],
                            "findings": [f["description"] for f in doc["findings"]
                                         if f["significant"]],
-                           "test_accuracy": round(clean_acc, 4), **_replication(run)})
+                           "test_accuracy": round(clean_acc, 4), **_replication(run),
+                           "permutation_null": permutation_null(run, n=args.permutations,
+                                                                seed=seed)})
             hyper = _hypergeom_answers(run)
             cleans.append({"dataset": name, "seed": seed, "method": "hypergeom",
                            "significant": None, "top": hyper[0]["tokens"] if hyper else []})

@@ -13,8 +13,8 @@ labels, splits) and the culprit that a diagnosis should name. Register one with
                    "not" (in both classes) nor W (typical of C, rightly)
 ``subpopulation``  40 % label noise in the training inputs about one topic (a word list)
 ``truncation``     a pipeline bug: the model is shown only each input's first N tokens
-                   (N the 15th percentile of the training lengths; ``train_options["truncate"]``); the
-                   culprit is "inputs longer than N"
+                   (N the 15th percentile of the training lengths;
+                   ``train_options["truncate"]``); the culprit is "inputs longer than N"
 ``unknown``        a rating (a numeral, one range per class) appended to a quarter of
                    the inputs, whose label becomes the rating's class, while the
                    vocabulary keeps numbers out (``train_options["vocab_exclude"]``): the

@@ -55,7 +55,8 @@ from ...abstraction.diagnosis import (
 from ...rnn_models.formats.atomic import atomic_write_text
 from ...rnn_models.formats.errors import StateseerError
 
-__all__ = ["ACTIONS", "FORMAT", "Q_LEVEL", "diagnose_run", "findings_table", "load_findings"]
+__all__ = ["ACTIONS", "FORMAT", "Q_LEVEL", "diagnose_run", "findings_table", "load_findings",
+           "permutation_null"]
 
 FORMAT, VERSION = "stateseer.findings", 1
 Q_LEVEL = 0.05
@@ -212,6 +213,37 @@ def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
             c.extra["truncated"] = c.extra["length_above"] >= seen
         out += cands
     out += confusion_candidates(tr.labels, tr.predictions, tr.final_proba.shape[1])
+    return out
+
+
+def permutation_null(run: str | Path, *, split: str = "test", n: int = 20, seed: int = 0,
+                     min_support: int = 5) -> list[int]:
+    """Candidates that pass the q-value gate when the misclassification flags are shuffled
+    across the inputs, per permutation (``n`` of them): the false findings the statistics
+    alone would let through when errors have no culprit. An upper bound on significant
+    findings (those also need their check); the confusion candidates, which read the
+    predicted classes rather than the flags, are left out.
+    """
+    from ...abstraction.pipeline import fresh_traces
+    from ...rnn_models.run import ModelRun
+
+    r = ModelRun(run)
+    traces = fresh_traces(r)
+    tr = traces[split]
+    train = traces["train"] if "train" in traces and split != "train" else None
+    inputs, wrong, unknown = _split_data(tr)
+    train_inputs = [train.tokens(i) for i in range(train.n_inputs)] if train is not None \
+        else []
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        flags = rng.permutation(wrong)
+        cands = token_candidates(inputs, flags, min_support=min_support)
+        cands += sequence_candidates(inputs, flags, min_support=min_support)
+        cands += unknown_candidates(inputs, unknown, flags, min_support=min_support)
+        cands += length_candidates(np.asarray(tr.lengths), flags)
+        q = by_qvalues([c.p_value for c in cands])
+        out.append(int((q < Q_LEVEL).sum()))
     return out
 
 

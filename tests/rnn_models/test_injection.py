@@ -100,3 +100,50 @@ def test_hit_says_whether_a_finding_names_the_culprit():
                {"kind": "shortcut", "tokens": ["frankly"]})
     assert hit({"kind": "confusion", "tokens": [], "classes": ["plot", "fresh"]},
                {"kind": "confusion", "classes": ["plot", "fresh"]})
+
+
+def test_truncation_is_a_pipeline_setting_that_leaves_the_data_alone(rt):
+    bug = inject("truncation", rt, np.random.default_rng(0))
+    n = bug.culprit["length_above"]
+    assert bug.train_options == {"truncate": n} and bug.culprit["kind"] == "length"
+    assert bug.texts == rt.texts and (bug.labels == rt.labels).all()
+    train_len = np.array([len(rt.tokens[i]) for i in rt.splits["train"]])
+    assert abs((train_len <= n).mean() - 0.15) < 0.05  # the 15th percentile
+    test_len = np.array([len(rt.tokens[i]) for i in rt.splits["test"]])
+    assert bug.changed["test"] == int((test_len > n).sum())
+
+
+def test_unknown_ratings_carry_the_label_and_the_vocabulary_hides_them(rt):
+    import re
+
+    from stateseer.rnn_models.injection import ratings
+
+    bug = inject("unknown", rt, np.random.default_rng(0))
+    scale = ratings(2)
+    assert bug.culprit == {"kind": "unknown", "tokens": scale[0] + scale[1]}
+    hide = re.compile(bug.train_options["vocab_exclude"]).fullmatch
+    assert all(hide(w) for w in bug.culprit["tokens"])
+    for split, idx in rt.splits.items():
+        rated = [i for i in idx.tolist() if bug.texts[i] != rt.texts[i]]
+        assert len(rated) == bug.changed[split]
+        assert abs(len(rated) / len(idx) - 0.25) < 0.05
+        last = [bug.texts[i].split()[-1] for i in rated]
+        # the appended numeral is the label: its class's range, always
+        assert all(w in scale[int(bug.labels[i])] for w, i in zip(last, rated, strict=True))
+        # about half of the rated inputs changed label (the rating was drawn at random)
+        flipped = np.mean([bug.labels[i] != rt.labels[i] for i in rated])
+        assert 0.35 < flipped < 0.65
+    with pytest.raises(DataError, match="2 to 10 classes") as e:
+        ratings(11)
+    one_line(e.value)
+
+
+def test_hit_names_the_cut_and_the_hidden_words_not_their_neighbours():
+    cut = {"kind": "length", "tokens": [], "length_above": 11}
+    assert hit({"kind": "length", "tokens": [], "length_above": 11}, cut)
+    assert not hit({"kind": "length", "tokens": [], "length_above": 21}, cut)
+    unk = {"kind": "unknown", "tokens": ["1", "2", "9"]}
+    assert hit({"kind": "unknown", "tokens": [], "unknown_words": ["9", "2002"]}, unk)
+    assert hit({"kind": "unknown", "tokens": ["2"]}, unk)
+    # the token named as a shortcut does not say the model cannot see it
+    assert not hit({"kind": "shortcut", "tokens": ["9"]}, unk)

@@ -146,3 +146,34 @@ def test_default_drift_names_only_defaults_that_changed(tomita_run):
     old["config"]["lr"] = 0.5  # chosen by the user: not a drift of the defaults
     assert default_drift(old) == {}
     assert default_drift({"format": "something else"}) == {}
+
+
+def test_truncate_and_vocab_exclude_are_pipeline_settings_kept_everywhere(tmp_path, text_csv):
+    from stateseer.rnn_models.engine import record_run
+    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.record import record_texts
+
+    cfg = TrainConfig(dataset=f"csv:{text_csv}", arch="gru", text_col="review",
+                      label_col="sentiment", epochs=1, hidden=8, embed=8, truncate=5,
+                      vocab_exclude=r"\d+|the")
+    run = train_run(cfg, tmp_path / "run", progress=False)
+    assert run.truncate == 5 and run.data["truncate"] == 5
+    assert run.config["config"]["vocab_exclude"] == r"\d+|the"
+    vocab = run.vocab()
+    assert "the" not in vocab.index and not any(t.isdigit() for t in vocab.tokens)
+    assert "then" in vocab.index or "there" in vocab.index  # whole tokens only
+    ds = run.dataset()
+    assert max(map(len, ds.tokens)) == 5 and max(len(t.split()) for t in ds.texts) > 5
+    record_run(run)
+    tr = Traces(run.traces_dir)["test"]
+    assert int(np.asarray(tr.lengths).max()) == 5
+    typed = record_texts(run.load_model(), vocab, ["one two three four five six seven"],
+                         truncate=run.truncate)
+    assert typed.n_inputs == 1 and int(typed.lengths[0]) == 5
+    for bad, needle in (({"truncate": 0}, "--truncate"), ({"vocab_exclude": "(["},
+                                                          "regular expression")):
+        with pytest.raises(DataError, match=needle) as e:
+            train_run(TrainConfig(dataset="tomita1", **bad), tmp_path / "bad",
+                      progress=False)
+        one_line(e.value)
+        assert not (tmp_path / "bad").exists()

@@ -19,13 +19,13 @@ DESIGN_KEYS = {"rank", "kind", "tokens", "description", "n_inputs", "n_misclassi
                "intervention", "examples", "actions"}
 
 
-def _run(tmp_path_factory, name: str, shortcut: str | None):
+def _run(tmp_path_factory, name: str, shortcut: str | None, **options):
     from stateseer import TrainConfig, record_run, train_run
 
     where = tmp_path_factory.mktemp(name)
     data = sentiment_csv(where / "data.csv", shortcut=shortcut)
     run = train_run(TrainConfig(dataset=f"csv:{data}", arch="gru", epochs=3, hidden=32,
-                                embed=32), where / "run", progress=False)
+                                embed=32, **options), where / "run", progress=False)
     record_run(run)
     return run.path
 
@@ -38,6 +38,11 @@ def shortcut_run(tmp_path_factory):
 @pytest.fixture(scope="module")
 def clean_run(tmp_path_factory):
     return _run(tmp_path_factory, "clean", None)
+
+
+@pytest.fixture(scope="module")
+def truncated_run(tmp_path_factory):
+    return _run(tmp_path_factory, "truncated", None, truncate=6)
 
 
 def test_an_injected_shortcut_is_the_first_finding_and_survives_its_deletion(shortcut_run):
@@ -112,3 +117,40 @@ def test_repair_refuses_what_it_cannot_do_in_one_line_and_writes_nothing(shortcu
     with pytest.raises(StateseerError, match="diagnose") as e:
         repair_run(tmp_path, finding=1, action="drop", out=out)
     one_line(e.value)
+
+
+def test_a_truncating_pipeline_is_named_by_its_cut_and_reconfigured_away(truncated_run,
+                                                                         tmp_path):
+    from stateseer.app.workflows.repair import repair_run
+
+    doc = diagnose_run(truncated_run)
+    top = doc["findings"][0]
+    assert top["kind"] == "length" and top["length_above"] == 6 and top["significant"]
+    iv = top["intervention"]
+    # the words the model never read point to the truth in most of its errors
+    assert iv["kind"] == "unread_tail" and iv["for_truth"] > 3 * iv["for_prediction"]
+    assert "first 6" in top["description"] and top["actions"] == ["reconfigure"]
+    new = tmp_path / "whole"
+    rep = repair_run(truncated_run, finding=1, action="reconfigure", out=new,
+                     progress=False)
+    assert rep["settings"] == {"truncate": [6, None]} and rep["changed_rows"] == 0
+    from stateseer.rnn_models.run import ModelRun
+
+    assert ModelRun(new).truncate is None
+    assert rep["delta"] > 0.1 and rep["delta_ci"][0] > 0 and rep["finding_gone"]
+
+
+def test_an_untruncated_model_offers_no_setting_for_its_length_findings(clean_run):
+    doc = diagnose_run(clean_run, save=False)
+    lengths = [f for f in doc["findings"] if f["kind"] == "length"]
+    assert all(f["actions"] == [] and f["intervention"] in (None, {}) or
+               f["intervention"]["kind"] == "cut" for f in lengths)
+
+
+def test_shuffled_errors_pass_the_q_value_gate_at_most_once_in_twenty(shortcut_run):
+    from stateseer.app.workflows.diagnose import permutation_null
+
+    null = permutation_null(shortcut_run, n=20, seed=1)
+    assert len(null) == 20 and sum(null) <= 1
+    # the real flags of the same run do pass it (the null is not blind)
+    assert diagnose_run(shortcut_run, save=False)["findings"][0]["q_value"] < 0.05
