@@ -230,10 +230,7 @@ def permutation_null(run: str | Path, *, split: str = "test", n: int = 20, seed:
     r = ModelRun(run)
     traces = fresh_traces(r)
     tr = traces[split]
-    train = traces["train"] if "train" in traces and split != "train" else None
     inputs, wrong, unknown = _split_data(tr)
-    train_inputs = [train.tokens(i) for i in range(train.n_inputs)] if train is not None \
-        else []
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n):
