@@ -400,8 +400,15 @@ def _cmd_repair(args: argparse.Namespace) -> int:
     from .workflows.repair import repair_run
 
     _check_out_dir(args.out)
+    report = None
+    if args.progress_json:
+        from ..rnn_models.formats.atomic import atomic_write_text
+
+        def report(stage: str, done: int, total: int) -> None:
+            atomic_write_text(Path(args.progress_json), json.dumps(
+                {"stage": stage, "done": done, "total": total}))
     doc = repair_run(args.run, finding=args.finding, action=args.action, out=args.out,
-                     seed=args.seed, progress=not args.quiet, log=_note)
+                     seed=args.seed, progress=not args.quiet, log=_note, report=report)
     print(json.dumps({k: doc[k] for k in ("before", "after", "delta", "delta_ci",
                                           "per_class_delta", "finding_gone")}))
     return 0
@@ -732,6 +739,8 @@ def _add_diagnose(sub: Any) -> None:
     r.add_argument("--out", required=True, help="the new run directory (must not exist)")
     r.add_argument("--seed", type=_seed, default=0, help="seed of the edits (augment)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--progress-json", metavar="FILE", help="keep FILE up to date with the "
+                   "work's stage as JSON ({stage, done, total}), for a tool that shows it")
     r.set_defaults(func=_cmd_repair)
 
 

@@ -64,7 +64,7 @@ def create_app(run_dir: str | Path | None = None, *,
         The largest request body accepted (413 beyond, before reading it).
     """
     if context is None:
-        context = ExplorerContext.load(run_dir, model=model, compare=compare)
+        context = ExplorerContext.load(run_dir, model=model, compare=compare, jobs=True)
     if context.comparison is not None:  # fail at start-up, not on the first click
         context.comparison.compare(context.data.default_split)
     cyto.load_extra_layouts()  # dagre etc., bundled with dash-cytoscape (no network)

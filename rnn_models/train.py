@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -325,9 +326,13 @@ def _epoch(model: nn.Module, opt: torch.optim.Optimizer, data: _Data, hp: dict,
 
 
 def _fit(model: nn.Module, data: _Data, hp: dict, cfg: TrainConfig,
-         progress: bool) -> tuple[dict[str, Any], list[dict[str, Any]], float]:
+         progress: bool | Callable[[int, int], None]
+         ) -> tuple[dict[str, Any], list[dict[str, Any]], float]:
     """Train with early stopping; returns the best epoch's record (with its weights),
-    the per-epoch history and the training seconds. The best weights are loaded."""
+    the per-epoch history and the training seconds. The best weights are loaded.
+    ``progress``: a tqdm bar, or a function called ``(epoch, epochs)`` after each epoch."""
+    report = progress if callable(progress) else None
+    progress = bool(progress) and report is None
     rng = np.random.default_rng(cfg.seed)
     opt = torch.optim.Adam(model.parameters(), lr=hp["lr"], weight_decay=hp["weight_decay"])
     va_seqs, va_labels = data.encoded("val")
@@ -347,6 +352,8 @@ def _fit(model: nn.Module, data: _Data, hp: dict, cfg: TrainConfig,
         loss_avg = _epoch(model, opt, data, hp, rng, deadline)
         val_acc, _ = evaluate(model, va_seqs, va_labels)
         history.append({"epoch": epoch, "loss": loss_avg, "val_accuracy": val_acc})
+        if report is not None:
+            report(epoch, hp["epochs"])
         bar.set_postfix(loss=f"{loss_avg:.4f}", val_acc=f"{val_acc:.4f}")
         if val_acc > best["val_accuracy"] or (
             val_acc == best["val_accuracy"] and loss_avg < best["loss"]
@@ -475,7 +482,7 @@ def train_run(
     out: str | Path,
     *,
     force: bool = False,
-    progress: bool = True,
+    progress: bool | Callable[[int, int], None] = True,
     dataset: TextDataset | None = None,
 ) -> ModelRun:
     """Train a classifier and write the run directory ``out``.
@@ -486,8 +493,9 @@ def train_run(
     out : str or Path
         Run directory; an existing run is kept unless ``force``.
     force : bool
-    progress : bool
-        Show a tqdm progress bar on stderr.
+    progress : bool or callable
+        Show a tqdm progress bar on stderr; a function ``(epoch, epochs)`` is called after
+        each epoch instead (a page's progress bar).
     dataset : TextDataset, optional
         Use this data set instead of loading ``cfg.dataset`` (for notebooks and tests).
 

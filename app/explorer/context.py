@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..workflows.comparison import RunComparison
+from ..workflows.jobs import JobRunner
 from ..workflows.runview import RunView
 from .services import ContextService, ModelService
 
@@ -33,25 +34,37 @@ class ExplorerContext:
         The nearest-context index and the projection (loaded on first use).
     comparison : RunComparison, optional
         The comparison with a second run (``serve --compare``).
+    jobs : JobRunner, optional
+        Runs long work started from the page (a repair) as a separate process; None where
+        the page may start none (study mode).
     """
 
     data: RunView
     models: ModelService
     contexts: ContextService
     comparison: RunComparison | None = None
+    jobs: JobRunner | None = None
 
     @classmethod
     def load(cls, run_dir: str | Path, *, model: Any = None,
-             compare: str | Path | RunView | None = None) -> ExplorerContext:
+             compare: str | Path | RunView | None = None,
+             jobs: bool = False) -> ExplorerContext:
         """Load ``run_dir`` (and the run to compare with) into a context.
 
         ``model`` is your own model (a :class:`stateseer.rnn_models.models.Traceable`) when the
-        run's ``model.pt`` is not one of the built-in classifiers.
+        run's ``model.pt`` is not one of the built-in classifiers. ``jobs``: the page may
+        start long work (a repair), kept in a temporary folder.
         """
         data = RunView(run_dir)
         models = ModelService(data, model=model)
         other = None
         if compare is not None:
             other = compare if isinstance(compare, RunView) else RunView(compare)
+        runner = None
+        if jobs:
+            import tempfile
+
+            runner = JobRunner(tempfile.mkdtemp(prefix="stateseer-jobs-"))
         return cls(data=data, models=models, contexts=ContextService(data, models),
-                   comparison=RunComparison(data, other) if other is not None else None)
+                   comparison=RunComparison(data, other) if other is not None else None,
+                   jobs=runner)

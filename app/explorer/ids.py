@@ -40,6 +40,9 @@ FSM_DOWNLOAD = "fsm-download"  # the diagram's own: a table download at once is 
 SIDE_TABS = "side-tabs"
 TAB_FINDINGS = "findings"
 FINDINGS = "findings-list"
+REPAIR_JOB = "repair-job"  # the running repair: progress, status, then its comparison
+REPAIR_POLL = "repair-poll"
+REPAIR_CANCEL = "repair-cancel"
 TAB_CARD = "card"
 TAB_INFLUENTIAL = "influential"
 TAB_BUGGY = "buggy"
@@ -125,6 +128,7 @@ TOKEN_TYPE = "token"
 CMP_TOKEN_TYPE = "cmp-token"
 PATTERN_TYPE = "pattern"
 FINDING_EXAMPLE_TYPE = "finding-example"
+REPAIR_START_TYPE = "repair-start"
 CMP_ROW_TYPE = "cmp-row"
 NN_ROW_TYPE = "nn-row"
 ATTR_SEG_TYPE = "attr-seg"
@@ -139,6 +143,11 @@ def finding_example(finding: Any, index: Any) -> dict[str, Any]:
     """An example input of a finding (``finding``: its rank; ``index``: the input's row in
     the findings' split; one input may be an example of several findings)."""
     return {"type": FINDING_EXAMPLE_TYPE, "finding": finding, "index": index}
+
+
+def repair_start(finding: Any, action: Any) -> dict[str, Any]:
+    """The button that repairs finding ``finding`` (its rank) by ``action``."""
+    return {"type": REPAIR_START_TYPE, "finding": finding, "action": action}
 
 
 def pattern(kind: Any, index: Any) -> dict[str, Any]:

@@ -239,8 +239,13 @@ def _train_config(src: Any, data: Path, settings: dict[str, list] | None = None)
 
 def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
                seed: int = 0, progress: bool = True,
-               log: Callable[[str], None] | None = None) -> dict[str, Any]:
+               log: Callable[[str], None] | None = None,
+               report: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Repair ``run`` by ``action`` on its finding ``finding`` into the new run ``out``.
+
+    ``report(stage, done, total)`` follows the work (stages: ``training`` per epoch, then
+    ``recording``, ``abstracting``, ``diagnosing``, ``comparing``, ``done``); with it,
+    no progress bar is drawn.
 
     Returns
     -------
@@ -274,7 +279,8 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
     atomic_write_text(new.path / "repair_edits.json", json.dumps(
         {"source_run": str(src.path), "finding": f, "action": action, **edits}, indent=1))
     say(f"training {new.path} on the edited data ({action} on finding {finding})")
-    return _retrain_and_compare(src, new, cfg, f, finding, action, edits, progress, say)
+    return _retrain_and_compare(src, new, cfg, f, finding, action, edits, progress, say,
+                                report)
 
 
 def _whole(src: Any) -> Any:
@@ -292,7 +298,8 @@ def _write_csv(ds: Any, path: Path) -> Path:
 
 
 def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, action: str,
-                         edits: dict, progress: bool, say: Callable[[str], None]
+                         edits: dict, progress: bool, say: Callable[[str], None],
+                         report: Callable[[str, int, int], None] | None
                          ) -> dict[str, Any]:
     from ...abstraction.pipeline import fresh_traces
     from ...rnn_models.engine import record_run
@@ -302,11 +309,18 @@ def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, ac
 
     # train_run writes the run whole (config, model, vocabulary) over the folder repair
     # started; the edited data and its provenance are kept
-    train_run(cfg, new.path, force=True, progress=progress)
+    steps = ("recording", "abstracting", "diagnosing", "comparing")
+    train_run(cfg, new.path, force=True,
+              progress=progress if report is None else (lambda e, n: report("training", e, n)))
+    report = report or (lambda _stage, _done, _total: None)
+    report(steps[0], 0, len(steps))
     record_run(new.path)
+    report(steps[1], 1, len(steps))
     n_states = src.metrics().get("abstraction", {}).get("n_states_requested", 40)
     abstract_workflow(new.path, n_states=n_states, forcing=False, index=False)
+    report(steps[2], 2, len(steps))
     after_doc = diagnose_run(new.path, split="test")
+    report(steps[3], 3, len(steps))
     before, after = fresh_traces(src), fresh_traces(new)
     a, b = before["test"], after["test"]
     if list(a.texts) != list(b.texts):
@@ -332,6 +346,7 @@ def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, ac
            "fixed": rows[~ok_a & ok_b].tolist(), "broken": rows[ok_a & ~ok_b].tolist(),
            "finding_gone": not same}
     atomic_write_text(new.path / "repair.json", json.dumps(doc, indent=1))
+    report("done", len(steps), len(steps))
     say(f"test accuracy {doc['before']['test_accuracy']:.3f} -> "
         f"{doc['after']['test_accuracy']:.3f} (change {doc['delta']:+.3f}, 95 % CI "
         f"{lo:+.3f} to {hi:+.3f}); the finding is {'gone' if not same else 'still there'}")

@@ -5,22 +5,30 @@ error rate with and without, q-value), what intervening with the model did (dele
 culprit fixed F misclassifications and broke B), the training inputs that carry the
 same culprit with their labels, the repairs that fit it, and example inputs: a click
 opens the input's trace. A run not yet diagnosed says how to diagnose it.
+
+In the explorer (not in study mode) each repair is a button: it starts ``stateseer repair``
+as a background job (:class:`~stateseer.app.workflows.jobs.JobRunner`) with a progress
+bar and a cancel button while the page stays usable; when it ends, the comparison of the
+two runs appears above the findings (accuracy with its interval, per class, the inputs
+fixed and broken, which open their traces).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from dash import ALL, Input, State, dcc, html, no_update
+from dash import ALL, Input, Output, State, dcc, html, no_update
 
 from ...selection import EMPTY, apply_event, to_query
 from ...workflows.diagnose import load_findings
 from .. import ids
 from ..view import Callback, Trigger, View, select_outputs
 
-__all__ = ["VIEW", "finding_card", "findings_panel", "open_example"]
+__all__ = ["VIEW", "finding_card", "findings_panel", "job_panel", "open_example",
+           "repair_job", "repair_result"]
 
 
 def _culprit(f: dict[str, Any]) -> str:
@@ -51,9 +59,10 @@ def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
             f"{iv['purity']:.0%} of them with the word's usual label")
 
 
-def finding_card(f: dict[str, Any], classes: list[str], rows_of: dict[int, int]) -> html.Div:
+def finding_card(f: dict[str, Any], classes: list[str], rows_of: dict[int, int],
+                 can_repair: bool = False) -> html.Div:
     """One finding as a card (plain data in, components out; text only, so every string
-    the run brings is escaped by React)."""
+    the run brings is escaped by React). ``can_repair``: each fitting repair is a button."""
     badge = html.Span("significant" if f["significant"] else "not significant",
                       className="badge " + ("sig" if f["significant"] else "muted"))
     tr = f.get("training") or {}
@@ -72,8 +81,21 @@ def finding_card(f: dict[str, Any], classes: list[str], rows_of: dict[int, int])
                f"{_intervention(f.get('intervention'), f['kind'])}", className="muted"),
         html.P(training, className="muted") if training else None,
         html.Div(["examples: ", *examples] if examples else [], className="examples"),
-        html.P("repairs that fit: " + ", ".join(f.get("actions", ())), className="muted"),
+        _repairs(f, can_repair),
     ], className="finding")
+
+
+def _repairs(f: dict[str, Any], can_repair: bool) -> Any:
+    actions = list(f.get("actions", ()))
+    if not actions:
+        return html.P("no repair fits this finding", className="muted")
+    if not can_repair:
+        return html.P("repairs that fit: " + ", ".join(actions), className="muted")
+    return html.Div(["repair: ", *(html.Button(a, id=ids.repair_start(f["rank"], a),
+                                               n_clicks=0, className="repair",
+                                               title=f"retrain on the training data edited "
+                                               f"by {a} and compare")
+                                   for a in actions)], className="repairs")
 
 
 @lru_cache(maxsize=8)
@@ -102,24 +124,145 @@ def findings_panel(ctx: Any) -> list[Any]:
         head.children += (" None survives: on this split the errors have no single culprit "
                           "these checks can name; the list below is what came closest.")
     rows = _rows_of(ctx, split)
-    return [head, *(finding_card(f, list(ctx.data.classes), rows) for f in doc["findings"])]
+    can = _can_repair(ctx)
+    note = [] if can or ctx.jobs is None else [html.P(
+        "Repairs retrain the model, so they need a run of `stateseer train`; retrain your "
+        "own model on edited data yourself.", className="muted")]
+    return [head, *note, *(finding_card(f, list(ctx.data.classes), rows, can)
+                           for f in doc["findings"])]
+
+
+def _can_repair(ctx: Any) -> bool:
+    cfg = ctx.data.run.config.get("config")
+    return ctx.jobs is not None and isinstance(cfg, dict) and bool(cfg.get("arch"))
+
+
+def job_panel(ctx: Any, status: dict[str, Any]) -> list[Any]:
+    """The repair job as the page shows it: nothing when idle; a progress bar while it
+    runs; the comparison of the two runs when it is done; the reason when it failed."""
+    state = status.get("state", "idle")
+    info = status.get("info", {})
+    what = f"repair of finding {info.get('finding')} by {info.get('action')}"
+    if state == "idle":
+        return []
+    if state == "running":
+        stage, done, total = status["stage"], status["done"], status["total"]
+        return [html.Div(f"{what}: {stage} ({done}/{total}), {status['seconds']:.0f} s",
+                         className="job-status"),
+                html.Progress(value=str(done), max=str(total), className="job-bar")]
+    if state == "cancelled":
+        return [html.Div(f"{what}: cancelled", className="job-status muted")]
+    if state == "failed":
+        return [html.Div(f"{what} failed: {status.get('message', '')}",
+                         className="job-status wrong")]
+    return repair_result(ctx, info)
+
+
+def repair_result(ctx: Any, info: dict[str, Any]) -> list[Any]:
+    """A finished repair: ``NEW/repair.json`` and the two runs compared."""
+    import json
+    from pathlib import Path
+
+    out = Path(info["out"])
+    try:
+        doc = json.loads((out / "repair.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return [html.Div(f"the repair ended without {out / 'repair.json'}", className="wrong")]
+    lo, hi = doc["delta_ci"]
+    rows = _rows_of(ctx, "test") if "test" in ctx.data.splits else {}
+
+    def inputs(label: str, which: list[int], cls: str) -> html.Div:
+        shown = [html.Button(f"#{i}", id=ids.finding_example(0, rows[i]), n_clicks=0,
+                             title="open this input's trace") for i in which[:8] if i in rows]
+        return html.Div([html.Span(f"{len(which)} {label}", className=cls), ": ", *shown],
+                        className="examples")
+    per_class = ", ".join(f"{c} {d:+.1%}" for c, d in doc["per_class_delta"].items())
+    return [html.Div([
+        html.B(f"Repaired by {doc['action']} (finding {doc['finding']}): "),
+        f"test accuracy {doc['before']['test_accuracy']:.3f} → "
+        f"{doc['after']['test_accuracy']:.3f} ({doc['delta']:+.3f}, 95 % CI {lo:+.3f} to "
+        f"{hi:+.3f}); per class {per_class}; the finding is "
+        f"{'gone' if doc['finding_gone'] else 'still there'}.",
+        inputs("fixed", doc["fixed"], "ok"), inputs("broken", doc["broken"], "wrong"),
+        html.P(["the new run: ", html.Code(str(out)), "; side by side: ",
+                html.Code(f"stateseer serve {out} --compare {ctx.data.run.path}")],
+               className="muted")], className="repair-result")]
 
 
 def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
+    jobs = []
+    if ctx.jobs is not None:
+        status = ctx.jobs.status()
+        running = status.get("state") == "running"
+        jobs = [html.Div([html.Div(job_panel(ctx, status), id=ids.REPAIR_JOB),
+                          html.Button("cancel the repair", id=ids.REPAIR_CANCEL, n_clicks=0,
+                                      disabled=not running),
+                          dcc.Interval(id=ids.REPAIR_POLL, interval=1000,
+                                       disabled=not running)], className="jobs")]
     return {"side": dcc.Tab(label="Findings", value=ids.TAB_FINDINGS, children=html.Div(
-        findings_panel(ctx), id=ids.FINDINGS, className="findings"))}
+        [*jobs, html.Div(findings_panel(ctx), id=ids.FINDINGS)], className="findings"))}
+
+
+def repair_job(ctx, trigger: Trigger, _starts, _cancel, _poll):
+    """Start, follow or cancel the repair job; returns the job panel, whether polling
+    stops, and whether the cancel button is off."""
+    from ....rnn_models.formats.errors import StateseerError
+
+    note = []
+    if trigger.is_type(ids.REPAIR_START_TYPE):
+        k, action = int(trigger.id["finding"]), str(trigger.id["action"])
+        try:
+            _start_repair(ctx, k, action)
+        except StateseerError as exc:
+            note = [html.Div(str(exc), className="job-status wrong")]
+    elif trigger.id == ids.REPAIR_CANCEL and trigger.value:
+        _discard(ctx.jobs.cancel())
+    status = ctx.jobs.status()
+    running = status.get("state") == "running"
+    return [*note, *job_panel(ctx, status)], not running, not running
+
+
+def _discard(status: dict[str, Any]) -> None:
+    """A cancelled repair's half-made run folder is removed (the job made it: it did not
+    exist when the job started)."""
+    import shutil
+
+    out = status.get("info", {}).get("out")
+    if status.get("state") == "cancelled" and out and not (Path(out) / "repair.json").exists():
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def _start_repair(ctx: Any, k: int, action: str) -> None:
+    """Check the request against the run's findings, then start ``stateseer repair`` into
+    a new sibling run folder."""
+    from ....rnn_models.formats.errors import StateseerError
+    from ...workflows.jobs import repair_command
+
+    doc = load_findings(ctx.data.run.path) or {"findings": []}
+    f = next((f for f in doc["findings"] if f["rank"] == k), None)
+    if f is None or action not in f.get("actions", ()):
+        raise StateseerError(f"finding {k} has no repair {action!r}")
+    src = Path(ctx.data.run.path).resolve()
+    out = src.with_name(f"{src.name}-repair-{k}-{action}")
+    n = 2
+    while out.exists():
+        out, n = src.with_name(f"{src.name}-repair-{k}-{action}-{n}"), n + 1
+    ctx.jobs.start("repair", repair_command(src, k, action, out),
+                   info={"finding": k, "action": action, "out": str(out)})
 
 
 def open_example(ctx, trigger: Trigger, _clicks, sel):
-    """A click on an example input selects it (in the findings' split): its trace opens."""
+    """A click on an example input selects it (in the findings' split; a repaired input,
+    finding 0, in the test split the repair compares): its trace opens."""
     if not trigger.is_type(ids.FINDING_EXAMPLE_TYPE):
         return no_update, no_update
     doc = load_findings(ctx.data.run.path)
-    if doc is None or doc["split"] not in ctx.data.splits:
+    split = "test" if trigger.id.get("finding") == 0 else (doc or {}).get("split")
+    if split not in ctx.data.splits:
         return no_update, no_update
     sel = sel or EMPTY
-    if sel.get("split") != doc["split"]:
-        sel = apply_event(sel, "split", doc["split"])
+    if sel.get("split") != split:
+        sel = apply_event(sel, "split", split)
     new = apply_event(sel, "row", int(trigger.id["index"]))
     return new, to_query(new)
 
@@ -130,4 +273,10 @@ VIEW = View(
         Callback(open_example, select_outputs(),
                  [Input(ids.finding_example(ALL, ALL), "n_clicks"), State(ids.SELECTION, "data")],
                  trigger=True, prevent_initial_call=True),
+        Callback(repair_job, [Output(ids.REPAIR_JOB, "children"),
+                              Output(ids.REPAIR_POLL, "disabled"),
+                              Output(ids.REPAIR_CANCEL, "disabled")],
+                 [Input(ids.repair_start(ALL, ALL), "n_clicks"),
+                  Input(ids.REPAIR_CANCEL, "n_clicks"), Input(ids.REPAIR_POLL, "n_intervals")],
+                 trigger=True, prevent_initial_call=True, when=lambda ctx: ctx.jobs is not None),
     ))

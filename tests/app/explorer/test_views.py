@@ -289,3 +289,36 @@ def test_fixed_layout_fills_the_frame_and_no_state_hides_another(ctx):
     sizes = {e["data"]["state"]: e["data"]["size"]
              for e in diagram.diagram_elements(fsm, positions=pos) if "state" in e["data"]}
     assert sizes == {s: float(layout.node_size(fsm.visits)[s]) for s in range(fsm.n_states)}
+
+
+def test_repairs_are_buttons_only_where_the_page_may_start_jobs(ctx, tmp_path):
+    import dataclasses
+    import sys
+
+    from stateseer.app.explorer.views import findings
+    from stateseer.app.workflows.jobs import JobRunner
+
+    f = {"rank": 2, "kind": "sequence", "tokens": ["not", "good"], "description": "d",
+         "q_value": 1e-5, "error_rate_with": 0.9, "error_rate_without": 0.2,
+         "significant": True, "intervention": None, "actions": ["relabel", "drop"]}
+    shown = findings.finding_card(f, ["neg", "pos"], {}, can_repair=False)
+    assert "repairs that fit: relabel, drop" in json.dumps(shown.to_plotly_json(),
+                                                           default=str)
+    card = findings.finding_card(f, ["neg", "pos"], {}, can_repair=True)
+    buttons = [c for c in card.children[-1].children if hasattr(c, "id")]
+    assert [b.id for b in buttons] == [ids.repair_start(2, "relabel"),
+                                       ids.repair_start(2, "drop")]
+    # study mode's context has no job runner: no repair callback, no buttons
+    assert ctx.jobs is None and not findings._can_repair(ctx)
+    live = dataclasses.replace(ctx, jobs=JobRunner(tmp_path))
+    # a request for a repair the run's findings do not offer is refused in one line
+    panel, stop, off = findings.repair_job(
+        live, Trigger(ids.repair_start(7, "drop"), 1), [1], 0, 0)
+    assert "no repair 'drop'" in panel[0].children and stop and off
+    live.jobs.start("repair", [sys.executable, "-c", "import time; time.sleep(30)"],
+                    info={"finding": 1, "action": "drop", "out": str(tmp_path / "x")})
+    panel, stop, off = findings.repair_job(live, Trigger(ids.REPAIR_POLL, 1), [], 0, 1)
+    assert "repair of finding 1 by drop: starting" in panel[0].children
+    assert not stop and not off
+    panel, stop, off = findings.repair_job(live, Trigger(ids.REPAIR_CANCEL, 1), [], 1, 1)
+    assert panel[0].children.endswith("cancelled") and stop and off
