@@ -34,6 +34,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..rnn_models.formats.csvsafe import escape_row
 from .errors import AbstractionError
 from .fsm import FSM
 from .io import write_output
@@ -219,17 +220,19 @@ def render(dot_text: str, fmt: str) -> bytes:
 
 def write_traces_csv(out: str | Path | IO[str], rows: Sequence[dict[str, Any]], *,
                      overwrite: bool = False) -> None:
-    """Write traces CSV rows (keys as in DESIGN.md) to a path or an open text file."""
+    """Write traces CSV rows (keys as in DESIGN.md) to a path or an open text file; a cell
+    a spreadsheet would run as a formula is escaped
+    (:func:`~stateseer.rnn_models.formats.csvsafe.escape_cell`)."""
     cols = ["id", "split", "label", "prediction", "tokens", "states", "simulated_states"]
     if any("simulated_prediction" in r for r in rows):  # a probabilistic FSM (DESIGN.md)
         cols.append("simulated_prediction")
     buf = io.StringIO(newline="")
     w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
     w.writeheader()
-    for r in rows:
-        w.writerow({**r, "tokens": json.dumps(r["tokens"], ensure_ascii=False),
-                    "states": json.dumps(r["states"]),
-                    "simulated_states": json.dumps(r["simulated_states"])})
+    for r in rows:  # class names and ids come from the user's data: escaped
+        w.writerow(escape_row({**r, "tokens": json.dumps(r["tokens"], ensure_ascii=False),
+                               "states": json.dumps(r["states"]),
+                               "simulated_states": json.dumps(r["simulated_states"])}))
     write_output(buf.getvalue(), out, overwrite=overwrite)
 
 

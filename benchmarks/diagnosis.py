@@ -104,8 +104,8 @@ def _hypergeom_answers(run: Path) -> list[dict[str, Any]]:
 
 
 def _train(data: Any, where: Path, seed: int, epochs: int | None) -> tuple[Path, float]:
-    csv = data.write_csv(where / "data.csv")
-    run = train_run(TrainConfig(dataset=f"csv:{csv}", arch="lstm", seed=seed, epochs=epochs,
+    path = data.write(where / "data.jsonl")
+    run = train_run(TrainConfig(dataset=f"jsonl:{path}", arch="lstm", seed=seed, epochs=epochs,
                                 **data.train_options),
                     where / "run", force=True, progress=False)
     record_run(run)

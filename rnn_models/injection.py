@@ -33,7 +33,7 @@ Examples
 
 from __future__ import annotations
 
-import csv
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,15 +85,16 @@ class Injected:
     changed: dict[str, int] = field(default_factory=dict)
     train_options: dict[str, Any] = field(default_factory=dict)
 
-    def write_csv(self, path: str | Path) -> Path:
-        """The data set as ``text,label,split`` (read back with ``csv:PATH``)."""
+    def write(self, path: str | Path) -> Path:
+        """The data set as JSON lines ``{"text", "label", "split"}`` (read back with
+        ``jsonl:PATH``; JSON lines, so that no spreadsheet runs a text as a formula)."""
         rows = sorted((int(i), name) for name, idx in self.splits.items() for i in idx)
         path = Path(path)
-        with path.open("w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            w.writerow(["text", "label", "split"])
+        with path.open("w", encoding="utf-8") as fh:
             for i, name in rows:  # inputs in no split (a subsample) are left out
-                w.writerow([self.texts[i], self.classes[int(self.labels[i])], name])
+                fh.write(json.dumps({"text": self.texts[i],
+                                     "label": self.classes[int(self.labels[i])],
+                                     "split": name}, ensure_ascii=False) + "\n")
         return path
 
 

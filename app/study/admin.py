@@ -19,7 +19,7 @@ compared in constant time (``hmac.compare_digest``).
 ``POST /study/admin/links``                           ``{"pids": [...]}`` or ``{"n": 5}``
                                                       -> new links (JSON)
 
-CSV cells are escaped against formula injection (:mod:`stateseer.app.csvsafe`).
+CSV cells are escaped against formula injection (:mod:`stateseer.rnn_models.formats.csvsafe`).
 """
 
 from __future__ import annotations

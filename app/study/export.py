@@ -3,7 +3,8 @@
 ``stateseer study-export DB --out DIR [--format csv|parquet]`` writes ``events``,
 ``answers`` and ``summary`` files; the admin page serves the same tables as CSV. CSV
 cells that a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab, CR at
-the start) get a leading ``'`` (:mod:`stateseer.app.csvsafe`); Parquet keeps the values as stored.
+the start) get a leading ``'`` (:mod:`stateseer.rnn_models.formats.csvsafe`); Parquet
+keeps the values as stored.
 Participant link secrets are never exported (only :func:`links_csv`, for the researcher).
 """
 
@@ -14,7 +15,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from ..csvsafe import rows_to_csv
+from ...rnn_models.formats.csvsafe import rows_to_csv
 from .identity import link_path
 from .spec import StudyError
 from .store import connect_log

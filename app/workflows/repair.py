@@ -21,7 +21,7 @@ same inputs):
                     words finding keeps those words in the vocabulary (``vocab_exclude``
                     off, or ``min_freq`` 1 and no vocabulary cap when no pattern hid them)
 
-NEW gets the edited data set (``NEW/data.csv``, with ``NEW/repair_edits.json`` saying
+NEW gets the edited data set (``NEW/data.jsonl``, with ``NEW/repair_edits.json`` saying
 which rows changed and how), is trained with RUN's configuration and seed through the
 same code as ``stateseer train``, recorded, abstracted and diagnosed, and
 ``NEW/repair.json`` (``stateseer.repair`` v1) compares the two models on the test split:
@@ -233,7 +233,7 @@ def _train_config(src: Any, data: Path, settings: dict[str, list] | None = None)
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     kept = {k: v for k, v in cfg.items() if k in names}
     changed = {k: new for k, (_old, new) in (settings or {}).items()}
-    return TrainConfig(**{**kept, **changed, "dataset": f"csv:{data}", "tokenizer": "word",
+    return TrainConfig(**{**kept, **changed, "dataset": f"jsonl:{data}", "tokenizer": "word",
                           "text_col": "text", "label_col": "label"})
 
 
@@ -274,7 +274,7 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
     ds = _whole(src)
     edited, edits = ACTION_EDITS[action](ds, f, np.random.default_rng(seed), src)
     new.path.mkdir(parents=True)
-    data = _write_csv(edited, new.path / "data.csv")
+    data = _write_data(edited, new.path / "data.jsonl")
     cfg = _train_config(src, data, edits.get("settings"))
     atomic_write_text(new.path / "repair_edits.json", json.dumps(
         {"source_run": str(src.path), "finding": f, "action": action, **edits}, indent=1))
@@ -290,11 +290,11 @@ def _whole(src: Any) -> Any:
     return dataclasses.replace(ds, _tokens=None) if src.truncate else ds
 
 
-def _write_csv(ds: Any, path: Path) -> Path:
+def _write_data(ds: Any, path: Path) -> Path:
     from ...rnn_models.injection import Injected
 
     return Injected("repair", list(ds.texts), np.asarray(ds.labels), list(ds.classes),
-                    dict(ds.splits)).write_csv(path)
+                    dict(ds.splits)).write(path)
 
 
 def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, action: str,

@@ -82,8 +82,8 @@ def test_confusion_needs_three_classes_and_moves_one_class_into_another(rt):
 def test_the_control_is_the_data_set_and_an_unknown_family_is_one_line(rt, tmp_path):
     c = clean(rt)
     assert c.texts == rt.texts and not c.culprit
-    path = c.write_csv(tmp_path / "rt.csv")
-    back = load_dataset(f"csv:{path}")
+    path = c.write(tmp_path / "rt.jsonl")
+    back = load_dataset(f"jsonl:{path}")
     assert sorted(back.classes) == sorted(rt.classes) and len(back) == len(rt)
     assert {s: len(i) for s, i in back.splits.items()} == \
         {s: len(i) for s, i in rt.splits.items()}

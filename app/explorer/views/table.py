@@ -9,7 +9,7 @@ from typing import Any
 
 from dash import Input, Output, State, dash_table, dcc, html, no_update
 
-from ...csvsafe import rows_to_csv
+from ....rnn_models.formats.csvsafe import rows_to_csv
 from ...selection import EMPTY, apply_event, to_query
 from ...workflows.query import MAX_SEARCH_CHARS, InstanceQuery, page_of, query_instances
 from .. import ids
@@ -149,7 +149,7 @@ def sync_split(ctx, sel, current):
 
 def table_csv(ctx, trigger: Trigger, _n, sel, search, regex, label, pred, correct):
     """The filtered table (every page) as CSV (cells a spreadsheet would run as formulas
-    escaped, see :mod:`stateseer.app.csvsafe`)."""
+    escaped, see :mod:`stateseer.rnn_models.formats.csvsafe`)."""
     if trigger.id != ids.DL_TABLE:
         return no_update
     sel = sel or EMPTY

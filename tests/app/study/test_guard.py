@@ -487,7 +487,8 @@ def test_csv_cells_are_escaped_in_exports_and_admin_downloads(sec_app, tmp_path)
 # -- M7 and Low: hosts, headers, bind warning, parse_ids -------------------------------------
 
 def test_the_explorer_table_download_escapes_formulas(monkeypatch):
-    """M5 in the explorer: the table's CSV download goes through stateseer.app.csvsafe."""
+    """M5 in the explorer: the table's CSV download goes through
+    stateseer.rnn_models.formats.csvsafe."""
     import csv as _csv
     from types import SimpleNamespace
 

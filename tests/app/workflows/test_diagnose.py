@@ -89,10 +89,7 @@ def test_repair_drops_the_shortcut_retrains_and_measures_the_change(shortcut_run
     assert json.loads((new / "repair.json").read_text()) == doc
     edits = json.loads((new / "repair_edits.json").read_text())
     assert len(edits["edited_rows"]) == doc["changed_rows"] > 100
-    import csv
-
-    with (new / "data.csv").open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = [json.loads(line) for line in (new / "data.jsonl").read_text().splitlines()]
     assert not any("frankly" in r["text"].split() for r in rows if r["split"] == "train")
     assert sum("frankly" in r["text"].split() for r in rows if r["split"] == "test") > 50
     lo, hi = doc["delta_ci"]

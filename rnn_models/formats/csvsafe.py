@@ -4,8 +4,10 @@ A cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return i
 Excel, LibreOffice and Google Sheets as a formula (``=HYPERLINK(...)`` can leak data or
 run a command). Following OWASP, such a text cell gets a leading single quote, which
 spreadsheets show as text; numbers are left as they are. Every CSV that stateseer writes
-from data users or participants typed goes through :func:`escape_cell` (the study's
-exports and admin downloads, the explorer's table download).
+goes through :func:`escape_cell` (the traces CSV export, the study's exports and admin
+downloads, the explorer's table download); data sets that stateseer writes to read back
+(a repair's edited training data, the injected-bug benchmark's) are JSON lines, which no
+spreadsheet runs.
 
 Examples
 --------
