@@ -12,10 +12,12 @@ atomically) or an open file, as networkx's writers do. Reading a run directory i
               arrow to the initial state; DFAs draw accepting states as double circles.
               FSM edges are aggregated per state pair (label: top tokens, pen width by
               count) and carry every (token, count) in a ``tokens`` attribute, so the file
-              loads back without loss (:func:`read_dot`).
+              loads back without loss (:func:`read_dot`) when drawn with every edge
+              (``top_k=0``); by default a drawing keeps :data:`RENDERED_TOP_K` per state.
 ``svg``/``png``/``pdf``  rendered with the ``graphviz`` package (needs the ``dot`` binary)
 ``graphml``   via networkx (scalar attributes only)
-``node-link`` networkx's node-link JSON
+``node-link`` networkx's node-link JSON, as ``networkx.node_link_graph`` reads it with
+              its defaults (``"edges"``)
 ``traces-csv`` one row per input: ``id, split, label, prediction, tokens, states,
               simulated_states`` (JSON lists; states start with the initial state)
 """
@@ -42,12 +44,14 @@ from .io import write_output
 if TYPE_CHECKING:
     from .dfa import ExtractedDFA
 
-__all__ = ["EXPORT_FORMATS", "RENDERED_TOP_K", "ExportFormat", "export_data", "fsm_to_dot",
-           "read_dot", "register_format", "render", "write_automaton", "write_export",
+__all__ = ["EXPORT_FORMATS", "RENDERED_TOP_K", "ExportFormat", "drawn_top_k", "export_data",
+           "fsm_to_dot", "read_dot", "register_format", "render", "write_automaton", "write_export",
            "write_traces_csv"]
 
 RENDERED_TOP_K = 4
-"""Edges kept per state in a rendered (svg/png/pdf) FSM unless ``top_k`` says otherwise."""
+"""Edges kept per state in a drawn (dot/svg/png/pdf) FSM unless ``top_k`` says otherwise
+(``top_k=0``: every edge). A many-class run holds 100k transitions, which Graphviz cannot
+lay out in minutes; the explorer prunes the same way."""
 
 
 @dataclass(frozen=True)
@@ -242,11 +246,23 @@ def write_export(data: bytes | str, out: str | Path | IO, *, overwrite: bool = F
 
 
 def _dot(automaton: FSM | ExtractedDFA, *, top_k: int | None = None, min_count: int = 1,
-         self_loops: bool = True, rendered: bool = False) -> str:
+         self_loops: bool = True) -> str:
     if not isinstance(automaton, FSM):
         return automaton.to_dot()
-    k = RENDERED_TOP_K if top_k is None and rendered else top_k
-    return fsm_to_dot(automaton, top_k=k, min_count=min_count, self_loops=self_loops)
+    return fsm_to_dot(automaton, top_k=drawn_top_k(top_k), min_count=min_count,
+                      self_loops=self_loops)
+
+
+def drawn_top_k(top_k: int | None) -> int | None:
+    """The edges per state a drawing keeps: :data:`RENDERED_TOP_K` by default, every one
+    for ``0``.
+
+    >>> drawn_top_k(None), drawn_top_k(0), drawn_top_k(2)
+    (4, None, 2)
+    """
+    if top_k is None:
+        return RENDERED_TOP_K
+    return None if top_k == 0 else top_k
 
 
 def _json(automaton: FSM | ExtractedDFA, **_: Any) -> str:
@@ -254,7 +270,7 @@ def _json(automaton: FSM | ExtractedDFA, **_: Any) -> str:
 
 
 def _rendered(fmt: str) -> Callable[..., bytes]:
-    return lambda automaton, **kw: render(_dot(automaton, rendered=True, **kw), fmt)
+    return lambda automaton, **kw: render(_dot(automaton, **kw), fmt)
 
 
 def _graphml(automaton: FSM | ExtractedDFA, **_: Any) -> bytes:
@@ -268,7 +284,8 @@ def _graphml(automaton: FSM | ExtractedDFA, **_: Any) -> bytes:
 def _node_link(automaton: FSM | ExtractedDFA, **_: Any) -> str:
     import networkx as nx
 
-    return json.dumps(nx.node_link_data(automaton.to_networkx(), edges="links"),
+    # the key networkx >= 3.4 reads by default (node_link_graph(data) with no options)
+    return json.dumps(nx.node_link_data(automaton.to_networkx(), edges="edges"),
                       ensure_ascii=False)
 
 
@@ -302,8 +319,8 @@ def export_data(automaton: FSM | ExtractedDFA, fmt: str, *, top_k: int | None = 
     fmt : str
         ``json``, ``dot``, ``svg``, ``png``, ``pdf``, ``graphml``, ``node-link`` ...
     top_k : int, optional
-        FSM edges kept per state in a drawing (``dot``: all by default; rendered formats:
-        :data:`RENDERED_TOP_K`).
+        FSM edges kept per state in a drawing (dot/svg/png/pdf): :data:`RENDERED_TOP_K` by
+        default, ``0`` for every edge.
     min_count : int
         FSM edges seen fewer times are left out of a drawing.
     self_loops : bool

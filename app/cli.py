@@ -128,6 +128,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _nonnegative_int(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
 def _seed(text: str) -> int:
     value = _int(text)
     if not 0 <= value < 2**32:
@@ -427,12 +434,16 @@ def _cmd_extract_dfa(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from .workflows.exports import export_run
+    from .workflows.exports import drawing_note, export_run
 
     if str(args.out) != "-":
         _check_out_file(args.out, force=True)  # export_run refuses to overwrite by itself
     path = export_run(args.run, args.format, args.out, dfa=args.dfa, top_k=args.top_k,
                       min_count=args.min_count, overwrite=args.force)
+    note = drawing_note(args.run, args.format, dfa=args.dfa, top_k=args.top_k,
+                        min_count=args.min_count)
+    if note:
+        _note(note)
     print(json.dumps({"written": str(path), "format": args.format}),
           file=sys.stderr if str(args.out) == "-" else sys.stdout)
     return 0
@@ -768,8 +779,9 @@ def _add_dfa_export(sub: Any) -> None:
                    help="one of: %(choices)s")
     e.add_argument("--out", required=True, help="output file ('-' for stdout, text formats)")
     e.add_argument("--dfa", action="store_true", help="export the extracted DFA")
-    e.add_argument("--top-k", type=_positive_int,
-                   help="keep the top-k outgoing edges per state (dot/svg/png/pdf; default: all)")
+    e.add_argument("--top-k", type=_nonnegative_int,
+                   help="keep the top-k outgoing edges per state in a drawing (dot/svg/png/"
+                   "pdf; default: 4, as the explorer; 0: every edge, for a lossless DOT)")
     e.add_argument("--min-count", type=_positive_int, default=1,
                    help="drop transitions seen fewer times")
     e.add_argument("--force", action="store_true", help="overwrite an existing file")

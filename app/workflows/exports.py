@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from ...abstraction.errors import AbstractionError
-from ...abstraction.export import EXPORT_FORMATS, export_data, write_export
+from ...abstraction.export import EXPORT_FORMATS, drawn_top_k, export_data, write_export
 from ...abstraction.fsm import FSM
 from ...abstraction.pipeline import Abstraction
 from ...rnn_models.formats.rundir import RunDir
 from ...rnn_models.formats.traces import Traces
 from .dfa import DFA_FILE
 
-__all__ = ["export_run", "load_run_fsm"]
+__all__ = ["drawing_note", "export_run", "load_run_fsm"]
 
 def load_run_fsm(run: RunDir, dfa: bool = False) -> tuple[FSM, Any]:
     """The run's FSM (and the DFA object when ``dfa``)."""
@@ -43,7 +43,11 @@ def load_run_fsm(run: RunDir, dfa: bool = False) -> tuple[FSM, Any]:
 
 def export_run(run: RunDir | str | Path, fmt: str, out: str | Path, *, dfa: bool = False,
                top_k: int | None = None, min_count: int = 1, overwrite: bool = False) -> Path:
-    """Export the run's FSM/DFA (or its traces) as ``fmt`` to ``out`` (``-``: stdout)."""
+    """Export the run's FSM/DFA (or its traces) as ``fmt`` to ``out`` (``-``: stdout).
+
+    A drawn FSM (dot/svg/png/pdf) keeps ``top_k`` edges per state (default
+    :data:`~stateseer.abstraction.export.RENDERED_TOP_K`; ``0``: every edge);
+    :func:`drawing_note` says what was left out."""
     run = run if isinstance(run, RunDir) else RunDir(run)
     _ = run.config  # a clear error if this is not a run
     spec = EXPORT_FORMATS.get(fmt)
@@ -70,3 +74,25 @@ def export_run(run: RunDir | str | Path, fmt: str, out: str | Path, *, dfa: bool
         return Path("-")
     write_export(data, out, overwrite=overwrite)
     return Path(out)
+
+
+def drawing_note(run: RunDir | str | Path, fmt: str, *, dfa: bool = False,
+                 top_k: int | None = None, min_count: int = 1) -> str | None:
+    """One line saying how many of the FSM's transitions a drawing left out, or None when
+    it kept them all (or is no FSM drawing)."""
+    spec = EXPORT_FORMATS.get(fmt)
+    if spec is None or spec.kind != "automaton" or fmt == "json":
+        return None
+    run = run if isinstance(run, RunDir) else RunDir(run)
+    fsm, dfa_obj = load_run_fsm(run, dfa)
+    if dfa_obj is not None:
+        return None
+    k = drawn_top_k(top_k)
+    total = len(fsm.state_edges(1))
+    drawn = total if k is None and min_count <= 1 else len(
+        fsm.pruned_edges(top_k=k if k is not None else total, min_count=min_count))
+    if drawn >= total:
+        return None
+    return (f"drew {drawn:,} of the FSM's {total:,} state-to-state edges (the top {k} per "
+            f"state{f', seen at least {min_count} times' if min_count > 1 else ''}); "
+            "--top-k 0 draws every edge")

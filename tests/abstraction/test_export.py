@@ -283,3 +283,38 @@ def test_dot_export_colours_twenty_classes_apart_and_as_the_explorer_does():
     assert len(fills) >= n and all(f'fillcolor="{f}"' in dot for f in fills)
     assert len(set(CATEGORICAL)) == n
     assert all(mix_color(p) == browser_mix(p) for p in pred)
+
+
+def test_node_link_is_read_by_the_installed_networkx_with_its_defaults():
+    import networkx as nx
+
+    from stateseer.abstraction.export import export_data
+
+    fsm = example_a()
+    g = nx.node_link_graph(json.loads(export_data(fsm, "node-link")))  # no options
+    want = fsm.to_networkx()
+    assert sorted(g.nodes) == sorted(want.nodes)
+    assert g.number_of_edges() == want.number_of_edges() > 0
+
+
+def test_drawings_prune_by_default_and_top_k_0_draws_every_edge():
+    from stateseer.abstraction.export import RENDERED_TOP_K, drawn_top_k, export_data
+    from stateseer.abstraction.fsm import FSM
+
+    rng = np.random.default_rng(0)
+    n, n_inputs, length = 8, 200, 20
+    states = rng.integers(0, n, n_inputs * length)
+    offsets = np.arange(0, n_inputs * length + 1, length)
+    proba = rng.dirichlet([1, 1], n_inputs * length)
+    fsm = FSM.from_paths(states, offsets, rng.integers(0, 30, n_inputs * length), proba,
+                         np.array([0.5, 0.5]), n_states=n, classes=["a", "b"],
+                         alphabet=[f"w{i}" for i in range(30)])
+    assert drawn_top_k(None) == RENDERED_TOP_K and drawn_top_k(0) is None
+    pruned, full = export_data(fsm, "dot"), export_data(fsm, "dot", top_k=0)
+    # every state reaches all 8 others: 4 of 8 edges per state are drawn by default
+    assert 0 < pruned.count("->") < full.count("->") * 0.6
+    def edges(f):
+        return sorted((t["source"], t["target"], t["token"], t["count"])
+                      for t in f.to_dict()["transitions"])
+    assert edges(read_dot(full)) == edges(fsm)  # every edge: lossless
+    assert edges(read_dot(pruned)) != edges(fsm)

@@ -398,3 +398,17 @@ def test_allowed_hosts_on_every_command_that_serves(capsys):
     assert main(["serve", "runs/x", "--allowed-hosts", " , "]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "host names separated by commas" in err
+
+
+def test_export_says_what_a_drawing_left_out(analysed_run, tmp_path, capsys):
+    from stateseer.app.cli import main
+
+    assert main(["export", str(analysed_run), "--format", "dot", "--out",
+                 str(tmp_path / "a.dot")]) == 0
+    err = capsys.readouterr().err
+    assert "of the FSM's" in err and "--top-k 0 draws every edge" in err
+    assert main(["export", str(analysed_run), "--format", "dot", "--top-k", "0", "--out",
+                 str(tmp_path / "b.dot")]) == 0
+    assert "of the FSM's" not in capsys.readouterr().err
+    assert (tmp_path / "b.dot").read_text().count("->") > \
+        (tmp_path / "a.dot").read_text().count("->")
