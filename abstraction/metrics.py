@@ -5,6 +5,10 @@
     label equal to the RNN's final prediction (DESIGN.md).
 ``simulation_fidelity``
     The same for the state the FSM reaches on the tokens alone, without the RNN.
+``simulation_chance`` / ``simulation_kappa``
+    Its baselines (:func:`agreement_baseline`): the agreement of an FSM that always
+    answers the model's most frequent prediction, and Cohen's kappa (agreement beyond what
+    the two answers' class frequencies give by chance).
 ``state_purity``
     Share of steps whose intermediate prediction equals their state's label.
 ``state_coverage`` / ``transition_coverage`` / ``edge_coverage``
@@ -33,8 +37,48 @@ from .arrays import distinct
 from .errors import AbstractionError
 from .fsm import FSM, paths_to_transitions
 
-__all__ = ["AUTO_CANDIDATES", "AUTO_CAP", "auto_candidates", "bootstrap_ci", "choose_knee",
-           "fidelity", "quality", "state_entropy"]
+__all__ = ["AUTO_CANDIDATES", "AUTO_CAP", "agreement_baseline", "auto_candidates",
+           "bootstrap_ci", "choose_knee", "fidelity", "quality", "state_entropy"]
+
+def agreement_baseline(simulated: np.ndarray, predictions: np.ndarray,
+                       n_classes: int) -> dict[str, float | None]:
+    """What a simulation fidelity is to be read against.
+
+    Parameters
+    ----------
+    simulated, predictions : ndarray of int of shape (n_inputs,)
+        The FSM's answers and the model's.
+
+    Returns
+    -------
+    dict
+        ``chance``: the agreement of an FSM that always answers the model's most frequent
+        prediction; ``kappa``: Cohen's kappa of the two (:func:`sklearn.metrics.
+        cohen_kappa_score`; None where undefined, i.e. both answer one class throughout).
+
+    Examples
+    --------
+    >>> rnn = np.array([0, 0, 0, 1, 1, 0, 0, 0])
+    >>> out = agreement_baseline(np.zeros(8, int), rnn, 2)
+    >>> out["chance"], out["kappa"]
+    (0.75, 0.0)
+    >>> agreement_baseline(rnn, rnn, 2)["kappa"]
+    1.0
+    """
+    import warnings
+
+    from sklearn.metrics import cohen_kappa_score
+
+    simulated, predictions = np.asarray(simulated), np.asarray(predictions)
+    if not len(predictions):
+        return {"chance": None, "kappa": None}
+    chance = float(np.bincount(predictions, minlength=n_classes).max() / len(predictions))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kappa = float(cohen_kappa_score(predictions, simulated, labels=np.arange(n_classes)))
+    return {"chance": round(chance, 4),
+            "kappa": round(kappa, 4) if np.isfinite(kappa) else None}
+
 
 AUTO_CAP = 40
 """Readability cap of an automatic state count: more states do not read in a diagram."""

@@ -43,7 +43,15 @@ from .errors import AbstractionError
 from .features import shared_projections
 from .fsm import FSM
 from .kernels import warm_up
-from .metrics import AUTO_CAP, auto_candidates, bootstrap_ci, choose_knee, fidelity, quality
+from .metrics import (
+    AUTO_CAP,
+    agreement_baseline,
+    auto_candidates,
+    bootstrap_ci,
+    choose_knee,
+    fidelity,
+    quality,
+)
 
 __all__ = ["Abstraction", "abstract_run", "fit_abstraction", "fresh_traces"]
 FORMAT = "stateseer.abstraction"
@@ -441,9 +449,11 @@ def _figures(ab: Abstraction, traces: Traces, eval_split: str, requested: int,
     modes = {}
     for mode, pred in _mode_predictions(ab, traces, eval_split, engine).items():
         modes[f"simulation_fidelity_{mode}"] = float((pred == ev.predictions).mean())
+    base = agreement_baseline(sim_pred, ev.predictions, len(traces.classes))
     figures: dict[str, Any] = {
         "headline": ["simulation_fidelity", "forcing_agreement"],
         "simulation_fidelity": sf, "simulation_fidelity_ci": [lo, hi],
+        "simulation_chance": base["chance"], "simulation_kappa": base["kappa"],
         "simulation": ab.fsm.simulation, **modes,
         "by_construction": ["label_fidelity", "state_purity"] if split_by_prediction else [],
         "n_states": ab.n_states, "n_states_requested": requested,
@@ -495,9 +505,13 @@ def _auto_states(traces: Traces, alphabet: list[str], method: str | BaseAbstract
             lf, _ = _split_figures(ab.fsm, val, ab.states["val"], ab.sim_predictions["val"])
             agree = np.asarray(ab.sim_predictions["val"]) == np.asarray(val.predictions)
             lo, hi = bootstrap_ci(agree, seed=int(params.get("random_state", 0)))
+            base = agreement_baseline(ab.sim_predictions["val"], val.predictions,
+                                      len(traces.classes))
             curve.append({"n_states": k, "split": "val", "label_fidelity": round(lf, 4),
                           "simulation_fidelity": round(float(agree.mean()), 4),
                           "simulation_fidelity_ci": [round(lo, 4), round(hi, 4)],
+                          "simulation_chance": base["chance"],
+                          "simulation_kappa": base["kappa"],
                           "seconds": round(time.perf_counter() - t0, 2)})
     if not curve:
         raise AbstractionError("too few hidden states for any candidate state count")

@@ -751,7 +751,8 @@ def _add_diagnose(sub: Any) -> None:
     r.add_argument("--seed", type=_seed, default=0, help="seed of the edits (augment)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--progress-json", metavar="FILE", help="keep FILE up to date with the "
-                   "work's stage as JSON ({stage, done, total}), for a tool that shows it")
+                   "work's stage as JSON ({stage, done, total}), for a tool that shows it "
+                   "(default: none)")
     r.set_defaults(func=_cmd_repair)
 
 

@@ -53,8 +53,13 @@ def header(ctx: ExplorerContext) -> html.Div:
     label = _figure(a, "label_fidelity", "label fidelity")
     if label and "label_fidelity" in (a.get("by_construction") or ()):
         label += " (by construction)"
-    figures = [f for f in (_figure(a, "simulation_fidelity", "simulation fidelity"),
-                           _figure(a, "forcing_agreement", "forcing agreement"), label) if f]
+    sim = _figure(a, "simulation_fidelity", "simulation fidelity")
+    if sim and isinstance(a.get("simulation_chance"), (int, float)):
+        kappa = a.get("simulation_kappa")
+        sim += (f" against {a['simulation_chance']:.3f} by chance"
+                + (f", κ {kappa:.2f}" if isinstance(kappa, (int, float)) else ""))
+    figures = [f for f in (sim, _figure(a, "forcing_agreement", "forcing agreement"), label)
+               if f]
     return html.Div([
         html.H2("stateseer"),
         html.Span(f"{d.name} · {d.config['model']['arch'].upper()} on "
@@ -62,9 +67,10 @@ def header(ctx: ExplorerContext) -> html.Div:
                   f" · {a.get('n_states', '?')} states", className="runinfo"),
         html.Span(" · ".join(figures), className="runinfo fidelity",
                   title="simulation fidelity: how often the FSM alone predicts what the "
-                        "model predicts; forcing agreement: how often the model's "
-                        "prediction survives replacing its hidden state by its abstract "
-                        "state's centroid"),
+                        "model predicts (chance: an FSM that always answers the model's "
+                        "most frequent prediction; κ: Cohen's kappa); forcing agreement: "
+                        "how often the model's prediction survives replacing its hidden "
+                        "state by its abstract state's centroid"),
     ], className="header")
 
 

@@ -19,7 +19,8 @@ from ...rnn_models.formats.errors import StateseerError
 __all__ = ["SUMMARY_KEYS", "abstract_workflow", "has_predictions", "imported_params"]
 
 #: the figures of :func:`abstract_workflow`'s summary, when the abstraction has them
-SUMMARY_KEYS = ("n_states", "label_fidelity", "simulation_fidelity", "state_purity",
+SUMMARY_KEYS = ("n_states", "label_fidelity", "simulation_fidelity", "simulation_chance",
+                "simulation_kappa", "state_purity",
                 "state_coverage", "transition_coverage", "evaluated_on", "seconds")
 
 
@@ -100,6 +101,7 @@ def abstract_workflow(run: str | Path, *, n_states: int | str = 40, cap: int = A
         out = {k: metrics[k] for k in SUMMARY_KEYS if k in metrics}
         if not has_predictions(run):  # imported without proba: nothing to be faithful to
             out.update(dict.fromkeys(("label_fidelity", "simulation_fidelity",
+                                      "simulation_chance", "simulation_kappa",
                                       "state_purity")), predictions=False)
         if "auto" in metrics:
             auto = metrics["auto"]

@@ -72,6 +72,7 @@ def prepare_run(run_dir: str | Path, *, dataset: str = "rotten_tomatoes", arch: 
     m = run.metrics()
     log(f"test accuracy {m.get('test_accuracy', float('nan')):.3f}; label fidelity "
         f"{out.get('label_fidelity', float('nan')):.3f}; simulation fidelity "
-        f"{out.get('simulation_fidelity', float('nan')):.3f}; forcing agreement "
+        f"{out.get('simulation_fidelity', float('nan')):.3f} (by chance "
+        f"{out.get('simulation_chance') or float('nan'):.3f}); forcing agreement "
         f"{out.get('forcing_agreement', float('nan')):.3f}")
     return out

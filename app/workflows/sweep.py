@@ -17,7 +17,8 @@ measured on the validation split so the test figures stay unbiased.
 Files written by :func:`write_sweep`::
 
     DIR/sweep.json   list of {n_states, simulation_fidelity, simulation_fidelity_ci,
-                     forcing_agreement, seconds}
+                     simulation_chance, simulation_kappa, forcing_agreement, seconds,
+                     forcing_seconds} (``seconds``: fitting; the table adds forcing's)
     DIR/sweep.png    the curve with its intervals (matplotlib)
     DIR/sweep.html   the same, interactive (plotly, self-contained)
 """
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ...abstraction.features import shared_projections
-from ...abstraction.metrics import AUTO_CAP, bootstrap_ci, choose_knee
+from ...abstraction.metrics import AUTO_CAP, agreement_baseline, bootstrap_ci, choose_knee
 from ...rnn_models.formats.errors import StateseerError
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "DEFAULT_STATES",
     "bootstrap_ci",
     "choose_knee",
+    "simulated_predictions",
     "simulation_agreement",
     "sweep_run",
     "sweep_table",
@@ -67,12 +69,15 @@ def simulation_agreement(ab: Any, tr: Any) -> np.ndarray:
     -------
     ndarray of bool of shape (n_inputs,)
     """
+    return np.asarray(simulated_predictions(ab, tr) == np.asarray(tr.predictions), bool)
+
+
+def simulated_predictions(ab: Any, tr: Any) -> np.ndarray:
+    """The FSM's prediction for each of ``tr``'s inputs (see :func:`simulation_agreement`)."""
     if tr.name in getattr(ab, "sim_predictions", {}):
-        predicted = np.asarray(ab.sim_predictions[tr.name])
-    else:
-        fsm = ab.fsm
-        predicted = fsm.labels[fsm.final_states(ab.simulated[tr.name], tr.offsets)]
-    return np.asarray(predicted == np.asarray(tr.predictions), bool)
+        return np.asarray(ab.sim_predictions[tr.name])
+    fsm = ab.fsm
+    return fsm.labels[fsm.final_states(ab.simulated[tr.name], tr.offsets)]
 
 
 def _forcing_agreement(model: Any, ab: Any, traces: Any, split: str) -> float:
@@ -171,10 +176,14 @@ def sweep_run(run: Any, states: Sequence[int] = DEFAULT_STATES, *, split: str = 
 def _point(ab: Any, k: int, traces: Any, split: str, seconds: float, seed: int
            ) -> dict[str, Any]:
     """One row of the sweep (forcing agreement still ``None``)."""
-    agree = simulation_agreement(ab, traces[split])
+    tr = traces[split]
+    sim = simulated_predictions(ab, tr)
+    agree = sim == np.asarray(tr.predictions)
     lo, hi = bootstrap_ci(agree, seed=seed)
+    base = agreement_baseline(sim, tr.predictions, len(traces.classes))
     return {"n_states": k, "simulation_fidelity": round(float(agree.mean()), 4),
             "simulation_fidelity_ci": [round(lo, 4), round(hi, 4)],
+            "simulation_chance": base["chance"], "simulation_kappa": base["kappa"],
             "forcing_agreement": None, "seconds": round(seconds, 2), "forcing_seconds": 0.0}
 
 
@@ -194,13 +203,18 @@ def _add_forcing(point: dict[str, Any], model: Any, ab: Any, traces: Any, split:
 
 def sweep_table(points: Sequence[dict[str, Any]]) -> str:
     """The sweep as a plain-text table (one row per candidate)."""
-    head = f"{'states':>6}  {'simulation fidelity (95% CI)':<30}{'forcing':>8}  {'seconds':>7}"
+    head = (f"{'states':>6}  {'simulation fidelity (95% CI)':<30}{'chance':>7}{'kappa':>7}"
+            f"{'forcing':>9}  {'seconds':>7}")
     rows = [head]
     for p in points:
         lo, hi = p["simulation_fidelity_ci"]
         fa = "—" if p["forcing_agreement"] is None else f"{p['forcing_agreement']:.3f}"
         sf = f"{p['simulation_fidelity']:.3f} [{lo:.3f}, {hi:.3f}]"
-        rows.append(f"{p['n_states']:>6}  {sf:<30}{fa:>8}  {p['seconds']:>7.2f}")
+        ch, ka = p.get("simulation_chance"), p.get("simulation_kappa")
+        ch = "—" if ch is None else f"{ch:.3f}"
+        ka = "—" if ka is None else f"{ka:.3f}"
+        total = p["seconds"] + p.get("forcing_seconds", 0.0)  # fitting and forcing
+        rows.append(f"{p['n_states']:>6}  {sf:<30}{ch:>7}{ka:>7}{fa:>9}  {total:>7.2f}")
     return "\n".join(rows)
 
 

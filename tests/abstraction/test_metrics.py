@@ -97,3 +97,20 @@ def test_choose_knee_never_exceeds_its_cap():
     assert choose_knee(flat)[0] == 8
     with pytest.raises(AbstractionError, match="cap"):
         choose_knee(pts, cap=2)
+
+
+def test_fidelity_is_shown_beside_its_chance_agreement_and_kappa():
+    from sklearn.metrics import cohen_kappa_score
+
+    from stateseer.abstraction.metrics import agreement_baseline
+
+    rng = np.random.default_rng(0)
+    rnn = rng.choice(3, 500, p=[0.6, 0.3, 0.1])
+    # an FSM that mostly answers the majority class agrees often, and says little
+    lazy = np.where(rng.random(500) < 0.9, 0, rnn)
+    out = agreement_baseline(lazy, rnn, 3)
+    assert out["chance"] == round(float((rnn == 0).mean()), 4)
+    assert (lazy == rnn).mean() > out["chance"] and out["kappa"] < 0.3
+    assert out["kappa"] == round(float(cohen_kappa_score(rnn, lazy)), 4)
+    assert agreement_baseline(rnn, rnn, 3)["kappa"] == 1.0
+    assert agreement_baseline(np.zeros(5, int), np.zeros(5, int), 3)["kappa"] is None
