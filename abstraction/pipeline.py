@@ -53,7 +53,7 @@ from .metrics import (
     quality,
 )
 
-__all__ = ["Abstraction", "abstract_run", "fit_abstraction", "fresh_traces"]
+__all__ = ["Abstraction", "abstract_run", "fit_abstraction", "fresh_traces", "min_states"]
 FORMAT = "stateseer.abstraction"
 VERSION = 1
 
@@ -311,6 +311,12 @@ def fit_abstraction(
     -------
     Abstraction
     """
+    splitting = split_by_prediction and getattr(method, "split_by_prediction", True)
+    n_states_ = getattr(method, "n_states", n_states)
+    if splitting and isinstance(n_states_, int) and n_states_ < min_states(traces):
+        m = min_states(traces)
+        raise AbstractionError(f"{n_states_} states cannot separate the {m} classes the "
+                               f"model predicts; ask for at least {m} states")
     with engine_scope(cluster) as engine:
         return _fit_abstraction(traces, alphabet, engine, n_states=n_states, method=method,
                                 pca=pca, features=features, fallback=fallback,
@@ -318,6 +324,16 @@ def fit_abstraction(
                                 split_by_prediction=split_by_prediction, splits=splits,
                                 random_state=random_state, max_fit_samples=max_fit_samples,
                                 pool=pool, out_dir=out_dir)
+
+
+def min_states(traces: Traces) -> int:
+    """The fewest states an abstraction that keeps each state to one predicted class can
+    have: the classes the model predicts for the training inputs (their final steps; the
+    steps before may add more, which the fit then refuses)."""
+    if "train" not in traces or not traces["train"].n_inputs:
+        return 1
+    final = np.asarray(traces["train"].final_proba)
+    return max(1, len(np.unique(final.argmax(1))))
 
 
 def _fit_abstraction(traces: Traces, alphabet: list[str], engine: Engine, *, n_states: int,

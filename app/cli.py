@@ -694,8 +694,9 @@ def _add_sweep(sub: Any) -> None:
     w = sub.add_parser("sweep", help="simulation fidelity (95%% CI) and forcing agreement "
                        "against the number of states; a table, sweep.json/png/html")
     w.add_argument("run", help="run directory (recorded)")
-    w.add_argument("--states", type=_states_list, default=[4, 8, 16, 32, 40],
-                   help="candidate state counts, comma-separated (e.g. 4,8,16,32,40)")
+    w.add_argument("--states", type=_states_list, default=None,
+                   help="candidate state counts, comma-separated (default: 4,8,16,32,40, "
+                   "less those too few for the classes the model predicts)")
     w.add_argument("--out", help="output directory (default: RUN/sweep)")
     w.add_argument("--split", choices=SPLITS, default="test", help="split measured on")
     w.add_argument("--no-forcing", action="store_true", help="skip forcing agreement")

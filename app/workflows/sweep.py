@@ -112,7 +112,7 @@ def _load(run: Any, split: str) -> tuple[Any, Any, list[str]]:
     return run, traces, alphabet
 
 
-def sweep_run(run: Any, states: Sequence[int] = DEFAULT_STATES, *, split: str = "test",
+def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str = "test",
               forcing: bool = True, method: str = "kmeans", features: str = "margin",
               pca: int = 20, fallback: str = "displacement", split_by_prediction: bool = True,
               random_state: int = 0, simulation: str = "probabilistic",
@@ -123,8 +123,10 @@ def sweep_run(run: Any, states: Sequence[int] = DEFAULT_STATES, *, split: str = 
     ----------
     run : ModelRun or path
         A recorded run.
-    states : sequence of int
-        Candidate numbers of abstract states.
+    states : sequence of int, optional
+        Candidate numbers of abstract states (default :data:`DEFAULT_STATES`, less those
+        too few to keep each state to one predicted class; candidates you name that are
+        too few are refused before any work).
     split : str
         Where the figures are measured.
     forcing : bool
@@ -140,12 +142,21 @@ def sweep_run(run: Any, states: Sequence[int] = DEFAULT_STATES, *, split: str = 
         ``simulation_fidelity_ci`` [low, high], ``forcing_agreement``, ``seconds`` (fitting
         and simulating the abstraction) and ``forcing_seconds``.
     """
-    from ...abstraction.pipeline import fit_abstraction
+    from ...abstraction.pipeline import fit_abstraction, min_states
 
-    counts = sorted({int(k) for k in states})
+    counts = sorted({int(k) for k in (DEFAULT_STATES if states is None else states)})
     if not counts or counts[0] < 1:
         raise StateseerError("--states needs positive state counts, e.g. 4,8,16,32,40")
     run, traces, alphabet = _load(run, split)
+    need = min_states(traces) if split_by_prediction else 1
+    if states is None:
+        if log and counts[0] < need:
+            log(f"left out {', '.join(str(k) for k in counts if k < need)} states: too few "
+                f"for the {need} classes the model predicts")
+        counts = [k for k in counts if k >= need] or [need]
+    elif counts[0] < need:
+        raise StateseerError(f"--states {counts[0]} cannot separate the {need} classes the "
+                             f"model predicts; ask for at least {need} states")
     model = None
     if forcing:
         from .forcing import load_model

@@ -208,3 +208,50 @@ def test_sweep_view_renders_in_the_explorer(explored_run, tmp_path):
     assert sweep.SWEEP_GRAPH in page and "Fidelity vs states" in page
     assert "this run: 12" in page and "From `stateseer sweep`" in page
     assert "sweep" in registry.names()  # a study condition can leave it out
+
+
+@pytest.fixture(scope="module")
+def six_class_run(tmp_path_factory):
+    import json as _json
+    import random
+
+    from stateseer import TrainConfig, record_run, train_run
+
+    rng = random.Random(0)
+    where = tmp_path_factory.mktemp("six")
+    rows = []
+    for i in range(900):
+        c = i % 6
+        words = [rng.choice("abcdefgh") for _ in range(rng.randint(2, 6))]
+        words.insert(rng.randrange(len(words) + 1), f"k{c}")
+        rows.append({"text": " ".join(words), "label": f"year{2010 + c}"})
+    path = where / "d.jsonl"
+    path.write_text("".join(_json.dumps(r) + "\n" for r in rows))
+    run = train_run(TrainConfig(dataset=f"jsonl:{path}", arch="gru", epochs=4, hidden=16,
+                                embed=16), where / "run", progress=False)
+    record_run(run)
+    return run.path
+
+
+def test_too_few_states_for_the_classes_are_left_out_or_refused_before_any_work(
+        six_class_run, monkeypatch):
+    import stateseer.abstraction.pipeline as P
+    from stateseer.abstraction.pipeline import fresh_traces, min_states
+    from stateseer.app.workflows.sweep import sweep_run
+    from stateseer.rnn_models.formats.errors import StateseerError
+    from stateseer.rnn_models.run import ModelRun
+    from tests.conftest import one_line
+
+    assert min_states(fresh_traces(ModelRun(six_class_run))) == 6
+    said = []
+    pts = sweep_run(six_class_run, split="val", forcing=False, log=said.append)
+    assert [p["n_states"] for p in pts] == [8, 16, 32, 40]
+    assert any("left out 4 states" in line for line in said)
+    fits = []
+    monkeypatch.setattr(P, "_fit_abstraction", lambda *a, **k: fits.append(1))
+    with pytest.raises(StateseerError, match="at least 6 states") as e:
+        sweep_run(six_class_run, [4, 8], split="val", forcing=False)
+    one_line(e.value)
+    with pytest.raises(StateseerError, match="at least 6 states"):
+        P.abstract_run(six_class_run, n_states=4)
+    assert fits == []  # refused before any fit
