@@ -274,6 +274,10 @@ def _cmd_create(args: argparse.Namespace) -> int:
                            tokenizer=args.tokenizer, seed=args.seed,
                            max_tokens=args.max_tokens, force=args.force)
     cfg = run.config
+    if cfg["model"].get("factory"):
+        _note(f"every command that needs the model (serve included) will import and run "
+              f"{cfg['model']['factory']}; share the run only with people who trust that "
+              "code")
     print(json.dumps({"run": str(run.path), "factory": cfg["model"]["factory"],
                       "classes": cfg["data"]["classes"], "tokenizer": cfg["data"]["tokenizer"],
                       "vocab_size": cfg["model"]["vocab_size"],

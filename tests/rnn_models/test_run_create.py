@@ -191,3 +191,14 @@ def test_python_api_takes_a_factory_path_or_a_model_object(user_dir, text_csv, t
     assert obj_run.config["model"]["kind"] == "object"
     traces = record_run(obj_run, splits=["test"])  # the object is kept by the run
     assert traces.classes == ["rotten", "fresh"]
+
+
+def test_create_says_once_whose_code_every_later_command_runs(user_dir, text_csv, tmp_path,
+                                                              capsys, monkeypatch):
+    d, name = user_dir
+    monkeypatch.chdir(d)
+    assert main(["create", str(tmp_path / "r"), "--model", f"{name}:build", "--dataset",
+                 f"csv:{text_csv}", "--text-col", "review", "--label-col",
+                 "sentiment"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("will import and run") == 1 and f"{name}:build" in err
