@@ -35,7 +35,7 @@ from threadpoolctl import threadpool_limits
 from ..rnn_models.formats.atomic import atomic_write_text, swap_dir
 from ..rnn_models.formats.engine import Engine, SerialEngine, engine_scope
 from ..rnn_models.formats.errors import DAMAGED_NPY, StateseerError
-from ..rnn_models.formats.rundir import RunDir
+from ..rnn_models.formats.rundir import RunDir, claim, release
 from ..rnn_models.formats.traces import SplitTraces, Traces
 from . import sharded
 from .abstractor import BaseAbstractor, make_abstractor
@@ -136,10 +136,7 @@ class Abstraction:
     def save(self, path: str | Path) -> None:
         """Write into ``path`` via a temporary directory swapped in whole (never half-written)."""
         path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir(parents=True)
+        tmp = claim(path.with_name(path.name + ".tmp"))
         self.abstractor.save(tmp / "abstractor.npz")
         self.fsm.save(tmp / "fsm.json")
         for split, arr in self.states.items():
@@ -156,6 +153,7 @@ class Abstraction:
         if dfa.exists():
             shutil.copy2(dfa, tmp / "dfa.json")
         atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=2))
+        release(tmp)
         swap_dir(tmp, path)  # one atomic exchange: a crash leaves the old or the new whole
 
     @classmethod
@@ -630,6 +628,7 @@ def _abstract_run(run: RunDir | str | Path, engine: Engine, *, n_states: int | s
                   random_state: int, cap: int, save: bool) -> Abstraction:
     """:func:`abstract_run` on an open engine."""
     run = run if isinstance(run, RunDir) else RunDir(run)
+    run.clean_stray()
     t0 = time.perf_counter()
     traces = fresh_traces(run)
     if layer is not None and layer != traces.meta.get("layer"):

@@ -37,6 +37,7 @@ from .batching import length_batches, pad_batch
 from .datasets import MAX_INPUT_TOKENS, SPLITS
 from .formats.atomic import atomic_write_text, swap_dir
 from .formats.errors import DataError
+from .formats.rundir import claim, release
 from .formats.traces import (
     DEFAULT_SHARD_SIZE,
     FORMAT,
@@ -459,10 +460,8 @@ def record_run(
             h0, p0 = (t.detach() for t in model.initial(layer))
     except ValueError as exc:
         raise DataError(f"{exc}; pass --layer between 0 and {model.n_layers - 1}") from None
-    tmp = run.path / "traces.tmp"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
+    run.clean_stray()
+    tmp = claim(run.path / "traces.tmp")
     np.save(tmp / "initial_hidden.npy", h0.numpy().astype(np.float32))
     np.save(tmp / "initial_proba.npy", p0.numpy().astype(np.float32))
     surface: dict[str, int] = {}
@@ -492,6 +491,7 @@ def record_run(
         "splits": _manifest(splits, jobs, results),
     }
     atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=2))  # written last
+    release(tmp)
     swap_dir(tmp, run.traces_dir)  # old or new traces, whole, at every instant
     return Traces(run.traces_dir)
 

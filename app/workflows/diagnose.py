@@ -281,6 +281,8 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
     t0 = time.perf_counter()
     r = ModelRun(run)
     _ = r.config  # "not a stateseer run", in one line, before anything else
+    if save:
+        r.clean_stray()
     traces = fresh_traces(r)
     if split not in traces or traces[split].n_inputs == 0:
         raise StateseerError(f"the run has no recorded {split} inputs to diagnose; record "

@@ -49,7 +49,7 @@ import numpy as np
 
 from .atomic import atomic_save_npy, atomic_write_text, swap_dir
 from .errors import DAMAGED_NPY, CheckpointError, TraceError
-from .rundir import RunDir
+from .rundir import RunDir, claim, release
 from .traces import FORMAT as TRACES_FORMAT
 from .traces import VERSION as TRACES_VERSION
 from .traces import Traces
@@ -389,10 +389,8 @@ def import_traces(run: str | Path | RunDir, src: str | Path, *, force: bool = Fa
     has_p = splits["train"].proba is not None
     C = len(man["classes"])
     run.path.mkdir(parents=True, exist_ok=True)
-    tmp = run.path / "traces.tmp"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
+    run.clean_stray()
+    tmp = claim(run.path / "traces.tmp")
     atomic_save_npy(tmp / "initial_hidden.npy", h0)
     atomic_save_npy(tmp / "initial_proba.npy", p0)
     index = {t: i for i, t in enumerate(vocab)}
@@ -413,6 +411,7 @@ def import_traces(run: str | Path | RunDir, src: str | Path, *, force: bool = Fa
     atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=2))
     if run.abstraction_dir.exists():
         shutil.rmtree(run.abstraction_dir)  # fitted on other traces
+    release(tmp)
     swap_dir(tmp, run.traces_dir)  # old or new traces, whole, at every instant
     _write_run_files(run, man, src, dataset, vocab, meta_splits, has_p)
     return Traces(run.traces_dir)

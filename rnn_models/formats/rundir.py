@@ -27,6 +27,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
+import socket
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +47,64 @@ def sha256_file(path: str | Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+#: the directories a command writes beside their target before swapping them in
+WORK_DIRS = ("traces.tmp", "abstraction.tmp")
+OWNER = ".owner"
+
+
+class StrayWorkWarning(UserWarning):
+    """A command removed the half-written directory an interrupted command left."""
+
+
+def claim(work_dir: str | Path) -> Path:
+    """Create ``work_dir`` (a half-written directory, e.g. ``RUN/traces.tmp``) anew and
+    record which process writes it, so that a later command can tell a stray one (its
+    writer is dead) from one being written."""
+    work_dir = Path(work_dir)
+    _remove_stray(work_dir)
+    work_dir.mkdir(parents=True)
+    (work_dir / OWNER).write_text(json.dumps({"pid": os.getpid(),
+                                              "host": socket.gethostname()}))
+    return work_dir
+
+
+def _remove_stray(d: Path) -> bool:
+    """Remove ``d`` when its writer is dead, saying so; refuse when it lives."""
+    if not d.is_dir():
+        return False
+    if _writer_alive(d):
+        raise StateseerError(f"another stateseer command is writing {d}; wait for it to end "
+                             "(or stop it) and run this again")
+    shutil.rmtree(d)
+    warnings.warn(f"removed {d}, left half-written by an interrupted command; the run "
+                  "itself is whole", StrayWorkWarning, stacklevel=3)
+    return True
+
+
+def release(work_dir: str | Path) -> None:
+    """Drop the writer's mark before ``work_dir`` is swapped into place."""
+    (Path(work_dir) / OWNER).unlink(missing_ok=True)
+
+
+def _writer_alive(work_dir: Path) -> bool:
+    try:
+        owner = json.loads((work_dir / OWNER).read_text())
+        pid, host = int(owner["pid"]), str(owner["host"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False  # no owner (an older version, or killed before it wrote one)
+    if host != socket.gethostname():
+        return True  # written from another machine: it cannot be told, so it is kept
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def data_section(ds: Any, *, text_col: str = "text", label_col: str = "label", seed: int = 0,
@@ -199,6 +261,18 @@ class RunDir:
                 f"{self.model_path} not found; train the run first with `stateseer train`"
             )
         return sha256_file(self.model_path)
+
+    def clean_stray(self) -> list[Path]:
+        """Remove the half-written directories (:data:`WORK_DIRS`) that an interrupted
+        command left (their writer is dead), saying so (:class:`StrayWorkWarning`); every
+        command that writes the run calls it first.
+
+        Raises
+        ------
+        StateseerError
+            Another live command is writing one of them (one line).
+        """
+        return [self.path / name for name in WORK_DIRS if _remove_stray(self.path / name)]
 
     def require_new(self, force: bool = False) -> None:
         """Refuse to overwrite an existing run unless ``force``."""

@@ -278,3 +278,47 @@ def test_sharded_array_as_an_array(parts):
         arr[np.array([0, 17])]
     with pytest.raises(IndexError):
         arr[np.ones(3, bool)]
+
+
+def test_a_stray_half_written_directory_is_removed_by_the_next_writer_and_said(
+        explored_run, copy_run, tmp_path):
+    import json as _json
+    import subprocess
+    import sys
+    import warnings
+
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.rnn_models.formats.errors import StateseerError
+    from stateseer.rnn_models.formats.rundir import RunDir, StrayWorkWarning, claim
+
+    run = copy_run(explored_run)
+    before = sorted(p.name for p in (run / "traces").iterdir())
+    # a record killed mid-way: its writer is gone
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stray = run / "traces.tmp"
+    stray.mkdir()
+    (stray / ".owner").write_text(_json.dumps({"pid": dead.pid, "host": __import__(
+        "socket").gethostname()}))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        abstract_run(run, n_states=4)
+    assert not stray.exists()
+    said = [w for w in caught if issubclass(w.category, StrayWorkWarning)]
+    assert len(said) == 1 and "traces.tmp" in str(said[0].message)
+    assert sorted(p.name for p in (run / "traces").iterdir()) == before  # whole
+    # one being written by a live command is left alone, and the writer refused
+    claim(stray)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (stray / ".owner").write_text(_json.dumps({"pid": live.pid, "host": __import__(
+            "socket").gethostname()}))
+        with pytest.raises(StateseerError, match="another stateseer command") as e:
+            RunDir(run).clean_stray()
+        one_line(e.value)
+        assert stray.exists()
+    finally:
+        live.kill()
+        live.wait()
+    with pytest.warns(StrayWorkWarning):
+        assert RunDir(run).clean_stray() == [stray]
