@@ -55,6 +55,8 @@ import numpy as np
 
 from ..rnn_models.formats.automaton import Automaton
 from ..rnn_models.formats.dot import dot_document
+from ..rnn_models.formats.errors import StateseerError
+from ..rnn_models.formats.reading import load_json
 from .arrays import worker_threads
 from .colors import mix_color
 from .errors import AbstractionError
@@ -894,9 +896,9 @@ class FSM(Automaton):
     @classmethod
     def load(cls, path: str | Path | IO[str]) -> FSM:
         try:
-            data = json.loads(read_text(path))
+            data = json.loads(read_text(path)) if hasattr(path, "read") else load_json(path)
         except FileNotFoundError:
             raise AbstractionError(f"FSM file {path} not found; run `stateseer abstract`") from None
-        except ValueError as exc:
+        except (ValueError, StateseerError) as exc:  # also a non-file, too large, too deep
             raise AbstractionError(f"FSM file {path} is not valid JSON ({exc})") from None
         return cls.from_dict(data)

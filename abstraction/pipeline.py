@@ -35,6 +35,7 @@ from threadpoolctl import threadpool_limits
 from ..rnn_models.formats.atomic import atomic_write_text, swap_dir
 from ..rnn_models.formats.engine import Engine, SerialEngine, engine_scope
 from ..rnn_models.formats.errors import DAMAGED_NPY, StateseerError
+from ..rnn_models.formats.reading import load_json
 from ..rnn_models.formats.rundir import RunDir, claim, release
 from ..rnn_models.formats.traces import SplitTraces, Traces
 from . import sharded
@@ -201,10 +202,10 @@ class Abstraction:
 def _read_json(path: Path, fix: str) -> dict[str, Any]:
     """A JSON object from ``path``, or a one-line :class:`AbstractionError`."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path)
     except FileNotFoundError:
         raise AbstractionError(f"{path} is missing; {fix}") from None
-    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
+    except (OSError, StateseerError):  # not JSON, not a file, too large or too deep
         raise AbstractionError(f"{path} is corrupt (not JSON); {fix}") from None
     if not isinstance(data, dict):
         raise AbstractionError(f"{path} is corrupt (not a JSON object); {fix}")

@@ -49,6 +49,7 @@ import numpy as np
 
 from .atomic import atomic_save_npy, atomic_write_text, swap_dir
 from .errors import DAMAGED_NPY, CheckpointError, TraceError
+from .reading import load_json, read_bounded
 from .rundir import RunDir, claim, release
 from .traces import FORMAT as TRACES_FORMAT
 from .traces import VERSION as TRACES_VERSION
@@ -105,12 +106,11 @@ def _load_npy(path: Path, required: bool = True) -> np.ndarray | None:
 
 def _load_json(path: Path, what: str) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return load_json(path)
     except FileNotFoundError:
         raise _err(path, "not found", f"write {what}") from None
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise _err(path, f"is not valid UTF-8 JSON ({str(exc)[:80]})", f"write {what}"
-                   ) from None
+    except OSError as exc:
+        raise _err(path, f"cannot be read ({str(exc)[:80]})", f"write {what}") from None
 
 
 def _check_float(path: Path, a: np.ndarray, ndim: int) -> None:
@@ -164,7 +164,10 @@ def _read_tokens(d: Path, lengths: np.ndarray) -> list[list[str]]:
                        "strings per input")
     elif txt.exists():
         where = txt
-        lines = txt.read_text(encoding="utf-8").split("\n")
+        try:
+            lines = read_bounded(txt).decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            raise _err(txt, "is not UTF-8 text", "write one input per line") from None
         if lines and lines[-1] == "":
             lines = lines[:-1]
         toks = [line.split(" ") if line else [] for line in lines]

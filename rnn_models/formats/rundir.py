@@ -36,6 +36,9 @@ from typing import Any
 
 from .atomic import atomic_write_text
 from .errors import CheckpointError, DataError, StateseerError
+from .reading import load_json
+
+SMALL = 256 << 20  # config.json and metrics.json: settings and figures, never data
 
 __all__ = ["RunDir", "data_section", "sha256_file"]
 
@@ -191,8 +194,8 @@ class RunDir:
                 f"{self.path}`"
             )
         try:
-            cfg = json.loads(self.config_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            cfg = load_json(self.config_path, SMALL)
+        except (OSError, DataError) as exc:
             raise StateseerError(
                 f"{self.config_path} is not valid JSON ({exc}); restore it or retrain"
             ) from None
@@ -221,8 +224,8 @@ class RunDir:
         if not self.metrics_path.exists():
             return {}
         try:
-            m = json.loads(self.metrics_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            m = load_json(self.metrics_path, SMALL)
+        except (OSError, DataError):
             raise StateseerError(
                 f"{self.metrics_path} is not valid JSON; delete it and rerun the step that wrote it"
             ) from None
@@ -247,8 +250,8 @@ class RunDir:
             The file is missing or damaged.
         """
         try:
-            tokens = json.loads(self.vocab_path.read_text(encoding="utf-8"))["tokens"]
-        except (OSError, ValueError, KeyError, TypeError):
+            tokens = load_json(self.vocab_path)["tokens"]
+        except (OSError, DataError, KeyError, TypeError):
             raise CheckpointError(
                 f"{self.vocab_path} is missing or damaged; retrain the run"
             ) from None

@@ -54,7 +54,6 @@ input: it is the same for all of them (``initial_hidden``). This module needs nu
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import threading
@@ -68,7 +67,8 @@ from typing import Any
 import numpy as np
 
 from .atomic import fsync_dir
-from .errors import DAMAGED_NPY, TraceError
+from .errors import DAMAGED_NPY, DataError, TraceError
+from .reading import load_json
 
 __all__ = ["ARRAYS", "DEFAULT_SHARD_SIZE", "FORMAT", "VERSION", "ShardInfo", "ShardedArray",
            "SplitTraces", "Traces", "commit_shard", "new_shard_dir", "open_shard",
@@ -677,11 +677,12 @@ def open_shard(traces_dir: str | Path, split: str, k: int) -> SplitTraces:
 def _read_json(path: Path, kind: type, fix: str) -> Any:
     """JSON file ``path`` holding a ``kind`` (dict or list), or a one-line TraceError."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path)
     except FileNotFoundError:
         raise TraceError(f"{path} is missing; {fix}") from None
-    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
-        raise TraceError(f"{path} is corrupt (not JSON); {fix}") from None
+    except (OSError, DataError) as exc:  # not JSON, not a file, too large, too deep
+        why = "not JSON" if "JSON" in str(exc) else str(exc).split(";")[0]
+        raise TraceError(f"{path} is corrupt ({why}); {fix}") from None
     if not isinstance(data, kind):
         what = "a JSON object" if kind is dict else "a JSON list"
         raise TraceError(f"{path} is corrupt (not {what}); {fix}")
@@ -749,7 +750,10 @@ def _check_texts(texts: list, n_inputs: int, d: Path, fix: str) -> None:
 
 def _read_texts(d: Path, fix: str) -> list:
     """``d/texts.json``, a JSON list (one-line TraceError otherwise)."""
-    texts = json.loads((d / "texts.json").read_text(encoding="utf-8"))
+    try:
+        texts = load_json(d / "texts.json")
+    except (OSError, DataError):
+        raise TraceError(f"{d / 'texts.json'} is corrupt (not JSON); {fix}") from None
     if not isinstance(texts, list):
         raise TraceError(f"{d / 'texts.json'} is corrupt (not a list); {fix}")
     return texts
