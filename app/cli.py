@@ -887,6 +887,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = warnings.formatwarning
     warnings.formatwarning = _one_line_warning  # type: ignore[assignment]
     try:
+        if hasattr(args, "cluster"):  # every command that takes --cluster: refused alike
+            from ..rnn_models.formats.engine import check_cluster
+
+            check_cluster(args.cluster)
         return int(args.func(args) or 0)
     except StateseerError as exc:
         print(f"stateseer: error: {exc}", file=sys.stderr)

@@ -326,3 +326,42 @@ def test_one_shard_runs_on_every_worker_in_pieces_with_identical_results(tmp_pat
     for k in ("order_", "codes_", "list_ptr_", "centers_", "norms_"):
         assert getattr(ia, k).tobytes() == getattr(ib, k).tobytes(), k
     assert len([t for t in ts.data if "_apply" in str(t["key"])]) > len(refs)
+
+
+@pytest.fixture
+def http_port():
+    """A port where an HTTP server (no Dask scheduler) listens."""
+    import http.server
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    server.daemon_threads = True  # a handler waiting on a handshake does not hold it up
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_address_that_is_no_scheduler_is_refused_alike_by_every_command(
+        explored_run, http_port, capsys, monkeypatch):
+    from stateseer.app.cli import main
+    from stateseer.rnn_models.formats import engine as E
+
+    real = E.connect
+    monkeypatch.setattr(E, "connect", lambda address, timeout=10.0: real(address, 2.0))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]  # closed again: nothing listens
+    for port, words in ((http_port, "did not answer as a Dask scheduler"),
+                        (dead, "no Dask scheduler answers")):
+        address = f"tcp://127.0.0.1:{port}"
+        for cmd in (["abstract", str(explored_run), "--states", "4"],
+                    ["record", str(explored_run)], ["index", str(explored_run)],
+                    ["force", str(explored_run)]):
+            assert main([*cmd, "--cluster", address]) == 2, cmd
+            err = capsys.readouterr().err.strip()
+            assert "\n" not in err and words in err and address in err, (cmd, err)

@@ -222,13 +222,7 @@ class DaskEngine(Engine):
                                          dashboard_address=None, silence_logs=logging.ERROR)
             self.client = Client(self._cluster)
         else:
-            try:
-                self.client = Client(arg, timeout=timeout)
-            except (OSError, TimeoutError) as exc:
-                raise ClusterError(
-                    f"no Dask scheduler answers at {arg} ({type(exc).__name__}); start one "
-                    f"with `dask scheduler` and workers with `dask worker {arg}`, or drop "
-                    f"--cluster / unset {ENV} to run in this process") from None
+            self.client = connect(arg, timeout)
         info = self.client.scheduler_info()
         workers = info.get("workers", {})
         self.n_workers = max(len(workers), 1)
@@ -341,6 +335,50 @@ def _apply(item: Any, fn: Callable[..., T], shared_kwargs: dict[str, Any]) -> T:
         return fn(item, **shared_kwargs)
 
 
+def connect(address: str, timeout: float = 10.0) -> Any:
+    """A ``distributed.Client`` on the scheduler at ``address``, or a one-line
+    :class:`ClusterError` within ``timeout`` seconds (and a few more for the handshake):
+    nothing listening, or something that is not a Dask scheduler (an HTTP server keeps
+    the handshake waiting forever, so the connection is made in a thread that is left
+    behind when it does not answer)."""
+    import threading
+
+    from distributed import Client
+
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["client"] = Client(address, timeout=timeout)
+        except BaseException as exc:  # noqa: BLE001 - reported below, in this thread
+            out["error"] = exc
+
+    hint = (f"start one with `dask scheduler` and workers with `dask worker {address}`, or "
+            f"drop --cluster / unset {ENV} to run in this process")
+    t = threading.Thread(target=run, name="stateseer-connect", daemon=True)
+    t.start()
+    t.join(timeout + 5.0)
+    if t.is_alive():
+        raise ClusterError(f"the server at {address} did not answer as a Dask scheduler within "
+                           f"{timeout + 5.0:.0f} s (is it one?); {hint}")
+    if "error" in out:
+        raise ClusterError(f"no Dask scheduler answers at {address} "
+                           f"({type(out['error']).__name__}); {hint}") from None
+    return out["client"]
+
+
+def check_cluster(cluster: str | None, timeout: float = 10.0) -> None:
+    """Refuse an address that no Dask scheduler answers at, in one line, before a command
+    starts its work (every command that takes ``--cluster`` calls it, so that one that
+    would not use the cluster, e.g. an index already built, refuses the same address as
+    the others). ``None``: ``$STATESEER_CLUSTER``; in-process and ``local`` pass."""
+    if cluster is None:
+        cluster = os.environ.get(ENV) or None
+    kind, arg = parse_address(cluster)
+    if kind == "tcp":
+        connect(arg, timeout).close()
+
+
 def open_engine(cluster: str | Engine | None = None) -> Engine:
     """The engine for ``cluster``: an :class:`Engine` as it is, an address (or, for
     ``None``, ``$STATESEER_CLUSTER``) opened, else the in-process engine.
@@ -368,4 +406,4 @@ def engine_scope(cluster: str | Engine | None = None):
             engine.close()
 
 
-__all__ += ["engine_scope"]
+__all__ += ["check_cluster", "connect", "engine_scope"]
