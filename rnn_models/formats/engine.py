@@ -350,7 +350,7 @@ def connect(address: str, timeout: float = 10.0) -> Any:
     def run() -> None:
         try:
             out["client"] = Client(address, timeout=timeout)
-        except BaseException as exc:  # noqa: BLE001 - reported below, in this thread
+        except BaseException as exc:
             out["error"] = exc
 
     hint = (f"start one with `dask scheduler` and workers with `dask worker {address}`, or "
