@@ -43,6 +43,19 @@ def _figure(a: Mapping[str, Any], key: str, name: str) -> str | None:
     return f"{name} {v:.3f}"
 
 
+def data_label(name: str) -> str:
+    """A data set's name as the header shows it: a user file by its file name only (the
+    run keeps the absolute path; the page, shared or screenshot, does not show it).
+
+    >>> data_label("csv:/home/ana/private/reviews.csv"), data_label("rotten_tomatoes")
+    ('csv:reviews.csv', 'rotten_tomatoes')
+    """
+    kind, sep, rest = str(name).partition(":")
+    if sep and kind in ("csv", "jsonl") and rest:
+        return f"{kind}:{rest.replace(chr(92), '/').rsplit('/', 1)[-1]}"
+    return str(name)
+
+
 def header(ctx: ExplorerContext) -> html.Div:
     """The run's name, model and data, then the abstraction's figures: simulation fidelity
     and forcing agreement first (with 95 % intervals when the run has them), label
@@ -63,7 +76,8 @@ def header(ctx: ExplorerContext) -> html.Div:
     return html.Div([
         html.H2("stateseer"),
         html.Span(f"{d.name} · {d.config['model']['arch'].upper()} on "
-                  f"{d.config['data']['name']} · test acc {m.get('test_accuracy', 0):.3f}"
+                  f"{data_label(d.config['data']['name'])} · test acc "
+                  f"{m.get('test_accuracy', 0):.3f}"
                   f" · {a.get('n_states', '?')} states", className="runinfo"),
         html.Span(" · ".join(figures), className="runinfo fidelity",
                   title="simulation fidelity: how often the FSM alone predicts what the "
