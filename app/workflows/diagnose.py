@@ -244,6 +244,24 @@ def permutation_null(run: str | Path, *, split: str = "test", n: int = 20, seed:
     return out
 
 
+def _tails(r: Any, cands: list[Candidate], tr: Any, train: Any,
+           written: Sequence[list[str]] | None) -> dict[int, dict[str, Any]]:
+    """The ``unread_tail`` checks of a truncating run's length candidates (by id)."""
+    if written is None:
+        return {}
+    train_written = _written(r, train)
+    return {id(c): _unread_tail(c, tr, written, r.truncate, train, train_written)
+            for c in cands if c.kind == "length" and c.extra.get("truncated")}
+
+
+def _ranked(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Significant first (by the errors their intervention fixes), then by q-value."""
+    return sorted(findings, key=lambda f: (
+        not f["significant"],
+        -(f["intervention"] or {}).get("fixed", 0) if f["significant"] else 0,
+        f["q_value"]))
+
+
 def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
                  min_support: int = 5, checks: int = 20, save: bool = True,
                  log: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -297,12 +315,7 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
     written = _written(r, tr) if train is not None else None
     cands = _candidates(tr, train, train_inputs, data, min_support, written)
     layer = int(traces.meta.get("layer", -1))
-    if written is not None:
-        seen, train_written = r.truncate, _written(r, train)
-        tails = {id(c): _unread_tail(c, tr, written, seen, train, train_written)
-                 for c in cands if c.kind == "length" and c.extra.get("truncated")}
-    else:
-        tails = {}
+    tails = _tails(r, cands, tr, train, written)
     q = by_qvalues([c.p_value for c in cands])
     for c, qv in zip(cands, q, strict=True):
         c.q_value = float(qv)
@@ -315,10 +328,7 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
     findings = [_finding(c, checks_of.get(id(c)), traces.classes, tr, train, train_sets)
                 for c in checked + [c for c in cands if id(c) not in checks_of][
                     :max(0, top - len(checked))]]
-    findings.sort(key=lambda f: (not f["significant"],
-                                 -(f["intervention"] or {}).get("fixed", 0)
-                                 if f["significant"] else 0, f["q_value"]))
-    findings = findings[:top]
+    findings = _ranked(findings)[:top]
     for k, f in enumerate(findings, 1):
         f["rank"] = k
     doc = {"format": FORMAT, "version": VERSION, "split": split,
