@@ -135,6 +135,16 @@ def _nonnegative_int(text: str) -> int:
     return value
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"an accuracy is between 0 and 1, not {value}")
+    return value
+
+
 def _seed(text: str) -> int:
     value = _int(text)
     if not 0 <= value < 2**32:
@@ -272,7 +282,8 @@ def _cmd_create(args: argparse.Namespace) -> int:
     run = create_model_run(args.run, args.dataset, args.model, vocab=_read_vocab(args.vocab),
                            text_col=args.text_col, label_col=args.label_col,
                            tokenizer=args.tokenizer, seed=args.seed,
-                           max_tokens=args.max_tokens, force=args.force)
+                           max_tokens=args.max_tokens, force=args.force,
+                           expect_accuracy=args.expect_accuracy)
     cfg = run.config
     if cfg["model"].get("factory"):
         _note(f"every command that needs the model (serve included) will import and run "
@@ -605,6 +616,9 @@ def _add_create(sub: Any) -> None:
     c.add_argument("--seed", type=_seed, default=0, help="seed of the data set's split")
     c.add_argument("--max-tokens", type=_positive_int, default=2000,
                    help="refuse texts longer than this many tokens")
+    c.add_argument("--expect-accuracy", type=_fraction, metavar="X",
+                   help="the test accuracy you measured on your model; `record` warns if it "
+                   "records another (default: no check)")
     c.add_argument("--force", action="store_true", help="overwrite an existing run")
     c.set_defaults(func=_cmd_create)
 

@@ -23,6 +23,7 @@ import itertools
 import json
 import os
 import shutil
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -493,7 +494,30 @@ def record_run(
     atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=2))  # written last
     release(tmp)
     swap_dir(tmp, run.traces_dir)  # old or new traces, whole, at every instant
+    check_expected_accuracy(run.config.get("model", {}).get("expect_accuracy"),
+                            meta["splits"])
     return Traces(run.traces_dir)
+
+
+class AccuracyMismatchWarning(UserWarning):
+    """The recorded accuracy is not the one the user measured on their own model."""
+
+
+def check_expected_accuracy(expected: float | None, splits: dict[str, Any],
+                            tolerance: float = 0.01) -> float | None:
+    """Warn (one line) when the recorded test accuracy differs from ``expected`` (``create
+    --expect-accuracy``) by more than ``tolerance``; returns the recorded accuracy."""
+    entry = splits.get("test") or {}
+    acc = entry.get("accuracy")
+    if expected is None or acc is None:
+        return acc
+    if abs(acc - float(expected)) > tolerance:
+        warnings.warn(f"the recorded test accuracy is {acc:.3f} where you measured "
+                      f"{float(expected):.3f} (create --expect-accuracy): stateseer does not "
+                      "read your model as you do; check the tokenizer, the vocabulary, the "
+                      "class order and the head (it must classify from the last traced "
+                      "state)", AccuracyMismatchWarning, stacklevel=3)
+    return acc
 
 
 def _env_shard_size() -> int | None:

@@ -133,7 +133,8 @@ def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any =
                      text_col: str = "text", label_col: str = "label",
                      tokenizer: str | None = None, seed: int = 0,
                      max_tokens: int | None = 2000, force: bool = False,
-                     base_dir: str | Path | None = None) -> ModelRun:
+                     base_dir: str | Path | None = None,
+                     expect_accuracy: float | None = None) -> ModelRun:
     """Create a run directory for your own model (``stateseer create``'s Python API).
 
     Parameters
@@ -157,6 +158,14 @@ def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any =
         Overwrite an existing run.
     base_dir : str or Path, optional
         Where a module name is found later (default: the current directory).
+    expect_accuracy : float, optional
+        The test accuracy you measured on your model; ``record`` warns when it records
+        another (stateseer would then explain a model that is not yours).
+
+    When the model offers ``predict(ids, lengths) -> logits`` (its own classification, as
+    you run it), its answers on up to 256 test inputs are compared with what its head
+    gives the last traced state; a disagreement (a head that pools over all steps, say)
+    is one warning with its rate, and the agreement is kept in ``config.json``.
 
     Returns
     -------
@@ -190,6 +199,11 @@ def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any =
     section.update(n_classes=int(obj.n_classes), vocab_size=len(tokens),
                    classes=list(ds.classes),
                    tokenizer="model" if use_model_tok else load_tok)
+    if expect_accuracy is not None:
+        section["expect_accuracy"] = float(expect_accuracy)
+    agreement = own_agreement(obj, tokens, ds)
+    if agreement is not None:
+        section["own_agreement"] = agreement
     run.path.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run.vocab_path, json.dumps({"tokens": tokens}, ensure_ascii=False))
     config = {"format": "stateseer.run", "version": 1, "data": data, "model": section}
@@ -197,6 +211,52 @@ def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any =
     if section["kind"] == "object":
         run._model = obj
     return run
+
+
+class HeadMismatchWarning(UserWarning):
+    """The model's own predictions are not what its head gives the last traced state."""
+
+
+def own_agreement(obj: Any, tokens: list[str], ds: Any, n: int = 256
+                  ) -> dict[str, Any] | None:
+    """How often the model's own ``predict(ids, lengths)`` agrees with the prediction its
+    head gives the last traced state, on up to ``n`` test (else validation) inputs; None
+    when the model has no ``predict``. Warns (one line) below 99 %."""
+    import warnings
+
+    import numpy as np
+    import torch
+
+    from .record import predict_ids
+    from .tokenizers import Vocab
+
+    predict = getattr(obj, "predict", None)
+    if not callable(predict):
+        return None
+    split = "test" if len(ds.splits.get("test", ())) else "val"
+    rows = np.asarray(ds.splits.get(split, ()))[:n]
+    vocab = Vocab(list(tokens))
+    seqs = [vocab.encode(ds.tokens[i]) for i in rows.tolist()]
+    seqs = [q for q in seqs if len(q)]
+    if not seqs:
+        return None
+    last = predict_ids(obj, seqs).argmax(1)
+    lengths = np.array([len(q) for q in seqs])
+    ids = np.full((len(seqs), lengths.max()), vocab.pad_id or 0, np.int64)
+    for k, q in enumerate(seqs):
+        ids[k, :len(q)] = q
+    with torch.no_grad():
+        own = predict(torch.from_numpy(ids), torch.from_numpy(lengths))
+    own = np.asarray(own.detach().cpu() if hasattr(own, "detach") else own).argmax(1)
+    agree = float((own == last).mean())
+    if agree < 0.99:
+        warnings.warn(f"your model's own predictions differ from what its head gives the "
+                      f"last traced state on {1 - agree:.0%} of {len(seqs)} {split} inputs: "
+                      "the head probably reads more than that state (e.g. mean-pooling "
+                      "over all steps), so stateseer would explain another classifier; "
+                      "trace what the head reads, or classify from the last state",
+                      HeadMismatchWarning, stacklevel=3)
+    return {"split": split, "n_inputs": len(seqs), "agreement": round(agree, 4)}
 
 
 def create_run(path: str | Path, ds, vocab, *, model: dict[str, Any],

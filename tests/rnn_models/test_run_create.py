@@ -51,6 +51,35 @@ def wrong_classes():
     m = build()
     m.classes = ["negative", "positive"]
     return m
+
+
+class Pooled(Adapter):
+    """The user's real model averages the GRU's outputs over all tokens before its head."""
+
+    def predict(self, ids, lengths):
+        out, _ = self.rnn(self.embedding(ids))
+        mask = (torch.arange(ids.shape[1])[None, :] < lengths[:, None]).float()
+        return self.head((out * mask[..., None]).sum(1) / lengths[:, None].float())
+
+
+class LastState(Adapter):
+    """The user's real model classifies from the last state, as stateseer reads it."""
+
+    def predict(self, ids, lengths):
+        out, _ = self.rnn(self.embedding(ids))
+        return self.head(out[torch.arange(len(ids)), lengths - 1])
+
+
+def pooled():
+    m = build()
+    m.__class__ = Pooled
+    return m
+
+
+def last_state():
+    m = build()
+    m.__class__ = LastState
+    return m
 '''
 TOKEN = re.compile(r"[\w/']+|[^\w\s]")
 
@@ -202,3 +231,32 @@ def test_create_says_once_whose_code_every_later_command_runs(user_dir, text_csv
                  "sentiment"]) == 0
     err = capsys.readouterr().err
     assert err.count("will import and run") == 1 and f"{name}:build" in err
+
+
+def test_a_head_that_pools_is_caught_at_create_and_a_wrong_accuracy_at_record(
+        user_dir, text_csv, tmp_path, monkeypatch):
+    import warnings
+
+    from stateseer.rnn_models.record import AccuracyMismatchWarning
+    from stateseer.rnn_models.run import HeadMismatchWarning, ModelRun
+
+    d, name = user_dir
+    monkeypatch.chdir(d)
+    common = ["--dataset", f"csv:{text_csv}", "--text-col", "review", "--label-col",
+              "sentiment"]
+    with pytest.warns(HeadMismatchWarning, match="mean-pooling") as rec:
+        assert main(["create", str(tmp_path / "p"), "--model", f"{name}:pooled",
+                     *common]) == 0
+    assert len(rec) == 1 and "of 150 test inputs" in str(rec[0].message)
+    own = ModelRun(tmp_path / "p").config["model"]["own_agreement"]
+    assert own["n_inputs"] == 150 and own["agreement"] < 0.99
+    # a model that classifies from the last state agrees everywhere: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HeadMismatchWarning)
+        assert main(["create", str(tmp_path / "l"), "--model", f"{name}:last_state",
+                     "--expect-accuracy", "0.99", *common]) == 0
+    assert ModelRun(tmp_path / "l").config["model"]["own_agreement"]["agreement"] == 1.0
+    # the untrained model's recorded accuracy is not the 0.99 the user claims: said once
+    with pytest.warns(AccuracyMismatchWarning, match="where you measured 0.990") as rec:
+        assert main(["record", str(tmp_path / "l")]) == 0
+    assert len(rec) == 1
