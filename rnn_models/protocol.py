@@ -20,6 +20,11 @@ Embeddings — integrated gradients and gradient × input (:class:`Embeddable`)
     step when ``lengths`` is None). Occlusion uses them when present (it replaces a token's
     embedding); without them it replaces the token id and reads ``trace``.
 
+Own prediction — a check at ``stateseer create``
+    ``predict(ids, lengths) -> logits`` — (batch, n_classes), the model classifying as you
+    run it; ``create`` compares it with the head on the last traced state and warns when
+    they disagree (a head that pools over all steps).
+
 Stepping — state forcing (:class:`Steppable`)
     ``initial_state(batch_size) -> state`` — the model's whole recurrent state before any
     token, an opaque object (tensors, tuples, a dataclass: stateseer only passes it back);
