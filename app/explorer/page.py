@@ -43,6 +43,21 @@ def _figure(a: Mapping[str, Any], key: str, name: str) -> str | None:
     return f"{name} {v:.3f}"
 
 
+#: said once, in the header, for a run imported without a model (the views that need the
+#: model then say only :data:`NO_MODEL`)
+NO_MODEL_NOTE = ("imported traces without a model: typed input, attribution and state "
+                 "forcing are off (create the run with `stateseer create` to have them)")
+NO_MODEL = "needs the model, which this run does not have (see the note at the top)"
+
+
+def model_message(exc: Exception) -> str:
+    """What a view shows for a model error: the short line for a run without a model (the
+    header explains it once), the error itself otherwise."""
+    from ...rnn_models.formats.imported import NoModelError
+
+    return NO_MODEL if isinstance(exc, NoModelError) else str(exc)
+
+
 def data_label(name: str) -> str:
     """A data set's name as the header shows it: a user file by its file name only (the
     run keeps the absolute path; the page, shared or screenshot, does not show it).
@@ -79,6 +94,8 @@ def header(ctx: ExplorerContext) -> html.Div:
                   f"{data_label(d.config['data']['name'])} · test acc "
                   f"{m.get('test_accuracy', 0):.3f}"
                   f" · {a.get('n_states', '?')} states", className="runinfo"),
+        *([html.Span(NO_MODEL_NOTE, className="runinfo muted")]
+          if (d.config.get("model") or {}).get("kind") == "imported" else []),
         html.Span(" · ".join(figures), className="runinfo fidelity",
                   title="simulation fidelity: how often the FSM alone predicts what the "
                         "model predicts (chance: an FSM that always answers the model's "

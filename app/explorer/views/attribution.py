@@ -12,7 +12,7 @@ from dash import Input, Output, dcc, html
 
 from ....rnn_models.formats.errors import StateseerError
 from .. import ids
-from ..page import box
+from ..page import box, model_message
 from ..palette import class_color
 from ..view import Callback, View
 from .core import active_of
@@ -128,7 +128,7 @@ def attribution(ctx, active, method, target, level, regex, intensity, baseline):
         att = ctx.models.attribution(tr, method, target, baseline or "pad")
         groups = segments(list(tr.tokens), level or "token", joiner=joiner, pattern=regex)
     except StateseerError as exc:
-        return None, str(exc)
+        return None, model_message(exc)
     scores = aggregate(att.scores, groups)
     strip = attribution_strip(tr.tokens, scores, groups, ctx.data.classes,
                               target_class=att.target_class,

@@ -16,6 +16,7 @@ from ....rnn_models.formats.errors import StateseerError
 from ...selection import EMPTY
 from ...workflows.records import TraceRecord, record_of
 from .. import ids
+from ..page import model_message
 from ..view import Callback, Trigger, View
 
 __all__ = ["VIEW", "active_of", "active_store", "choose_trace"]
@@ -95,7 +96,7 @@ def choose_trace(ctx, trigger: Trigger, sel, _n, pinned, text, compare_mode, cur
         try:
             typed = ctx.models.trace_text(text)
         except StateseerError as exc:
-            return no_update, str(exc)
+            return no_update, model_message(exc)
         unknown = [t for t, k in zip(typed.tokens, typed.known, strict=True) if not k]
         msg = f"{len(unknown)} unknown word(s): {', '.join(unknown[:8])}" if unknown else ""
         pin = pinned if pinned and record_of(pinned).key != typed.key else None

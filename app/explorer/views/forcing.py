@@ -11,6 +11,7 @@ from dash import Input, Output, State, dcc, html, no_update
 from ....rnn_models.formats.errors import StateseerError
 from ...workflows.records import TraceRecord
 from .. import ids
+from ..page import model_message
 from ..view import Callback, Trigger, View
 from .core import active_of
 
@@ -58,7 +59,7 @@ def force(ctx, trigger: Trigger, _all, _step, _clear, active, step):
     try:
         res = ctx.models.force(tr, at)
     except StateseerError as exc:
-        return None, str(exc)
+        return None, model_message(exc)
     classes = ctx.data.classes
     before, after = classes[tr.prediction], classes[res["prediction"]]
     where = "every step" if at is None else f"step {at + 1} (“{tr.tokens[at]}”)"

@@ -88,6 +88,24 @@ def test_model_free_commands_work_and_model_only_ones_say_why(imported, explored
     ctx = ExplorerContext.load(run)
     with pytest.raises(Exception, match="typed input, attribution and state forcing"):
         ctx.models.load()
+    # the page says it once, in its header; each view that needs the model says only
+    # that it does
+    import json as _json
+
+    from stateseer.app.explorer import ids
+    from stateseer.app.explorer.page import NO_MODEL, NO_MODEL_NOTE, header
+    from stateseer.app.explorer.view import Trigger
+    from stateseer.app.explorer.views import attribution, core, forcing
+
+    text = _json.dumps(header(ctx).to_plotly_json(), default=str)
+    assert text.count(NO_MODEL_NOTE) == 1
+    sel = {"split": "test", "state": None, "row": 0, "pattern": None}
+    active = core.active_store(ctx.data.trace_instance("test", 0))
+    shown = [attribution.attribution(ctx, active, "ig", None, "token", None, 1, "pad")[1],
+             forcing.force(ctx, Trigger(ids.FORCE_STEP, 1), 0, 1, None, active, 0)[1],
+             core.choose_trace(ctx, Trigger(ids.TRACE_BTN, 1), sel, 1, None, "a text",
+                               False, None)[1]]
+    assert shown == [NO_MODEL] * 3 and NO_MODEL_NOTE not in " ".join(shown)
 
 
 def test_without_probabilities_there_are_no_predictions(tmp_path, explored_run, capsys):
