@@ -23,6 +23,11 @@ A TensorFlow, JAX or any other user writes, with numpy and json alone::
     DIR/SPLIT/proba.npy      optional (n_steps, n_classes): the class probabilities after
                              every token (rows sum to 1); in every split or in none
     DIR/SPLIT/texts.json     optional list of the original texts (default: tokens joined)
+    DIR/SPLIT/rows.npy       optional (n_inputs,) integer: each input's id in your data
+                             (its row in the data file; distinct, not negative), so that
+                             an imported run and a run ``stateseer create`` made of the same
+                             data name inputs alike (default: a count over the splits in
+                             manifest order); in every split or in none
 
 Without ``proba.npy`` the run has **no predictions**: the traces hold a uniform
 distribution in their place (``meta.json``: ``"proba": false``), the abstraction must
@@ -84,6 +89,7 @@ class ImportedSplit:
     labels: np.ndarray
     proba: np.ndarray | None
     texts: list[str]
+    rows: np.ndarray | None = None
 
 
 def _err(where: Path | str, problem: str, fix: str) -> TraceError:
@@ -213,7 +219,12 @@ def _read_split(d: Path, n_classes: int, state_size: int | None) -> ImportedSpli
                        "write one text per input or leave the file out")
     else:
         texts = [" ".join(t) for t in tokens]
-    return ImportedSplit(hidden, off, tokens, labels, proba, texts)
+    rows = _load_npy(d / "rows.npy", required=False)
+    if rows is not None:
+        rows = _check_int(d / "rows.npy", rows, (len(lengths),))
+        if (rows < 0).any():
+            raise _err(d / "rows.npy", "holds a negative id", "ids are rows of your data")
+    return ImportedSplit(hidden, off, tokens, labels, proba, texts, rows)
 
 
 def _check_proba(path: Path, p: np.ndarray, shape: tuple[int, int]) -> None:
@@ -316,6 +327,7 @@ def read_import(src: str | Path) -> tuple[dict[str, Any], dict[str, ImportedSpli
         missing = next(n for n in splits if n not in with_p)
         raise _err(src / missing, "has no proba.npy but other splits do", "write proba.npy "
                    "in every split or in none")
+    _check_rows(src, splits)
     h0 = _vector(src / "initial.npy", int(size), np.zeros(int(size), np.float32),
                  "the state before any token")
     p0 = _vector(src / "initial_proba.npy", C, np.full(C, 1.0 / C, np.float32),
@@ -326,6 +338,24 @@ def read_import(src: str | Path) -> tuple[dict[str, Any], dict[str, ImportedSpli
         raise _err(src / "train", "has no steps (every input is empty)", "the abstraction "
                    "needs hidden states of the training split")
     return man, splits, h0, p0, _vocabulary(src, splits)
+
+
+def _check_rows(src: Path, splits: dict[str, ImportedSplit]) -> None:
+    """``rows.npy`` in every split or none, and no id twice across the splits."""
+    given = [n for n, sp in splits.items() if sp.rows is not None]
+    if not given:
+        return
+    if len(given) != len(splits):
+        missing = next(n for n in splits if n not in given)
+        raise _err(src / missing, "has no rows.npy but other splits do", "write rows.npy "
+                   "in every split or in none")
+    ids = np.concatenate([sp.rows for sp in splits.values()])
+    uniq, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        dup = int(uniq[counts > 1][0])
+        where = next(n for n, sp in splits.items() if (sp.rows == dup).any())
+        raise _err(src / where / "rows.npy", f"names input {dup} more than once (across "
+                   "the splits)", "give every input its own id")
 
 
 def _write_split(d: Path, sp: ImportedSplit, p0: np.ndarray, vocab: dict[str, int],
@@ -351,7 +381,8 @@ def _write_split(d: Path, sp: ImportedSplit, p0: np.ndarray, vocab: dict[str, in
         (surface.setdefault(t, len(surface)) for t in flat), np.int32, len(flat)))
     atomic_save_npy(d / "offsets.npy", sp.offsets.astype(np.int64))
     atomic_save_npy(d / "labels.npy", sp.labels.astype(np.int64))
-    atomic_save_npy(d / "rows.npy", np.arange(first_row, first_row + n, dtype=np.int64))
+    atomic_save_npy(d / "rows.npy", sp.rows.astype(np.int64) if sp.rows is not None
+                    else np.arange(first_row, first_row + n, dtype=np.int64))
     atomic_write_text(d / "texts.json", json.dumps(sp.texts, ensure_ascii=False))
     acc = float((final.argmax(1) == sp.labels).mean()) if n and sp.proba is not None \
         else None

@@ -42,6 +42,7 @@ def write_import_dir(run: Path, out: Path, *, proba: bool = True) -> Path:
         tokens = [[surface[j] for j in sid[a:b]] for a, b in itertools.pairwise(off)]
         (d / "tokens.json").write_text(json.dumps(tokens))
         (d / "texts.json").write_text(json.dumps(list(t.texts)))
+        np.save(d / "rows.npy", np.asarray(t.rows))  # the user's own ids of the inputs
     return out
 
 
@@ -70,6 +71,10 @@ def test_the_imported_run_gives_the_same_fsm_as_the_original(imported, explored_
     m = json.loads((run / "metrics.json").read_text())
     om = json.loads((explored_run / "metrics.json").read_text())
     assert m["abstraction"]["simulation_fidelity"] == om["abstraction"]["simulation_fidelity"]
+    # the inputs keep the ids the user gave them: the same as the created run's
+    mine, theirs = Traces(run / "traces"), Traces(explored_run / "traces")
+    for split in theirs.split_names:
+        assert np.asarray(mine[split].rows).tolist() == np.asarray(theirs[split].rows).tolist()
 
 
 def test_model_free_commands_work_and_model_only_ones_say_why(imported, explored_run,
@@ -143,6 +148,7 @@ def _valid(tmp_path: Path) -> Path:
         np.save(d / "offsets.npy", off)
         np.save(d / "labels.npy", rng.integers(0, 3, n))
         (d / "tokens.json").write_text(json.dumps([["x"] * int(k) for k in lengths]))
+        np.save(d / "rows.npy", np.arange(n) + (0 if split == "train" else 50))
     return src
 
 
@@ -180,6 +186,11 @@ BAD = [
     ("test/proba.npy", None, "has no proba.npy but other splits do"),
     ("train/texts.json", ["only one"], "is not a list of 6 strings"),
     ("initial.npy", np.zeros(5, np.float32), "expected (4,)"),
+    ("train/rows.npy", np.array([0, 1, 2, 3, 4, 4]), "more than once"),
+    ("test/rows.npy", np.array([0, 1, 2]), "more than once"),
+    ("test/rows.npy", np.array([-1, 100, 101]), "negative"),
+    ("train/rows.npy", np.zeros(3, np.int64), "expected (6,)"),
+    ("test/rows.npy", None, "has no rows.npy but other splits do"),
     ("train/hidden.npy", None, "not found"),
     ("test", None, "not found"),
 ]
