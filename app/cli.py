@@ -136,10 +136,7 @@ def _nonnegative_int(text: str) -> int:
 
 
 def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = _float(text)
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"an accuracy is between 0 and 1, not {value}")
     return value
