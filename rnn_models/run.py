@@ -227,7 +227,6 @@ def own_agreement(obj: Any, tokens: list[str], ds: Any, n: int = 256
     import numpy as np
     import torch
 
-    from .record import predict_ids
     from .tokenizers import Vocab
 
     predict = getattr(obj, "predict", None)
@@ -240,13 +239,15 @@ def own_agreement(obj: Any, tokens: list[str], ds: Any, n: int = 256
     seqs = [q for q in seqs if len(q)]
     if not seqs:
         return None
-    last = predict_ids(obj, seqs).argmax(1)
     lengths = np.array([len(q) for q in seqs])
     ids = np.full((len(seqs), lengths.max()), vocab.pad_id or 0, np.int64)
     for k, q in enumerate(seqs):
         ids[k, :len(q)] = q
+    ids_t, len_t = torch.from_numpy(ids), torch.from_numpy(lengths)
     with torch.no_grad():
-        own = predict(torch.from_numpy(ids), torch.from_numpy(lengths))
+        _, proba = obj.trace(ids_t, len_t)  # the head after every token
+        last = proba[torch.arange(len(seqs)), len_t - 1].argmax(1).cpu().numpy()
+        own = predict(ids_t, len_t)
     own = np.asarray(own.detach().cpu() if hasattr(own, "detach") else own).argmax(1)
     agree = float((own == last).mean())
     if agree < 0.99:
