@@ -26,7 +26,8 @@ which rows changed and how), is trained with RUN's configuration and seed throug
 same code as ``stateseer train``, recorded, abstracted and diagnosed, and
 ``NEW/repair.json`` (``stateseer.repair`` v1) compares the two models on the test split:
 accuracy before and after with a paired bootstrap 95 % interval of the change, the change
-per class, the inputs fixed and broken, and whether the finding is gone.
+per class (``classes_hurt``: those that lost more than one point), the inputs fixed and
+broken, and whether the finding is gone.
 """
 
 from __future__ import annotations
@@ -344,6 +345,7 @@ def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, ac
            "delta": round(float(ok_b.mean() - ok_a.mean()), 4),
            "delta_ci": [round(lo, 4), round(hi, 4)], "per_class_delta": per_class,
            "fixed": rows[~ok_a & ok_b].tolist(), "broken": rows[ok_a & ~ok_b].tolist(),
+           "classes_hurt": sorted(c for c, d in per_class.items() if d < -0.01),
            "finding_gone": not same}
     atomic_write_text(new.path / "repair.json", json.dumps(doc, indent=1))
     report("done", len(steps), len(steps))

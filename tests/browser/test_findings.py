@@ -57,6 +57,9 @@ def test_a_repair_runs_in_the_background_and_ends_in_the_comparison(dash_duo, di
     dash_duo.wait_for_contains_text("#repair-job", "Repaired by counterfactual", timeout=240)
     result = dash_duo.find_element("#repair-job").text
     assert "finding is gone" in result and "fixed" in result and "→" in result
+    doc = __import__("json").loads((diagnosed_run.with_name(
+        f"{diagnosed_run.name}-repair-1-counterfactual") / "repair.json").read_text())
+    assert ("lost more than a point" in result) == bool(doc["classes_hurt"])
     out = diagnosed_run.with_name(f"{diagnosed_run.name}-repair-1-counterfactual")
     assert (out / "repair.json").exists() and str(out) in result
     fixed = dash_duo.find_element("#repair-job .examples button")

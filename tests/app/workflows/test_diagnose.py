@@ -95,6 +95,8 @@ def test_repair_drops_the_shortcut_retrains_and_measures_the_change(shortcut_run
     lo, hi = doc["delta_ci"]
     assert doc["delta"] > 0.1 and lo > 0 and lo <= doc["delta"] <= hi
     assert doc["per_class_delta"]["pos"] > doc["per_class_delta"]["neg"] - 0.01
+    assert doc["classes_hurt"] == sorted(c for c, d in doc["per_class_delta"].items()
+                                         if d < -0.01)
     assert len(doc["fixed"]) > len(doc["broken"]) and doc["finding_gone"]
 
 
