@@ -46,7 +46,7 @@ import numpy as np
 from stateseer import TrainConfig, abstract_run, load_dataset, record_run, train_run
 from stateseer.abstraction.diagnosis import token_candidates
 from stateseer.app.workflows.diagnose import diagnose_run, permutation_null
-from stateseer.app.workflows.repair import ACTION_EDITS, repair_run
+from stateseer.app.workflows.repair import repair_run
 from stateseer.rnn_models.formats.errors import DataError, StateseerError
 from stateseer.rnn_models.formats.traces import Traces
 from stateseer.rnn_models.injection import BUGS, clean, hit, inject
@@ -166,7 +166,7 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
     k = _rank(doc["findings"], bug.culprit)
     if k is not None and doc["findings"][k - 1]["significant"] and not args.no_repair:
         f = doc["findings"][k - 1]
-        action = next((a for a in f["actions"] if a in ACTION_EDITS), None)
+        action = f["actions"][0] if f["actions"] else None
         try:
             out = repair_run(run, finding=f["rank"], action=action, out=where / "repaired",
                              progress=False) if action else None

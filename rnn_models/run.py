@@ -227,6 +227,7 @@ def own_agreement(obj: Any, tokens: list[str], ds: Any, n: int = 256
     import numpy as np
     import torch
 
+    from .batching import pad_batch
     from .tokenizers import Vocab
 
     predict = getattr(obj, "predict", None)
@@ -239,10 +240,7 @@ def own_agreement(obj: Any, tokens: list[str], ds: Any, n: int = 256
     seqs = [q for q in seqs if len(q)]
     if not seqs:
         return None
-    lengths = np.array([len(q) for q in seqs])
-    ids = np.full((len(seqs), lengths.max()), vocab.pad_id or 0, np.int64)
-    for k, q in enumerate(seqs):
-        ids[k, :len(q)] = q
+    ids, lengths = pad_batch(seqs, np.arange(len(seqs)), pad=vocab.pad_id or 0)
     ids_t, len_t = torch.from_numpy(ids), torch.from_numpy(lengths)
     with torch.no_grad():
         _, proba = obj.trace(ids_t, len_t)  # the head after every token

@@ -125,13 +125,13 @@ def _intervene(model: Any, tr: Any, c: Candidate, layer: int) -> dict[str, Any] 
     fixed = int(((before != labels) & (after == labels)).sum())
     broken = int(((before == labels) & (after != labels)).sum())
     unchanged = float((after == before).mean()) if len(rows) else 1.0
-    causes = fixed >= 2 * broken and fixed >= max(1, 0.1 * c.n_misclassified)
     if c.kind == "length":
         return {"kind": "cut", "after_tokens": c.extra["length_above"], "inputs": len(rows),
                 "fixed": fixed, "broken": broken, "unchanged": round(unchanged, 4),
                 "confirmed": unchanged >= 0.95}
     return {"kind": "delete_tokens", "inputs": len(rows), "fixed": fixed, "broken": broken,
-            "unchanged": round(unchanged, 4), "confirmed": causes}
+            "unchanged": round(unchanged, 4),
+            "confirmed": fixed >= 2 * broken and fixed >= max(1, 0.1 * c.n_misclassified)}
 
 
 def _unread_tail(c: Candidate, tr: Any, written: Sequence[list[str]], seen: int,
@@ -196,7 +196,11 @@ def _training_carriers(train: Any, train_sets: Sequence[set[str]], c: Candidate,
 
 def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
                 split_data: tuple, min_support: int,
-                written: Sequence[list[str]] | None = None) -> list[Candidate]:
+                written: Sequence[list[str]] | None = None, seen: int | None = None,
+                confusion: bool = True) -> list[Candidate]:
+    """Every candidate of the split (``written`` and ``seen``: the inputs as written and
+    the cut, for a run whose pipeline truncates them; ``confusion``: also the class
+    confusions, which read the predicted classes rather than the flags)."""
     inputs, wrong, unknown = split_data
     out = token_candidates(inputs, wrong, min_support=min_support)
     out += sequence_candidates(inputs, wrong, min_support=min_support)
@@ -206,13 +210,13 @@ def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
     if written is None:
         out += length_candidates(np.asarray(tr.lengths), wrong)
     else:  # the pipeline cut the inputs: lengths as written, and the cut itself
-        seen = int(np.asarray(tr.lengths).max(initial=0))
         cands = length_candidates(np.fromiter(map(len, written), np.int64, len(written)),
                                   wrong, seen=seen)
         for c in cands:
             c.extra["truncated"] = c.extra["length_above"] >= seen
         out += cands
-    out += confusion_candidates(tr.labels, tr.predictions, tr.final_proba.shape[1])
+    if confusion:
+        out += confusion_candidates(tr.labels, tr.predictions, tr.final_proba.shape[1])
     return out
 
 
@@ -234,11 +238,8 @@ def permutation_null(run: str | Path, *, split: str = "test", n: int = 20, seed:
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n):
-        flags = rng.permutation(wrong)
-        cands = token_candidates(inputs, flags, min_support=min_support)
-        cands += sequence_candidates(inputs, flags, min_support=min_support)
-        cands += unknown_candidates(inputs, unknown, flags, min_support=min_support)
-        cands += length_candidates(np.asarray(tr.lengths), flags)
+        cands = _candidates(tr, None, (), (inputs, rng.permutation(wrong), unknown),
+                            min_support, confusion=False)
         q = by_qvalues([c.p_value for c in cands])
         out.append(int((q < Q_LEVEL).sum()))
     return out
@@ -313,7 +314,7 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
         else []
     train_sets = [set(t) for t in train_inputs]
     written = _written(r, tr) if train is not None else None
-    cands = _candidates(tr, train, train_inputs, data, min_support, written)
+    cands = _candidates(tr, train, train_inputs, data, min_support, written, r.truncate)
     layer = int(traces.meta.get("layer", -1))
     tails = _tails(r, cands, tr, train, written)
     q = by_qvalues([c.p_value for c in cands])

@@ -43,9 +43,9 @@ import numpy as np
 from ...rnn_models.formats.atomic import atomic_write_text
 from ...rnn_models.formats.errors import StateseerError
 
-__all__ = ["ACTIONS", "ACTION_EDITS", "paired_bootstrap", "repair_run"]
+__all__ = ["ACTIONS", "ACTION_EDITS", "paired_bootstrap", "repair_run", "training_settings"]
 
-#: every action of the repair contract (DESIGN.md); those in ACTION_EDITS are implemented
+#: every action of the repair contract (DESIGN.md), each in ACTION_EDITS
 ACTIONS = ("drop", "relabel", "counterfactual", "augment", "reweight", "reconfigure")
 
 FORMAT, VERSION = "stateseer.repair", 1
@@ -97,11 +97,19 @@ def _augment(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any,
         toks = list(ds.tokens[i])
         toks.insert(int(rng.integers(len(toks) + 1)), word)
         new_texts.append(" ".join(toks))
-    n = len(ds)
+    return _with_copies(ds, picks, new_texts), {"added_copies_of": picks.tolist(),
+                                                "word": word}
+
+
+def _with_copies(ds: Any, picks: np.ndarray, texts: list[str]) -> Any:
+    """``ds`` with training inputs added: copies of rows ``picks`` (their labels) with
+    ``texts``."""
+    n, train = len(ds), np.asarray(ds.splits["train"])
     splits = {**ds.splits, "train": np.concatenate([train, np.arange(n, n + len(picks))])}
-    out = dataclasses.replace(ds, texts=[*ds.texts, *new_texts], splits=splits,
-                              labels=np.concatenate([labels, labels[picks]]), _tokens=None)
-    return out, {"added_copies_of": picks.tolist(), "word": word}
+    return dataclasses.replace(ds, texts=[*ds.texts, *texts], splits=splits,
+                               labels=np.concatenate([np.asarray(ds.labels),
+                                                      np.asarray(ds.labels)[picks]]),
+                               _tokens=None)
 
 
 def _class_index(ds: Any, name: str) -> int:
@@ -151,12 +159,8 @@ def _reweight(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any
     train = np.asarray(ds.splits["train"])
     labels = np.asarray(ds.labels)
     picks = train[labels[train] == a]
-    n = len(ds)
-    splits = {**ds.splits, "train": np.concatenate([train, np.arange(n, n + len(picks))])}
-    out = dataclasses.replace(ds, texts=[*ds.texts, *(ds.texts[i] for i in picks.tolist())],
-                              labels=np.concatenate([labels, labels[picks]]), splits=splits,
-                              _tokens=None)
-    return out, {"added_copies_of": picks.tolist(), "weight": 2}
+    return _with_copies(ds, picks, [ds.texts[i] for i in picks.tolist()]), {
+        "added_copies_of": picks.tolist(), "weight": 2}
 
 
 def _reconfigure(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dict]:
@@ -222,15 +226,30 @@ def _finding_of(run: Path, k: int) -> dict[str, Any]:
     return doc["findings"][ranks.index(k)]
 
 
-def _train_config(src: Any, data: Path, settings: dict[str, list] | None = None) -> Any:
-    from ...rnn_models.train import TrainConfig
+def training_settings(run: Any) -> dict[str, Any] | None:
+    """The ``stateseer train`` settings ``run`` was trained with (``config.json``'s
+    ``config``), or None for a run stateseer cannot retrain (``create``,
+    ``import-traces``)."""
+    cfg = run.config.get("config")
+    return cfg if isinstance(cfg, dict) and cfg.get("arch") else None
 
-    cfg = src.config.get("config")
-    if not isinstance(cfg, dict) or not cfg.get("arch"):
+
+def _retrainable(src: Any) -> dict[str, Any]:
+    """:func:`training_settings`, or the one-line refusal of a run stateseer cannot
+    retrain."""
+    cfg = training_settings(src)
+    if cfg is None:
         raise StateseerError(f"{src.path} was not trained by stateseer (a run of `stateseer "
                              "create` or `import-traces`): repair retrains the model, so it "
                              "needs a run of `stateseer train`; retrain your own model on "
                              "the edited data yourself")
+    return cfg
+
+
+def _train_config(src: Any, data: Path, settings: dict[str, list] | None = None) -> Any:
+    from ...rnn_models.train import TrainConfig
+
+    cfg = _retrainable(src)
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     kept = {k: v for k, v in cfg.items() if k in names}
     changed = {k: new for k, (_old, new) in (settings or {}).items()}
@@ -265,13 +284,12 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
     say = log or (lambda _line: None)
     src, new = ModelRun(run), ModelRun(out)
     f = _finding_of(src.path, finding)
-    fits = [a for a in f["actions"] if a in ACTION_EDITS]
-    if action not in fits:
-        why = "is not implemented yet for" if action in f["actions"] else "does not fit"
-        raise StateseerError(f"--action {action} {why} finding {finding} ({f['kind']}); "
-                             f"choose one of: {', '.join(fits) or 'none yet'}")
+    if action not in f["actions"]:
+        raise StateseerError(f"--action {action} does not fit finding {finding} "
+                             f"({f['kind']}); choose one of: "
+                             f"{', '.join(f['actions']) or 'none (no repair fits it)'}")
     new.require_new(False)
-    _train_config(src, src.path)  # a run stateseer cannot retrain: refused before any edit
+    _retrainable(src)  # refused before any edit
     ds = _whole(src)
     edited, edits = ACTION_EDITS[action](ds, f, np.random.default_rng(seed), src)
     new.path.mkdir(parents=True)

@@ -133,8 +133,9 @@ def findings_panel(ctx: Any) -> list[Any]:
 
 
 def _can_repair(ctx: Any) -> bool:
-    cfg = ctx.data.run.config.get("config")
-    return ctx.jobs is not None and isinstance(cfg, dict) and bool(cfg.get("arch"))
+    from ...workflows.repair import training_settings
+
+    return ctx.jobs is not None and training_settings(ctx.data.run) is not None
 
 
 def job_panel(ctx: Any, status: dict[str, Any]) -> list[Any]:
