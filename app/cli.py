@@ -446,16 +446,12 @@ def _cmd_extract_dfa(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from .workflows.exports import drawing_note, export_run
+    from .workflows.exports import export_run
 
     if str(args.out) != "-":
         _check_out_file(args.out, force=True)  # export_run refuses to overwrite by itself
     path = export_run(args.run, args.format, args.out, dfa=args.dfa, top_k=args.top_k,
-                      min_count=args.min_count, overwrite=args.force)
-    note = drawing_note(args.run, args.format, dfa=args.dfa, top_k=args.top_k,
-                        min_count=args.min_count)
-    if note:
-        _note(note)
+                      min_count=args.min_count, overwrite=args.force, log=_note)
     print(json.dumps({"written": str(path), "format": args.format}),
           file=sys.stderr if str(args.out) == "-" else sys.stdout)
     return 0

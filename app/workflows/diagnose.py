@@ -54,6 +54,7 @@ from ...abstraction.diagnosis import (
 )
 from ...rnn_models.formats.atomic import atomic_write_text
 from ...rnn_models.formats.errors import StateseerError
+from ...rnn_models.formats.reading import load_json
 
 __all__ = ["ACTIONS", "FORMAT", "Q_LEVEL", "diagnose_run", "findings_table", "load_findings",
            "permutation_null"]
@@ -377,8 +378,8 @@ def load_findings(run: str | Path) -> dict[str, Any] | None:
     """``RUN/diagnosis/findings.json``, or None when the run has not been diagnosed."""
     path = Path(run) / "diagnosis" / "findings.json"
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = load_json(path)
+    except (OSError, StateseerError):  # absent, not JSON, not a file, too large or deep
         return None
     return doc if isinstance(doc, dict) and doc.get("format") == FORMAT else None
 

@@ -7,6 +7,7 @@ the run directory.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +43,13 @@ def load_run_fsm(run: RunDir, dfa: bool = False) -> tuple[FSM, Any]:
 
 
 def export_run(run: RunDir | str | Path, fmt: str, out: str | Path, *, dfa: bool = False,
-               top_k: int | None = None, min_count: int = 1, overwrite: bool = False) -> Path:
+               top_k: int | None = None, min_count: int = 1, overwrite: bool = False,
+               log: Callable[[str], None] | None = None) -> Path:
     """Export the run's FSM/DFA (or its traces) as ``fmt`` to ``out`` (``-``: stdout).
 
     A drawn FSM (dot/svg/png/pdf) keeps ``top_k`` edges per state (default
-    :data:`~stateseer.abstraction.export.RENDERED_TOP_K`; ``0``: every edge);
-    :func:`drawing_note` says what was left out."""
+    :data:`~stateseer.abstraction.export.RENDERED_TOP_K`; ``0``: every edge); ``log``
+    hears what it left out (:func:`drawing_note`)."""
     run = run if isinstance(run, RunDir) else RunDir(run)
     _ = run.config  # a clear error if this is not a run
     spec = EXPORT_FORMATS.get(fmt)
@@ -65,6 +67,10 @@ def export_run(run: RunDir | str | Path, fmt: str, out: str | Path, *, dfa: bool
         # graphs (graphml, node-link) always come from the FSM view of the automaton
         graph = spec.kind == "graph" or dfa_obj is None
         data = export_data(fsm if graph else dfa_obj, fmt, top_k=top_k, min_count=min_count)
+        note = drawing_note(fsm, fmt, top_k=top_k, min_count=min_count) \
+            if dfa_obj is None else None
+        if note and log:
+            log(note)
     if str(out) == "-":
         if isinstance(data, bytes):
             if fmt in ("png", "pdf"):  # svg and graphml are text
@@ -76,21 +82,16 @@ def export_run(run: RunDir | str | Path, fmt: str, out: str | Path, *, dfa: bool
     return Path(out)
 
 
-def drawing_note(run: RunDir | str | Path, fmt: str, *, dfa: bool = False,
-                 top_k: int | None = None, min_count: int = 1) -> str | None:
-    """One line saying how many of the FSM's transitions a drawing left out, or None when
-    it kept them all (or is no FSM drawing)."""
+def drawing_note(fsm: FSM, fmt: str, *, top_k: int | None = None, min_count: int = 1
+                 ) -> str | None:
+    """One line saying how many of the FSM's state-to-state edges a drawing in ``fmt``
+    leaves out, or None when it keeps them all (or ``fmt`` is no drawing)."""
     spec = EXPORT_FORMATS.get(fmt)
     if spec is None or spec.kind != "automaton" or fmt == "json":
         return None
-    run = run if isinstance(run, RunDir) else RunDir(run)
-    fsm, dfa_obj = load_run_fsm(run, dfa)
-    if dfa_obj is not None:
-        return None
     k = drawn_top_k(top_k)
     total = len(fsm.state_edges(1))
-    drawn = total if k is None and min_count <= 1 else len(
-        fsm.pruned_edges(top_k=k if k is not None else total, min_count=min_count))
+    drawn = len(fsm.pruned_edges(top_k=k or total, min_count=min_count))
     if drawn >= total:
         return None
     return (f"drew {drawn:,} of the FSM's {total:,} state-to-state edges (the top {k} per "

@@ -93,9 +93,9 @@ def release(work_dir: str | Path) -> None:
 
 def _writer_alive(work_dir: Path) -> bool:
     try:
-        owner = json.loads((work_dir / OWNER).read_text())
+        owner = load_json(work_dir / OWNER, 4096)
         pid, host = int(owner["pid"]), str(owner["host"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, DataError, ValueError, KeyError, TypeError):
         return False  # no owner (an older version, or killed before it wrote one)
     if host != socket.gethostname():
         return True  # written from another machine: it cannot be told, so it is kept

@@ -161,13 +161,13 @@ def job_panel(ctx: Any, status: dict[str, Any]) -> list[Any]:
 
 def repair_result(ctx: Any, info: dict[str, Any]) -> list[Any]:
     """A finished repair: ``NEW/repair.json`` and the two runs compared."""
-    import json
-    from pathlib import Path
+    from ....rnn_models.formats.errors import StateseerError
+    from ....rnn_models.formats.reading import load_json
 
     out = Path(info["out"])
     try:
-        doc = json.loads((out / "repair.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = load_json(out / "repair.json")
+    except (OSError, StateseerError):
         return [html.Div(f"the repair ended without {out / 'repair.json'}", className="wrong")]
     lo, hi = doc["delta_ci"]
     rows = _rows_of(ctx, "test") if "test" in ctx.data.splits else {}
