@@ -312,8 +312,8 @@ def fit_abstraction(
     """
     splitting = split_by_prediction and getattr(method, "split_by_prediction", True)
     n_states_ = getattr(method, "n_states", n_states)
-    if splitting and isinstance(n_states_, int) and n_states_ < min_states(traces):
-        m = min_states(traces)
+    m = min_states(traces) if splitting and isinstance(n_states_, int) else 1
+    if isinstance(n_states_, int) and n_states_ < m:  # refused before any work
         raise AbstractionError(f"{n_states_} states cannot separate the {m} classes the "
                                f"model predicts; ask for at least {m} states")
     with engine_scope(cluster) as engine:

@@ -149,14 +149,11 @@ def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str = "te
         raise StateseerError("--states needs positive state counts, e.g. 4,8,16,32,40")
     run, traces, alphabet = _load(run, split)
     need = min_states(traces) if split_by_prediction else 1
-    if states is None:
+    if states is None:  # named candidates that are too few: fit_abstraction refuses them
         if log and counts[0] < need:
             log(f"left out {', '.join(str(k) for k in counts if k < need)} states: too few "
                 f"for the {need} classes the model predicts")
         counts = [k for k in counts if k >= need] or [need]
-    elif counts[0] < need:
-        raise StateseerError(f"--states {counts[0]} cannot separate the {need} classes the "
-                             f"model predicts; ask for at least {need} states")
     model = None
     if forcing:
         from .forcing import load_model
