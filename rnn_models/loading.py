@@ -24,7 +24,7 @@ import torch
 
 from .formats.errors import CheckpointError
 from .formats.imported import NoModelError
-from .formats.rundir import RunDir
+from .formats.rundir import MODEL_PATHS, RunDir, located_path
 
 __all__ = ["load_model", "model_kind"]
 
@@ -132,7 +132,10 @@ def load_model(run: RunDir | str | Path, *, device: str | torch.device = "cpu") 
     if kind == "factory":
         from .factory import load_factory
 
-        model = load_factory(run.config["model"])
+        spec = dict(run.config["model"])  # its paths kept relative to the run
+        spec.update({k: located_path(spec[k], run.path) for k in MODEL_PATHS
+                     if isinstance(spec.get(k), str)})
+        model = load_factory(spec)
         return model.to(device) if callable(getattr(model, "to", None)) else model
     if kind == "custom":
         m = run.config["model"]

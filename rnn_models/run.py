@@ -32,7 +32,7 @@ from .factory import (
 )
 from .formats.atomic import atomic_write_text
 from .formats.errors import StateseerError
-from .formats.rundir import RunDir, data_section
+from .formats.rundir import MODEL_PATHS, RunDir, data_section, portable_path
 
 if TYPE_CHECKING:
     from .datasets import TextDataset
@@ -192,10 +192,12 @@ def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any =
         ds = reorder_classes(ds, declared)
     tokens = vocabulary_of(obj, vocab, ds)
     data = data_section(ds, text_col=text_col, label_col=label_col, seed=seed,
-                        max_tokens=max_tokens)
+                        max_tokens=max_tokens, base=run.path)
     if use_model_tok:
         data.update(tokenizer="model", load_tokenizer=load_tok)
     section.setdefault("arch", type(obj).__name__)  # what the run header shows
+    section.update({k: portable_path(section[k], run.path) for k in MODEL_PATHS
+                    if isinstance(section.get(k), str)})
     section.update(n_classes=int(obj.n_classes), vocab_size=len(tokens),
                    classes=list(ds.classes),
                    tokenizer="model" if use_model_tok else load_tok)
@@ -300,7 +302,7 @@ def create_run(path: str | Path, ds, vocab, *, model: dict[str, Any],
     run.path.mkdir(parents=True, exist_ok=True)
     config = {"format": "stateseer.run", "version": 1,
               "data": data_section(ds, text_col=text_col, label_col=label_col, seed=seed,
-                                   max_tokens=max_tokens),
+                                   max_tokens=max_tokens, base=run.path),
               "model": {**model, "n_classes": len(ds.classes), "vocab_size": len(vocab)}}
     atomic_write_text(run.config_path, json.dumps(config, indent=2))
     vocab.save(run.vocab_path)

@@ -242,7 +242,7 @@ def test_a_scheduler_lost_mid_command_is_one_line_and_the_run_stays_as_it_was(
     del blocker
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert proc.returncode == 2 and len(lines) == 1, err
-    assert lines[0].startswith("stateseer: error: the Dask cluster at") and \
+    assert lines[0].startswith("stateseer: error: the Dask scheduler at") and \
         "went away mid-command" in lines[0]
     assert files() == before  # nothing was swapped in, nothing half-written is left
     assert sorted(os.listdir(run)) == entries

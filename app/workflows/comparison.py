@@ -41,8 +41,8 @@ def compare_split(a: RunView, b: RunView, split: str) -> dict[str, Any]:
     if split not in b.splits:
         raise StateseerError(f"the compared run has no split {split!r}")
     ta, tb = a.traces[split], b.traces[split]
-    differs = input_difference(split, ta.texts, tb.texts, data_a=a.config.get("data"),
-                               data_b=b.config.get("data"))
+    differs = input_difference(split, ta.texts, tb.texts, data_a=a.run.data,
+                               data_b=b.run.data)
     if differs:
         raise StateseerError(differs)
     if ta.n_steps != tb.n_steps or not np.array_equal(ta.offsets, tb.offsets):

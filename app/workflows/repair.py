@@ -42,6 +42,7 @@ import numpy as np
 
 from ...rnn_models.formats.atomic import atomic_write_text
 from ...rnn_models.formats.errors import StateseerError
+from ...rnn_models.formats.rundir import located
 
 __all__ = ["ACTIONS", "ACTION_EDITS", "paired_bootstrap", "repair_run", "training_settings"]
 
@@ -231,7 +232,9 @@ def training_settings(run: Any) -> dict[str, Any] | None:
     ``config``), or None for a run stateseer cannot retrain (``create``,
     ``import-traces``)."""
     cfg = run.config.get("config")
-    return cfg if isinstance(cfg, dict) and cfg.get("arch") else None
+    if not (isinstance(cfg, dict) and cfg.get("arch")):
+        return None
+    return {**cfg, "dataset": located(cfg.get("dataset", ""), run.path)}
 
 
 def _retrainable(src: Any) -> dict[str, Any]:

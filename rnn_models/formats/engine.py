@@ -19,10 +19,14 @@ torch code that is single-threaded by design, so one process per core is the uni
 Results do not depend on the engine: the per-shard functions are the same, the shard
 layout depends only on the data, results come back in shard order and :meth:`~Engine.reduce`
 always combines them in the same binary tree. A task whose worker dies (killed,
-out of memory) is run again on another worker by the scheduler; a per-shard function
-must therefore be idempotent (write only its own temporary output). A scheduler that
-disappears ends the command with a one-line :class:`ClusterError`; commands write to
-temporary names and swap results in only at the end, so the run stays the old one.
+out of memory, a lost machine) is run again on another worker by the scheduler; a
+per-shard function must therefore be idempotent (write only its own temporary output).
+What the scheduler cannot recompute, a map's scattered arguments, may die with the worker
+that held them (before they were copied to the others): the map is then run again, while
+the scheduler still answers (up to ``LOST_WORKER_RETRIES`` times). Only a scheduler that
+disappears ends the command, with a one-line :class:`ClusterError` that says so; commands
+write to temporary names and swap results in only at the end, so the run stays the old
+one.
 
 This module is part of the torch-free :mod:`stateseer.rnn_models.formats` layer (both
 ``rnn_models`` and ``abstraction`` use it); Dask is imported only when a cluster is
@@ -46,6 +50,7 @@ __all__ = ["ENV", "ClusterError", "DaskEngine", "Engine", "SerialEngine", "open_
 ENV = "STATESEER_CLUSTER"
 T = TypeVar("T")
 USAGE = "use local, local:N or tcp://HOST:PORT"
+LOST_WORKER_RETRIES = 2  # reruns of one step after a worker's loss cancelled its data
 
 
 class ClusterError(StateseerError):
@@ -256,19 +261,54 @@ class DaskEngine(Engine):
 
     def _lost(self, exc: BaseException) -> ClusterError:
         return ClusterError(
-            f"the Dask cluster at {self.address} went away mid-command "
+            f"the Dask scheduler at {self.address} went away mid-command "
             f"({type(exc).__name__}); the run directory was left as it was — restart the "
             f"scheduler and workers and rerun, or drop --cluster")
 
+    def _scheduler_answers(self) -> bool:
+        """Whether the scheduler still answers (a lost *worker* is not a lost cluster)."""
+        try:
+            self.client.sync(self.client.scheduler.identity, callback_timeout=10)
+        except Exception:  # any failure to answer means it is gone
+            return False
+        return True
+
     def _call(self, fn: Callable[[], T]) -> T:
+        """``fn()``, run again while the scheduler lives but a worker's loss took data
+        with it that cannot be recomputed (the map's scattered arguments: their futures
+        come back cancelled); a lost scheduler is one :class:`ClusterError`.
+
+        Rerunning is safe: per-shard functions are idempotent, and results are combined
+        in a fixed order whichever attempt computed them.
+        """
         from concurrent.futures import CancelledError
 
         from distributed.comm.core import CommClosedError
 
+        for attempt in range(1 + LOST_WORKER_RETRIES):
+            try:
+                return fn()
+            except (CommClosedError, CancelledError, OSError, TimeoutError) as exc:
+                if not self._scheduler_answers():
+                    raise self._lost(exc) from None
+                if attempt == LOST_WORKER_RETRIES:
+                    raise ClusterError(
+                        f"workers of the Dask cluster at {self.address} were lost "
+                        f"{attempt + 1} times in one step ({type(exc).__name__}) while the "
+                        "scheduler still answers; the run directory was left as it was — "
+                        "check the workers (memory, network) and rerun") from None
+                self._wait_for_a_worker()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _wait_for_a_worker(self, timeout: float = 60.0) -> None:
+        """Before a rerun: at least one worker (a lost machine's replacement may still be
+        starting); none within ``timeout`` seconds is a :class:`ClusterError`."""
         try:
-            return fn()
-        except (CommClosedError, CancelledError, OSError, TimeoutError) as exc:
-            raise self._lost(exc) from None
+            self.client.wait_for_workers(1, timeout=timeout)
+        except TimeoutError:
+            raise ClusterError(f"the Dask cluster at {self.address} has no worker left (none "
+                               f"joined within {timeout:.0f} s); start one with `dask worker "
+                               f"{self.address}` and rerun") from None
 
     def _shared(self, shared: dict[str, Any]) -> Any:
         """The keyword arguments of a map as one scattered object (a single Future).

@@ -55,7 +55,7 @@ import numpy as np
 from .atomic import atomic_save_npy, atomic_write_text, swap_dir
 from .errors import DAMAGED_NPY, CheckpointError, TraceError
 from .reading import load_json, read_bounded
-from .rundir import RunDir, claim, release
+from .rundir import RunDir, claim, portable_path, release
 from .traces import FORMAT as TRACES_FORMAT
 from .traces import VERSION as TRACES_VERSION
 from .traces import Traces
@@ -439,7 +439,7 @@ def import_traces(run: str | Path | RunDir, src: str | Path, *, force: bool = Fa
             "dataset": dataset, "layer": man.get("layer", -1), "state": "h",
             "dtype": "float16" if splits["train"].hidden.dtype == np.float16 else "float32",
             "state_size": int(h0.shape[0]), "n_classes": C, "model_sha256": None,
-            "proba": has_p, "imported_from": str(src),
+            "proba": has_p, "imported_from": portable_path(str(src), run.path),
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "stateseer": _version(), "splits": meta_splits}
     atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=2))
@@ -455,11 +455,13 @@ def _write_run_files(run: RunDir, man: dict[str, Any], src: Path, dataset: str,
                      vocab: list[str], meta_splits: dict[str, Any], has_p: bool) -> None:
     tok = man.get("tokenizer") if man.get("tokenizer") in ("word", "char", "space") \
         else "space"
+    origin = portable_path(str(src), run.path)  # relative to the run, as data paths are
     config = {"format": "stateseer.run", "version": 1,
               "data": {"name": dataset, "tokenizer": tok, "classes": man["classes"],
-                       "grammar": man.get("grammar"), "source": {"imported_from": str(src)},
+                       "grammar": man.get("grammar"), "source": {"imported_from": origin},
                        "split_sizes": {s: v["n_inputs"] for s, v in meta_splits.items()}},
-              "model": {"kind": "imported", "arch": "imported", "from": str(src),
+              "model": {"kind": "imported", "arch": "imported",
+                        "from": origin,
                         "proba": has_p,
                         "n_classes": len(man["classes"]), "vocab_size": len(vocab),
                         "description": str(man.get("description", ""))}}

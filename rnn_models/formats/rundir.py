@@ -40,7 +40,8 @@ from .reading import load_json
 
 SMALL = 256 << 20  # config.json and metrics.json: settings and figures, never data
 
-__all__ = ["RunDir", "data_section", "sha256_file"]
+__all__ = ["MODEL_PATHS", "RunDir", "data_section", "located", "located_path", "portable",
+           "portable_path", "sha256_file"]
 
 
 def sha256_file(path: str | Path) -> str:
@@ -110,9 +111,73 @@ def _writer_alive(work_dir: Path) -> bool:
     return True
 
 
+FILE_KINDS = ("csv", "jsonl")
+#: the ``model`` section's paths of a ``create``d run (its factory's module)
+MODEL_PATHS = ("search_path", "module_path", "module_file")
+
+
+def portable_path(path: str, base: str | Path) -> str:
+    """``path`` relative to ``base`` (the run directory), as ``config.json`` keeps paths: a
+    run names no absolute path of its maker's machine (``/home/ana/...``), and a project
+    folder holding runs, data and model code moves whole. A relative path, and one on
+    another drive, is returned as it is.
+
+    Examples
+    --------
+    >>> portable_path("/work/data/reviews.csv", "/work/runs/gru")
+    '../../data/reviews.csv'
+    """
+    if not os.path.isabs(path):
+        return path
+    try:
+        return Path(os.path.relpath(path, os.path.abspath(base))).as_posix()
+    except ValueError:  # another drive
+        return path
+
+
+def located_path(path: str, base: str | Path) -> str:
+    """:func:`portable_path`'s inverse: a relative path read against ``base`` (an absolute
+    one, as runs made before kept them, is returned as it is).
+
+    Examples
+    --------
+    >>> located_path("../../data/reviews.csv", "/work/runs/gru")
+    '/work/data/reviews.csv'
+    """
+    if os.path.isabs(path):
+        return path
+    return os.path.normpath(os.path.join(os.path.abspath(base), path))
+
+
+def _file_name(name: Any, base: str | Path, how: Any) -> Any:
+    kind, sep, rest = str(name).partition(":")
+    if isinstance(name, str) and sep and kind in FILE_KINDS and rest:
+        return f"{kind}:{how(rest, base)}"
+    return name
+
+
+def portable(name: str, base: str | Path) -> str:
+    """A ``csv:PATH``/``jsonl:PATH`` data-set name with ``PATH`` made :func:`portable_path`
+    (other names are returned as they are).
+
+    >>> portable("csv:/work/data/reviews.csv", "/work/runs/gru"), portable("tomita3", "/x")
+    ('csv:../../data/reviews.csv', 'tomita3')
+    """
+    return _file_name(name, base, portable_path)
+
+
+def located(name: str, base: str | Path) -> str:
+    """:func:`portable`'s inverse (:func:`located_path` of a data file's path).
+
+    >>> located("csv:../../data/reviews.csv", "/work/runs/gru")
+    'csv:/work/data/reviews.csv'
+    """
+    return _file_name(name, base, located_path)
+
+
 def data_section(ds: Any, *, text_col: str = "text", label_col: str = "label", seed: int = 0,
-                 max_tokens: int | None = 2000, truncate: int | None = None
-                 ) -> dict[str, Any]:
+                 max_tokens: int | None = 2000, truncate: int | None = None,
+                 base: str | Path | None = None) -> dict[str, Any]:
     """The ``"data"`` section of ``config.json``: how to reload ``ds`` and its splits.
 
     Parameters
@@ -123,11 +188,19 @@ def data_section(ds: Any, *, text_col: str = "text", label_col: str = "label", s
         ``splits`` attributes).
     truncate : int, optional
         The model is shown only each input's first ``truncate`` tokens (kept only when set).
+    base : str or Path, optional
+        The run directory: a data file's path is kept relative to it (:func:`portable`);
+        :attr:`RunDir.data` reads it back absolute.
     """
     extra = {"truncate": int(truncate)} if truncate is not None else {}
-    return {**extra, "name": ds.name, "tokenizer": ds.tokenizer, "classes": ds.classes,
+    name, info = ds.name, ds.info
+    if base is not None and portable(name, base) != name:
+        name = portable(name, base)
+        if isinstance(info, dict) and "source" in info:  # the same file
+            info = {**info, "source": name.partition(":")[2]}
+    return {**extra, "name": name, "tokenizer": ds.tokenizer, "classes": ds.classes,
             "text_col": text_col, "label_col": label_col, "seed": seed,
-            "max_tokens": max_tokens, "grammar": ds.grammar, "source": ds.info,
+            "max_tokens": max_tokens, "grammar": ds.grammar, "source": info,
             "split_sizes": {s: len(v) for s, v in ds.splits.items()}}
 
 
@@ -206,10 +279,13 @@ class RunDir:
 
     @property
     def data(self) -> dict[str, Any]:
-        """The ``data`` section of ``config.json`` (see :func:`data_section`)."""
+        """The ``data`` section of ``config.json`` (see :func:`data_section`), a data file's
+        path made absolute again (:func:`located`)."""
         d = self.config.get("data")
         if not isinstance(d, dict):
             raise StateseerError(f"{self.config_path} has no 'data' section; retrain the run")
+        if isinstance(d.get("name"), str):
+            d = {**d, "name": located(d["name"], self.path)}
         return d
 
     @property

@@ -213,7 +213,10 @@ def test_python_api_takes_a_factory_path_or_a_model_object(user_dir, text_csv, t
     d, name = user_dir
     run = create_model_run(tmp_path / "api", f"csv:{text_csv}", f"{d / name}.py:build",
                            text_col="review", label_col="sentiment")
-    assert run.config["model"]["module_path"] == str((d / f"{name}.py").resolve())
+    from stateseer.rnn_models.formats.rundir import located_path
+
+    kept = run.config["model"]["module_path"]  # relative to the run
+    assert located_path(kept, run.path) == str((d / f"{name}.py").resolve())
     model = run.load_model()
     obj_run = create_model_run(tmp_path / "obj", f"csv:{text_csv}", model,
                                text_col="review", label_col="sentiment")
@@ -260,3 +263,34 @@ def test_a_head_that_pools_is_caught_at_create_and_a_wrong_accuracy_at_record(
     with pytest.warns(AccuracyMismatchWarning, match="where you measured 0.990") as rec:
         assert main(["record", str(tmp_path / "l")]) == 0
     assert len(rec) == 1
+
+
+def test_a_created_run_names_no_absolute_path_and_moves_with_its_project(tmp_path, user_dir,
+                                                                       text_csv, monkeypatch):
+    """Model code, data and run in one project folder: config.json keeps every path
+    relative to the run, and the folder, moved elsewhere, still records from anywhere."""
+    import shutil
+
+    d, _ = user_dir
+    project = tmp_path / "project"
+    code = project / "code"
+    code.mkdir(parents=True)
+    shutil.copy(d / "itos.json", code / "itos.json")
+    (code / "mymodel_moved.py").write_text(textwrap.dedent(MODULE))
+    shutil.copy(text_csv, project / "reviews.csv")
+    monkeypatch.chdir(code)
+    assert main(["create", str(project / "runs" / "mine"), "--model", "mymodel_moved:build",
+                 "--dataset", f"csv:{project / 'reviews.csv'}", "--text-col", "review",
+                 "--label-col", "sentiment"]) == 0
+    text = (project / "runs" / "mine" / "config.json").read_text()
+    assert str(tmp_path) not in text
+    moved = tmp_path / "elsewhere" / "p2"
+    moved.parent.mkdir()
+    shutil.move(project, moved)
+    from stateseer.rnn_models.formats.rundir import located_path
+
+    model = json.loads(text)["model"]  # where a fresh process looks for the module
+    assert located_path(model["search_path"], moved / "runs" / "mine") == str(moved / "code")
+    monkeypatch.chdir(tmp_path)
+    assert main(["record", str(moved / "runs" / "mine"), "--splits", "test"]) == 0
+    assert Traces(moved / "runs" / "mine" / "traces")["test"].n_inputs == 150
