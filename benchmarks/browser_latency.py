@@ -43,6 +43,8 @@ Last line: one JSON object: ``n_instances``, ``repetitions``, ``state_click_medi
 ``lost_clicks``, ``server_state_click_ms``, ``server_row_click_ms``,
 ``server_typed_input_ms`` (medians of the per-interaction sums), their
 ``*_requests`` and ``*_rounds``, and ``server_callbacks_ms`` (median per callback).
+With ``--background-load``: ``{"idle": {...}, "loaded": {...}}``, the same figures on the
+idle machine and then while another process keeps one core busy.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ import argparse
 import csv
 import json
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -597,19 +600,54 @@ def main() -> None:
     p.add_argument("--steps", default=",".join(STEPS),
                    help="what to measure, comma-separated: cold, reload, clicks (default all)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--background-load", action="store_true",
+                   help="measure twice: on the idle machine, then while another process "
+                        "keeps one core busy (a pure-Python busy loop); the JSON then holds "
+                        "both under 'idle' and 'loaded'")
     args = p.parse_args()
     build_run(args.run, args.n_instances, args.seed)
     steps = tuple(x.strip() for x in args.steps.split(",") if x.strip())
     if not set(steps) <= set(STEPS):
         p.error(f"--steps takes {', '.join(STEPS)}; got {args.steps!r}")
-    res = measure(args.app_root or [ROOT], args.run.resolve(), args.repetitions, args.query,
-                  args.seed, steps)
-    print(f"{res['n_instances']:,} instances, {res['repetitions']} repetitions: state click "
+
+    def run() -> dict:
+        return measure(args.app_root or [ROOT], args.run.resolve(), args.repetitions,
+                       args.query, args.seed, steps)
+
+    if not args.background_load:
+        res = run()
+        summary(res)
+        print(json.dumps(res))
+        return
+    idle = run()
+    with busy_core():
+        loaded = run()
+    for name, r in (("idle", idle), ("one core busy", loaded)):
+        summary(r, name)
+    print(json.dumps({"idle": idle, "loaded": loaded}))
+
+
+def summary(res: dict, label: str = "") -> None:
+    print(f"{label + ': ' if label else ''}{res['n_instances']:,} instances, "
+          f"{res['repetitions']} repetitions: state click "
           f"median {res.get('state_click_median_ms')} ms, row click "
           f"{res.get('row_click_median_ms')} ms, typed input "
           f"{res.get('typed_input_median_ms')} ms, first render cold "
           f"{res.get('first_render_cold_ms')} ms, lost clicks {res['lost_clicks']}")
-    print(json.dumps(res))
+
+
+@contextmanager
+def busy_core():
+    """Another process keeping one core busy for the length of the block."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 if __name__ == "__main__":

@@ -365,3 +365,121 @@ def test_an_address_that_is_no_scheduler_is_refused_alike_by_every_command(
             assert main([*cmd, "--cluster", address]) == 2, cmd
             err = capsys.readouterr().err.strip()
             assert "\n" not in err and words in err and address in err, (cmd, err)
+
+
+def test_a_map_whose_scattered_arguments_are_lost_is_run_again(text_pair, engine,
+                                                               monkeypatch):
+    """A worker lost before the map's scattered arguments were copied to the others takes
+    them with it: their future comes back cancelled while the scheduler still answers. The
+    map runs again (it used to end the command as if the cluster had gone away)."""
+    a, _ = text_pair
+    ab = abstract_run(a, n_states=10, save=False)
+    refs = sharded.shard_refs(Traces(a / "traces"), "train")
+    want = SerialEngine().map(_slow_assign, refs, abstractor=ab.abstractor, stats=(11, 10**5))
+    real, lost = DaskEngine._shared, []
+
+    def shared_then_lost(self, shared):
+        fut = real(self, shared)
+        if not lost:  # the first attempt's arguments vanish while its tasks run
+            lost.append(fut)
+            threading.Timer(0.6, engine.client.cancel, [fut]).start()
+        return fut
+
+    monkeypatch.setattr(DaskEngine, "_shared", shared_then_lost)
+    got = engine.map(_slow_assign, refs, abstractor=ab.abstractor, stats=(11, 10**5))
+    assert lost and lost[0].cancelled()
+    for w, g in zip(want, got, strict=True):
+        assert w["states"].tobytes() == g["states"].tobytes()
+
+
+def _start_worker(address: str) -> subprocess.Popen:
+    """``dask worker`` (nanny and worker) in its own process group, as on its own machine."""
+    dask = str(Path(sys.executable).with_name("dask"))
+    return subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--nworkers", "1",
+                             "--no-dashboard"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+@pytest.fixture
+def two_machines():
+    """A ``dask scheduler`` and two ``dask worker`` process groups (one per "machine");
+    yields (address, client, workers list: the test appends replacements)."""
+    from distributed import Client
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    dask = str(Path(sys.executable).with_name("dask"))
+    scheduler = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                  "--no-dashboard"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+    workers = [_start_worker(address), _start_worker(address)]
+    client = None
+    try:
+        client = Client(address, timeout=60)
+        client.wait_for_workers(2, timeout=120)
+        yield address, client, workers
+    finally:
+        if client is not None:
+            client.close(timeout=5)
+        for proc in [scheduler, *workers]:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(30)
+
+
+def test_a_machine_lost_at_any_moment_of_record_and_abstract_changes_nothing(
+        text_pair, tmp_path, two_machines):
+    """One worker's whole process group (nanny and worker) SIGKILLed at 20 moments spread
+    over ``record`` and ``abstract`` on a ``tcp://`` cluster of separate processes, a new
+    worker started each time: every run finishes, identical to the in-process run."""
+    address, client, workers = two_machines
+    a, _ = text_pair
+    want = abstract_run(a, n_states=10, save=False)
+    moments = 10
+
+    def command(kind: str, run: Path):
+        if kind == "record":
+            return lambda: record_run(run, shard_size=SHARD, cluster=address)
+        return lambda: abstract_run(run, n_states=10, cluster=address, save=False)
+
+    def fresh(kind: str, name: str) -> Path:
+        run = _fresh(a, tmp_path / name)
+        if kind == "abstract":
+            shutil.copytree(a / "traces", run / "traces")
+        return run
+
+    lost = []
+    for kind in ("record", "abstract"):
+        command(kind, fresh(kind, f"{kind}-warm"))()  # workers import torch, load the model
+        t0 = time.monotonic()
+        command(kind, fresh(kind, f"{kind}-timed"))()  # how long the command takes
+        took = time.monotonic() - t0
+        for i in range(moments):
+            client.wait_for_workers(2, timeout=120)
+            pids = client.run(os.getpid)  # worker address -> process id
+            run = fresh(kind, f"{kind}-{i}")
+            out: dict = {}
+            call = command(kind, run)
+            job = threading.Thread(target=lambda c=call, o=out: o.update(r=c()))
+            job.start()
+            time.sleep(took * (i + 0.5) / moments)
+            busy = [w for w, keys in client.processing().items() if keys and w in pids]
+            victim = (busy or sorted(pids))[0]
+            os.killpg(os.getpgid(pids[victim]), signal.SIGKILL)
+            lost.append((kind, i, bool(busy), job.is_alive()))
+            workers.append(_start_worker(address))
+            job.join(300)
+            assert not job.is_alive() and "r" in out, (kind, i)
+            if kind == "record":
+                for split in ("train", "val", "test"):
+                    for k in ("hidden", "proba", "token_ids", "offsets"):
+                        assert np.asarray(getattr(Traces(a / "traces")[split], k)).tobytes() \
+                            == np.asarray(getattr(Traces(run / "traces")[split], k)).tobytes()
+            else:
+                _assert_same(want, out["r"])
+    # the moments fell while the commands ran, most of them while a worker was busy
+    assert sum(alive for *_, alive in lost) >= 16 and sum(b for _, _, b, _ in lost) >= 8, lost

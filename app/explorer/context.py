@@ -8,6 +8,7 @@ receive the context; nothing in it is changed after it is built.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,10 @@ class ExplorerContext:
     jobs : JobRunner, optional
         Runs long work started from the page (a repair) as a separate process; None where
         the page may start none (study mode).
+    relay : callable, optional
+        ``relay(component_id, value)``: what a chained callback passes on within one
+        request (:func:`stateseer.app.explorer.registry.fuse`), as the page would receive
+        it; study mode strips abstract states there. Default: the value itself.
     """
 
     data: RunView
@@ -44,6 +49,7 @@ class ExplorerContext:
     contexts: ContextService
     comparison: RunComparison | None = None
     jobs: JobRunner | None = None
+    relay: Callable[[Any, Any], Any] | None = None
 
     @classmethod
     def load(cls, run_dir: str | Path, *, model: Any = None,

@@ -238,7 +238,14 @@ def fuse(members: Sequence[Callback], ctx: ExplorerContext
     Its inputs are the union of the members' (an Input in any member is an Input); on a
     call, each member whose own Inputs include a fired one (or every member, on the
     first call) runs with its own values, the others return ``no_update``.
+
+    Members are *chained*: one whose output another member reads runs first, and what
+    it writes reaches the reader in the same request, as if that input had fired (the
+    core's choice of trace and the views that draw it: one round trip, not two). The
+    value passes through ``ctx.relay`` on the way (study mode strips abstract states
+    there, as it does from what it sends the page).
     """
+    members = _dependency_order(members)
     deps: dict[tuple[str, str], Input | State] = {}
     for cb in members:
         for d in cb.inputs:
@@ -247,25 +254,48 @@ def fuse(members: Sequence[Callback], ctx: ExplorerContext
                 deps[k] = d
     order = list(deps)
     outputs = [o for cb in members for o in cb.outputs]
-    bound = [(cb, cb.bind(ctx)) for cb in members]
+    bound = [(cb, cb.bind(ctx), {_key(d) for d in cb.inputs if isinstance(d, Input)})
+             for cb in members]
+    relay = getattr(ctx, "relay", None) or (lambda _cid, value: value)
 
     def run(*values: Any) -> list[Any]:
         fired = {_fired_key(p) for p in Trigger.fired_props()}
+        first = not fired
+        current = dict(zip(order, values, strict=True))
         out: list[Any] = []
-        for cb, fn in bound:
+        for cb, fn, mine in bound:
             n = len(cb.outputs)
-            mine = {_key(d) for d in cb.inputs if isinstance(d, Input)}
             res: Any = [no_update] * n
-            if not fired or mine & fired:
+            if first or mine & fired:
                 try:
-                    res = fn(*(values[order.index(_key(d))] for d in cb.inputs))
+                    res = fn(*(current[_key(d)] for d in cb.inputs))
                 except PreventUpdate:
                     pass
-            out.extend(res if n > 1 else [res])
+            res = list(res) if n > 1 else [res]
+            for o, value in zip(cb.outputs, res, strict=True):
+                k = _key(o)
+                if value is not no_update and k in current:  # a later member reads it
+                    current[k] = relay(o.component_id, value)
+                    fired.add(k)
+            out.extend(res)
         return out
 
     run.__name__ = "fused_" + "_".join(cb.fn.__name__ for cb in members)
     return outputs, [deps[k] for k in order], run
+
+
+def _dependency_order(members: Sequence[Callback]) -> list[Callback]:
+    """``members`` with every writer of a property before its readers (otherwise in the
+    given order; a cycle keeps the given order)."""
+    left, done = list(members), []
+    while left:
+        written = {_key(o) for cb in left for o in cb.outputs}
+        ready = next((cb for cb in left
+                      if not ({_key(d) for d in cb.inputs} & written
+                              - {_key(o) for o in cb.outputs})), left[0])
+        done.append(ready)
+        left.remove(ready)
+    return done
 
 
 def _fired_key(prop_id: str) -> tuple[str, str]:

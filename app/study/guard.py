@@ -37,7 +37,7 @@ from .context import current
 from .spec import VIEWS
 
 __all__ = ["DASH_UPDATE", "STATE_VIEWS", "blank_excluded", "callback_ids", "component_ids",
-           "excluded_ids", "register", "strip_states"]
+           "excluded_ids", "register", "relay", "strip_states"]
 
 DASH_UPDATE = "/_dash-update-component"
 STATE_VIEWS = REGISTRY.state_views()
@@ -147,6 +147,16 @@ def strip_states(active: Any) -> Any:
             rec = {f: v for f, v in rec.items() if f != "states_own"}
             out[k] = {**rec, "states": [], "simulated": []}
     return out
+
+
+def relay(component_id: Any, value: Any) -> Any:
+    """What an explorer callback passes to the next one in the same request
+    (:func:`stateseer.app.explorer.registry.fuse`): the ``active-trace`` store without its
+    abstract states in a condition that shows none, as :func:`drop_hidden_outputs` sends
+    it to the page (so the views drawn from it in the same request show no state)."""
+    if component_id == ACTIVE_TRACE and getattr(g, "study_stateless", False):
+        return strip_states(value)
+    return value
 
 
 def _strip_trace(part: dict[str, Any]) -> None:

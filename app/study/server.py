@@ -18,6 +18,7 @@ response carries the headers of :func:`stateseer.app.security.secure_headers`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -338,6 +339,7 @@ def create_study_app(study: Study | str | Path, *, db: str | Path,
                              "fix 'run' (relative paths start at the study file's folder) "
                              "or pass --run")
         context = ExplorerContext.load(study.run)
+    context = dataclasses.replace(context, relay=guard.relay)  # chained values, guarded
     log = StudyLog(db, study=study.id, digest=study.digest(), synchronous=synchronous)
     sc = StudyContext(study=study, ctx=context, log=log, admin_token=admin_token)
     sc.check_run()

@@ -21,9 +21,10 @@ layout depends only on the data, results come back in shard order and :meth:`~En
 always combines them in the same binary tree. A task whose worker dies (killed,
 out of memory, a lost machine) is run again on another worker by the scheduler; a
 per-shard function must therefore be idempotent (write only its own temporary output).
-What the scheduler cannot recompute, a map's scattered arguments, may die with the worker
-that held them (before they were copied to the others): the map is then run again, while
-the scheduler still answers (up to ``LOST_WORKER_RETRIES`` times). Only a scheduler that
+A map's shared arguments travel as a task too (never as scattered data, which the
+scheduler could not recompute); should a step still lose what it needs (its futures come
+back cancelled, a worker's connection breaks), it is run again while the scheduler
+answers (up to ``LOST_WORKER_RETRIES`` times). Only a scheduler that
 disappears ends the command, with a one-line :class:`ClusterError` that says so; commands
 write to temporary names and swap results in only at the end, so the run stays the old
 one.
@@ -311,16 +312,24 @@ class DaskEngine(Engine):
                                f"{self.address}` and rerun") from None
 
     def _shared(self, shared: dict[str, Any]) -> Any:
-        """The keyword arguments of a map as one scattered object (a single Future).
+        """The keyword arguments of a map as one object the workers fetch once each: a
+        task that returns them (its Future), or the dict itself when it is small.
 
+        A task, not scattered data: when the worker holding the result is lost (a lost
+        machine), the scheduler computes it again from the task, whereas scattered data
+        dies with it (its dependants come back cancelled), and a broadcast scatter whose
+        copy went to a worker that just died waited forever on the scheduler.
         Not a dict of Futures: Dask turns such a dict into a task keyed by the argument's
-        name, so two maps with more than one scattered argument (two splits' patterns
-        mined side by side) collided on the scheduler and never finished.
+        name, so two maps with more than one shared argument (two splits' patterns mined
+        side by side) collided on the scheduler and never finished.
         """
         small = (str, int, float, bool, tuple, type(None))
         if all(isinstance(v, small) for v in shared.values()):
             return dict(shared)
-        return self.client.scatter([dict(shared)], broadcast=True, hash=False)[0]
+        import dask
+
+        with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1GB"}):
+            return self.client.submit(_identity, dict(shared), pure=False)
 
     def map(self, fn: Callable[..., T], items: Iterable[Any], **shared: Any) -> list[T]:
         items = list(items)
@@ -366,6 +375,11 @@ class DaskEngine(Engine):
                 self._cluster.close()
             for name, level in getattr(self, "_levels", {}).items():
                 logging.getLogger(name).setLevel(level)
+
+
+def _identity(x: T) -> T:
+    """A task's result that is its argument (a map's shared keyword arguments)."""
+    return x
 
 
 def _apply(item: Any, fn: Callable[..., T], shared_kwargs: dict[str, Any]) -> T:

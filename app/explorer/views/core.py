@@ -3,7 +3,10 @@
 Not a view a study condition can leave out. ``selection`` (state, row, pattern, split;
 mirrored in the URL) is written by the views that are clicked; ``active-trace`` holds the
 trace on display (``{"main": record, "compare": record or None}``), computed here from the
-selected row, the typed input, the pinned trace and the compared run.
+selected row, the typed input, the pinned trace and the compared run. The choice is fused
+with the views that draw the trace (``fuse="trace"``): the request that picks a row
+answers with the drawn trace, and the slower views that follow the store (diagram path,
+attribution, nearest contexts) come after it.
 """
 
 from __future__ import annotations
@@ -128,5 +131,5 @@ VIEW = View(
                  [Input(ids.SELECTION, "data"), Input(ids.TRACE_BTN, "n_clicks"),
                   Input(ids.PINNED, "data"), State(ids.NEW_TEXT, "value"),
                   State(ids.COMPARE_MODE, "value"), State(ids.ACTIVE_TRACE, "data")],
-                 trigger=True),
+                 trigger=True, fuse="trace"),
     ))

@@ -413,16 +413,24 @@ def test_excluded_views_hold_no_data_in_the_page(sec_app):
     assert diagram is None or not diagram["props"].get("elements")
 
 
-def _row_trace(client, secret):
-    """The ``active-trace`` a forged row selection receives."""
+def _row_trace(client, secret, full=False):
+    """The ``active-trace`` a forged row selection receives (``full``: the whole response
+    of the callback, which also draws the trace)."""
     sel = {"split": "test", "state": None, "row": 1, "pattern": None}
-    r = _callback(client, [("active-trace", "data"), ("input-message", "children")],
-                  [_spec("selection", "data", sel), _spec("trace-btn", "n_clicks", 0),
-                   _spec("pinned", "data")],
-                  [_spec("new-text", "value", ""), _spec("compare-mode", "value", "off"),
-                   _spec("active-trace", "data")], changed=["selection.data"], secret=secret)
+    key = _callback_key(client.dash_app, [("active-trace", "data")], "selection")
+    cb = client.dash_app.callback_map[key]
+    values = {("selection", "data"): sel, ("trace-btn", "n_clicks"): 0,
+              ("new-text", "value"): "", ("compare-mode", "value"): "off"}
+    spec = {part: [_spec(d["id"], d["property"], values.get((d["id"], d["property"])))
+                   for d in cb[part]] for part in ("inputs", "state")}
+    outs = [dict(zip(("id", "property"), x.split("@")[0].rsplit(".", 1), strict=True))
+            for x in key.strip(".").split("...")]
+    body = {"output": key, "outputs": outs, **spec, "changedPropIds": ["selection.data"]}
+    r = client.post("/_dash-update-component", json=body,
+                    headers={"Referer": f"http://localhost/p/{secret}/"})
     assert r.status_code == 200, r.data
-    return json.loads(r.data)["response"]["active-trace"]["data"]["main"]
+    doc = json.loads(r.data)["response"]
+    return doc if full else doc["active-trace"]["data"]["main"]
 
 
 def test_a_condition_without_states_receives_traces_without_states(sec_app):
@@ -439,8 +447,14 @@ def test_a_condition_without_states_receives_traces_without_states(sec_app):
                        default=lambda o: o.to_plotly_json())
     assert "state" not in strip and '"st"' not in strip
     assert "FSM" not in json.dumps(trace_title(ctx, rec), default=lambda o: o.to_plotly_json())
+    # the request that picks the row also draws its trace: with no state either
+    drawn = json.dumps({k: v for k, v in _row_trace(client, secret, full=True).items()
+                        if k != "active-trace"}, ensure_ascii=False)
+    assert "trace-tokens" in drawn and '"st"' not in drawn and "→ state" not in drawn
     full_client, full_secret, _ = _in_condition(sec_app, "full", prefix="W")
     assert len(_row_trace(full_client, full_secret)["states"]) == len(main["tokens"]) + 1
+    drawn = json.dumps(_row_trace(full_client, full_secret, full=True), ensure_ascii=False)
+    assert '"st"' in drawn and "→ state" in drawn  # what the check above would miss
 
 
 def test_a_url_cannot_select_a_state_for_a_condition_without_states(sec_app):
