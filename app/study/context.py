@@ -48,10 +48,6 @@ class StudyContext:
         """The run (read-only): ``ctx.data``."""
         return self.ctx.data
 
-    @property
-    def task_ids(self) -> frozenset[str]:
-        return frozenset(t.id for t in self.study.tasks)
-
     def split_of(self, task: Task) -> str:
         return task.split or self.data.default_split
 

@@ -11,10 +11,12 @@
                        "task"}``; without a secret, and when the study allows it, a new
                        participant is made and joined, and its ``secret`` and ``link`` are
                        returned too. A ``pid`` in the body is refused (400).
-``POST /study/event``  ``{"kind", "payload"?, "task"?}`` or ``{"events": [{"kind",
+``POST /study/event``  ``{"kind", "payload"?}`` or ``{"events": [{"kind",
                        "payload"?}, ...]}`` -> ``200 {"ok": true, "ids": [...]}`` only after
                        the events are committed to the database; the participant is the
-                       one of the request's secret (a ``pid`` in the body is ignored).
+                       one of the request's secret and the task the one the server has them
+                       on (a ``pid`` or ``task`` in the body is ignored: what a page says
+                       of itself is never believed).
                        400 for a bad request, 403 without a valid secret, 404 for a
                        participant that has not joined, 413 for a body over
                        :data:`MAX_BODY` (refused before it is read, chunked bodies are cut
@@ -56,16 +58,16 @@ def _error(status: int, message: str):
     return resp
 
 
-def parse_event_request(doc: Any, task_ids: set[str]
-                        ) -> tuple[list[tuple[str, dict[str, Any]]], str | None]:
-    """``([(kind, payload)], task)`` of an event request, or StudyError.
+def parse_event_request(doc: Any) -> list[tuple[str, dict[str, Any]]]:
+    """``[(kind, payload)]`` of an event request, or StudyError.
 
-    A ``pid`` in the body is ignored: the participant comes from the request's secret.
+    A ``pid`` or ``task`` in the body is ignored: the participant comes from the
+    request's secret, the task from the server's record of where they are.
 
     Examples
     --------
-    >>> parse_event_request({"kind": "state_clicked", "payload": {"s": 2}}, {"t1"})
-    ([('state_clicked', {'s': 2})], None)
+    >>> parse_event_request({"kind": "state_clicked", "payload": {"s": 2}, "task": "t9"})
+    [('state_clicked', {'s': 2})]
     """
     if not isinstance(doc, dict):
         raise StudyError("the body is not a JSON object — send {\"kind\": ...}")
@@ -88,11 +90,7 @@ def parse_event_request(doc: Any, task_ids: set[str]
         if len(json.dumps(payload)) > MAX_PAYLOAD:
             raise StudyError(f"a payload is larger than {MAX_PAYLOAD // 1024} KiB — send less")
         events.append((kind, payload))
-    task = doc.get("task")
-    if task is not None and task not in task_ids:
-        raise StudyError(f"task {str(task)[:40]!r} is not in this study — use one of "
-                         f"{', '.join(sorted(task_ids))}")
-    return events, task
+    return events
 
 
 class BodyTooLarge(StudyError):
@@ -175,8 +173,8 @@ def event():
     if pid is None:
         return _error(403, NO_SECRET)
     try:
-        events, task = parse_event_request(_json_body(), sc.task_ids)
-        ids = sc.log.log_many(pid, events, task=task, source="http")
+        events = parse_event_request(_json_body())
+        ids = sc.log.log_many(pid, events, source="http")  # filed under the current task
     except StudyError as exc:
         return _study_error(exc)
     return jsonify({"ok": True, "ids": ids})

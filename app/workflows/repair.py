@@ -42,7 +42,7 @@ import numpy as np
 
 from ...rnn_models.formats.atomic import atomic_write_text
 from ...rnn_models.formats.errors import StateseerError
-from ...rnn_models.formats.rundir import located
+from ...rnn_models.formats.rundir import RELATIVE, located
 
 __all__ = ["ACTIONS", "ACTION_EDITS", "paired_bootstrap", "repair_run", "training_settings"]
 
@@ -234,7 +234,9 @@ def training_settings(run: Any) -> dict[str, Any] | None:
     cfg = run.config.get("config")
     if not (isinstance(cfg, dict) and cfg.get("arch")):
         return None
-    return {**cfg, "dataset": located(cfg.get("dataset", ""), run.path)}
+    if (run.config.get("data") or {}).get("paths") == RELATIVE:
+        return {**cfg, "dataset": located(cfg.get("dataset", ""), run.path)}
+    return cfg
 
 
 def _retrainable(src: Any) -> dict[str, Any]:

@@ -40,8 +40,8 @@ from .reading import load_json
 
 SMALL = 256 << 20  # config.json and metrics.json: settings and figures, never data
 
-__all__ = ["MODEL_PATHS", "RunDir", "data_section", "located", "located_path", "portable",
-           "portable_path", "sha256_file"]
+__all__ = ["MODEL_PATHS", "RELATIVE", "RunDir", "data_section", "located", "located_path",
+           "portable", "portable_path", "sha256_file"]
 
 
 def sha256_file(path: str | Path) -> str:
@@ -112,6 +112,8 @@ def _writer_alive(work_dir: Path) -> bool:
 
 
 FILE_KINDS = ("csv", "jsonl")
+RELATIVE = "relative to the run"
+"""``data.paths`` of a run whose data file path is kept relative to it."""
 #: the ``model`` section's paths of a ``create``d run (its factory's module)
 MODEL_PATHS = ("search_path", "module_path", "module_file")
 
@@ -119,16 +121,15 @@ MODEL_PATHS = ("search_path", "module_path", "module_file")
 def portable_path(path: str, base: str | Path) -> str:
     """``path`` relative to ``base`` (the run directory), as ``config.json`` keeps paths: a
     run names no absolute path of its maker's machine (``/home/ana/...``), and a project
-    folder holding runs, data and model code moves whole. A relative path, and one on
-    another drive, is returned as it is.
+    folder holding runs, data and model code moves whole. A relative ``path`` is taken
+    from the current directory; one on another drive is returned absolute.
 
     Examples
     --------
     >>> portable_path("/work/data/reviews.csv", "/work/runs/gru")
     '../../data/reviews.csv'
     """
-    if not os.path.isabs(path):
-        return path
+    path = os.path.abspath(path)  # a relative one is the caller's, from its directory
     try:
         return Path(os.path.relpath(path, os.path.abspath(base))).as_posix()
     except ValueError:  # another drive
@@ -196,6 +197,7 @@ def data_section(ds: Any, *, text_col: str = "text", label_col: str = "label", s
     name, info = ds.name, ds.info
     if base is not None and portable(name, base) != name:
         name = portable(name, base)
+        extra["paths"] = RELATIVE  # runs made before: absolute, or from the cwd
         if isinstance(info, dict) and "source" in info:  # the same file
             info = {**info, "source": name.partition(":")[2]}
     return {**extra, "name": name, "tokenizer": ds.tokenizer, "classes": ds.classes,
@@ -284,7 +286,7 @@ class RunDir:
         d = self.config.get("data")
         if not isinstance(d, dict):
             raise StateseerError(f"{self.config_path} has no 'data' section; retrain the run")
-        if isinstance(d.get("name"), str):
+        if isinstance(d.get("name"), str) and d.get("paths") == RELATIVE:
             d = {**d, "name": located(d["name"], self.path)}
         return d
 

@@ -19,9 +19,12 @@ def test_portable_and_located_are_inverse(name):
     assert located(rel, "/a/b/runs/gru") == name
 
 
-def test_names_that_are_no_files_and_old_absolute_paths_stay_as_they_are():
+def test_names_that_are_no_files_and_old_absolute_paths_stay_as_they_are(tmp_path,
+                                                                         monkeypatch):
+    monkeypatch.chdir(tmp_path)
     assert portable("rotten_tomatoes", "/x") == "rotten_tomatoes"
-    assert portable("csv:rel.csv", "/x") == "csv:rel.csv"  # already relative
+    # a relative path is the caller's (from its directory), made relative to the run
+    assert portable("csv:data/d.csv", tmp_path / "runs" / "r") == "csv:../../data/d.csv"
     assert located("csv:/abs/d.csv", "/x") == "csv:/abs/d.csv"  # a run made before
     assert portable_path("/a/m.py", "/a/runs/r") == "../../m.py"
     assert located_path("/abs/m.py", "/a") == "/abs/m.py"
@@ -50,3 +53,24 @@ def test_a_trained_run_keeps_its_csv_relative_and_moves_with_its_project(tmp_pat
     run = ModelRun(moved / "runs" / "gru")
     assert run.data["name"] == f"csv:{moved / 'data' / 'reviews.csv'}"
     assert len(run.dataset().texts) == 300  # read from the moved folder
+
+
+def test_a_run_made_before_keeps_reading_its_path_as_it_was_written(tmp_path, text_csv,
+                                                                    monkeypatch):
+    """A config.json without ``data.paths`` (earlier runs) names its file absolute or from
+    the directory the command ran in: that is how it is read still."""
+    from stateseer.rnn_models.run import ModelRun
+    from stateseer.rnn_models.train import TrainConfig, train_run
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(text_csv, tmp_path / "d.csv")
+    cfg = TrainConfig(dataset="csv:d.csv", arch="gru", text_col="review",
+                      label_col="sentiment", epochs=1, hidden=8, embed=8)
+    train_run(cfg, tmp_path / "runs" / "r", progress=False)
+    conf = json.loads((tmp_path / "runs" / "r" / "config.json").read_text())
+    assert conf["data"]["name"] == "csv:../../d.csv" and conf["data"]["paths"]
+    conf["data"].update(name="csv:d.csv")  # as an earlier version wrote it
+    del conf["data"]["paths"]
+    (tmp_path / "runs" / "r" / "config.json").write_text(json.dumps(conf))
+    run = ModelRun(tmp_path / "runs" / "r")
+    assert run.data["name"] == "csv:d.csv" and len(run.dataset().texts) == 1500
