@@ -5,6 +5,10 @@ directly. So every ``POST /_dash-update-component`` of the study server passes h
 first: the participant comes from the request's link secret
 (:mod:`stateseer.app.study.identity`; none: 403) and their condition from the log; then
 
+- a request that is not, output by output and input by input, the callback it names as
+  registered is not run (``204``; :func:`unregistered`: Dash reads inputs by position,
+  so an id the client renames would otherwise hide a value from the checks below);
+
 - a callback *triggered* by a component of a view the condition excludes, or whose
   outputs *all* belong to excluded views, is not run (``204``, Dash's "no update");
 - in a callback that also updates allowed views, the outputs of excluded views are
@@ -27,7 +31,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from flask import Flask, Response, g, jsonify, request
+from flask import Flask, Response, current_app, g, jsonify, request
 
 from ..explorer.ids import ACTIVE_TRACE, SELECTION
 from ..explorer.registry import REGISTRY
@@ -37,9 +41,10 @@ from .context import current
 from .spec import VIEWS
 
 __all__ = ["DASH_UPDATE", "STATE_VIEWS", "blank_excluded", "callback_ids", "component_ids",
-           "excluded_ids", "register", "relay", "strip_states"]
+           "excluded_ids", "register", "relay", "strip_states", "unregistered"]
 
 DASH_UPDATE = "/_dash-update-component"
+DASH_APP = "stateseer.study.dash_app"  # the Dash app, in its Flask server's extensions
 STATE_VIEWS = REGISTRY.state_views()
 """The views that show abstract states (``View.shows_states``)."""
 _CONTENT_PROPS = {"children": None, "elements": [], "figure": {}, "data": None}
@@ -115,8 +120,100 @@ def _names_a_state(body: dict[str, Any]) -> bool:
     return False
 
 
-def check(body: Any, views: tuple[str, ...]) -> str | None:
-    """Why a callback request is refused for a condition showing ``views``, or None."""
+def _matches(pattern: dict[str, Any], cid: Any) -> bool:
+    """Whether a sent pattern-matching id fits a registered one (wildcards: any value)."""
+    return isinstance(cid, dict) and set(cid) == set(pattern) and all(
+        isinstance(v, list) or cid[k] == v for k, v in pattern.items())
+
+
+def _fits(registered: dict[str, Any], sent: Any) -> bool:
+    """Whether a request's dependency (a dict, or a list of them for ``ALL``) is the
+    registered ``{"id", "property"}``."""
+    rid, prop = registered["id"], registered["property"].split("@")[0]
+
+    def same(p: Any) -> bool:  # an allow_duplicate output is sent as "prop@hash"
+        return isinstance(p, str) and p.split("@")[0] == prop
+
+    if isinstance(rid, str) and rid.startswith("{"):
+        pattern = json.loads(rid)
+        items = sent if isinstance(sent, list) else [sent]
+        return all(isinstance(x, dict) and same(x.get("property"))
+                   and _matches(pattern, x.get("id")) for x in items)
+    return isinstance(sent, dict) and sent.get("id") == rid and same(sent.get("property"))
+
+
+def _outputs_of(key: str) -> list[dict[str, Any]]:
+    """The ``{"id", "property"}`` outputs a ``callback_map`` key names."""
+    out = []
+    for part in key.strip(".").split("..."):
+        cid, _, prop = part.split("@")[0].rpartition(".")
+        out.append({"id": cid, "property": prop})
+    return out
+
+
+def unregistered(body: Any, callback_map: dict[str, Any]) -> str | None:
+    """Why a callback request is not the registered callback it names, or None.
+
+    Dash passes a callback its inputs *by position*: the ids a client writes beside the
+    values are not read. A request whose outputs, inputs, states or fired properties are
+    not, one by one, those the callback was registered with could carry one component's
+    value under another's id (e.g. a selection that names a state, under an id the
+    checks below do not look for), so it is refused.
+
+    Examples
+    --------
+    >>> cmap = {"out.children": {"inputs": [{"id": "selection", "property": "data"}],
+    ...                          "state": []}}
+    >>> body = {"output": "out.children", "outputs": {"id": "out", "property": "children"},
+    ...         "inputs": [{"id": "selection-x", "property": "data", "value": {}}],
+    ...         "changedPropIds": ["selection-x.data"]}
+    >>> unregistered(body, cmap)
+    "input 1 is not the callback's 'selection.data'"
+    """
+    if body is None:
+        return None  # not JSON: Dash answers 400 itself
+    if not isinstance(body, dict) or body.get("output") not in callback_map:
+        return "it names no callback of this page"
+    cb, key = callback_map[body["output"]], body["output"]
+    outs = body.get("outputs")
+    outs = outs if isinstance(outs, list) and len(_outputs_of(key)) > 1 else [outs]
+    want = _outputs_of(key)
+    if len(outs) != len(want) or not all(_fits(w, o) for w, o in zip(want, outs,
+                                                                       strict=True)):
+        return "its outputs are not the callback's"
+    for part in ("inputs", "state"):
+        sent, reg = body.get(part) or [], cb.get(part) or []
+        if not isinstance(sent, list) or len(sent) != len(reg):
+            return f"its {part} are not the callback's"
+        for k, (r, x) in enumerate(zip(reg, sent, strict=True)):
+            if not _fits(r, x):
+                return f"{part[:5].rstrip('s')} {k + 1} is not the callback's " \
+                       f"'{r['id']}.{r['property']}'"
+    fired = body.get("changedPropIds") or []
+    allowed = {f"{r['id']}.{r['property']}" for r in cb.get("inputs") or []}
+    patterns = [(json.loads(r["id"]), r["property"]) for r in cb.get("inputs") or []
+                if str(r["id"]).startswith("{")]
+    for c in fired if isinstance(fired, list) else [None]:
+        cid, _, prop = str(c).rpartition(".")
+        if str(c) in allowed:
+            continue
+        try:
+            parsed = json.loads(cid) if cid.startswith("{") else None
+        except ValueError:
+            parsed = None
+        if not any(prop == p and _matches(pat, parsed) for pat, p in patterns):
+            return f"{str(c)[:60]!r} is not an input of the callback"
+    return None
+
+
+def check(body: Any, views: tuple[str, ...],
+          callback_map: dict[str, Any] | None = None) -> str | None:
+    """Why a callback request is refused for a condition showing ``views``, or None
+    (with ``callback_map``, first :func:`unregistered`)."""
+    if callback_map is not None:
+        wrong = unregistered(body, callback_map)
+        if wrong is not None:
+            return wrong
     hidden = excluded_ids(views)
     outputs, triggers = callback_ids(body)
     bad = next((t for t in triggers if t in hidden), None)
@@ -198,7 +295,9 @@ def guard_callbacks() -> Response | None:
                         "link — reload the study page from your link"})
         resp.status_code = 403
         return resp
-    reason = check(request.get_json(silent=True), tuple(views))
+    app = current_app.extensions.get(DASH_APP)
+    reason = check(request.get_json(silent=True), tuple(views),
+                   app.callback_map if app is not None else None)
     if reason is not None:
         return Response(status=204, headers={"X-Study-Refused": reason[:200]})
     g.study_hidden = excluded_ids(tuple(views))
@@ -215,8 +314,11 @@ def drop_hidden_outputs(resp: Response) -> Response:
     return resp
 
 
-def register(server: Flask) -> None:
-    """Check every Dash callback request of ``server`` (see the module notes)."""
+def register(server: Flask, app: Any = None) -> None:
+    """Check every Dash callback request of ``server`` (see the module notes) against
+    the callbacks registered on the Dash ``app`` and the participant's condition."""
+    if app is not None:
+        server.extensions[DASH_APP] = app
     server.before_request(guard_callbacks)
     server.after_request(drop_hidden_outputs)
 

@@ -350,7 +350,7 @@ def create_study_app(study: Study | str | Path, *, db: str | Path,
                    update_title=None, suppress_callback_exceptions=True)
     limit_request_bodies(app.server, max_request_bytes)
     secure_headers(app.server, allowed_hosts, bind_host=bind_host)
-    guard.register(app.server)
+    guard.register(app.server, app)
     REGISTRY.register(app, context)
     register_callbacks(app, (*EVENT_CALLBACKS, *STUDY_CALLBACKS), sc)
     routes.register(app.server)

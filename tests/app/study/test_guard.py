@@ -88,12 +88,11 @@ def _callback_key(app, outputs, trigger):
 
 
 def _callback(client, outputs, inputs, state=(), *, changed, secret=None):
-    """POST a Dash callback request the way the renderer does."""
-    key = _callback_key(client.dash_app, outputs, changed[0].split(".")[0])
-    outs = [dict(zip(("id", "property"), x.rsplit(".", 1), strict=True))
-            for x in key.strip(".").split("...")]
-    body = {"output": key, "outputs": outs if len(outs) > 1 else outs[0],
-            "inputs": list(inputs), "state": list(state), "changedPropIds": list(changed)}
+    """POST a Dash callback request the way the renderer does: every input and state of
+    the registered callback, with the values of ``inputs`` and ``state`` (by id and
+    property; None for the others)."""
+    values = {(x["id"], x["property"]): x.get("value") for x in (*inputs, *state)}
+    body = _body(client.dash_app, outputs, changed[0].split(".")[0], values, list(changed))
     headers = {"Referer": f"http://localhost/p/{secret}/"} if secret else {}
     return client.post("/_dash-update-component", json=body, headers=headers)
 
@@ -413,24 +412,72 @@ def test_excluded_views_hold_no_data_in_the_page(sec_app):
     assert diagram is None or not diagram["props"].get("elements")
 
 
-def _row_trace(client, secret, full=False):
-    """The ``active-trace`` a forged row selection receives (``full``: the whole response
-    of the callback, which also draws the trace)."""
-    sel = {"split": "test", "state": None, "row": 1, "pattern": None}
-    key = _callback_key(client.dash_app, [("active-trace", "data")], "selection")
-    cb = client.dash_app.callback_map[key]
-    values = {("selection", "data"): sel, ("trace-btn", "n_clicks"): 0,
-              ("new-text", "value"): "", ("compare-mode", "value"): "off"}
+def _body(app, outputs, trigger, values, changed=None):
+    """A complete request for the callback whose outputs begin with ``outputs`` and that
+    has the input ``trigger``: every input and state as registered, ``values`` by
+    ``(id, property)`` (None elsewhere), as the renderer sends it."""
+    key = _callback_key(app, outputs, trigger)
+    cb = app.callback_map[key]
     spec = {part: [_spec(d["id"], d["property"], values.get((d["id"], d["property"])))
                    for d in cb[part]] for part in ("inputs", "state")}
     outs = [dict(zip(("id", "property"), x.split("@")[0].rsplit(".", 1), strict=True))
             for x in key.strip(".").split("...")]
-    body = {"output": key, "outputs": outs, **spec, "changedPropIds": ["selection.data"]}
-    r = client.post("/_dash-update-component", json=body,
-                    headers={"Referer": f"http://localhost/p/{secret}/"})
+    return {"output": key, "outputs": outs if len(outs) > 1 else outs[0], **spec,
+            "changedPropIds": changed or [f"{trigger}.{cb['inputs'][0]['property']}"
+                                          if cb["inputs"][0]["id"] == trigger else trigger]}
+
+
+def _post(client, body, secret):
+    return client.post("/_dash-update-component", json=body,
+                       headers={"Referer": f"http://localhost/p/{secret}/"})
+
+
+def _row_trace(client, secret, full=False):
+    """The ``active-trace`` a forged row selection receives (``full``: the whole response
+    of the callback, which also draws the trace)."""
+    sel = {"split": "test", "state": None, "row": 1, "pattern": None}
+    body = _body(client.dash_app, [("active-trace", "data")], "selection",
+                 {("selection", "data"): sel, ("trace-btn", "n_clicks"): 0,
+                  ("new-text", "value"): "", ("compare-mode", "value"): "off"},
+                 changed=["selection.data"])
+    r = _post(client, body, secret)
     assert r.status_code == 200, r.data
     doc = json.loads(r.data)["response"]
     return doc if full else doc["active-trace"]["data"]["main"]
+
+
+def test_a_renamed_input_cannot_carry_a_state_past_the_guard(sec_app):
+    """Dash reads inputs by position: a baseline participant who renamed the selection's
+    id got the table of a state (200, its rows). A request must be the callback as
+    registered, input by input."""
+    client, secret, _ = _baseline(sec_app)
+    sel = {"split": "test", "state": 2, "row": None, "pattern": None}
+
+    def table(selection, rename=None):
+        body = _body(client.dash_app, [("table", "data")], "selection",
+                     {("selection", "data"): selection}, changed=["selection.data"])
+        if rename:
+            for spec in body["inputs"]:
+                if spec["id"] == "selection":
+                    spec["id"] = rename
+            body["changedPropIds"] = [f"{rename}.data"]
+        return _post(client, body, secret)
+
+    assert table({**sel, "state": None}).status_code == 200  # the page's own request
+    r = table(sel)
+    assert r.status_code == 204 and "no states" in r.headers["X-Study-Refused"]
+    for name in ("selection-x", "Selection", "search"):
+        r = table(sel, rename=name)
+        assert r.status_code == 204 and not r.data, name
+        assert "not the callback's" in r.headers["X-Study-Refused"]
+    body = _body(client.dash_app, [("table", "data")], "selection",
+                 {("selection", "data"): {**sel, "state": None}}, changed=["selection.data"])
+    body["inputs"] = body["inputs"][:1]  # fewer inputs than registered
+    assert _post(client, body, secret).status_code == 204
+    body = _body(client.dash_app, [("table", "data")], "selection",
+                 {("selection", "data"): {**sel, "state": None}}, changed=["diagram.tapNodeData"])
+    r = _post(client, body, secret)  # a fired property the callback does not have
+    assert r.status_code == 204 and "not an input" in r.headers["X-Study-Refused"]
 
 
 def test_a_condition_without_states_receives_traces_without_states(sec_app):
