@@ -69,7 +69,8 @@ def create_app(run_dir: str | Path | None = None, *,
         context.comparison.compare(context.data.default_split)
     cyto.load_extra_layouts()  # dagre etc., bundled with dash-cytoscape (no network)
     app = Dash(__name__, assets_folder=str(ASSETS), title=f"stateseer · {context.data.name}",
-               update_title=None, suppress_callback_exceptions=True)
+               update_title=None, suppress_callback_exceptions=True,
+               external_scripts=FIRST_CHUNKS)
 
     def serve_layout():
         # Each page load is built with the selection in its URL, so a shared link shows
@@ -89,6 +90,14 @@ def create_app(run_dir: str | Path | None = None, *,
                    else allowed_hosts, bind_host=bind_host)
     _prepare(app, context)
     return app
+
+
+FIRST_CHUNKS = [{"src": f"/_dash-component-suites/dash/{c}.js"}
+                for c in ("dash_table/async-table", "dash_table/async-highlight",
+                          "dcc/async-dropdown")]
+"""The lazily loaded parts of Dash's components that the first render needs (the table,
+the filters' dropdowns): loaded with the page's other scripts, not fetched one after the
+other once the layout has arrived (webpack finds them already registered)."""
 
 
 def _prepare(app: Dash, context: ExplorerContext) -> None:

@@ -110,7 +110,17 @@ def build_run(run_dir: Path, n_train: int, seed: int) -> None:
 # -- the server: the app of one checkout, timed per callback ---------------------------------
 
 SERVER = r"""
-import io, json, logging, sys, threading, time
+import importlib.util, io, json, logging, os, sys, threading, time
+# the checkout in the working directory provides stateseer and its three layers (an
+# editable install maps stateseer.app & co. to the installed checkout otherwise)
+for _name in ("stateseer", "stateseer.rnn_models", "stateseer.abstraction", "stateseer.app"):
+    _dir = os.path.join(os.getcwd(), *(["stateseer"] if _name == "stateseer"
+                                      else [_name.split(".")[1]]))
+    _spec = importlib.util.spec_from_file_location(
+        _name, os.path.join(_dir, "__init__.py"), submodule_search_locations=[_dir])
+    _mod = importlib.util.module_from_spec(_spec)
+    sys.modules[_name] = _mod
+    _spec.loader.exec_module(_mod)
 from werkzeug.serving import make_server
 from stateseer import app as app_pkg
 from stateseer.app.main import create_app

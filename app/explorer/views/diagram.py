@@ -33,6 +33,7 @@ __all__ = ["LAYOUTS", "VIEW", "diagram_elements", "forcing_colors", "stylesheet"
 
 
 LAYOUTS = ("preset", "dagre", "breadthfirst", "cose")
+TOP_K, MIN_COUNT = 3, 5  # the controls' first values: edges kept per state, fewest passes
 #: the download buttons: button id → export format
 DOWNLOADS = {ids.download_id(n): EXPORT_FORMATS[n] for n in ids.FSM_DOWNLOADS}
 
@@ -208,9 +209,11 @@ _BASE_STYLE: list[dict[str, Any]] = [
 def _controls() -> html.Div:
     return html.Div([
         html.Label(["top-k edges ", dcc.Input(id=ids.TOPK, type="number", min=1, max=20,
-                                              value=3, debounce=True, style={"width": 48})]),
-        html.Label(["min count ", dcc.Input(id=ids.MINCOUNT, type="number", min=1, value=5,
-                                            debounce=True, style={"width": 60})]),
+                                              value=TOP_K, debounce=True,
+                                              style={"width": 48})]),
+        html.Label(["min count ", dcc.Input(id=ids.MINCOUNT, type="number", min=1,
+                                            value=MIN_COUNT, debounce=True,
+                                            style={"width": 60})]),
         dcc.Checklist(id=ids.LOOPS, options=[{"label": " self-loops", "value": "on"}],
                       value=[], inline=True),
         html.Label(["layout ", box(dcc.Dropdown(id=ids.LAYOUT, options=list(LAYOUTS),
@@ -255,7 +258,9 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
     """The diagram panel (controls, legend, graph, edge info) and the hover store."""
     panel = html.Div([
         _controls(), _legend(ctx.data.classes),
-        cyto.Cytoscape(id=ids.DIAGRAM, elements=[],
+        # drawn with the page (no callback between the page and its diagram)
+        cyto.Cytoscape(id=ids.DIAGRAM, elements=_elements(ctx, TOP_K, MIN_COUNT, [], None,
+                                                          "prediction"),
                        stylesheet=stylesheet((initial or {}).get("state")),
                        layout={"name": "preset", "fit": True, "padding": 20},
                        style={"width": "100%", "height": "520px"}, minZoom=0.2, maxZoom=3,
@@ -270,17 +275,21 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
 def elements(ctx, trigger: Trigger, topk, mincount, loops, layout_name, active, color_by):
     """The graph's elements (pruned edges, the trace's path) and, when the layout
     control changed, the layout."""
-    main, cmp_ = active_of(active)
-    els = diagram_elements(
-        ctx.data.fsm, top_k=int(topk or 3), min_count=int(mincount or 1),
-        self_loops=bool(loops), path=main.states if main else None,
-        compare_path=cmp_.states if cmp_ else None, positions=ctx.data.positions,
-        colors=forcing_colors(ctx.data.forcing_per_state()) if color_by == "forcing"
-        else None)
+    els = _elements(ctx, topk, mincount, loops, active, color_by)
     lay = {"name": layout_name or "preset", "fit": True, "padding": 20, "animate": False}
     if layout_name == "breadthfirst":
         lay.update(directed=True, roots="#s0")
     return els, (no_update if trigger.id not in (None, ids.LAYOUT) else lay)
+
+
+def _elements(ctx, topk, mincount, loops, active, color_by) -> list[dict[str, Any]]:
+    main, cmp_ = active_of(active)
+    return diagram_elements(
+        ctx.data.fsm, top_k=int(topk or TOP_K), min_count=int(mincount or 1),
+        self_loops=bool(loops), path=main.states if main else None,
+        compare_path=cmp_.states if cmp_ else None, positions=ctx.data.positions,
+        colors=forcing_colors(ctx.data.forcing_per_state()) if color_by == "forcing"
+        else None)
 
 
 def style(ctx, sel, hover_state, _current=None):
@@ -378,7 +387,7 @@ VIEW = View(
                  [Input(ids.TOPK, "value"), Input(ids.MINCOUNT, "value"),
                   Input(ids.LOOPS, "value"), Input(ids.LAYOUT, "value"),
                   Input(ids.ACTIVE_TRACE, "data"), Input(ids.COLOR_BY, "value")],
-                 trigger=True),
+                 trigger=True, prevent_initial_call=True),  # the layout drew them
         Callback(style, [Output(ids.DIAGRAM, "stylesheet")],
                  [Input(ids.SELECTION, "data"), Input(ids.HOVER_STATE, "data"),
                   State(ids.DIAGRAM, "stylesheet")], clientside=STYLE_JS),

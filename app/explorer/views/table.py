@@ -67,8 +67,15 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
         style_cell_conditional=[{"if": {"column_id": "text"}, "width": "62%"}],
         style_data_conditional=[WRONG_ROW], tooltip_duration=None,
         css=[{"selector": ".dash-spreadsheet td div", "rule": "overflow: hidden"}])
-    return {"table": html.Div([controls, html.Div(id=ids.TABLE_MESSAGE, className="message"),
-                               table, dcc.Store(id=ids.TABLE_KEY)],
+    # the first page comes with the page (no callback between the page and its rows)
+    rows, pages, msg, chips, style, key, turn = update_table(
+        ctx, {**EMPTY, **(initial or {}), "split": split}, None, [], None, None, None, 0, [])
+    table.data, table.page_count, table.style_data_conditional = rows, pages, style
+    table.page_current = turn if isinstance(turn, int) else 0
+    controls.children[-2].children = chips
+    return {"table": html.Div([controls, html.Div(msg, id=ids.TABLE_MESSAGE,
+                                                  className="message"),
+                               table, dcc.Store(id=ids.TABLE_KEY, data=key)],
                               className="panel table-panel", id=ids.TABLE_PANEL)}
 
 
@@ -206,7 +213,7 @@ VIEW = View(
                   Input(ids.REGEX, "value"), Input(ids.F_LABEL, "value"),
                   Input(ids.F_PRED, "value"), Input(ids.F_CORRECT, "value"),
                   Input(ids.TABLE, "page_current"), Input(ids.TABLE, "sort_by"),
-                  State(ids.TABLE_KEY, "data")]),
+                  State(ids.TABLE_KEY, "data")], prevent_initial_call=True),  # in the layout
         Callback(select_row, select_outputs(),
                  [Input(ids.TABLE, "active_cell"), State(ids.SELECTION, "data"),
                   State(ids.TABLE, "data")], prevent_initial_call=True,
