@@ -7,10 +7,11 @@
                        already holds a link gets that one back: no re-rolled condition)
 ``GET  /study/health`` ``{"ok": true, "study": ID}``
 ``POST /study/join``   the participant of the request's secret (see
-                       :mod:`stateseer.app.study.identity`) joins: ``{"pid", "condition", "new",
-                       "task"}``; without a secret, and when the study allows it, a new
-                       participant is made and joined, and its ``secret`` and ``link`` are
-                       returned too. A ``pid`` in the body is refused (400).
+                       :mod:`stateseer.app.study.identity`) joins: ``{"pid", "new", "task"}``
+                       (their condition is stored, never told); without a secret, and when
+                       the study allows it, a new participant is made and joined, and its
+                       ``secret`` and ``link`` are returned too. A ``pid`` in the body is
+                       refused (400).
 ``POST /study/event``  ``{"kind", "payload"?}`` or ``{"events": [{"kind",
                        "payload"?}, ...]}`` -> ``200 {"ok": true, "ids": [...]}`` only after
                        the events are committed to the database; the participant is the
@@ -213,8 +214,9 @@ def _join(sc: StudyContext):
         return _study_error(exc)
     done = {r["task"] for r in sc.log.progress(pid) if r["submitted_at"]}
     task = next((t.id for t in sc.study.tasks if t.id not in done), None)
-    body = {"ok": True, "pid": pid, "condition": joined["condition"], "new": joined["new"],
-            "task": task}
+    # no condition: its name is the researcher's, and telling it to a participant (or to
+    # a client re-joining without cookies) invites comparing or re-rolling conditions
+    body = {"ok": True, "pid": pid, "new": joined["new"], "task": task}
     if secret is None:
         return jsonify(body)
     return set_secret_cookie(jsonify({**body, "secret": secret, "link": link_path(secret)}),

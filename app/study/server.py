@@ -89,7 +89,7 @@ def participant_page(sc: StudyContext, pid: str, query: str) -> html.Div:
     initial = _task_selection(sc, task, query, views)
     explorer = guard.blank_excluded(
         restrict_views(REGISTRY.layout(sc.ctx, initial, views=views), views), views)
-    info = {"pid": pid, "condition": joined["condition"], "task": task.id,
+    info = {"pid": pid, "task": task.id,  # the condition's name is never sent
             "position": position, "elapsed": elapsed, "limit": task.time_limit_s,
             "split": sc.split_of(task), "answer": task.answer}
     stores = [dcc.Store(id="study-info", data=info), dcc.Store(id="study-ack"),
