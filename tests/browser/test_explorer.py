@@ -122,6 +122,11 @@ def test_select_row_shows_trace_chart_and_path(dash_duo, explored_run):
     dash_duo.wait_for_element("#trace-chart .scatterlayer .trace", timeout=10)
     assert _cy(dash_duo.driver, "cy.$('node.path').length") >= 2
     assert "row=" in dash_duo.driver.current_url
+    # the clicked row is marked in the page (no request restyles the table)
+    marked = dash_duo.driver.execute_script(
+        "return [...document.querySelectorAll('#table tr.selected-row td')]"
+        ".map(td => [td.innerText, getComputedStyle(td).fontWeight])")
+    assert [t for t, _ in marked if t == text] and all(int(w) >= 600 for _, w in marked)
     # the chart is drawn by the page's own plotly.js bundle (app/assets/vendor), in place:
     # the 4.8 MB full build is never fetched
     d = dash_duo.driver

@@ -16,8 +16,8 @@ from .. import ids
 from ..page import box
 from ..view import Callback, Trigger, View, select_outputs
 
-__all__ = ["COLUMNS", "VIEW", "instance_query", "select_row", "select_split", "sync_split",
-           "table_csv", "update_table"]
+__all__ = ["COLUMNS", "VIEW", "instance_query", "marked_row", "select_row", "select_split",
+           "sync_split", "table_csv", "update_table"]
 
 COLUMNS = ("id", "text", "label", "prediction", "correct", "confidence", "length")
 PAGE_SIZE = 12
@@ -68,14 +68,15 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
         style_data_conditional=[WRONG_ROW], tooltip_duration=None,
         css=[{"selector": ".dash-spreadsheet td div", "rule": "overflow: hidden"}])
     # the first page comes with the page (no callback between the page and its rows)
-    rows, pages, msg, chips, style, key, turn = update_table(
+    rows, pages, msg, chips, key, turn = update_table(
         ctx, {**EMPTY, **(initial or {}), "split": split}, None, [], None, None, None, 0, [])
-    table.data, table.page_count, table.style_data_conditional = rows, pages, style
+    table.data, table.page_count = rows, pages
     table.page_current = turn if isinstance(turn, int) else 0
     controls.children[-2].children = chips
     return {"table": html.Div([controls, html.Div(msg, id=ids.TABLE_MESSAGE,
                                                   className="message"),
-                               table, dcc.Store(id=ids.TABLE_KEY, data=key)],
+                               table, dcc.Store(id=ids.TABLE_KEY, data=key),
+                               dcc.Store(id=ids.TABLE_MARK)],
                               className="panel table-panel", id=ids.TABLE_PANEL)}
 
 
@@ -91,14 +92,14 @@ def _chips(sel: dict[str, Any], total: int, n_inputs: int) -> list[html.Span]:
 
 
 def update_table(ctx, sel, search, regex, label, pred, correct, page, sort_by, shown=None):
-    """One page of rows, the page count, a message, the filter chips, row styles, the key
-    of what is shown (``table-key``) and the page number.
+    """One page of rows, the page count, a message, the filter chips, the key of what is
+    shown (``table-key``) and the page number.
 
-    Only what changed is sent: a row click (the selection's row, nothing else) restyles
-    the page's rows and leaves the rows, the count and the chips alone; a selection that
-    changes nothing the table shows (e.g. a pattern outside it) changes nothing. A newly
-    selected input that is not on the page shown (from the URL, the nearest contexts, a
-    compared row) turns the table to its page; paging by hand never jumps back."""
+    Only what changed is sent: a row click (the selection's row, nothing else) leaves the
+    table alone (the page marks the row: :func:`marked_row`); a selection that changes
+    nothing the table shows (e.g. a pattern outside it) changes nothing. A newly selected
+    input that is not on the page shown (from the URL, the nearest contexts, a compared
+    row) turns the table to its page; paging by hand never jumps back."""
     sel = sel or EMPTY
     split = sel.get("split") or ctx.data.splits[0]
     q = instance_query(sel, split, search, regex, label, pred, correct, page, sort_by)
@@ -119,15 +120,20 @@ def update_table(ctx, sel, search, regex, label, pred, correct, page, sort_by, s
             turn = at
     key = {"query": repr(q), "row": row, "page": q.page}
     if key == shown:
-        return (no_update,) * 7
-    style = [WRONG_ROW]
-    if row is not None:
-        style.append({"if": {"filter_query": f"{{index}} = {row}"},
-                      "backgroundColor": "#fff1d6", "fontWeight": "bold"})
+        return (no_update,) * 6
     if key["query"] == shown.get("query"):
-        return no_update, no_update, no_update, no_update, style, key, turn
+        return no_update, no_update, no_update, no_update, key, turn
     chips = _chips(sel, total, ctx.data.traces[split].n_inputs)
-    return rows, max(1, -(-total // q.page_size)), msg, chips, style, key, turn
+    return rows, max(1, -(-total // q.page_size)), msg, chips, key, turn
+
+
+def marked_row(ctx, sel, rows):
+    """The position on the page shown of the selected input's row (marked in the page,
+    class ``selected-row``, by :data:`MARK_ROW_JS`: no server request and no re-render of
+    the table), or None."""
+    row = (sel or {}).get("row")
+    return next((k for k, r in enumerate(rows or []) if r.get("index") == row), None) \
+        if row is not None else None
 
 
 def select_row(ctx, cell, sel, rows):
@@ -197,6 +203,27 @@ function (sel, current) {
 """
 """:func:`sync_split` in the page."""
 
+MARK_ROW_JS = """
+function (sel, rows) {
+    const row = sel ? sel.row : null;
+    const at = row === null || row === undefined ? -1
+        : (rows || []).findIndex(r => r.index === row);
+    let frames = 0;
+    const mark = () => {  // once the table has drawn the page of rows (its code may
+        const trs = [...document.querySelectorAll('#table tbody tr')]  // still be loading)
+            .filter(tr => tr.querySelector('td'));
+        if (trs.length < (rows || []).length && frames++ < 600) {
+            requestAnimationFrame(mark);
+            return;
+        }
+        trs.forEach((tr, k) => tr.classList.toggle('selected-row', k === at));
+    };
+    requestAnimationFrame(mark);
+    return at < 0 ? null : at;
+}
+"""
+""":func:`marked_row` in the page, which also marks the row."""
+
 _FILTERS = (State(ids.SEARCH, "value"), State(ids.REGEX, "value"), State(ids.F_LABEL, "value"),
             State(ids.F_PRED, "value"), State(ids.F_CORRECT, "value"))
 
@@ -206,7 +233,6 @@ VIEW = View(
         Callback(update_table, [Output(ids.TABLE, "data"), Output(ids.TABLE, "page_count"),
                                 Output(ids.TABLE_MESSAGE, "children"),
                                 Output(ids.FILTER_CHIPS, "children"),
-                                Output(ids.TABLE, "style_data_conditional"),
                                 Output(ids.TABLE_KEY, "data"),
                                 Output(ids.TABLE, "page_current")],
                  [Input(ids.SELECTION, "data"), Input(ids.SEARCH, "value"),
@@ -214,6 +240,9 @@ VIEW = View(
                   Input(ids.F_PRED, "value"), Input(ids.F_CORRECT, "value"),
                   Input(ids.TABLE, "page_current"), Input(ids.TABLE, "sort_by"),
                   State(ids.TABLE_KEY, "data")], prevent_initial_call=True),  # in the layout
+        Callback(marked_row, [Output(ids.TABLE_MARK, "data")],
+                 [Input(ids.SELECTION, "data"), Input(ids.TABLE, "data")],
+                 clientside=MARK_ROW_JS),
         Callback(select_row, select_outputs(),
                  [Input(ids.TABLE, "active_cell"), State(ids.SELECTION, "data"),
                   State(ids.TABLE, "data")], prevent_initial_call=True,

@@ -18,12 +18,12 @@ SEL0 = {"split": "test", "state": None, "row": None, "pattern": None}
 
 
 def _table(ctx, sel, search="", regex=None, shown=None):
-    """update_table's rows, page count, message, chips and styles (and not its key)."""
+    """update_table's rows, page count, message and chips (not its key and page)."""
     return table.update_table(ctx, sel, search, regex or [], None, None, None, 0, [],
-                              shown)[:5]
+                              shown)[:4]
 
 
-def test_a_row_click_restyles_the_table_and_leaves_its_rows_and_the_card_alone(ctx):
+def test_a_row_click_leaves_the_table_and_the_card_alone_and_marks_the_row(ctx):
     from stateseer.app.explorer.views import card
 
     s = int(np.bincount(ctx.data.abstraction.states["test"]).argmax())
@@ -34,13 +34,14 @@ def test_a_row_click_restyles_the_table_and_leaves_its_rows_and_the_card_alone(c
     picked = table.select_row(ctx, {"row": 1, "column_id": "text"}, sel, rows)[0]
     again = table.update_table(ctx, picked, "", [], None, None, None, 0, [], key)
     assert again[:4] == (no_update,) * 4  # rows, page count, message, chips: unchanged
-    assert again[4][-1]["if"] == {"filter_query": f"{{index}} = {rows[1]['index']}"}
-    assert again[5] == {**key, "row": rows[1]["index"]}
+    assert again[4] == {**key, "row": rows[1]["index"]} and again[5] is no_update
+    assert table.marked_row(ctx, picked, rows) == 1  # the page marks it (no re-render)
+    assert table.marked_row(ctx, sel, rows) is None
     # nothing the table shows changed (a pattern outside it would do that): no update
-    assert table.update_table(ctx, picked, "", [], None, None, None, 0, [], again[5]) == \
-        (no_update,) * 7
+    assert table.update_table(ctx, picked, "", [], None, None, None, 0, [], again[4]) == \
+        (no_update,) * 6
     # another filter sends the rows again
-    assert table.update_table(ctx, picked, "a", [], None, None, None, 0, [], again[5])[0] \
+    assert table.update_table(ctx, picked, "a", [], None, None, None, 0, [], again[4])[0] \
         is not no_update
     # the state card: drawn once for the state, not again for a row click in it
     body, tab, card_key = card.show_card(ctx, Trigger(ids.SELECTION), sel, ids.TAB_BUGGY)
@@ -57,20 +58,20 @@ def test_a_selected_input_off_the_page_turns_the_table_to_its_page(ctx):
     n = ctx.data.traces["test"].n_inputs
     target = n - 1  # the last input: on the last page, unsorted
     sel = {**SEL0, "row": target}
-    rows, _, _, _, style, key, page = table.update_table(ctx, sel, "", [], None, None, None,
+    rows, _, _, _, key, page = table.update_table(ctx, sel, "", [], None, None, None,
                                                          0, [], None)
     assert page == (n - 1) // table.PAGE_SIZE > 0
     assert any(r["index"] == target for r in rows)
-    assert style[-1]["if"] == {"filter_query": f"{{index}} = {target}"}
+    assert rows[table.marked_row(ctx, sel, rows)]["index"] == target  # marked there
     # the user pages back to the first page: the selection is the same, no jump
     again = table.update_table(ctx, sel, "", [], None, None, None, 0, [], key)
-    assert again[6] is no_update and all(r["index"] != target for r in again[0])
+    assert again[5] is no_update and all(r["index"] != target for r in again[0])
     # filtered out (a label it does not have): the table stays where it is
     label = ctx.data.classes[int(ctx.data.traces["test"].labels[target])]
     other = next(c for c in ctx.data.classes if c != label)
     out = table.update_table(ctx, {**SEL0, "row": target}, "", [], other, None, None, 0, [],
                              None)
-    assert out[6] is no_update
+    assert out[5] is no_update
 
 
 def test_filters_that_empty_the_page_send_the_pager_back_to_the_first_page(ctx):
@@ -99,7 +100,7 @@ def test_state_click_selects_it_and_filters_the_table(ctx):
     s = int(np.bincount(states).argmax())
     sel, url = diagram.tap(ctx, {"state": s}, SEL0)
     assert sel["state"] == s and url == f"?split=test&state={s}"
-    rows, n_pages, msg, chips, _style = _table(ctx, sel)
+    rows, n_pages, msg, chips = _table(ctx, sel)
     tr = ctx.data.traces["test"]
     through = {int(tr.step_input[j]) for j in np.flatnonzero(states == s)}
     assert msg == "" and {r["index"] for r in rows} <= through and len(rows) == 12
@@ -172,7 +173,7 @@ def test_pattern_click_selects_it_and_marks_its_steps(ctx):
     sel, url = patterns.select_pattern(ctx, trig, [1], "test", SEL0)
     assert sel["pattern"] == {"kind": kind, "index": 0, "states": items[0]["states"]}
     assert f"pattern={kind}%3A0" in url
-    rows, _, _, chips, _ = _table(ctx, sel)
+    rows, _, _, chips = _table(ctx, sel)
     assert chips[0].children.startswith("pattern ")
     # an input with the pattern shows its steps marked in the strip
     active, _ = core.choose_trace(ctx, Trigger(ids.SELECTION), {**sel, "row": rows[0]["index"]},
