@@ -65,7 +65,7 @@ _API: dict[str, str] = {
     "prepare_run": "app.workflows.prepare", "diagnose_run": "app.workflows.diagnose",
     "repair_run": "app.workflows.repair",
     # the explorer
-    "create_app": "app.main", "serve": "app.main",
+    "create_app": "app.main", "serve": "app.main", "show": "app.notebook",
 }
 
 __all__ = ["__version__", *sorted(_API)]

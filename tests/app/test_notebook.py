@@ -1,0 +1,74 @@
+"""``stateseer.show``: the explorer in a notebook kernel, replaced when the cell runs again,
+gone (thread and port) when stopped. Run by nbclient in a real kernel."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CELLS = [
+    """import socket, threading, urllib.request
+import stateseer
+RUN = {run!r}
+first = stateseer.show(RUN)
+port = first.port
+view = stateseer.show(RUN, port=port)  # the cell again, on the same port: replaced
+assert not first.running and view.running and view.port == port
+page = urllib.request.urlopen(view.url, timeout=60).read().decode()
+assert "stateseer" in page and "_dash-config" in page
+view""",
+    """view.stop()
+with socket.socket() as s:
+    s.bind(("127.0.0.1", port))  # the port is free again
+assert stateseer.app.notebook.shown() == []
+assert not [t for t in threading.enumerate() if t.name.startswith("stateseer-show")]
+print("show checks passed")""",
+]
+
+
+def test_show_twice_in_one_kernel_then_stop_frees_the_port(explored_run, tmp_path,
+                                                            monkeypatch):
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c.format(run=str(
+        explored_run))) for c in CELLS])
+    NotebookClient(nb, timeout=180, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    shown = nb.cells[0].outputs[-1]["data"]
+    assert '<iframe src="http://127.0.0.1:' in shown["text/html"]  # the cell shows it
+    assert "show checks passed" in nb.cells[1].outputs[-1]["text"]
+
+
+def test_the_handle_escapes_the_run_name_and_stops_once(explored_run, tmp_path):
+    import shutil
+
+    from stateseer.app.notebook import show, shown
+
+    run = tmp_path / "r<b>x</b>"  # a folder name is text, never markup
+    shutil.copytree(explored_run, run)
+    view = show(run)
+    try:
+        assert view in shown() and view.url.startswith("http://127.0.0.1:")
+        page = view._repr_html_()
+        assert "<b>" not in page and "r&lt;b&gt;x&lt;/b&gt;" in page
+    finally:
+        view.stop()
+        view.stop()  # idempotent
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", view.port))
+    assert not view.running and shown() == []
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover():
+    yield
+    from stateseer.app.notebook import shown
+
+    for view in shown():
+        view.stop()
