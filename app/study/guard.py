@@ -174,10 +174,9 @@ def unregistered(body: Any, callback_map: dict[str, Any]) -> str | None:
         return None  # not JSON: Dash answers 400 itself
     if not isinstance(body, dict) or body.get("output") not in callback_map:
         return "it names no callback of this page"
-    cb, key = callback_map[body["output"]], body["output"]
+    cb, want = callback_map[body["output"]], _outputs_of(body["output"])
     outs = body.get("outputs")
-    outs = outs if isinstance(outs, list) and len(_outputs_of(key)) > 1 else [outs]
-    want = _outputs_of(key)
+    outs = outs if isinstance(outs, list) and len(want) > 1 else [outs]
     if len(outs) != len(want) or not all(_fits(w, o) for w, o in zip(want, outs,
                                                                        strict=True)):
         return "its outputs are not the callback's"
@@ -190,30 +189,23 @@ def unregistered(body: Any, callback_map: dict[str, Any]) -> str | None:
                 return f"{part[:5].rstrip('s')} {k + 1} is not the callback's " \
                        f"'{r['id']}.{r['property']}'"
     fired = body.get("changedPropIds") or []
-    allowed = {f"{r['id']}.{r['property']}" for r in cb.get("inputs") or []}
-    patterns = [(json.loads(r["id"]), r["property"]) for r in cb.get("inputs") or []
-                if str(r["id"]).startswith("{")]
     for c in fired if isinstance(fired, list) else [None]:
         cid, _, prop = str(c).rpartition(".")
-        if str(c) in allowed:
-            continue
         try:
-            parsed = json.loads(cid) if cid.startswith("{") else None
+            sent = {"id": json.loads(cid) if cid.startswith("{") else cid, "property": prop}
         except ValueError:
-            parsed = None
-        if not any(prop == p and _matches(pat, parsed) for pat, p in patterns):
+            sent = None
+        if not any(_fits(r, sent) for r in cb.get("inputs") or []):
             return f"{str(c)[:60]!r} is not an input of the callback"
     return None
 
 
-def check(body: Any, views: tuple[str, ...],
-          callback_map: dict[str, Any] | None = None) -> str | None:
+def check(body: Any, views: tuple[str, ...], callback_map: dict[str, Any]) -> str | None:
     """Why a callback request is refused for a condition showing ``views``, or None
-    (with ``callback_map``, first :func:`unregistered`)."""
-    if callback_map is not None:
-        wrong = unregistered(body, callback_map)
-        if wrong is not None:
-            return wrong
+    (first :func:`unregistered`: is it the callback as registered in ``callback_map``)."""
+    wrong = unregistered(body, callback_map)
+    if wrong is not None:
+        return wrong
     hidden = excluded_ids(views)
     outputs, triggers = callback_ids(body)
     bad = next((t for t in triggers if t in hidden), None)
@@ -295,9 +287,8 @@ def guard_callbacks() -> Response | None:
                         "link — reload the study page from your link"})
         resp.status_code = 403
         return resp
-    app = current_app.extensions.get(DASH_APP)
     reason = check(request.get_json(silent=True), tuple(views),
-                   app.callback_map if app is not None else None)
+                   current_app.extensions[DASH_APP].callback_map)
     if reason is not None:
         return Response(status=204, headers={"X-Study-Refused": reason[:200]})
     g.study_hidden = excluded_ids(tuple(views))
@@ -314,11 +305,10 @@ def drop_hidden_outputs(resp: Response) -> Response:
     return resp
 
 
-def register(server: Flask, app: Any = None) -> None:
+def register(server: Flask, app: Any) -> None:
     """Check every Dash callback request of ``server`` (see the module notes) against
     the callbacks registered on the Dash ``app`` and the participant's condition."""
-    if app is not None:
-        server.extensions[DASH_APP] = app
+    server.extensions[DASH_APP] = app
     server.before_request(guard_callbacks)
     server.after_request(drop_hidden_outputs)
 

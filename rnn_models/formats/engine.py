@@ -275,9 +275,9 @@ class DaskEngine(Engine):
         return True
 
     def _call(self, fn: Callable[[], T]) -> T:
-        """``fn()``, run again while the scheduler lives but a worker's loss took data
-        with it that cannot be recomputed (the map's scattered arguments: their futures
-        come back cancelled); a lost scheduler is one :class:`ClusterError`.
+        """``fn()``, run again while the scheduler lives but a worker's loss still took
+        data the step needs with it (its futures come back cancelled, a connection to a
+        worker breaks); a lost scheduler is one :class:`ClusterError`.
 
         Rerunning is safe: per-shard functions are idempotent, and results are combined
         in a fixed order whichever attempt computed them.

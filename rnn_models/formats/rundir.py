@@ -195,8 +195,9 @@ def data_section(ds: Any, *, text_col: str = "text", label_col: str = "label", s
     """
     extra = {"truncate": int(truncate)} if truncate is not None else {}
     name, info = ds.name, ds.info
-    if base is not None and portable(name, base) != name:
-        name = portable(name, base)
+    kept = portable(name, base) if base is not None else name
+    if kept != name:
+        name = kept
         extra["paths"] = RELATIVE  # runs made before: absolute, or from the cwd
         if isinstance(info, dict) and "source" in info:  # the same file
             info = {**info, "source": name.partition(":")[2]}

@@ -41,6 +41,9 @@ def instance_query(sel: dict[str, Any] | None, split: str, search: str | None, r
 def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
     d = ctx.data
     split = (initial or {}).get("split") or d.default_split
+    # the first page comes with the page (no callback between the page and its rows)
+    rows, pages, msg, chips, key, turn = update_table(
+        ctx, {**EMPTY, **(initial or {}), "split": split}, None, [], None, None, None, 0, [])
     controls = html.Div([
         dcc.RadioItems(id=ids.SPLIT, options=[{"label": f" {s}", "value": s}
                                               for s in d.splits], value=split, inline=True),
@@ -54,11 +57,13 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
                      style={"width": 120}), 120),
         box(dcc.Dropdown(id=ids.F_CORRECT, options=["correct", "wrong"], placeholder="correct?",
                      style={"width": 110}), 110),
-        html.Span(id=ids.FILTER_CHIPS, className="chips"),
+        html.Span(chips, id=ids.FILTER_CHIPS, className="chips"),
         html.Button("CSV", id=ids.DL_TABLE, n_clicks=0, title="download the filtered table"),
     ], className="table-controls")
     table = dash_table.DataTable(
-        id=ids.TABLE, page_current=0, page_size=PAGE_SIZE, page_action="custom",
+        id=ids.TABLE, data=rows, page_count=pages,
+        page_current=turn if isinstance(turn, int) else 0, page_size=PAGE_SIZE,
+        page_action="custom",
         sort_action="custom", sort_mode="single", sort_by=[],
         columns=[{"name": n, "id": n} for n in COLUMNS],
         style_cell={"textAlign": "left", "fontFamily": "Helvetica", "fontSize": 13,
@@ -67,12 +72,6 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
         style_cell_conditional=[{"if": {"column_id": "text"}, "width": "62%"}],
         style_data_conditional=[WRONG_ROW], tooltip_duration=None,
         css=[{"selector": ".dash-spreadsheet td div", "rule": "overflow: hidden"}])
-    # the first page comes with the page (no callback between the page and its rows)
-    rows, pages, msg, chips, key, turn = update_table(
-        ctx, {**EMPTY, **(initial or {}), "split": split}, None, [], None, None, None, 0, [])
-    table.data, table.page_count = rows, pages
-    table.page_current = turn if isinstance(turn, int) else 0
-    controls.children[-2].children = chips
     return {"table": html.Div([controls, html.Div(msg, id=ids.TABLE_MESSAGE,
                                                   className="message"),
                                table, dcc.Store(id=ids.TABLE_KEY, data=key),
