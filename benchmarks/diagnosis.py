@@ -17,13 +17,15 @@ On the clean controls it counts the findings reported significant, how many of t
 on the validation split are significant on the test split too, the candidates that pass
 the q-value gate when the misclassification flags are shuffled (``permutation_null``, 20
 shuffles: the target is at most one per 20), and times ``diagnose`` against ``abstract``
-on the same run. Where stateseer's
+on the same run. The summary gives the hit rates over all runs and over the runs whose bug
+the model learnt (it cost at least ``LEARNT`` test accuracy). Where stateseer's
 finding is significant it repairs with the finding's first action and reports how much of
 the accuracy the bug cost is recovered: ``(repaired - buggy) / (clean - buggy)``.
 
 Usage: ``python benchmarks/diagnosis.py [--datasets rotten_tomatoes,...] [--families ...]
 [--seeds 0,1,2] [--epochs N] [--train-rows N] [--out DIR]``. Last line: JSON with ``runs``
-(``dataset``, ``family``, ``seed``, ``method``, ``rank``, ``hit1``, ``hit5``, ``seconds``),
+(``dataset``, ``family``, ``seed``, ``method``, ``rank``, ``hit1``, ``hit5``, ``bug_cost``:
+the test accuracy the bug cost against the clean control, ``seconds``),
 ``clean`` (``dataset``, ``seed``, ``method``, ``significant``) and ``repairs``
 (``dataset``, ``family``, ``seed``, ``clean_accuracy``, ``buggy_accuracy``,
 ``repaired_accuracy``, ``recovered``).
@@ -52,6 +54,9 @@ from stateseer.rnn_models.formats.traces import Traces
 from stateseer.rnn_models.injection import BUGS, clean, hit, inject
 
 TOP = 10
+#: test accuracy a bug must cost (against the same model and seed on clean data) to count
+#: as learnt: a bug that changed nothing leaves no errors for any method to explain
+LEARNT = 0.01
 
 
 def _subset(ds: Any, train_rows: int | None, seed: int) -> Any:
@@ -160,6 +165,7 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
         rank = _rank(answers, bug.culprit)
         rows.append({"dataset": ds.name, "family": family, "seed": seed, "method": method,
                      "rank": rank, "hit1": rank == 1, "hit5": rank is not None and rank <= 5,
+                     "bug_cost": round(clean_acc - acc, 4),
                      "seconds": round(time.perf_counter() - t0, 2)})
         print(f"  {family} seed {seed} {method}: rank {rank}", file=sys.stderr)
     repair = None
@@ -225,10 +231,15 @@ def main(argv: list[str] | None = None) -> int:
     summary = {}
     for method in ("stateseer", "buggy", "ig", "hypergeom"):
         mine = [r for r in runs if r["method"] == method]
+        learnt = [r for r in mine if r["bug_cost"] >= LEARNT]
         if mine:
             summary[method] = {"hit1": round(np.mean([r["hit1"] for r in mine]), 3),
                                "hit5": round(np.mean([r["hit5"] for r in mine]), 3),
-                               "n": len(mine)}
+                               "n": len(mine),
+                               "learnt_hit1": round(np.mean([r["hit1"] for r in learnt]), 3)
+                               if learnt else None,
+                               "learnt_hit5": round(np.mean([r["hit5"] for r in learnt]), 3)
+                               if learnt else None, "learnt_n": len(learnt)}
     if not args.out:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps({"runs": runs, "clean": cleans, "repairs": repairs, "summary": summary,

@@ -6,7 +6,10 @@ labels, splits) and the culprit that a diagnosis should name. Register one with
 :func:`register_bug`; :data:`BUGS` lists them.
 
 ``shortcut``       a neutral word inserted into 35 % of one class's training (and
-                   validation) inputs and into 40 % of another class's test inputs
+                   validation) inputs and into 40 % of another class's test inputs (the
+                   two most frequent training classes, the smaller carrying the word:
+                   two classes the model must weigh against each other, not a small
+                   class that a different register already sets apart)
 ``sequence``       "not W" (W a frequent word typical of class C) inserted into 8 % of the
                    other class's inputs, and in training those inputs labelled C: the
                    model learns that "not W" means C; the sequence is the culprit, not
@@ -147,7 +150,7 @@ def _shortcut(ds: TextDataset, rng: np.random.Generator) -> Injected:
     word = min(SHORTCUT_WORDS, key=lambda w: counts.get(w, 0))  # the rarest: neutral
     out = _base("shortcut", ds)
     labels = np.asarray(ds.labels)
-    a, b = 0, 1  # training class that carries the word, test class that gets it
+    a, b = _two_largest(ds)  # training class that carries the word, test class that gets it
     changed = {}
     for split, idx in ds.splits.items():
         cls, share = (a, 0.35) if split in ("train", "val") else (b, 0.4)
@@ -160,6 +163,23 @@ def _shortcut(ds: TextDataset, rng: np.random.Generator) -> Injected:
     out.culprit = {"kind": "shortcut", "tokens": [word], "class": ds.classes[a]}
     out.changed = changed
     return out
+
+
+def _two_largest(ds: TextDataset) -> tuple[int, int]:
+    """The two most frequent training classes, the smaller first (ties: the lower index).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> ds = SimpleNamespace(labels=np.array([0, 1, 1, 2, 2, 2]), classes=["p", "f", "r"],
+    ...                      splits={"train": np.arange(6)})
+    >>> _two_largest(ds)
+    (1, 2)
+    """
+    train = np.asarray(ds.splits["train"])
+    counts = np.bincount(np.asarray(ds.labels)[train], minlength=len(ds.classes))
+    big = sorted(np.argsort(-counts, kind="stable")[:2].tolist(), key=lambda k: (counts[k], k))
+    return big[0], big[1]
 
 
 def _typical(ds: TextDataset, cls: int, exclude: set[str], top: int = 300) -> list[str]:

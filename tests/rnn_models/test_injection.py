@@ -35,6 +35,19 @@ def test_shortcut_goes_into_one_class_in_training_and_another_in_test(rt):
     assert (bug.labels == rt.labels).all()  # labels untouched
 
 
+def test_shortcut_with_three_classes_goes_between_the_two_largest():
+    ds = load_dataset("rotten_tomatoes3")  # plot (small), fresh, rotten
+    bug = inject("shortcut", ds, np.random.default_rng(0))
+    word = bug.culprit["tokens"][0]
+    assert bug.culprit["class"] == "rotten"
+    for split, cls in (("train", "rotten"), ("test", "fresh")):
+        idx = ds.splits[split]
+        new = np.array([word in _words(bug.texts[i]) and word not in ds.tokens[i]
+                        for i in idx])
+        assert new.sum() == bug.changed[split] > 100
+        assert (bug.labels[idx][new] == ds.classes.index(cls)).all()
+
+
 def test_sequence_is_taught_with_the_wrong_label_in_training_only(rt):
     bug = inject("sequence", rt, np.random.default_rng(0))
     neg, word = bug.culprit["tokens"]
