@@ -10,7 +10,8 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from .spec import Assignment
+from .designs import schedule
+from .spec import ORDER_SEP, Assignment
 
 __all__ = ["choose_condition"]
 
@@ -33,7 +34,9 @@ def choose_condition(rule: Assignment, conditions: Sequence[str], pid: str,
     Returns
     -------
     condition, method : str, str
-        ``method`` is ``"preassigned"`` for ids listed in the study file.
+        ``method`` is ``"preassigned"`` for ids listed in the study file. For ``latin``
+        the condition is the participant's order of conditions joined by ``>``: the row
+        of the Williams design for their arrival number (the participants so far).
 
     Examples
     --------
@@ -43,7 +46,12 @@ def choose_condition(rule: Assignment, conditions: Sequence[str], pid: str,
     >>> choose_condition(Assignment(method="random", seed=7), ["a", "b"], "P01", {}) == \\
     ...     choose_condition(Assignment(method="random", seed=7), ["a", "b"], "P01", {"a": 9})
     True
+    >>> choose_condition(Assignment(method="latin"), ["full", "baseline"], "P02", {"x": 1})
+    ('baseline>full', 'latin')
     """
+    if rule.method == "latin":
+        order = schedule(sum(counts.values()), list(conditions))
+        return ORDER_SEP.join(c for c, _ in order), "latin"
     if pid in rule.participants:
         return rule.participants[pid], "preassigned"
     if rule.method == "fixed":

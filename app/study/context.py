@@ -82,16 +82,37 @@ class StudyContext:
         """The participant of the current request's link secret, or None."""
         return self.log.pid_of(request_secret()) if has_request_context() else None
 
-    def condition_views(self, pid: str) -> tuple[str, ...] | None:
-        """The views of ``pid``'s stored condition (None before they joined)."""
+    def sequence(self, pid: str) -> list[tuple[Task, str]] | None:
+        """``pid``'s tasks in the order shown, each with its condition
+        (:meth:`Study.sequence`); None before they joined."""
         cond = self.log.condition_of(pid)
+        return None if cond is None else self.study.sequence(cond)
+
+    def _now(self, pid: str) -> tuple[int, Task, str] | None:
+        """``(position, task, condition)`` of ``pid``'s first unsubmitted task; after the
+        last one, ``(n, None, the last condition)``; None before they joined."""
+        seq = self.sequence(pid)
+        if seq is None:
+            return None
+        done = {r["task"] for r in self.log.progress(pid) if r["submitted_at"]}
+        return next(((k, t, c) for k, (t, c) in enumerate(seq) if t.id not in done),
+                    (len(seq), None, seq[-1][1]))
+
+    def condition(self, pid: str) -> str | None:
+        """The condition ``pid`` works in now (within-subject: the current block's)."""
+        now = self._now(pid)
+        return None if now is None else now[2]
+
+    def condition_views(self, pid: str) -> tuple[str, ...] | None:
+        """The views of the condition ``pid`` works in now (None before they joined)."""
+        cond = self.condition(pid)
         return None if cond is None else self.study.conditions.get(cond, ())
 
     def current_task(self, pid: str) -> tuple[int, Task] | None:
-        """``(position, task)`` of the participant's first unsubmitted task, or None."""
-        done = {r["task"] for r in self.log.progress(pid) if r["submitted_at"]}
-        return next(((k, t) for k, t in enumerate(self.study.tasks) if t.id not in done),
-                    None)
+        """``(position, task)`` of the participant's first unsubmitted task in their own
+        order, or None (all done, or not joined)."""
+        now = self._now(pid)
+        return None if now is None or now[1] is None else (now[0], now[1])
 
     def join(self, pid: str) -> dict[str, Any]:
         names = list(self.study.conditions)

@@ -44,6 +44,13 @@ def _answer_text(raw: str | None) -> tuple[str, str]:
     return str(doc.get("type", "")), "" if value is None else str(value)
 
 
+def _condition_sql(conn: sqlite3.Connection) -> str:
+    """The condition a task was shown in: its block's (within-subject), else the
+    participant's (also for logs written before tasks kept a condition)."""
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(tasks)")}
+    return "COALESCE(t.condition, p.condition)" if "condition" in cols else "p.condition"
+
+
 def event_rows(conn: sqlite3.Connection, pid: str | None = None) -> list[dict[str, Any]]:
     """Every event in order (of one participant if ``pid``)."""
     sql = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events"
@@ -55,7 +62,8 @@ def event_rows(conn: sqlite3.Connection, pid: str | None = None) -> list[dict[st
 def answer_rows(conn: sqlite3.Connection, pid: str | None = None) -> list[dict[str, Any]]:
     """Every submitted answer, by participant and task position."""
     rows = conn.execute(
-        "SELECT t.pid, p.condition, t.position, t.task, t.started_at, t.submitted_at, "
+        f"SELECT t.pid, {_condition_sql(conn)}, t.position, t.task, t.started_at, "
+        "t.submitted_at, "
         "t.seconds, t.timed_out, t.answer FROM tasks t JOIN participants p USING (pid) "
         "WHERE t.submitted_at IS NOT NULL" + (" AND t.pid = ?" if pid else "")
         + " ORDER BY t.pid, t.position", (pid,) if pid else ()).fetchall()
@@ -71,7 +79,8 @@ def summary_rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     n_events = {(p, t): n for p, t, n in conn.execute(
         "SELECT pid, task, COUNT(*) FROM events GROUP BY pid, task").fetchall()}
     rows = conn.execute(
-        "SELECT t.pid, p.condition, t.position, t.task, t.submitted_at, t.seconds, "
+        f"SELECT t.pid, {_condition_sql(conn)}, t.position, t.task, t.submitted_at, "
+        "t.seconds, "
         "t.timed_out, t.answer FROM tasks t JOIN participants p USING (pid) "
         "ORDER BY p.ordinal, t.position").fetchall()
     out = []

@@ -212,8 +212,8 @@ def _join(sc: StudyContext):
         joined = sc.join(pid)
     except StudyError as exc:
         return _study_error(exc)
-    done = {r["task"] for r in sc.log.progress(pid) if r["submitted_at"]}
-    task = next((t.id for t in sc.study.tasks if t.id not in done), None)
+    current = sc.current_task(pid)
+    task = current[1].id if current else None
     # no condition: its name is the researcher's, and telling it to a participant (or to
     # a client re-joining without cookies) invites comparing or re-rolling conditions
     body = {"ok": True, "pid": pid, "new": joined["new"], "task": task}

@@ -7,9 +7,10 @@ adds the study's callbacks and the HTTP routes of :mod:`stateseer.app.study.rout
 
 A participant's page is their link ``/p/SECRET/`` (see :mod:`stateseer.app.study.identity`: the
 server knows the participant from the secret only, never from an id the page sends).
-Each page load registers the participant (their condition is chosen once and stored),
-starts their first unsubmitted task (a reload keeps its start time) and shows it with
-the views of their condition. Submitting stores the answer to the participant's current
+Each page load registers the participant (their condition, or for a within-subject
+design their order of conditions, is chosen once and stored), starts their first
+unsubmitted task (a reload keeps its start time) and shows it with the views of the
+condition it belongs to. Submitting stores the answer to the participant's current
 task (time limits checked on the server's clock) and reloads the page on the next task.
 Every explorer callback is checked against the participant's condition
 (:mod:`stateseer.app.study.guard`), request bodies and stored payloads are bounded, and every
@@ -74,14 +75,15 @@ def _task_selection(sc: StudyContext, task: Task, query: str,
 def participant_page(sc: StudyContext, pid: str, query: str) -> html.Div:
     """The page of ``pid`` now: their current task, or the thank-you page."""
     study = sc.study
-    joined = sc.join(pid)
-    views = study.conditions[joined["condition"]]
-    current = sc.current_task(pid)
+    sc.join(pid)
+    current, condition = sc.current_task(pid), sc.condition(pid)
+    views = study.conditions[condition]
     if current is None:
         sc.log.log(pid, "page_opened", {"done": True}, source="server")
         return done_page(study, pid)
     position, task = current
-    started = sc.log.start_task(pid, task.id, position, {"views": list(views)})
+    started = sc.log.start_task(pid, task.id, position, {"views": list(views)},
+                                condition=condition)
     elapsed = seconds_between(started["started_at"], utc_now())
     sc.log.log(pid, "page_opened", {"views": list(views), "query": query[:MAX_QUERY_CHARS],
                                     "reload": not started["new"]}, task=task.id,

@@ -13,6 +13,15 @@ A study file is JSON (or YAML when PyYAML is installed)::
        {"id": "pick-state", "prompt": "Which state leads to 'rotten'?",
         "answer": {"type": "choice", "options": ["3", "7", "12"]}, "time_limit_s": 300}]}
 
+Within-subject: ``"assignment": "latin"`` shows every participant every condition, one
+block each, in the order of a Williams design (:mod:`stateseer.app.study.designs`: every
+condition in every position, and after every other, equally often over any multiple of
+the design's rows); ``"task_sets": [["t1", "t2"], ["t3", "t4"]]`` lists one set of task
+ids per block, in position order, so that block ``p`` of every participant shows set
+``p`` and nobody sees an instance twice. Tasks in no set keep their place: those before
+every set's tasks in the file come first (instructions, consent), those after come last
+(questionnaires, debriefing).
+
 Participants join by their own link, ``/p/SECRET/`` (an unguessable secret per
 participant, see :mod:`stateseer.app.study.identity`): ids listed in ``"participants": ["P01",
 ...]`` or pre-assigned in ``assignment.participants`` get a link when the server starts
@@ -44,7 +53,7 @@ from typing import Any
 from ...rnn_models.formats.errors import StateseerError
 from ..explorer.registry import REGISTRY
 
-__all__ = ["ANSWER_TYPES", "PID_PATTERN", "PRESETS", "VIEWS", "Assignment", "Study",
+__all__ = ["ANSWER_TYPES", "ORDER_SEP", "PID_PATTERN", "PRESETS", "VIEWS", "Assignment", "Study",
            "StudyError", "Task", "check_pid", "load_study", "parse_study"]
 
 VIEWS: tuple[str, ...] = tuple(REGISTRY.names())
@@ -52,11 +61,14 @@ VIEWS: tuple[str, ...] = tuple(REGISTRY.names())
 PRESETS: dict[str, tuple[str, ...]] = REGISTRY.presets()
 """Named view lists: ``full`` and those the views declare (``View.presets``)."""
 ANSWER_TYPES = ("text", "choice", "instances", "states")
-METHODS = ("counterbalanced", "random", "fixed")
+METHODS = ("counterbalanced", "random", "fixed", "latin")
+#: joins a within-subject participant's conditions in the order stored for them
+ORDER_SEP = ">"
 PID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _TOP_KEYS = ("study", "title", "intro", "run", "conditions", "assignment",
-             "task_time_limit_s", "allow_generated_ids", "participants", "tasks")
+             "task_time_limit_s", "allow_generated_ids", "participants", "tasks",
+             "task_sets")
 _TASK_KEYS = ("id", "prompt", "open", "split", "answer", "time_limit_s")
 _ANSWER_KEYS = ("type", "options", "max_chars")
 _ASSIGN_KEYS = ("method", "seed", "condition", "participants")
@@ -102,8 +114,10 @@ class Assignment:
 
     ``counterbalanced``: the condition with the fewest participants so far (ties in the
     order of the study file); ``random``: drawn from ``seed`` and the participant id, so
-    the same id always gets the same condition; ``fixed``: everyone gets ``condition``.
-    ``participants`` pre-assigns ids under every method.
+    the same id always gets the same condition; ``fixed``: everyone gets ``condition``;
+    ``latin``: every condition, in the order of the Williams design's row for the
+    participant's arrival number (within-subject). ``participants`` pre-assigns ids under
+    every method but ``latin``.
     """
 
     method: str = "counterbalanced"
@@ -126,6 +140,36 @@ class Study:
     allow_generated_ids: bool = True
     source: Path | None = None
     participants: tuple[str, ...] = ()
+    task_sets: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def within(self) -> bool:
+        """Whether every participant does every condition (``assignment: latin``)."""
+        return self.assignment.method == "latin"
+
+    def sequence(self, condition: str) -> list[tuple[Task, str]]:
+        """A participant's tasks in the order shown, each with the condition it is shown
+        in; ``condition`` is the one stored for them (for ``latin``, the conditions in
+        order joined by :data:`ORDER_SEP`).
+
+        Examples
+        --------
+        >>> s = parse_study({"study": "w", "run": "r", "assignment": "latin",
+        ...                  "tasks": [{"id": "a", "prompt": "A"}, {"id": "b", "prompt": "B"},
+        ...                            {"id": "end", "prompt": "How was it?"}],
+        ...                  "task_sets": [["a"], ["b"]]})
+        >>> [(t.id, c) for t, c in s.sequence("baseline>full")]
+        [('a', 'baseline'), ('b', 'full'), ('end', 'full')]
+        """
+        if not self.within:
+            return [(t, condition) for t in self.tasks]
+        order = condition.split(ORDER_SEP)
+        in_sets = {i for ts in self.task_sets for i in ts}
+        first = next(k for k, t in enumerate(self.tasks) if t.id in in_sets)
+        before = [(t, order[0]) for t in self.tasks[:first] if t.id not in in_sets]
+        after = [(t, order[-1]) for t in self.tasks[first:] if t.id not in in_sets]
+        blocks = [(self.task(i), order[p]) for p, ts in enumerate(self.task_sets) for i in ts]
+        return before + blocks + after
 
     def participant_ids(self) -> tuple[str, ...]:
         """Ids that get a link when the server starts (listed or pre-assigned)."""
@@ -143,6 +187,8 @@ class Study:
         import hashlib
 
         doc = {"conditions": {k: list(v) for k, v in self.conditions.items()},
+               **({"task_sets": [list(ts) for ts in self.task_sets], "design": "latin"}
+                  if self.within else {}),
                "tasks": [t.__dict__ | {"options": list(t.options), "open": list(t.open)}
                          for t in self.tasks]}
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
@@ -293,10 +339,14 @@ def _assignment(raw: Any, conditions: Mapping[str, Any]) -> Assignment:
         if cond is None:
             raise _fail("'assignment'", "uses method 'fixed' without a 'condition'",
                         f"add \"condition\": one of {', '.join(conditions)}")
+    fixed = raw.get("participants", {})
+    if method == "latin" and fixed:
+        raise _fail("'assignment.participants'", "pre-assigns conditions, which a latin "
+                    "design gives by arrival", "remove it, and list the ids under "
+                    "'participants' to give them links")
     if cond is not None and cond not in conditions:
         raise _fail("'assignment.condition'", f"is {cond!r}",
                     f"use one of the conditions: {', '.join(conditions)}")
-    fixed = raw.get("participants", {})
     if not isinstance(fixed, Mapping):
         raise _fail("'assignment.participants'", "is not a mapping",
                     "write e.g. {\"P01\": \"baseline\"}")
@@ -310,6 +360,39 @@ def _assignment(raw: Any, conditions: Mapping[str, Any]) -> Assignment:
             raise _fail(f"'assignment.participants.{pid}'", f"is {c!r}",
                         f"use one of the conditions: {', '.join(conditions)}")
     return Assignment(method=method, seed=seed, condition=cond, participants=dict(fixed))
+
+
+def _task_sets(raw: Any, assignment: Assignment, conditions: Mapping[str, Any],
+               tasks: tuple[Task, ...]) -> tuple[tuple[str, ...], ...]:
+    """The blocks of a within-subject study (see the module notes)."""
+    if assignment.method != "latin":
+        if raw is not None:
+            raise _fail("'task_sets'", f"is only for a within-subject design, not method "
+                        f"{assignment.method!r}", "remove it or set \"assignment\": \"latin\"")
+        return ()
+    n = len(conditions)
+    if not isinstance(raw, list) or len(raw) != n or not all(
+            isinstance(ts, list) and ts for ts in raw):
+        raise _fail("'task_sets'", "must list one non-empty list of task ids per condition "
+                    f"({n}) for assignment 'latin'", "write e.g. \"task_sets\": "
+                    "[[\"t1\", \"t2\"], [\"t3\", \"t4\"]] (block p of every participant "
+                    "shows set p)")
+    ids = [t.id for t in tasks]
+    listed = [i for ts in raw for i in ts]
+    unknown = next((i for i in listed if i not in ids), None)
+    if unknown is not None:
+        raise _fail("'task_sets'", f"names {unknown!r}, which is no task id",
+                    f"use the tasks' ids: {', '.join(ids)}")
+    twice = next((i for i in listed if listed.count(i) > 1), None)
+    if twice is not None:
+        raise _fail("'task_sets'", f"lists {twice!r} twice", "put each task in one set")
+    where = [k for k, i in enumerate(ids) if i in listed]
+    loose = next((ids[k] for k in range(where[0], where[-1]) if ids[k] not in listed), None)
+    if loose is not None:
+        raise _fail(f"task {loose!r}", "is in no task set but between tasks that are",
+                    "put it in a set, or move it before or after all the sets' tasks in "
+                    "'tasks'")
+    return tuple(tuple(ts) for ts in raw)
 
 
 def parse_study(doc: Any, base: str | Path = ".", *, source: Path | None = None) -> Study:
@@ -368,11 +451,12 @@ def parse_study(doc: Any, base: str | Path = ".", *, source: Path | None = None)
     run_path = Path(run).expanduser()
     if not run_path.is_absolute():
         run_path = Path(base) / run_path
+    assignment = _assignment(doc.get("assignment"), conditions)
     return Study(id=study_id, run=run_path, conditions=conditions, tasks=tasks,
-                 assignment=_assignment(doc.get("assignment"), conditions),
-                 title=doc.get("title", ""), intro=doc.get("intro", ""),
-                 allow_generated_ids=allow, source=source,
-                 participants=tuple(dict.fromkeys(listed)))
+                 assignment=assignment, title=doc.get("title", ""),
+                 intro=doc.get("intro", ""), allow_generated_ids=allow, source=source,
+                 participants=tuple(dict.fromkeys(listed)),
+                 task_sets=_task_sets(doc.get("task_sets"), assignment, conditions, tasks))
 
 
 def _read(path: Path) -> Any:

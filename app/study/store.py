@@ -5,8 +5,14 @@ Tables::
     meta(key, value)                        format, version, study id, study digest
     links(secret, pid, created_at)          each participant's link secret (see below)
     participants(pid, condition, method, ordinal, joined_at)
-    tasks(pid, task, position, started_at, submitted_at, answer, seconds, timed_out)
+    tasks(pid, task, position, started_at, submitted_at, answer, seconds, timed_out,
+          condition)
     events(id, pid, condition, task, ts, kind, payload, source)
+
+A participant's ``condition`` is the one they were given; in a within-subject design it is
+their order of conditions (``full>baseline``), and each task row and event holds the
+condition of its own block (``tasks.condition``; NULL in databases written before it,
+whose tasks all have the participant's condition).
 
 Durability. The database is in WAL mode with ``synchronous=FULL``: a transaction's WAL
 frames are written *and fsync'ed* before ``COMMIT`` returns. A write call of this module
@@ -64,7 +70,7 @@ CREATE TABLE IF NOT EXISTS participants(
 CREATE TABLE IF NOT EXISTS tasks(
     pid TEXT NOT NULL, task TEXT NOT NULL, position INTEGER NOT NULL,
     started_at TEXT NOT NULL, submitted_at TEXT, answer TEXT, seconds REAL,
-    timed_out INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (pid, task));
+    timed_out INTEGER NOT NULL DEFAULT 0, condition TEXT, PRIMARY KEY (pid, task));
 CREATE TABLE IF NOT EXISTS events(
     id INTEGER PRIMARY KEY AUTOINCREMENT, pid TEXT NOT NULL, condition TEXT NOT NULL,
     task TEXT, ts TEXT NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
@@ -74,8 +80,9 @@ CREATE TABLE IF NOT EXISTS links(
     secret TEXT PRIMARY KEY, pid TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL);
 """
 
-_CURRENT_TASK = ("SELECT task FROM tasks WHERE pid = ? AND submitted_at IS NULL "
+_CURRENT_TASK = ("SELECT task, condition FROM tasks WHERE pid = ? AND submitted_at IS NULL "
                  "ORDER BY position LIMIT 1")
+_TASK_CONDITION = "SELECT condition FROM tasks WHERE pid = ? AND task = ?"
 
 
 class UnknownParticipant(StudyError):
@@ -216,6 +223,8 @@ class StudyLog:
         conn.execute("BEGIN IMMEDIATE")
         for stmt in filter(str.strip, SCHEMA.split(";")):
             conn.execute(stmt)
+        if "condition" not in {r[1] for r in conn.execute("PRAGMA table_info(tasks)")}:
+            conn.execute("ALTER TABLE tasks ADD COLUMN condition TEXT")  # an older log
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         if meta and meta.get("format") != FORMAT:
             conn.execute("ROLLBACK")
@@ -402,16 +411,20 @@ class StudyLog:
                 raise UnknownParticipant(f"participant {pid!r} has not joined this study — "
                                          "open the study page (or POST /study/join) first")
             self._check_room(conn, pid, len(rows))
-            current = task
+            current, cond = task, None
             if current is None:
                 hit = conn.execute(_CURRENT_TASK, (pid,)).fetchone()
-                current = hit[0] if hit else None
+                current, cond = (hit[0], hit[1]) if hit else (None, None)
+            else:
+                hit = conn.execute(_TASK_CONDITION, (pid, current)).fetchone()
+                cond = hit[0] if hit else None
+            cond = cond or row[0]  # the task's block, else the participant's condition
             now = utc_now()
             ids = []
             for kind, payload in rows:
                 cur = conn.execute(
                     "INSERT INTO events(pid, condition, task, ts, kind, payload, source) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)", (pid, row[0], current, now, kind, payload,
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)", (pid, cond, current, now, kind, payload,
                                                      source))
                 ids.append(int(cur.lastrowid))
             self._n_events[pid] += len(rows)
@@ -441,9 +454,11 @@ class StudyLog:
         return self.log_many(pid, [(kind, payload or {})], task=task, source=source)[0]
 
     def start_task(self, pid: str, task: str, position: int,
-                   payload: dict[str, Any] | None = None) -> dict[str, Any]:
+                   payload: dict[str, Any] | None = None, *,
+                   condition: str | None = None) -> dict[str, Any]:
         """Mark ``task`` started for ``pid`` unless it already is (a reload keeps the
-        first start time). Returns ``{"started_at", "new"}``."""
+        first start time). ``condition``: the one the task is shown in (default: the
+        participant's). Returns ``{"started_at", "new"}``."""
         def op(conn: sqlite3.Connection) -> dict[str, Any]:
             row = conn.execute("SELECT started_at FROM tasks WHERE pid = ? AND task = ?",
                                (pid, task)).fetchone()
@@ -454,12 +469,12 @@ class StudyLog:
             if cond is None:
                 raise UnknownParticipant(f"participant {pid!r} has not joined this study — "
                                          "open the study page first")
-            now = utc_now()
-            conn.execute("INSERT INTO tasks(pid, task, position, started_at) "
-                         "VALUES (?, ?, ?, ?)", (pid, task, position, now))
+            now, shown = utc_now(), condition or cond[0]
+            conn.execute("INSERT INTO tasks(pid, task, position, started_at, condition) "
+                         "VALUES (?, ?, ?, ?, ?)", (pid, task, position, now, shown))
             conn.execute("INSERT INTO events(pid, condition, task, ts, kind, payload, source) "
                          "VALUES (?, ?, ?, ?, 'task_started', ?, 'server')",
-                         (pid, cond[0], task, now, json.dumps(
+                         (pid, shown, task, now, json.dumps(
                              {"position": position, **(payload or {})}, sort_keys=True)))
             return {"started_at": now, "new": True}
 
@@ -479,7 +494,8 @@ class StudyLog:
 
         def op(conn: sqlite3.Connection) -> dict[str, Any] | None:
             row = conn.execute(
-                "SELECT t.started_at, t.submitted_at, p.condition FROM tasks t JOIN "
+                "SELECT t.started_at, t.submitted_at, COALESCE(t.condition, p.condition) "
+                "FROM tasks t JOIN "
                 "participants p USING (pid) WHERE t.pid = ? AND t.task = ?",
                 (pid, task)).fetchone()
             if row is None:

@@ -719,3 +719,63 @@ def test_every_view_component_the_guard_knows_exists_in_the_app(sec_app):
                            if cb.when is None or cb.when(ctx)))
         missing = set(listed) - known - (off - on)
         assert not missing, f"view {view!r}: no component {sorted(missing)} in the explorer"
+
+
+def test_a_within_subject_participant_meets_each_block_in_its_condition(explored_run,
+                                                                        tmp_path):
+    """``assignment: latin``: the first participant does the first task set with the full
+    explorer and the second without states, the next one the other way round; the
+    guard follows the block, and the log files every task under its block's condition."""
+    from stateseer.app.study.export import answer_rows, event_rows
+    from stateseer.app.study.server import create_study_app
+    from stateseer.app.study.store import connect_log
+
+    doc = _doc(explored_run, assignment="latin", task_sets=[["why"], ["which"]])
+    app = create_study_app(parse_study(doc), db=tmp_path / "w.sqlite")
+    try:
+        sel = {"split": "test", "state": 2, "row": None, "pattern": None}
+
+        def page(client, secret):
+            r = client.get("/_dash-layout",
+                           headers={"Referer": f"http://localhost/p/{secret}/"})
+            return json.loads(r.data)
+
+        def state_table(client, secret):
+            body = _body(app, [("table", "data")], "selection", {("selection", "data"): sel},
+                         changed=["selection.data"])
+            return _post(client, body, secret).status_code
+
+        seen = {}
+        for pid in ("P01", "P02"):
+            client, secret, first = _open_page(app, pid)
+            info = _find(first, "study-info")["props"]["data"]
+            assert info["task"] == "why" and "condition" not in info
+            blocks = [(_find(first, "diagram") is not None, state_table(client, secret))]
+            r = _callback(client, [("study-message", "children"), ("study-loc", "href")],
+                          [_spec("study-submit", "n_clicks", 1), _spec("study-timeout", "data")],
+                          [_spec("study-info", "data", info),
+                           _spec("study-answer-text", "value", "a reason"),
+                           _spec("study-answer-choice", "value"),
+                           _spec("study-answer-ids", "value")],
+                          changed=["study-submit.n_clicks"], secret=secret)
+            assert r.status_code == 200 and "done=why" in r.data.decode()
+            second = page(client, secret)
+            assert _find(second, "study-info")["props"]["data"]["task"] == "which"
+            blocks.append((_find(second, "diagram") is not None, state_table(client, secret)))
+            seen[pid] = blocks
+        # full: the diagram is drawn and a state's table is served; baseline: neither
+        assert seen["P01"] == [(True, 200), (False, 204)]
+        assert seen["P02"] == [(False, 204), (True, 200)]
+        log = app.study_context.log
+        assert (log.condition_of("P01"), log.condition_of("P02")) == ("full>baseline",
+                                                                      "baseline>full")
+        conn = connect_log(tmp_path / "w.sqlite")
+        answers = [(a["pid"], a["task"], a["condition"]) for a in answer_rows(conn)]
+        assert answers == [("P01", "why", "full"), ("P02", "why", "baseline")]
+        started = {(e["pid"], e["task"]): e["condition"] for e in event_rows(conn)
+                   if e["kind"] == "task_started"}
+        assert started == {("P01", "why"): "full", ("P01", "which"): "baseline",
+                           ("P02", "why"): "baseline", ("P02", "which"): "full"}
+        conn.close()
+    finally:
+        app.study_context.log.close()

@@ -114,6 +114,19 @@ def test_run_override_and_digest(tmp_path):
     (_with(allow_generated_ids="yes"), ["true or false"]),
     (_with(participants="P01"), ["'participants' is not a list"]),
     (_with(participants=["P01", "P 2"]), ["'participants' has a bad id", "'P 2'"]),
+    (_with(assignment="latin"), ["'task_sets' must list one", "per condition (2)"]),
+    (_with(assignment="latin", task_sets=[["t1"]]), ["per condition (2)"]),
+    (_with(assignment="latin", task_sets=[["t1"], []]), ["non-empty list"]),
+    (_with(assignment="latin", task_sets=[["t1"], ["pik"]]),
+     ["names 'pik', which is no task id", "t1, pick"]),
+    (_with(assignment="latin", task_sets=[["t1"], ["t1"]]), ["lists 't1' twice"]),
+    (_with(task_sets=[["t1"], ["pick"]]),
+     ["only for a within-subject design", "\"assignment\": \"latin\""]),
+    (_with(assignment={"method": "latin", "participants": {"P1": "full"}},
+           task_sets=[["t1"], ["pick"]]), ["a latin design gives by arrival"]),
+    (_with(assignment="latin", task_sets=[["t1"], ["c"]],
+           tasks=[{"prompt": "a"}, {"prompt": "b"}, {"id": "c", "prompt": "c"}]),
+     ["task 't2' is in no task set but between", "before or after"]),
 ])
 def test_study_file_errors_are_one_line(doc, needles):
     with pytest.raises(StudyError) as err:
@@ -201,3 +214,24 @@ def test_study_command_errors_are_one_line(tmp_path, capsys):
         assert main(["study", *argv, "--db", str(tmp_path / "x.sqlite")]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith("stateseer: error: ") and needle in err
+
+
+def test_a_latin_study_orders_each_participant_s_blocks():
+    doc = _with(assignment="latin", conditions={"full": "full", "baseline": "baseline",
+                                                "mine": ["table", "trace_text"]},
+                tasks=[{"id": "consent", "prompt": "Agree?"},
+                       *({"id": f"t{k}", "prompt": f"task {k}"} for k in range(6)),
+                       {"id": "sus", "prompt": "How usable?"}],
+                task_sets=[["t0", "t1"], ["t2", "t3"], ["t4", "t5"]])
+    s = parse_study(doc)
+    assert s.within and len(s.conditions) == 3
+    a, b, c = s.conditions
+    seq = s.sequence(f"{b}>{c}>{a}")
+    assert [(t.id, cond) for t, cond in seq] == [
+        ("consent", b), ("t0", b), ("t1", b), ("t2", c), ("t3", c), ("t4", a), ("t5", a),
+        ("sus", a)]
+    # between-subjects: the file's order, one condition
+    flat = parse_study(GOOD).sequence("baseline")
+    assert [(t.id, cond) for t, cond in flat] == [("t1", "baseline"), ("pick", "baseline")]
+    assert s.digest() != parse_study({**doc, "task_sets": [["t2", "t3"], ["t0", "t1"],
+                                                           ["t4", "t5"]]}).digest()

@@ -197,3 +197,50 @@ def test_export_command_and_its_errors(tmp_path, log, capsys):
     sqlite3.connect(other).execute("CREATE TABLE x(a)").connection.commit()
     assert main(["study-export", str(other), "--out", str(tmp_path)]) == 2
     assert "not a stateseer study database" in capsys.readouterr().err
+
+
+def test_latin_orders_by_arrival_are_balanced_and_kept(tmp_path, log):
+    """Arrivals take the Williams design's rows in turn, concurrently too: over 8
+    participants and 4 conditions every condition is in every position twice."""
+    from stateseer.app.study.designs import williams
+
+    conds = ["a", "b", "c", "d"]
+    rule = Assignment(method="latin")
+    threads = [threading.Thread(target=log.join, args=(f"P{i}", lambda counts, i=i:
+               choose_condition(rule, conds, f"P{i}", counts))) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    orders = [log.condition_of(f"P{i}").split(">") for i in range(8)]
+    assert sorted(orders) == sorted([[conds[c] for c in row] for row in williams(4)] * 2)
+    for pos in range(4):
+        assert Counter(o[pos] for o in orders) == {c: 2 for c in conds}
+    assert log.join("P3", lambda counts: ("x", "latin"))["condition"] == ">".join(orders[3])
+
+
+def test_a_log_written_before_tasks_kept_a_condition_is_read_and_extended(tmp_path):
+    path = tmp_path / "old.sqlite"
+    old = StudyLog(path, study="s1")
+    _join(old, "P01")
+    old.start_task("P01", "t1", 0)
+    old.submit("P01", "t1", {"type": "text", "value": "x"})
+    old.close()
+    conn = sqlite3.connect(path)  # as the first version wrote it: no tasks.condition
+    conn.executescript("ALTER TABLE tasks DROP COLUMN condition;")
+    conn.close()
+    from stateseer.app.study.export import answer_rows
+    from stateseer.app.study.store import connect_log
+
+    reader = connect_log(path)
+    assert [a["condition"] for a in answer_rows(reader)] == ["full"]
+    reader.close()
+    new = StudyLog(path, study="s1")  # the server adds the column, old rows read as before
+    try:
+        new.start_task("P01", "t2", 1, condition="baseline")
+        assert [(r["task"], r["condition"]) for r in new.progress("P01")] == [
+            ("t1", None), ("t2", "baseline")]
+        assert new.read("SELECT condition FROM events WHERE kind = 'task_started' "
+                        "ORDER BY id")[-1][0] == "baseline"
+    finally:
+        new.close()
