@@ -515,7 +515,8 @@ def _cmd_study_export(args: argparse.Namespace) -> int:
     from .study.export import export_study
 
     _check_out_dir(args.out)
-    print(json.dumps({"written": export_study(args.db, args.out, args.format)}))
+    print(json.dumps({"written": export_study(args.db, args.out, args.format,
+                                              coding=args.coding)}))
     return 0
 
 
@@ -855,6 +856,10 @@ def _add_study(sub: Any) -> None:
     se.add_argument("--out", required=True, help="folder for events, answers and summary")
     se.add_argument("--format", choices=("csv", "parquet"), default="csv",
                     help="table format")
+    se.add_argument("--coding", default=None,
+                    help="coding.csv filled in by two coders: their agreement (Cohen's "
+                    "kappa) to coding_agreement.csv; default: none, coding.csv is written "
+                    "empty")
     se.set_defaults(func=_cmd_study_export)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from .spec import StudyError, Task
 
-__all__ = ["add_selected", "check_answer", "parse_ids"]
+__all__ = ["add_selected", "check_answer", "grade", "parse_ids"]
 
 _SEP = re.compile(r"[\s,;]+")
 
@@ -103,3 +103,30 @@ def check_answer(task: Task, *, text: str | None = None, choice: str | None = No
             raise StudyError(f"state {bad[0]} does not exist; states are 0 to "
                              f"{n_states - 1} — check the number")
     return {"type": task.answer, "value": values}
+
+
+def grade(task: Task, answer: dict[str, Any]) -> dict[str, Any] | None:
+    """An answer against its task's key; None when the task has none.
+
+    A choice is ``correct`` when it is one of the key's options; a list of instances or
+    states gets ``precision`` (the share of the answer in the key), ``recall`` (the share
+    of the key in the answer) and ``correct`` (the same set). An answer stored invalid at
+    a time-out is wrong, with recall 0 and no precision.
+
+    Examples
+    --------
+    >>> t = Task(id="t", prompt="?", answer="instances", key=(3, 5, 8, 9))
+    >>> grade(t, {"type": "instances", "value": [3, 5, 7]})
+    {'correct': False, 'precision': 0.6667, 'recall': 0.5}
+    """
+    if not task.key:
+        return None
+    value = answer.get("value")
+    if task.answer == "choice":
+        return {"correct": value in task.key}
+    if not isinstance(value, list) or not value:
+        return {"correct": False, "precision": None, "recall": 0.0}
+    given, key = set(value), set(task.key)
+    hits = len(given & key)
+    return {"correct": given == key, "precision": round(hits / len(given), 4),
+            "recall": round(hits / len(key), 4)}

@@ -77,6 +77,14 @@ class StudyContext:
                 raise StudyError(f"study file: task {t.id!r} opens instance id {missing[0]}, "
                                  f"which is not in split {split!r} of the run — use ids from "
                                  "the table's id column")
+            n = self.data.fsm.n_states
+            bad = [k for k in t.key if (t.answer == "instances" and k not in rows)
+                   or (t.answer == "states" and k >= n)]
+            if bad:
+                what = (f"instance id {bad[0]}, which is not in split {split!r}"
+                        if t.answer == "instances" else f"state {bad[0]}; the run has {n}")
+                raise StudyError(f"study file: the key of task {t.id!r} names {what} — "
+                                 "fix the key")
 
     def participant(self) -> str | None:
         """The participant of the current request's link secret, or None."""

@@ -1,10 +1,13 @@
 """The study log as tables: events, answers and a summary per participant and task.
 
-``stateseer study-export DB --out DIR [--format csv|parquet]`` writes ``events``,
-``answers`` and ``summary`` files; the admin page serves the same tables as CSV. CSV
-cells that a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab, CR at
-the start) get a leading ``'`` (:mod:`stateseer.rnn_models.formats.csvsafe`); Parquet
-keeps the values as stored.
+``stateseer study-export DB --out DIR [--format csv|parquet] [--coding FILLED.csv]`` writes
+``events``, ``answers`` (with ``correct``, ``precision`` and ``recall`` where the task has a
+key) and ``summary`` files, and ``coding.csv``: the open answers for two coders, without
+their condition; given back filled in (``--coding``), the coders' agreement per task
+(Cohen's kappa beside the chance agreement) goes to ``coding_agreement.csv``. The admin
+page serves the same tables as CSV. CSV cells that a spreadsheet would run as a formula
+(``=``, ``+``, ``-``, ``@``, tab, CR at the start) get a leading ``'``
+(:mod:`stateseer.rnn_models.formats.csvsafe`); Parquet keeps the values as stored.
 Participant link secrets are never exported (only :func:`links_csv`, for the researcher).
 """
 
@@ -20,15 +23,18 @@ from .identity import link_path
 from .spec import StudyError
 from .store import connect_log
 
-__all__ = ["ANSWER_COLUMNS", "EVENT_COLUMNS", "SUMMARY_COLUMNS", "answer_rows",
-           "event_rows", "export_study", "links_csv", "participant_rows", "summary_rows",
-           "to_csv"]
+__all__ = ["ANSWER_COLUMNS", "CODING_COLUMNS", "EVENT_COLUMNS", "SUMMARY_COLUMNS",
+           "answer_rows", "coding_agreement", "coding_rows", "event_rows", "export_study",
+           "links_csv", "participant_rows", "summary_rows", "to_csv"]
 
 EVENT_COLUMNS = ("id", "ts", "pid", "condition", "task", "kind", "source", "payload")
 ANSWER_COLUMNS = ("pid", "condition", "position", "task", "started_at", "submitted_at",
-                  "seconds", "timed_out", "answer_type", "answer")
+                  "seconds", "timed_out", "answer_type", "answer", "correct", "precision",
+                  "recall")
 SUMMARY_COLUMNS = ("pid", "condition", "position", "task", "status", "seconds",
                    "n_events", "timed_out", "answer")
+CODING_COLUMNS = ("item", "pid", "task", "answer", "code_1", "code_2")
+AGREEMENT_COLUMNS = ("task", "n_coded", "agreement", "chance_agreement", "kappa")
 PARTICIPANT_COLUMNS = ("pid", "condition", "method", "joined_at", "tasks_done",
                        "tasks_started", "last_event")
 
@@ -70,7 +76,69 @@ def answer_rows(conn: sqlite3.Connection, pid: str | None = None) -> list[dict[s
     out = []
     for r in rows:
         kind, value = _answer_text(r[8])
-        out.append(dict(zip(ANSWER_COLUMNS, (*r[:7], bool(r[7]), kind, value), strict=True)))
+        g = (json.loads(r[8]) if r[8] else {}).get("grade") or {}
+        out.append(dict(zip(ANSWER_COLUMNS, (*r[:7], bool(r[7]), kind, value,
+                                             g.get("correct"), g.get("precision"),
+                                             g.get("recall")), strict=True)))
+    return out
+
+
+def coding_rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """The open (text) answers for two coders: no condition (coders stay blind to it),
+    in an order that groups by task but not by participant or condition (a hash of
+    participant and task), ``code_1`` and ``code_2`` left empty to fill in."""
+    import hashlib
+
+    rows = [a for a in answer_rows(conn) if a["answer_type"] == "text"]
+    rows.sort(key=lambda a: (a["task"], hashlib.sha256(
+        f"{a['pid']}/{a['task']}".encode()).hexdigest()))
+    return [{"item": k, "pid": a["pid"], "task": a["task"], "answer": a["answer"],
+             "code_1": "", "code_2": ""} for k, a in enumerate(rows, 1)]
+
+
+def coding_agreement(path: str | Path) -> list[dict[str, Any]]:
+    """Agreement of the two coders of a filled ``coding.csv``, per task and overall
+    (task ``*``): items both coded, observed agreement, the agreement expected by chance
+    from each coder's code frequencies, and Cohen's kappa (None when chance agreement
+    is 1: one code for everything).
+
+    Raises
+    ------
+    StudyError
+        The file is missing, is not CSV, or lacks the columns ``task``, ``code_1`` and
+        ``code_2``.
+    """
+    import csv
+
+    import numpy as np
+
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise StudyError(f"the coding file {path} cannot be read ({exc}) — pass the "
+                         "coding.csv that study-export wrote, filled in") from None
+    missing = [c for c in ("task", "code_1", "code_2") if rows and c not in rows[0]]
+    if not rows or missing:
+        raise StudyError(f"the coding file {path} has no "
+                         f"{'rows' if not rows else 'column ' + repr(missing[0])} — pass "
+                         "the coding.csv that study-export wrote, with both coders' codes")
+    coded = [(r["task"], r["code_1"].strip(), r["code_2"].strip()) for r in rows
+             if r["code_1"].strip() and r["code_2"].strip()]
+    out = []
+    for task in [*sorted({t for t, _, _ in coded}), "*"]:
+        mine = [(a, b) for t, a, b in coded if task in ("*", t)]
+        if not mine:
+            continue
+        a, b = (np.array(x) for x in zip(*mine, strict=True))
+        labels = sorted(set(a) | set(b))
+        pa = np.array([(a == c).mean() for c in labels])
+        pb = np.array([(b == c).mean() for c in labels])
+        po, pe = float((a == b).mean()), float(pa @ pb)
+        out.append({"task": task, "n_coded": len(mine), "agreement": round(po, 4),
+                    "chance_agreement": round(pe, 4),
+                    "kappa": round((po - pe) / (1 - pe), 4) if pe < 1 else None})
     return out
 
 
@@ -123,8 +191,10 @@ def _write_parquet(rows: list[dict[str, Any]], columns: tuple[str, ...], path: P
     pq.write_table(table, path)
 
 
-def export_study(db: str | Path, out: str | Path, fmt: str = "csv") -> dict[str, str]:
-    """Write ``events``, ``answers`` and ``summary`` of the study log ``db`` into ``out``.
+def export_study(db: str | Path, out: str | Path, fmt: str = "csv",
+                 coding: str | Path | None = None) -> dict[str, str]:
+    """Write ``events``, ``answers`` and ``summary`` of the study log ``db`` into ``out``,
+    and ``coding.csv``: the open answers for two coders (:func:`coding_rows`).
 
     Parameters
     ----------
@@ -134,6 +204,10 @@ def export_study(db: str | Path, out: str | Path, fmt: str = "csv") -> dict[str,
         Folder to write into (created if missing).
     fmt : {"csv", "parquet"}
         Parquet needs pyarrow.
+    coding : str or Path, optional
+        A ``coding.csv`` both coders filled in: their agreement (Cohen's kappa beside
+        chance agreement, :func:`coding_agreement`) is written to
+        ``coding_agreement.csv``.
 
     Returns
     -------
@@ -149,13 +223,17 @@ def export_study(db: str | Path, out: str | Path, fmt: str = "csv") -> dict[str,
         except ImportError:
             raise StudyError("--format parquet needs pyarrow, which is not installed — "
                              "pip install pyarrow, or use --format csv") from None
+    agreement = coding_agreement(coding) if coding is not None else None
     conn = connect_log(db)
     try:
         tables = {"events": (event_rows(conn), EVENT_COLUMNS),
                   "answers": (answer_rows(conn), ANSWER_COLUMNS),
                   "summary": (summary_rows(conn), SUMMARY_COLUMNS)}
+        texts = {"coding": (coding_rows(conn), CODING_COLUMNS)}
     finally:
         conn.close()
+    if agreement is not None:
+        texts["coding_agreement"] = (agreement, AGREEMENT_COLUMNS)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise StudyError(f"--out {out} is a file — pass a folder")
@@ -167,5 +245,12 @@ def export_study(db: str | Path, out: str | Path, fmt: str = "csv") -> dict[str,
             path.write_text(to_csv(rows, cols), encoding="utf-8", newline="")
         else:
             _write_parquet(rows, cols, path)
+        written[name] = str(path)
+    for name, (rows, cols) in texts.items():  # edited by hand: CSV whatever the format
+        path = out / f"{name}.csv"
+        if name == "coding" and coding is not None and path.resolve() == \
+                Path(coding).resolve():
+            continue  # the coders' filled file is never overwritten with empty codes
+        path.write_text(to_csv(rows, cols), encoding="utf-8", newline="")
         written[name] = str(path)
     return written

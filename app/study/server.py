@@ -39,7 +39,7 @@ from ..main import ASSETS, initial_selection
 from ..security import MAX_REQUEST_BYTES, bind_warning, limit_request_bodies, secure_headers
 from ..selection import to_query
 from . import admin, guard, routes
-from .answers import add_selected, check_answer
+from .answers import add_selected, check_answer, grade
 from .context import EXTENSION, StudyContext
 from .events import EVENT_CALLBACKS
 from .identity import link_path, secret_from_url
@@ -286,6 +286,9 @@ def submit_answer(sc: StudyContext, pid: str, page_task: str | None, *, text: st
         raw = {"text": text, "choice": choice}.get(task.answer, ids)
         answer = {"type": task.answer, "value": None, "raw": (raw or "")[:task.max_chars],
                   "invalid": str(exc)}
+    graded = grade(task, answer)
+    if graded is not None:
+        answer = {**answer, "grade": graded}
     sc.log.submit(pid, task.id, answer, timed_out=timed_out, limit_s=task.time_limit_s,
                   grace_s=LATE_GRACE_S)
     return "", f"{link_path(sc.log.secret_of(pid) or '')}?done={task.id}"

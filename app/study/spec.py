@@ -69,7 +69,7 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _TOP_KEYS = ("study", "title", "intro", "run", "conditions", "assignment",
              "task_time_limit_s", "allow_generated_ids", "participants", "tasks",
              "task_sets")
-_TASK_KEYS = ("id", "prompt", "open", "split", "answer", "time_limit_s")
+_TASK_KEYS = ("id", "prompt", "open", "split", "answer", "time_limit_s", "key")
 _ANSWER_KEYS = ("type", "options", "max_chars")
 _ASSIGN_KEYS = ("method", "seed", "condition", "participants")
 MAX_PROMPT = 4000
@@ -96,7 +96,10 @@ def check_pid(pid: Any) -> str:
 
 @dataclass(frozen=True)
 class Task:
-    """One task: a prompt, instances to open, an answer type and an optional time limit."""
+    """One task: a prompt, instances to open, an answer type, an optional time limit and
+    an optional answer key (``key``: the right options of a choice, the instance ids or
+    states of an instances or states answer; graded on submission, never sent to the
+    page)."""
 
     id: str
     prompt: str
@@ -106,6 +109,7 @@ class Task:
     open: tuple[int, ...] = ()
     split: str | None = None
     time_limit_s: float | None = None
+    key: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -314,8 +318,33 @@ def _task(raw: Any, k: int, default_limit: float | None) -> Task:
         raise _fail(f"'{where}.split'", f"is {split!r}", "use train, val or test")
     kind, options, max_chars = _answer(raw.get("answer"), f"{where}.answer")
     limit = _positive(raw.get("time_limit_s", default_limit), f"'{where}.time_limit_s'")
+    key = _key(raw.get("key"), kind, options, f"'{where}.key'")
     return Task(id=task_id, prompt=prompt.strip(), answer=kind, options=options,
-                max_chars=max_chars, open=tuple(opened), split=split, time_limit_s=limit)
+                max_chars=max_chars, open=tuple(opened), split=split, time_limit_s=limit,
+                key=key)
+
+
+def _key(raw: Any, kind: str, options: tuple[str, ...], where: str) -> tuple[Any, ...]:
+    """A task's answer key: the right options (choice), instance ids or states."""
+    if raw is None:
+        return ()
+    if kind == "text":
+        raise _fail(where, "is for choice, instances or states answers",
+                    "remove it: open answers are coded by two coders after the study "
+                    "(study-export writes coding.csv)")
+    values = raw if isinstance(raw, list) else [raw]
+    if not values:
+        raise _fail(where, "is empty", "give the right answer, or remove the key")
+    if kind == "choice":
+        bad = next((v for v in values if v not in options), None)
+        if bad is not None:
+            raise _fail(where, f"names {bad!r}, which is not an option",
+                        f"use the options: {', '.join(options)}")
+        return tuple(dict.fromkeys(values))
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+        what = "instance ids (the table's id column)" if kind == "instances" else "state numbers"
+        raise _fail(where, f"is {raw!r}", f"list {what}, e.g. [12, 40]")
+    return tuple(dict.fromkeys(values))
 
 
 def _assignment(raw: Any, conditions: Mapping[str, Any]) -> Assignment:

@@ -345,3 +345,38 @@ def test_study_command_binds_to_localhost_by_default():
 
     args = build_parser().parse_args(["study", "s.json"])
     assert args.host == "127.0.0.1" and args.admin_token is None and args.db is None
+
+
+def test_keyed_answers_are_graded_on_submission_and_exported(explored_run, tmp_path):
+    from stateseer.app.study.export import answer_rows
+    from stateseer.app.study.server import create_study_app
+    from stateseer.app.study.store import connect_log
+    from stateseer.app.workflows.runview import RunView
+
+    ids = [int(i) for i in RunView(explored_run).traces["test"].rows[:3]]
+    study = parse_study({"study": "k", "run": str(explored_run), "tasks": [
+        {"id": "which", "prompt": "Which?", "key": "yes",
+         "answer": {"type": "choice", "options": ["yes", "no"]}},
+        {"id": "find", "prompt": "Find some.", "answer": "instances", "key": ids[:2]},
+        {"id": "state", "prompt": "Which states?", "answer": "states", "key": [1, 2]}]})
+    app = create_study_app(study, db=tmp_path / "k.sqlite")
+    try:
+        sc, client = app.study_context, app.server.test_client()
+        for widgets in ({"choice": "no"}, {"ids": f"{ids[0]}, {ids[2]}"}, {"ids": "1 2"}):
+            info = _find(_layout(client, "P01", app), "study-info")["props"]["data"]
+            assert "key" not in info
+            msg, href = _submit(sc, info, **widgets)
+            assert href.endswith(f"?done={info['task']}"), msg
+        conn = connect_log(tmp_path / "k.sqlite")
+        got = {a["task"]: (a["correct"], a["precision"], a["recall"])
+               for a in answer_rows(conn)}
+        conn.close()
+        assert got == {"which": (False, None, None), "find": (False, 0.5, 0.5),
+                       "state": (True, 1.0, 1.0)}
+    finally:
+        sc.log.close()
+    bad = parse_study({"study": "k", "run": str(explored_run), "tasks": [
+        {"prompt": "?", "answer": "states", "key": [999]}]})
+    with pytest.raises(StudyError) as err:
+        create_study_app(bad, db=tmp_path / "bad.sqlite")
+    assert "the key of task 't1' names state 999" in one_line(err.value)

@@ -158,7 +158,7 @@ def test_export_writes_events_answers_and_summary(tmp_path, log):
     _fill(log)
     out = tmp_path / "out"
     written = export_study(log.path, out)
-    assert set(written) == {"events", "answers", "summary"}
+    assert set(written) == {"events", "answers", "summary", "coding"}
     with open(written["summary"], newline="", encoding="utf-8") as fh:
         summary = list(csv.DictReader(fh))
     assert [(r["pid"], r["task"], r["status"]) for r in summary] == [
@@ -244,3 +244,46 @@ def test_a_log_written_before_tasks_kept_a_condition_is_read_and_extended(tmp_pa
                         "ORDER BY id")[-1][0] == "baseline"
     finally:
         new.close()
+
+
+def test_open_answers_go_to_two_blind_coders_and_come_back_with_kappa(tmp_path, log):
+    from sklearn.metrics import cohen_kappa_score
+
+    for k in range(8):
+        pid = f"P{k}"
+        _join(log, pid)
+        for t in ("why", "how"):
+            log.start_task(pid, t, 0 if t == "why" else 1)
+            log.submit(pid, t, {"type": "text", "value": f"{t} says {pid}"})
+    out = tmp_path / "out"
+    written = export_study(log.path, out)
+    with open(written["coding"], newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == ["item", "pid", "task", "answer", "code_1", "code_2"]
+    assert "condition" not in rows[0] and len(rows) == 16  # coders stay blind
+    assert [r["task"] for r in rows] == ["how"] * 8 + ["why"] * 8
+    assert [r["pid"] for r in rows[:8]] != sorted(r["pid"] for r in rows[:8])  # mixed
+    c1 = ["bug", "bug", "bug", "bug", "data", "data", "data", "data"]
+    c2 = ["bug", "data", "bug", "bug", "data", "data", "bug", "data"]
+    for r, a, b in zip(rows[8:], c1, c2, strict=True):
+        r["code_1"], r["code_2"] = a, b
+    rows[0]["code_1"] = "bug"  # one coder only: not counted
+    filled = tmp_path / "filled.csv"
+    with filled.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    written = export_study(log.path, out, coding=filled)
+    with open(written["coding_agreement"], newline="", encoding="utf-8") as fh:
+        agree = {r["task"]: r for r in csv.DictReader(fh)}
+    assert set(agree) == {"why", "*"} and agree["why"]["n_coded"] == "8"
+    assert float(agree["why"]["agreement"]) == 0.75
+    assert float(agree["why"]["chance_agreement"]) == 0.5
+    assert float(agree["why"]["kappa"]) == round(cohen_kappa_score(c1, c2), 4) == 0.5
+    bad = tmp_path / "bad.csv"
+    bad.write_text("item,pid,answer\n1,P1,x\n", encoding="utf-8")
+    for path, needle in ((bad, "no column 'task'"), (tmp_path / "none.csv", "cannot be read")):
+        with pytest.raises(StudyError) as err:
+            export_study(log.path, tmp_path / "o2", coding=path)
+        assert needle in one_line(err.value)
+        assert not (tmp_path / "o2").exists()  # nothing written
