@@ -516,7 +516,7 @@ def _cmd_study_export(args: argparse.Namespace) -> int:
 
     _check_out_dir(args.out)
     print(json.dumps({"written": export_study(args.db, args.out, args.format,
-                                              coding=args.coding)}))
+                                              coding=args.coding, long=args.long)}))
     return 0
 
 
@@ -860,6 +860,9 @@ def _add_study(sub: Any) -> None:
                     help="coding.csv filled in by two coders: their agreement (Cohen's "
                     "kappa) to coding_agreement.csv; default: none, coding.csv is written "
                     "empty")
+    se.add_argument("--long", action="store_true",
+                    help="also `long`: one row per participant and task (condition, order, "
+                    "block, position, time, grade, score, failed checks)")
     se.set_defaults(func=_cmd_study_export)
 
 

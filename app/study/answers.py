@@ -6,7 +6,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .spec import StudyError, Task
+from .instruments import QUESTIONNAIRES, check_items
+from .spec import AGREE, StudyError, Task
 
 __all__ = ["add_selected", "check_answer", "grade", "parse_ids"]
 
@@ -58,7 +59,8 @@ def add_selected(text: str | None, value: int | None) -> str:
 
 def check_answer(task: Task, *, text: str | None = None, choice: str | None = None,
                  ids: str | None = None, valid_id: Callable[[int], bool] | None = None,
-                 n_states: int | None = None) -> dict[str, Any]:
+                 n_states: int | None = None, items: list[Any] | None = None
+                 ) -> dict[str, Any]:
     """The answer to store, or :class:`StudyError` with a one-line reason.
 
     Parameters
@@ -66,6 +68,8 @@ def check_answer(task: Task, *, text: str | None = None, choice: str | None = No
     task : Task
     text, choice, ids : str or None
         What the widgets hold (only the one of the task's answer type is read).
+    items : list, optional
+        A questionnaire's ratings, one per item (:mod:`~stateseer.app.study.instruments`).
     valid_id : callable, optional
         Whether an instance id exists (for ``instances`` answers).
     n_states : int, optional
@@ -76,6 +80,15 @@ def check_answer(task: Task, *, text: str | None = None, choice: str | None = No
     >>> check_answer(Task(id="t", prompt="?", answer="choice", options=("a", "b")), choice="b")
     {'type': 'choice', 'value': 'b'}
     """
+    if task.answer in QUESTIONNAIRES:
+        return check_items(task, items)
+    if task.answer == "debrief":  # read; a comment is optional
+        return {"type": "debrief", "value": (text or "").strip()[:task.max_chars]}
+    if task.answer == "consent":
+        if choice not in task.options:
+            raise StudyError(f"nothing is chosen — choose {AGREE!r} to take part, or the "
+                             "other answer to stop here")
+        return {"type": "consent", "value": choice}
     if task.answer == "text":
         value = (text or "").strip()
         if not value:
@@ -84,10 +97,10 @@ def check_answer(task: Task, *, text: str | None = None, choice: str | None = No
             raise StudyError(f"the answer has {len(value):,} characters; the limit is "
                              f"{task.max_chars:,} — shorten it")
         return {"type": "text", "value": value}
-    if task.answer == "choice":
+    if task.options:  # a choice, or an attention or comprehension check
         if choice not in task.options:
             raise StudyError("no option is chosen — pick one, then submit")
-        return {"type": "choice", "value": choice}
+        return {"type": task.answer, "value": choice}
     values = parse_ids(ids)
     if not values:
         what = "instance ids" if task.answer == "instances" else "states"
@@ -122,7 +135,7 @@ def grade(task: Task, answer: dict[str, Any]) -> dict[str, Any] | None:
     if not task.key:
         return None
     value = answer.get("value")
-    if task.answer == "choice":
+    if task.options:
         return {"correct": value in task.key}
     if not isinstance(value, list) or not value:
         return {"correct": False, "precision": None, "recall": 0.0}

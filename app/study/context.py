@@ -6,6 +6,7 @@ to every module that registers callbacks or routes; only the log is written to.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,8 @@ from flask import current_app, has_request_context
 
 from .assign import choose_condition
 from .identity import request_secret
-from .spec import Study, StudyError, Task
+from .instruments import NO_EXPLORER
+from .spec import DECLINE, Study, StudyError, Task
 from .store import StudyLog
 
 if TYPE_CHECKING:
@@ -103,8 +105,10 @@ class StudyContext:
         if seq is None:
             return None
         done = {r["task"] for r in self.log.progress(pid) if r["submitted_at"]}
-        return next(((k, t, c) for k, (t, c) in enumerate(seq) if t.id not in done),
-                    (len(seq), None, seq[-1][1]))
+        end = (len(seq), None, seq[-1][1])
+        if self.declined(pid):
+            return end
+        return next(((k, t, c) for k, (t, c) in enumerate(seq) if t.id not in done), end)
 
     def condition(self, pid: str) -> str | None:
         """The condition ``pid`` works in now (within-subject: the current block's)."""
@@ -112,9 +116,24 @@ class StudyContext:
         return None if now is None else now[2]
 
     def condition_views(self, pid: str) -> tuple[str, ...] | None:
-        """The views of the condition ``pid`` works in now (None before they joined)."""
-        cond = self.condition(pid)
-        return None if cond is None else self.study.conditions.get(cond, ())
+        """The views ``pid`` sees now (None before they joined): their current block's
+        condition's, none during a questionnaire, a check, consent or debriefing, or
+        once they are done."""
+        now = self._now(pid)
+        if now is None:
+            return None
+        if now[1] is None or now[1].answer in NO_EXPLORER:
+            return ()
+        return self.study.conditions.get(now[2], ())
+
+    def declined(self, pid: str) -> bool:
+        """Whether ``pid`` declined consent (nothing more is asked of them)."""
+        for r in self.log.progress(pid):
+            if r["submitted_at"] and r["answer"]:
+                doc = json.loads(r["answer"])
+                if doc.get("type") == "consent" and doc.get("value") == DECLINE:
+                    return True
+        return False
 
     def current_task(self, pid: str) -> tuple[int, Task] | None:
         """``(position, task)`` of the participant's first unsubmitted task in their own

@@ -1,14 +1,16 @@
 """The study log as tables: events, answers and a summary per participant and task.
 
-``stateseer study-export DB --out DIR [--format csv|parquet] [--coding FILLED.csv]`` writes
-``events``, ``answers`` (with ``correct``, ``precision`` and ``recall`` where the task has a
-key) and ``summary`` files, and ``coding.csv``: the open answers for two coders, without
-their condition; given back filled in (``--coding``), the coders' agreement per task
-(Cohen's kappa beside the chance agreement) goes to ``coding_agreement.csv``. The admin
-page serves the same tables as CSV. CSV cells that a spreadsheet would run as a formula
-(``=``, ``+``, ``-``, ``@``, tab, CR at the start) get a leading ``'``
-(:mod:`stateseer.rnn_models.formats.csvsafe`); Parquet keeps the values as stored.
-Participant link secrets are never exported (only :func:`links_csv`, for the researcher).
+``stateseer study-export DB --out DIR [--format csv|parquet] [--coding FILLED.csv] [--long]``
+writes ``events``, ``answers`` (with ``correct``, ``precision`` and ``recall`` where the
+task has a key, ``score`` for a questionnaire), ``summary`` and, with ``--long``, ``long``
+(one row per participant and task, as an analysis reads it); and ``coding.csv``: the open
+answers for two coders, without their condition. Given back filled in (``--coding``), the
+coders' agreement per task (Cohen's kappa beside the chance agreement) goes to
+``coding_agreement.csv``. The admin page serves the same tables as CSV. CSV cells that a
+spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab, CR at the start) get
+a leading ``'`` (:mod:`stateseer.rnn_models.formats.csvsafe`); Parquet keeps the values as
+stored. Participant link secrets are never exported (only :func:`links_csv`, for the
+researcher).
 """
 
 from __future__ import annotations
@@ -20,19 +22,24 @@ from typing import Any
 
 from ...rnn_models.formats.csvsafe import rows_to_csv
 from .identity import link_path
-from .spec import StudyError
+from .instruments import CHECKS
+from .spec import ORDER_SEP, StudyError
 from .store import connect_log
 
-__all__ = ["ANSWER_COLUMNS", "CODING_COLUMNS", "EVENT_COLUMNS", "SUMMARY_COLUMNS",
-           "answer_rows", "coding_agreement", "coding_rows", "event_rows", "export_study",
-           "links_csv", "participant_rows", "summary_rows", "to_csv"]
+__all__ = ["ANSWER_COLUMNS", "CODING_COLUMNS", "EVENT_COLUMNS", "LONG_COLUMNS",
+           "SUMMARY_COLUMNS", "answer_rows", "coding_agreement", "coding_rows", "event_rows",
+           "export_study", "links_csv", "long_rows", "participant_rows", "summary_rows",
+           "to_csv"]
 
 EVENT_COLUMNS = ("id", "ts", "pid", "condition", "task", "kind", "source", "payload")
 ANSWER_COLUMNS = ("pid", "condition", "position", "task", "started_at", "submitted_at",
                   "seconds", "timed_out", "answer_type", "answer", "correct", "precision",
-                  "recall")
+                  "recall", "score")
 SUMMARY_COLUMNS = ("pid", "condition", "position", "task", "status", "seconds",
                    "n_events", "timed_out", "answer")
+LONG_COLUMNS = ("pid", "condition", "order", "block", "position", "task", "answer_type",
+                "seconds", "timed_out", "correct", "precision", "recall", "score",
+                "failed_checks")
 CODING_COLUMNS = ("item", "pid", "task", "answer", "code_1", "code_2")
 AGREEMENT_COLUMNS = ("task", "n_coded", "agreement", "chance_agreement", "kappa")
 PARTICIPANT_COLUMNS = ("pid", "condition", "method", "joined_at", "tasks_done",
@@ -76,10 +83,34 @@ def answer_rows(conn: sqlite3.Connection, pid: str | None = None) -> list[dict[s
     out = []
     for r in rows:
         kind, value = _answer_text(r[8])
-        g = (json.loads(r[8]) if r[8] else {}).get("grade") or {}
+        doc = json.loads(r[8]) if r[8] else {}
+        g = doc.get("grade") or {}
         out.append(dict(zip(ANSWER_COLUMNS, (*r[:7], bool(r[7]), kind, value,
                                              g.get("correct"), g.get("precision"),
-                                             g.get("recall")), strict=True)))
+                                             g.get("recall"), doc.get("score")),
+                            strict=True)))
+    return out
+
+
+def long_rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """One row per participant and submitted task, as an analysis reads it (long format):
+    the task's condition, the participant's ``order`` of conditions and the ``block``
+    (0-based: where the condition stands in that order; 0 between subjects), the task's
+    position, time on task, grade and questionnaire score, and the participant's failed
+    attention and comprehension checks."""
+    answers = answer_rows(conn)
+    order = dict(conn.execute("SELECT pid, condition FROM participants").fetchall())
+    failed: dict[str, int] = {}
+    for a in answers:
+        if a["answer_type"] in CHECKS and a["correct"] is False:
+            failed[a["pid"]] = failed.get(a["pid"], 0) + 1
+    out = []
+    for a in answers:
+        seq = order.get(a["pid"], "").split(ORDER_SEP)
+        out.append({**{k: a[k] for k in LONG_COLUMNS if k in a},
+                    "order": order.get(a["pid"], ""),
+                    "block": seq.index(a["condition"]) if a["condition"] in seq else 0,
+                    "failed_checks": failed.get(a["pid"], 0)})
     return out
 
 
@@ -192,7 +223,7 @@ def _write_parquet(rows: list[dict[str, Any]], columns: tuple[str, ...], path: P
 
 
 def export_study(db: str | Path, out: str | Path, fmt: str = "csv",
-                 coding: str | Path | None = None) -> dict[str, str]:
+                 coding: str | Path | None = None, long: bool = False) -> dict[str, str]:
     """Write ``events``, ``answers`` and ``summary`` of the study log ``db`` into ``out``,
     and ``coding.csv``: the open answers for two coders (:func:`coding_rows`).
 
@@ -208,6 +239,8 @@ def export_study(db: str | Path, out: str | Path, fmt: str = "csv",
         A ``coding.csv`` both coders filled in: their agreement (Cohen's kappa beside
         chance agreement, :func:`coding_agreement`) is written to
         ``coding_agreement.csv``.
+    long : bool
+        Also ``long``: one row per participant and task (:func:`long_rows`).
 
     Returns
     -------
@@ -229,6 +262,8 @@ def export_study(db: str | Path, out: str | Path, fmt: str = "csv",
         tables = {"events": (event_rows(conn), EVENT_COLUMNS),
                   "answers": (answer_rows(conn), ANSWER_COLUMNS),
                   "summary": (summary_rows(conn), SUMMARY_COLUMNS)}
+        if long:
+            tables["long"] = (long_rows(conn), LONG_COLUMNS)
         texts = {"coding": (coding_rows(conn), CODING_COLUMNS)}
     finally:
         conn.close()

@@ -43,6 +43,7 @@ from .answers import add_selected, check_answer, grade
 from .context import EXTENSION, StudyContext
 from .events import EVENT_CALLBACKS
 from .identity import link_path, secret_from_url
+from .instruments import items_of, score
 from .spec import Study, StudyError, Task, load_study
 from .store import StudyLog, seconds_between, utc_now
 from .views import done_page, landing_page, message_page, restrict_views, study_frame, task_panel
@@ -77,10 +78,10 @@ def participant_page(sc: StudyContext, pid: str, query: str) -> html.Div:
     study = sc.study
     sc.join(pid)
     current, condition = sc.current_task(pid), sc.condition(pid)
-    views = study.conditions[condition]
+    views = sc.condition_views(pid) or ()
     if current is None:
         sc.log.log(pid, "page_opened", {"done": True}, source="server")
-        return done_page(study, pid)
+        return done_page(study, pid, declined=sc.declined(pid))
     position, task = current
     started = sc.log.start_task(pid, task.id, position, {"views": list(views)},
                                 condition=condition)
@@ -91,6 +92,8 @@ def participant_page(sc: StudyContext, pid: str, query: str) -> html.Div:
     initial = _task_selection(sc, task, query, views)
     explorer = guard.blank_excluded(
         restrict_views(REGISTRY.layout(sc.ctx, initial, views=views), views), views)
+    if not views:  # a questionnaire, a check, consent or debriefing: the explorer is off
+        explorer = html.Div(explorer, className="study-explorer-off")
     info = {"pid": pid, "task": task.id,  # the condition's name is never sent
             "position": position, "elapsed": elapsed, "limit": task.time_limit_s,
             "split": sc.split_of(task), "answer": task.answer}
@@ -197,7 +200,7 @@ def add_selection(sc: StudyContext, n, text, sel, info):
     return add_selected(_text(text), iid)
 
 
-def submit(sc: StudyContext, trigger: Trigger, n, timeout, info, text, choice, ids):
+def submit(sc: StudyContext, trigger: Trigger, n, timeout, info, text, choice, ids, items):
     """Submit (or the timer's time-out): :func:`submit_answer`."""
     if not isinstance(info, dict) or (trigger.id == "study-submit" and not n):
         return no_update, no_update
@@ -205,7 +208,7 @@ def submit(sc: StudyContext, trigger: Trigger, n, timeout, info, text, choice, i
     if pid is None:
         return "this page's participant link is not valid — reload the page", no_update
     return submit_answer(sc, pid, info.get("task"), text=_text(text), choice=_text(choice),
-                         ids=_text(ids),
+                         ids=_text(ids), items=items if isinstance(items, list) else None,
                          timed_out=trigger.id == "study-timeout" and bool(timeout))
 
 
@@ -232,7 +235,8 @@ STUDY_CALLBACKS = (
     Callback(submit, [Output("study-message", "children"), Output("study-loc", "href")],
              [Input("study-submit", "n_clicks"), Input("study-timeout", "data"),
               State("study-info", "data"), State("study-answer-text", "value"),
-              State("study-answer-choice", "value"), State("study-answer-ids", "value")],
+              State("study-answer-choice", "value"), State("study-answer-ids", "value"),
+              State({"type": "study-item", "index": ALL}, "value")],
              trigger=True, prevent_initial_call=True),
 )
 
@@ -254,7 +258,8 @@ def _text(value: Any) -> str | None:
 
 
 def submit_answer(sc: StudyContext, pid: str, page_task: str | None, *, text: str | None,
-                  choice: str | None, ids: str | None, timed_out: bool) -> tuple[Any, Any]:
+                  choice: str | None, ids: str | None, timed_out: bool,
+                  items: list[Any] | None = None) -> tuple[Any, Any]:
     """Check and store ``pid``'s answer: ``(message, next page URL)`` (one is no_update).
 
     The answer goes to the participant's current task on the server; ``page_task``, the
@@ -277,18 +282,25 @@ def submit_answer(sc: StudyContext, pid: str, page_task: str | None, *, text: st
             return no_update, no_update
     rows = sc.rows_by_id(sc.split_of(task))
     try:
-        answer = check_answer(task, text=text, choice=choice, ids=ids,
+        answer = check_answer(task, text=text, choice=choice, ids=ids, items=items,
                               valid_id=rows.__contains__, n_states=sc.data.fsm.n_states)
     except StudyError as exc:
         if not timed_out:
             sc.write(pid, [("answer_rejected", {"reason": str(exc)})])
             return str(exc), no_update
-        raw = {"text": text, "choice": choice}.get(task.answer, ids)
-        answer = {"type": task.answer, "value": None, "raw": (raw or "")[:task.max_chars],
-                  "invalid": str(exc)}
-    graded = grade(task, answer)
+        if items_of(task):  # the ratings given so far (numbers only: a forged value is not kept)
+            raw: Any = [v if isinstance(v, int) and not isinstance(v, bool) else None
+                        for v in (items or [])[:100]]
+        else:
+            raw = (choice if task.options else text if task.answer in ("text", "debrief")
+                   else ids) or ""
+            raw = raw[:task.max_chars]
+        answer = {"type": task.answer, "value": None, "raw": raw, "invalid": str(exc)}
+    graded, scored = grade(task, answer), score(task, answer)
     if graded is not None:
         answer = {**answer, "grade": graded}
+    if scored is not None:
+        answer = {**answer, "score": scored}
     sc.log.submit(pid, task.id, answer, timed_out=timed_out, limit_s=task.time_limit_s,
                   grace_s=LATE_GRACE_S)
     return "", f"{link_path(sc.log.secret_of(pid) or '')}?done={task.id}"

@@ -42,6 +42,7 @@ Views a condition may show (``full`` = all of them)::
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import re
@@ -53,14 +54,19 @@ from typing import Any
 from ...rnn_models.formats.errors import StateseerError
 from ..explorer.registry import REGISTRY
 
-__all__ = ["ANSWER_TYPES", "ORDER_SEP", "PID_PATTERN", "PRESETS", "VIEWS", "Assignment", "Study",
-           "StudyError", "Task", "check_pid", "load_study", "parse_study"]
+__all__ = ["AGREE", "ANSWER_TYPES", "DECLINE", "ORDER_SEP", "PID_PATTERN", "PRESETS", "VIEWS",
+           "Assignment", "Study", "StudyError", "Task", "check_pid", "load_study", "parse_study"]
 
 VIEWS: tuple[str, ...] = tuple(REGISTRY.names())
 """The views a condition may show: the explorer registry's optional views, in page order."""
 PRESETS: dict[str, tuple[str, ...]] = REGISTRY.presets()
 """Named view lists: ``full`` and those the views declare (``View.presets``)."""
-ANSWER_TYPES = ("text", "choice", "instances", "states")
+ANSWER_TYPES = ("text", "choice", "instances", "states", "sus", "nasa_tlx", "likert",
+                "consent", "debrief", "attention_check", "comprehension_check")
+#: answer types with options to choose from (and, for the checks, a key they must have)
+_CHOICES = ("choice", "attention_check", "comprehension_check")
+#: the two answers of a consent task
+AGREE, DECLINE = "I agree", "I do not agree"
 METHODS = ("counterbalanced", "random", "fixed", "latin")
 #: joins a within-subject participant's conditions in the order stored for them
 ORDER_SEP = ">"
@@ -68,9 +74,9 @@ PID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _TOP_KEYS = ("study", "title", "intro", "run", "conditions", "assignment",
              "task_time_limit_s", "allow_generated_ids", "participants", "tasks",
-             "task_sets")
+             "task_sets", "after_each_block")
 _TASK_KEYS = ("id", "prompt", "open", "split", "answer", "time_limit_s", "key")
-_ANSWER_KEYS = ("type", "options", "max_chars")
+_ANSWER_KEYS = ("type", "options", "max_chars", "items", "scale", "labels", "reverse")
 _ASSIGN_KEYS = ("method", "seed", "condition", "participants")
 MAX_PROMPT = 4000
 
@@ -103,13 +109,17 @@ class Task:
 
     id: str
     prompt: str
-    answer: str = "text"
+    answer: str = "text"  # one of ANSWER_TYPES (instruments.py: questionnaires, pages)
     options: tuple[str, ...] = ()
     max_chars: int = 5000
     open: tuple[int, ...] = ()
     split: str | None = None
     time_limit_s: float | None = None
     key: tuple[Any, ...] = ()
+    items: tuple[str, ...] = ()
+    scale: int = 5
+    labels: tuple[str, ...] = ()
+    reverse: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -145,6 +155,7 @@ class Study:
     source: Path | None = None
     participants: tuple[str, ...] = ()
     task_sets: tuple[tuple[str, ...], ...] = ()
+    after_each_block: tuple[str, ...] = ()
 
     @property
     def within(self) -> bool:
@@ -168,22 +179,33 @@ class Study:
         if not self.within:
             return [(t, condition) for t in self.tasks]
         order = condition.split(ORDER_SEP)
-        in_sets = {i for ts in self.task_sets for i in ts}
-        first = next(k for k, t in enumerate(self.tasks) if t.id in in_sets)
-        before = [(t, order[0]) for t in self.tasks[:first] if t.id not in in_sets]
-        after = [(t, order[-1]) for t in self.tasks[first:] if t.id not in in_sets]
-        blocks = [(self.task(i), order[p]) for p, ts in enumerate(self.task_sets) for i in ts]
+        placed = {i for ts in self.task_sets for i in ts} | set(self.after_each_block)
+        first = next(k for k, t in enumerate(self.tasks) if t.id in placed)
+        before = [(t, order[0]) for t in self.tasks[:first] if t.id not in placed]
+        after = [(t, order[-1]) for t in self.tasks[first:] if t.id not in placed]
+        blocks = [(self.task(i), order[p]) for p, ts in enumerate(self.task_sets)
+                  for i in (*ts, *(f"{r}.{p + 1}" for r in self.after_each_block))]
         return before + blocks + after
+
+    @property
+    def n_tasks(self) -> int:
+        """Tasks each participant does (a questionnaire after each block counts each time)."""
+        return len(self.sequence(ORDER_SEP.join(self.conditions)))
 
     def participant_ids(self) -> tuple[str, ...]:
         """Ids that get a link when the server starts (listed or pre-assigned)."""
         return tuple(dict.fromkeys([*self.participants, *self.assignment.participants]))
 
     def task(self, task_id: str) -> Task:
-        """The task called ``task_id`` (KeyError if none)."""
+        """The task called ``task_id`` (KeyError if none); ``ID.P`` is task ``ID`` of
+        ``after_each_block`` as shown after block ``P`` (1-based)."""
         for t in self.tasks:
             if t.id == task_id:
                 return t
+        base, _, block = task_id.rpartition(".")
+        if base in self.after_each_block and block.isdigit() and \
+                1 <= int(block) <= len(self.task_sets):
+            return dataclasses.replace(self.task(base), id=task_id)
         raise KeyError(task_id)
 
     def digest(self) -> str:
@@ -191,7 +213,8 @@ class Study:
         import hashlib
 
         doc = {"conditions": {k: list(v) for k, v in self.conditions.items()},
-               **({"task_sets": [list(ts) for ts in self.task_sets], "design": "latin"}
+               **({"task_sets": [list(ts) for ts in self.task_sets], "design": "latin",
+                   "after_each_block": list(self.after_each_block)}
                   if self.within else {}),
                "tasks": [t.__dict__ | {"options": list(t.options), "open": list(t.open)}
                          for t in self.tasks]}
@@ -262,7 +285,9 @@ def _conditions(raw: Any) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def _answer(raw: Any, where: str) -> tuple[str, tuple[str, ...], int]:
+def _answer(raw: Any, where: str) -> dict[str, Any]:
+    """The answer's fields of a :class:`Task` (``answer``, ``options``, ``max_chars`` and,
+    for ``likert``, ``items``, ``scale``, ``labels``, ``reverse``)."""
     if raw is None:
         raw = {"type": "text"}
     if isinstance(raw, str):
@@ -274,7 +299,7 @@ def _answer(raw: Any, where: str) -> tuple[str, tuple[str, ...], int]:
     if kind not in ANSWER_TYPES:
         raise _fail(f"'{where}.type'", f"is {kind!r}", f"use one of {', '.join(ANSWER_TYPES)}")
     options = raw.get("options")
-    if kind == "choice":
+    if kind in _CHOICES:
         if not isinstance(options, list) or len(options) < 2 or \
                 not all(isinstance(o, str) and o.strip() for o in options):
             raise _fail(f"'{where}.options'", "must list at least two non-empty strings",
@@ -289,7 +314,40 @@ def _answer(raw: Any, where: str) -> tuple[str, tuple[str, ...], int]:
             not 1 <= max_chars <= 100_000:
         raise _fail(f"'{where}.max_chars'", f"is {max_chars!r}",
                     "give a whole number from 1 to 100000")
-    return kind, tuple(options or ()), max_chars
+    out = {"answer": kind, "options": tuple(options or ()), "max_chars": max_chars}
+    if kind == "consent":
+        out["options"] = (AGREE, DECLINE)
+    likert = {k: raw[k] for k in ("items", "scale", "labels", "reverse") if k in raw}
+    if kind == "likert":
+        out.update(_likert(raw, where))
+    elif likert:
+        raise _fail(f"'{where}.{next(iter(likert))}'", f"is only for likert answers, not "
+                    f"{kind!r}", "remove it or set \"type\": \"likert\"")
+    return out
+
+
+def _likert(raw: Mapping, where: str) -> dict[str, Any]:
+    items = raw.get("items")
+    if not isinstance(items, list) or not items or \
+            not all(isinstance(t, str) and t.strip() for t in items):
+        raise _fail(f"'{where}.items'", "must list the statements to rate",
+                    "write e.g. \"items\": [\"The diagram helped me.\"]")
+    scale = raw.get("scale", 5)
+    if isinstance(scale, bool) or not isinstance(scale, int) or not 2 <= scale <= 11:
+        raise _fail(f"'{where}.scale'", f"is {scale!r}", "give the number of points, 2 to 11")
+    labels = raw.get("labels", ["strongly disagree", "strongly agree"])
+    if not isinstance(labels, list) or len(labels) != 2 or \
+            not all(isinstance(t, str) for t in labels):
+        raise _fail(f"'{where}.labels'", "must name the two ends of the scale",
+                    "write e.g. \"labels\": [\"strongly disagree\", \"strongly agree\"]")
+    reverse = raw.get("reverse", [])
+    if not isinstance(reverse, list) or not all(
+            isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= len(items)
+            for k in reverse):
+        raise _fail(f"'{where}.reverse'", f"is {reverse!r}",
+                    f"list item numbers from 1 to {len(items)} scored the other way round")
+    return {"items": tuple(t.strip() for t in items), "scale": scale,
+            "labels": tuple(labels), "reverse": tuple(sorted({k - 1 for k in reverse}))}
 
 
 def _task(raw: Any, k: int, default_limit: float | None) -> Task:
@@ -316,26 +374,28 @@ def _task(raw: Any, k: int, default_limit: float | None) -> Task:
     split = raw.get("split")
     if split is not None and split not in ("train", "val", "test"):
         raise _fail(f"'{where}.split'", f"is {split!r}", "use train, val or test")
-    kind, options, max_chars = _answer(raw.get("answer"), f"{where}.answer")
+    answer = _answer(raw.get("answer"), f"{where}.answer")
     limit = _positive(raw.get("time_limit_s", default_limit), f"'{where}.time_limit_s'")
-    key = _key(raw.get("key"), kind, options, f"'{where}.key'")
-    return Task(id=task_id, prompt=prompt.strip(), answer=kind, options=options,
-                max_chars=max_chars, open=tuple(opened), split=split, time_limit_s=limit,
-                key=key)
+    key = _key(raw.get("key"), answer["answer"], answer["options"], f"'{where}.key'")
+    if answer["answer"] in _CHOICES[1:] and not key:
+        raise _fail(f"'{where}'", f"is an {answer['answer']} without a 'key'",
+                    "add \"key\": the option a participant who read the question chooses")
+    return Task(id=task_id, prompt=prompt.strip(), open=tuple(opened), split=split,
+                time_limit_s=limit, key=key, **answer)
 
 
 def _key(raw: Any, kind: str, options: tuple[str, ...], where: str) -> tuple[Any, ...]:
     """A task's answer key: the right options (choice), instance ids or states."""
     if raw is None:
         return ()
-    if kind == "text":
-        raise _fail(where, "is for choice, instances or states answers",
+    if kind not in (*_CHOICES, "instances", "states"):
+        raise _fail(where, f"is for choice, instances, states and check answers, not {kind!r}",
                     "remove it: open answers are coded by two coders after the study "
                     "(study-export writes coding.csv)")
     values = raw if isinstance(raw, list) else [raw]
     if not values:
         raise _fail(where, "is empty", "give the right answer, or remove the key")
-    if kind == "choice":
+    if kind in _CHOICES:
         bad = next((v for v in values if v not in options), None)
         if bad is not None:
             raise _fail(where, f"names {bad!r}, which is not an option",
@@ -391,8 +451,31 @@ def _assignment(raw: Any, conditions: Mapping[str, Any]) -> Assignment:
     return Assignment(method=method, seed=seed, condition=cond, participants=dict(fixed))
 
 
+def _after_each_block(raw: Any, assignment: Assignment, tasks: tuple[Task, ...]
+                      ) -> tuple[str, ...]:
+    """Tasks shown again after every block of a within-subject design."""
+    if raw is None:
+        return ()
+    if assignment.method != "latin":
+        raise _fail("'after_each_block'", "is for a within-subject design (assignment "
+                    "'latin')", "a between-subjects study has one block: list the "
+                    "questionnaire last in 'tasks'")
+    ids = [t.id for t in tasks]
+    if not isinstance(raw, list) or not raw or not all(i in ids for i in raw):
+        raise _fail("'after_each_block'", f"is {raw!r}",
+                    f"list ids of tasks to repeat after each block, from: {', '.join(ids)}")
+    if len(set(raw)) != len(raw):
+        raise _fail("'after_each_block'", "lists a task twice", "list each task once")
+    clash = next((i for i in ids for r in raw if i.startswith(f"{r}.")), None)
+    if clash is not None:
+        raise _fail(f"task {clash!r}", "has the id a repeated task gets after a block",
+                    "rename it (repeated tasks are called ID.1, ID.2, ...)")
+    return tuple(raw)
+
+
 def _task_sets(raw: Any, assignment: Assignment, conditions: Mapping[str, Any],
-               tasks: tuple[Task, ...]) -> tuple[tuple[str, ...], ...]:
+               tasks: tuple[Task, ...], repeated: tuple[str, ...] = ()
+               ) -> tuple[tuple[str, ...], ...]:
     """The blocks of a within-subject study (see the module notes)."""
     if assignment.method != "latin":
         if raw is not None:
@@ -415,8 +498,13 @@ def _task_sets(raw: Any, assignment: Assignment, conditions: Mapping[str, Any],
     twice = next((i for i in listed if listed.count(i) > 1), None)
     if twice is not None:
         raise _fail("'task_sets'", f"lists {twice!r} twice", "put each task in one set")
+    both = next((i for i in listed if i in repeated), None)
+    if both is not None:
+        raise _fail("'task_sets'", f"lists {both!r}, which after_each_block repeats",
+                    "leave it out of the sets")
     where = [k for k, i in enumerate(ids) if i in listed]
-    loose = next((ids[k] for k in range(where[0], where[-1]) if ids[k] not in listed), None)
+    loose = next((ids[k] for k in range(where[0], where[-1])
+                  if ids[k] not in listed and ids[k] not in repeated), None)
     if loose is not None:
         raise _fail(f"task {loose!r}", "is in no task set but between tasks that are",
                     "put it in a set, or move it before or after all the sets' tasks in "
@@ -481,11 +569,14 @@ def parse_study(doc: Any, base: str | Path = ".", *, source: Path | None = None)
     if not run_path.is_absolute():
         run_path = Path(base) / run_path
     assignment = _assignment(doc.get("assignment"), conditions)
+    repeated = _after_each_block(doc.get("after_each_block"), assignment, tasks)
     return Study(id=study_id, run=run_path, conditions=conditions, tasks=tasks,
                  assignment=assignment, title=doc.get("title", ""),
                  intro=doc.get("intro", ""), allow_generated_ids=allow, source=source,
                  participants=tuple(dict.fromkeys(listed)),
-                 task_sets=_task_sets(doc.get("task_sets"), assignment, conditions, tasks))
+                 task_sets=_task_sets(doc.get("task_sets"), assignment, conditions, tasks,
+                                      repeated),
+                 after_each_block=repeated)
 
 
 def _read(path: Path) -> Any:

@@ -15,6 +15,7 @@ from dash import dcc, html
 
 from ..explorer.registry import REGISTRY, Registry
 from ..explorer.tree import children, walk
+from .instruments import CHECKS, items_of
 from .spec import VIEWS, Study, Task
 
 __all__ = ["component_ids", "done_page", "hidden_views", "landing_page",
@@ -153,9 +154,11 @@ def task_panel(study: Study, task: Task, position: int, *, split: str,
 
     ``instance_rows`` maps the task's instance ids to their rows in ``split``.
     """
-    n = len(study.tasks)
+    n = study.n_tasks
     show = {k: (None if task.answer in kinds else HIDDEN) for k, kinds in (
-        ("text", ("text",)), ("choice", ("choice",)), ("ids", ("instances", "states")))}
+        ("text", ("text", "debrief")), ("choice", ("choice", "consent", *CHECKS)),
+        ("ids", ("instances", "states")))}
+    submit = {"consent": "Continue", "debrief": "Finish"}.get(task.answer, "Submit answer")
     what = "instance ids" if task.answer == "instances" else "state numbers"
     opens = [html.Button(f"open #{i}", id={"type": "study-open", "index": k},
                          n_clicks=0, className="study-open",
@@ -175,8 +178,10 @@ def task_panel(study: Study, task: Task, position: int, *, split: str,
         if opens else None,
         html.Div([
             dcc.Textarea(id="study-answer-text", value="", maxLength=task.max_chars,
-                         placeholder="Your answer…", className="study-answer-text",
+                         placeholder="Comments (optional)…" if task.answer == "debrief"
+                         else "Your answer…", className="study-answer-text",
                          style=show["text"]),
+            questionnaire(task),
             dcc.RadioItems(id="study-answer-choice", value=None,
                            options=[{"label": f" {o}", "value": o} for o in task.options],
                            className="study-choice", style=show["choice"]),
@@ -186,11 +191,31 @@ def task_panel(study: Study, task: Task, position: int, *, split: str,
                 html.Button(f"add the selected {'row' if task.answer == 'instances' else 'state'}",
                             id="study-add-selected", n_clicks=0),
             ], className="study-ids-box", style=show["ids"]),
-            html.Button("Submit answer", id="study-submit", n_clicks=0,
-                        className="study-submit"),
+            html.Button(submit, id="study-submit", n_clicks=0, className="study-submit"),
         ], className="study-answer"),
         html.Div(id="study-message", className="message", role="status"),
     ], className="study-task panel", id="study-task")
+
+
+def questionnaire(task: Task) -> html.Div | None:
+    """A questionnaire's items, each a row of points between its two end labels (NASA-TLX:
+    21 points, 0 to 100 in fives, as on the paper form); None for other tasks."""
+    items = items_of(task)
+    if not items:
+        return None
+    rows = []
+    for k, it in enumerate(items):
+        points = list(range(it["min"], it["max"] + 1, it["step"]))
+        rows.append(html.Div([
+            html.Div(f"{k + 1}. {it['text']}", className="study-item-text"),
+            html.Div([html.Span(it["low"], className="study-item-end"),
+                      dcc.RadioItems(id={"type": "study-item", "index": k}, value=None,
+                                     options=[{"label": "", "value": v,
+                                               "title": str(v)} for v in points],
+                                     inline=True, className="study-item-points"),
+                      html.Span(it["high"], className="study-item-end")],
+                     className="study-item-scale")], className="study-item"))
+    return html.Div(rows, className="study-questionnaire", id="study-questionnaire")
 
 
 def study_frame(study: Study, participant: dict[str, Any], explorer: Any | None,
@@ -207,14 +232,19 @@ def study_frame(study: Study, participant: dict[str, Any], explorer: Any | None,
                     className="study-page", id="study-page")
 
 
-def done_page(study: Study, pid: str) -> html.Div:
-    """Shown once every task is submitted."""
+def done_page(study: Study, pid: str, *, declined: bool = False) -> html.Div:
+    """Shown once every task is submitted (or consent was declined: nothing more is
+    asked)."""
+    head, text = ("All tasks are done — thank you!", "Your answers are saved. You may close "
+                  "this page.")
+    if declined:
+        head, text = ("You chose not to take part — thank you.", "Nothing more is asked "
+                      "and nothing more is recorded. You may close this page.")
     return html.Div([
         html.Div([html.Span(study.title or f"Study {study.id}", className="study-title"),
                   html.Span(f"participant {pid}", className="study-pid")],
                  className="study-banner"),
-        html.Div([html.H3("All tasks are done — thank you!"),
-                  html.P("Your answers are saved. You may close this page.")],
+        html.Div([html.H3(head), html.P(text)],
                  className="study-task panel study-done", id="study-done"),
     ], className="study-page")
 

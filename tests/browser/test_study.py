@@ -208,3 +208,85 @@ def test_time_limit_submits_what_is_there(dash_duo, explored_run, tmp_path):
         assert json.loads(row["answer"]) == {"type": "text", "value": "half an answer"}
     finally:
         app.study_context.log.close()
+
+
+def test_one_participant_s_within_subject_path(dash_duo, explored_run, tmp_path):
+    """consent -> attention check -> block 1 (a task, then SUS) -> block 2 (a task, then
+    SUS) -> debriefing -> done, every page checked: no explorer around the questions,
+    the full explorer in the first block and the baseline in the second."""
+    from stateseer.app.study.server import create_study_app
+    from stateseer.app.study.spec import parse_study
+    from stateseer.app.workflows.runview import RunView
+
+    ids = [int(i) for i in RunView(explored_run).traces["test"].rows[:2]]
+    study = parse_study({
+        "study": "path", "run": str(explored_run), "assignment": "latin",
+        "tasks": [{"id": "consent", "prompt": "Your answers are kept anonymous.",
+                   "answer": "consent"},
+                  {"id": "attn", "prompt": "To show you read this, choose 'blue'.",
+                   "answer": {"type": "attention_check", "options": ["red", "blue"]},
+                   "key": "blue"},
+                  {"id": "why", "prompt": "Why is this review classified so?",
+                   "open": ids[:1]},
+                  {"id": "why2", "prompt": "And this one?", "open": ids[1:]},
+                  {"id": "sus", "prompt": "About the tool you just used", "answer": "sus"},
+                  {"id": "bye", "prompt": "The study compared two explorers.",
+                   "answer": "debrief"}],
+        "task_sets": [["why"], ["why2"]], "after_each_block": ["sus"]})
+    app = create_study_app(study, db=tmp_path / "path.sqlite")
+    d = dash_duo.driver
+    try:
+        dash_duo.start_server(app)
+        secret = app.study_context.log.link("P01")[1]
+        d.get(f"{dash_duo.server_url}/p/{secret}/")
+
+        def page(prompt, button, explorer):
+            dash_duo.wait_for_text_to_equal("#study-prompt", prompt, timeout=20)
+            _idle(d)
+            assert dash_duo.find_element("#study-submit").text == button
+            shown = [e for e in d.find_elements(By.ID, "diagram") if e.is_displayed()]
+            table = [e for e in d.find_elements(By.ID, "table") if e.is_displayed()]
+            assert (bool(shown), bool(table)) == explorer, prompt
+
+        def rate(points):
+            rows = d.find_elements(By.CSS_SELECTOR, "#study-questionnaire .study-item")
+            assert len(rows) == 10
+            for row, k in zip(rows, points, strict=True):
+                row.find_elements(By.CSS_SELECTOR, "input")[k - 1].click()
+
+        page("Your answers are kept anonymous.", "Continue", (False, False))
+        assert [e.get_attribute("value") for e in d.find_elements(
+            By.CSS_SELECTOR, "#study-answer-choice input")] == ["I agree", "I do not agree"]
+        d.find_elements(By.CSS_SELECTOR, "#study-answer-choice input")[0].click()
+        dash_duo.find_element("#study-submit").click()
+        page("To show you read this, choose 'blue'.", "Submit answer", (False, False))
+        d.find_elements(By.CSS_SELECTOR, "#study-answer-choice input")[1].click()
+        dash_duo.find_element("#study-submit").click()
+        page("Why is this review classified so?", "Submit answer", (True, True))  # full
+        assert dash_duo.find_element("#study-task b").text == "Task 3 of 7"
+        dash_duo.find_element("#study-answer-text").send_keys("the ending")
+        dash_duo.find_element("#study-submit").click()
+        page("About the tool you just used", "Submit answer", (False, False))
+        rate([4] * 9 + [3])
+        d.find_elements(By.CSS_SELECTOR, "#study-questionnaire .study-item")[9].find_elements(
+            By.CSS_SELECTOR, "input")[2].click()
+        dash_duo.find_element("#study-submit").click()
+        page("And this one?", "Submit answer", (False, True))  # baseline: no diagram
+        dash_duo.find_element("#study-answer-text").send_keys("no idea")
+        dash_duo.find_element("#study-submit").click()
+        page("About the tool you just used", "Submit answer", (False, False))
+        rate([4, 2] * 5)
+        dash_duo.find_element("#study-submit").click()
+        page("The study compared two explorers.", "Finish", (False, False))
+        dash_duo.find_element("#study-submit").click()
+        dash_duo.wait_for_element("#study-done", timeout=20)
+        rows = {r["task"]: (r["condition"], json.loads(r["answer"]))
+                for r in app.study_context.log.progress("P01")}
+        assert list(rows) == ["consent", "attn", "why", "sus.1", "why2", "sus.2", "bye"]
+        assert rows["attn"][1]["grade"] == {"correct": True}
+        assert rows["sus.1"] == ("full", {"type": "sus", "value": [4] * 9 + [3],
+                                          "score": 52.5})
+        assert rows["sus.2"][0] == "baseline" and rows["sus.2"][1]["score"] == 75.0
+        assert dash_duo.get_logs() == []
+    finally:
+        app.study_context.log.close()

@@ -419,8 +419,12 @@ def _body(app, outputs, trigger, values, changed=None):
     ``(id, property)`` (None elsewhere), as the renderer sends it."""
     key = _callback_key(app, outputs, trigger)
     cb = app.callback_map[key]
-    spec = {part: [_spec(d["id"], d["property"], values.get((d["id"], d["property"])))
-                   for d in cb[part]] for part in ("inputs", "state")}
+    def one(d):  # a wildcard (ALL) is sent as the list of the components it matched
+        if '["ALL"]' in str(d["id"]):
+            return values.get((str(d["id"]), d["property"]), [])
+        return _spec(d["id"], d["property"], values.get((d["id"], d["property"])))
+
+    spec = {part: [one(d) for d in cb[part]] for part in ("inputs", "state")}
     outs = [dict(zip(("id", "property"), x.split("@")[0].rsplit(".", 1), strict=True))
             for x in key.strip(".").split("...")]
     return {"output": key, "outputs": outs if len(outs) > 1 else outs[0], **spec,

@@ -115,7 +115,7 @@ def test_run_override_and_digest(tmp_path):
     (_with(participants="P01"), ["'participants' is not a list"]),
     (_with(participants=["P01", "P 2"]), ["'participants' has a bad id", "'P 2'"]),
     (_with(tasks=[{"prompt": "a", "key": "x"}]),
-     ["'tasks[0].key' is for choice, instances or states", "coding.csv"]),
+     ["'tasks[0].key' is for choice, instances, states and check", "coding.csv"]),
     (_with(tasks=[{"prompt": "a", "answer": {"type": "choice", "options": ["x", "y"]},
                    "key": "z"}]), ["names 'z', which is not an option", "x, y"]),
     (_with(tasks=[{"prompt": "a", "answer": "instances", "key": ["12"]}]),
