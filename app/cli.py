@@ -520,6 +520,23 @@ def _cmd_study_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_study_analyze(args: argparse.Namespace) -> int:
+    from .study.analysis import analyze_study
+
+    _check_out_dir(args.out)
+    doc = analyze_study(args.db, args.out, exclude_failed_checks=args.exclude_failed_checks)
+    for name, o in doc["outcomes"].items():
+        m = o["model"]
+        means = ", ".join(f"{c} {v['mean']:.3g} [{v['ci'][0]}, {v['ci'][1]}]"
+                          for c, v in o["per_condition"].items())
+        effect = (f"; {m['method']}: {m['effect']:+.3g} [{m['ci'][0]}, {m['ci'][1]}], "
+                  f"p = {m['p_value']:.3g}") if m else ""
+        print(f"{name}: {means}{effect}")
+    print(json.dumps({"written": [str(Path(args.out) / "analysis.json"),
+                                  str(Path(args.out) / "report.html")]}))
+    return 0
+
+
 # -- the parser: one small function per command -------------------------------------------
 class _HelpFormatter(argparse.HelpFormatter):
     """Shows every option's default (when it has one worth showing)."""
@@ -864,6 +881,15 @@ def _add_study(sub: Any) -> None:
                     help="also `long`: one row per participant and task (condition, order, "
                     "block, position, time, grade, score, failed checks)")
     se.set_defaults(func=_cmd_study_export)
+
+    sa = sub.add_parser("study-analyze", help="per condition outcomes with intervals, and a "
+                        "mixed model of the condition effect")
+    sa.add_argument("db", help="the SQLite log written by `stateseer study`")
+    sa.add_argument("--out", required=True, help="folder for analysis.json and report.html")
+    sa.add_argument("--exclude-failed-checks", action="store_true",
+                    help="leave out participants who failed an attention or comprehension "
+                    "check")
+    sa.set_defaults(func=_cmd_study_analyze)
 
 
 COMMANDS = (_add_train, _add_create, _add_record, _add_abstract, _add_sweep,

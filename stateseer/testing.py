@@ -15,6 +15,12 @@ events with that secret (``X-Study-Secret``) over a keep-alive connection and re
 every acknowledgement;
 :func:`audit` opens the database after the kill and checks that each acknowledged
 event is there, unchanged, and that ``PRAGMA integrity_check`` says ``ok``.
+
+:func:`simulated_study`
+    participants with a known condition effect on time on task, through the study
+    server's own assignment, task order, answer checks, grading, scoring and log (a
+    simulated clock; pages are not drawn): the ground truth of ``study-analyze``
+    (``benchmarks/study_analysis.py``, ``tests/app/study/test_analysis.py``).
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["Ack", "StudyServer", "audit", "free_port", "sentiment_csv", "simulate",
-           "tomita1_csv"]
+           "simulated_study", "tomita1_csv"]
 
 POSITIVE = "good great fine lovely superb brilliant charming moving".split()
 NEGATIVE = "bad awful dull boring poor weak clumsy tedious".split()
@@ -249,3 +255,79 @@ def audit(db: str | Path, ack: Ack) -> dict[str, Any]:
     return {"n_events_acked": len(ack.acked), "n_events_in_db": len(stored), "lost": lost,
             "stored_unacked": len(stored) - (len(ack.acked) - lost),
             "integrity": integrity, "journal_mode": mode}
+
+
+#: the simulated study: two conditions, a Williams order, four keyed choice tasks per
+#: block and a SUS after each block
+SIM_STUDY = {
+    "study": "simulated", "conditions": {"full": "full", "baseline": "baseline"},
+    "assignment": "latin", "allow_generated_ids": False,
+    "tasks": [*({"id": f"t{k}", "prompt": f"Question {k}", "key": "a",
+                 "answer": {"type": "choice", "options": ["a", "b"]}} for k in range(8)),
+              {"id": "sus", "prompt": "About the tool", "answer": "sus"}],
+    "task_sets": [[f"t{k}" for k in range(4)], [f"t{k}" for k in range(4, 8)]],
+    "after_each_block": ["sus"]}
+#: seconds on a task: mean, participant SD, task SD, learning from block 1 to block 2
+SIM_TIME = (60.0, 12.0, 12.0, -6.0)
+
+
+def simulated_study(context: Any, db: str | Path, *, n_participants: int, d: float,
+                    seed: int = 0, p_correct: float = 0.7) -> float:
+    """Run ``n_participants`` simulated participants of :data:`SIM_STUDY` on the run of
+    ``context`` (an ``ExplorerContext``) into the log ``db``; returns the true effect of
+    ``full`` against ``baseline`` on time on task, in seconds.
+
+    A participant's time on a task is ``60 + u + e - 6 * (second block) + effect * (full)``
+    with ``u ~ N(0, 12²)`` per participant and ``e ~ N(0, 12²)`` per task; the effect is
+    ``-d`` times the SD of one time (``sqrt(12² + 12²)``): Cohen's d. Answers are right
+    with probability ``p_correct`` in both conditions (no effect on correctness); SUS
+    ratings are uniform. Everything goes through the server's own code:
+    ``StudyContext.join`` (the Williams order), its task sequence, ``StudyLog.start_task``
+    and ``submit_answer`` (checks, grade, score, the log), with a simulated clock.
+    """
+    from datetime import datetime, timedelta, timezone
+
+    import numpy as np
+
+    from stateseer.app.study.context import StudyContext
+    from stateseer.app.study.server import submit_answer
+    from stateseer.app.study.spec import parse_study
+    from stateseer.app.study.store import StudyLog
+
+    rng = np.random.default_rng(seed)
+    mean, sd_p, sd_e, learning = SIM_TIME
+    effect = -d * float(np.hypot(sd_p, sd_e))
+    now = [datetime(2026, 1, 1, tzinfo=timezone.utc)]
+
+    def clock() -> str:
+        return now[0].isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    study = parse_study({**SIM_STUDY, "run": str(context.data.run.path)})
+    log = StudyLog(db, study=study.id, digest=study.digest(), synchronous="NORMAL",
+                   clock=clock)
+    sc = StudyContext(study=study, ctx=context, log=log)
+    try:
+        for k in range(n_participants):
+            pid = f"S{k:03d}"
+            sc.join(pid)
+            u = rng.normal(0, sd_p)
+            order = log.condition_of(pid).split(">")
+            for pos, (task, cond) in enumerate(sc.sequence(pid)):
+                log.start_task(pid, task.id, pos, condition=cond)
+                kw: dict[str, Any] = {"text": None, "choice": None, "ids": None,
+                                      "items": None, "timed_out": False}
+                if task.answer == "sus":
+                    kw["items"] = [int(x) for x in rng.integers(1, 6, 10)]
+                    now[0] += timedelta(seconds=30)
+                else:
+                    right = rng.random() < p_correct
+                    kw["choice"] = "a" if right else "b"
+                    secs = mean + u + rng.normal(0, sd_e) + \
+                        learning * order.index(cond) + effect * (cond == "full")
+                    now[0] += timedelta(seconds=max(1.0, float(secs)))
+                msg, _ = submit_answer(sc, pid, task.id, **kw)
+                if msg:
+                    raise RuntimeError(f"simulated answer refused: {msg}")
+    finally:
+        log.close()
+    return effect

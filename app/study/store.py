@@ -166,6 +166,9 @@ class StudyLog:
         SQLite's ``synchronous`` setting (see the module notes).
     max_events, max_participants, max_db_bytes : int, optional
         Store-size caps (see the module notes).
+    clock : callable, optional
+        The time of every write, as :func:`utc_now` gives it (a simulation's own clock:
+        ``benchmarks/study_analysis.py``).
 
     Examples
     --------
@@ -182,7 +185,8 @@ class StudyLog:
     def __init__(self, path: str | Path, *, study: str, digest: str = "",
                  synchronous: str = "FULL", max_events: int = MAX_EVENTS_PER_PARTICIPANT,
                  max_participants: int = MAX_PARTICIPANTS,
-                 max_db_bytes: int = MAX_DB_BYTES) -> None:
+                 max_db_bytes: int = MAX_DB_BYTES, clock: Callable[[], str] = utc_now
+                 ) -> None:
         if synchronous not in ("FULL", "NORMAL"):
             raise StudyError(f"synchronous={synchronous!r}; use FULL or NORMAL")
         self.path = Path(path)
@@ -191,6 +195,7 @@ class StudyLog:
         self.max_events = max_events
         self.max_participants = max_participants
         self.max_db_bytes = max_db_bytes
+        self._clock = clock
         self._n_events: dict[str, int] = {}  # per participant; the writer thread's own
         self._sync = synchronous
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
@@ -384,7 +389,7 @@ class StudyLog:
                 "SELECT condition, COUNT(*) FROM participants GROUP BY condition").fetchall())
             condition, method = choose(counts)
             ordinal = sum(counts.values())
-            now = utc_now()
+            now = self._clock()
             conn.execute("INSERT INTO participants VALUES (?, ?, ?, ?, ?)",
                          (pid, condition, method, ordinal, now))
             conn.execute("INSERT INTO events(pid, condition, task, ts, kind, payload, source) "
@@ -419,7 +424,7 @@ class StudyLog:
                 hit = conn.execute(_TASK_CONDITION, (pid, current)).fetchone()
                 cond = hit[0] if hit else None
             cond = cond or row[0]  # the task's block, else the participant's condition
-            now = utc_now()
+            now = self._clock()
             ids = []
             for kind, payload in rows:
                 cur = conn.execute(
@@ -469,7 +474,7 @@ class StudyLog:
             if cond is None:
                 raise UnknownParticipant(f"participant {pid!r} has not joined this study — "
                                          "open the study page first")
-            now, shown = utc_now(), condition or cond[0]
+            now, shown = self._clock(), condition or cond[0]
             conn.execute("INSERT INTO tasks(pid, task, position, started_at, condition) "
                          "VALUES (?, ?, ?, ?, ?)", (pid, task, position, now, shown))
             conn.execute("INSERT INTO events(pid, condition, task, ts, kind, payload, source) "
@@ -502,7 +507,7 @@ class StudyLog:
                 raise StudyError(f"task {task!r} was not started by {pid!r} — reload the page")
             if row[1] is not None:
                 return None
-            now = utc_now()
+            now = self._clock()
             secs = seconds_between(row[0], now)
             late = timed_out or (limit_s is not None and secs > limit_s + grace_s)
             conn.execute("UPDATE tasks SET submitted_at = ?, answer = ?, seconds = ?, "
