@@ -537,6 +537,23 @@ def _cmd_study_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_study_template(args: argparse.Namespace) -> int:
+    from .study.replication import deepseer_study
+    from .study.spec import parse_study
+
+    _check_out_file(args.out, args.force)
+    out = Path(args.out)
+    doc = deepseer_study(args.run, per_block=args.per_block, seed=args.seed)
+    # the run as the study file reads it: relative to the file's folder
+    doc["run"] = os.path.relpath(Path(args.run).resolve(), out.resolve().parent)
+    parse_study(doc, base=out.resolve().parent)  # what is written is a valid study
+    out.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    n = sum(t["id"].startswith("understand-") for t in doc["tasks"])
+    print(f"{out}: {n} misclassified inputs in two blocks, SUS and NASA-TLX after each; "
+          f"run it with `stateseer study {out}`")
+    return 0
+
+
 # -- the parser: one small function per command -------------------------------------------
 class _HelpFormatter(argparse.HelpFormatter):
     """Shows every option's default (when it has one worth showing)."""
@@ -890,6 +907,17 @@ def _add_study(sub: Any) -> None:
                     help="leave out participants who failed an attention or comprehension "
                     "check")
     sa.set_defaults(func=_cmd_study_analyze)
+
+    tp = sub.add_parser("study-template", help="a DeepSeer replication study file for a run "
+                        "(full explorer against the LIME-like baseline, within subject)")
+    tp.add_argument("run", help="a recorded run")
+    tp.add_argument("--out", required=True, help="the study file to write (JSON)")
+    tp.add_argument("--per-block", type=int, default=2,
+                    help="misclassified inputs per block (each: a keyed understanding "
+                    "task and an open root-cause task)")
+    tp.add_argument("--seed", type=int, default=0, help="seed of the answer options")
+    tp.add_argument("--force", action="store_true", help="overwrite --out")
+    tp.set_defaults(func=_cmd_study_template)
 
 
 COMMANDS = (_add_train, _add_create, _add_record, _add_abstract, _add_sweep,

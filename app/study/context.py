@@ -67,7 +67,14 @@ class StudyContext:
             return None
 
     def check_run(self) -> None:
-        """Every task's split and instances exist in the run (else StudyError)."""
+        """Every task's split, instances and key exist in the run, and the run's model is
+        the one the keys were made for (else StudyError)."""
+        want, have = self.study.model_sha256, self.data.traces.meta.get("model_sha256")
+        if want is not None and have != want:
+            raise StudyError(f"study file: its keys were made for model {want[:12]}…, and "
+                             f"the run's model is {str(have)[:12]}… — make the study "
+                             "again for this run with `stateseer study-template RUN`, or "
+                             "point 'run' at the model it was made for")
         for t in self.study.tasks:
             split = self.split_of(t)
             if split not in self.data.splits:

@@ -22,6 +22,9 @@ ids per block, in position order, so that block ``p`` of every participant shows
 every set's tasks in the file come first (instructions, consent), those after come last
 (questionnaires, debriefing).
 
+``model_sha256`` (optional) names the model the study's keys were made for (``stateseer
+study-template`` writes it): the server refuses to start on a run with another model.
+
 Participants join by their own link, ``/p/SECRET/`` (an unguessable secret per
 participant, see :mod:`stateseer.app.study.identity`): ids listed in ``"participants": ["P01",
 ...]`` or pre-assigned in ``assignment.participants`` get a link when the server starts
@@ -74,7 +77,7 @@ PID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _TOP_KEYS = ("study", "title", "intro", "run", "conditions", "assignment",
              "task_time_limit_s", "allow_generated_ids", "participants", "tasks",
-             "task_sets", "after_each_block")
+             "task_sets", "after_each_block", "model_sha256")
 _TASK_KEYS = ("id", "prompt", "open", "split", "answer", "time_limit_s", "key")
 _ANSWER_KEYS = ("type", "options", "max_chars", "items", "scale", "labels", "reverse")
 _ASSIGN_KEYS = ("method", "seed", "condition", "participants")
@@ -156,6 +159,7 @@ class Study:
     participants: tuple[str, ...] = ()
     task_sets: tuple[tuple[str, ...], ...] = ()
     after_each_block: tuple[str, ...] = ()
+    model_sha256: str | None = None
 
     @property
     def within(self) -> bool:
@@ -568,6 +572,10 @@ def parse_study(doc: Any, base: str | Path = ".", *, source: Path | None = None)
     run_path = Path(run).expanduser()
     if not run_path.is_absolute():
         run_path = Path(base) / run_path
+    sha = doc.get("model_sha256")
+    if sha is not None and not (isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{64}", sha)):
+        raise _fail("'model_sha256'", f"is {str(sha)[:20]!r}", "give the 64 hex digits of "
+                    "the model the keys were made for, or remove it")
     assignment = _assignment(doc.get("assignment"), conditions)
     repeated = _after_each_block(doc.get("after_each_block"), assignment, tasks)
     return Study(id=study_id, run=run_path, conditions=conditions, tasks=tasks,
@@ -576,7 +584,7 @@ def parse_study(doc: Any, base: str | Path = ".", *, source: Path | None = None)
                  participants=tuple(dict.fromkeys(listed)),
                  task_sets=_task_sets(doc.get("task_sets"), assignment, conditions, tasks,
                                       repeated),
-                 after_each_block=repeated)
+                 after_each_block=repeated, model_sha256=sha)
 
 
 def _read(path: Path) -> Any:
