@@ -75,7 +75,7 @@ th { background: #f3f4f6; } .done { color: #2a7; } .progress { color: #b60; }
 </style></head><body>
 <h2>Study {{ study.id }}{% if study.title %} · {{ study.title }}{% endif %}</h2>
 <p>{{ participants|length }} participants: {{ n_done }} done, {{ participants|length - n_done }}
-in progress · {{ study.tasks|length }} tasks · conditions:
+in progress · {{ study.n_tasks }} tasks each · {{ 'orders' if study.within else 'conditions' }}:
 {% for c, n in counts %}{{ c }} ({{ n }}){% if not loop.last %}, {% endif %}{% endfor %}</p>
 <p>Downloads: <a href="admin/events.csv">events.csv</a> ·
 <a href="admin/answers.csv">answers.csv</a> ·
@@ -88,9 +88,8 @@ private, each one lets its holder answer as that participant)</p>
 <th>answers</th></tr>
 {% for p in participants %}<tr><td>{{ p.pid }}</td><td>{{ p.condition }}</td>
 <td>{{ p.method }}</td><td>{{ p.joined_at }}</td>
-<td class="{{ 'done' if p.tasks_done == study.tasks|length else 'progress' }}">
-{{ 'done' if p.tasks_done == study.tasks|length else 'in progress' }}</td>
-<td>{{ p.tasks_done }} / {{ study.tasks|length }}</td><td>{{ p.last_event or '' }}</td>
+<td class="{{ 'done' if p.status != 'in progress' else 'progress' }}">{{ p.status }}</td>
+<td>{{ p.tasks_done }} / {{ study.n_tasks }}</td><td>{{ p.last_event or '' }}</td>
 <td><a href="admin/participants/{{ p.pid_url }}/answers.csv">CSV</a></td></tr>
 {% else %}<tr><td colspan="8" class="muted">nobody yet</td></tr>{% endfor %}
 </table>
@@ -204,10 +203,14 @@ def admin_page():
     people = participant_rows(conn)
     for p in people:
         p["pid_url"] = quote(p["pid"], safe="")
-    counts = [(c, sum(p["condition"] == c for p in people)) for c in sc.study.conditions]
+        p["status"] = ("declined consent" if sc.declined(p["pid"]) else "done"
+                       if p["tasks_done"] == sc.study.n_tasks else "in progress")
+    groups = sorted({p["condition"] for p in people}) if sc.study.within \
+        else list(sc.study.conditions)  # within subject: the orders of conditions
+    counts = [(c, sum(p["condition"] == c for p in people)) for c in groups]
     html = render_template_string(  # autoescaped: every value is shown as text
         PAGE, study=sc.study, participants=people, summary=summary_rows(conn),
-        counts=counts, n_done=sum(p["tasks_done"] == len(sc.study.tasks) for p in people),
+        counts=counts, n_done=sum(p["status"] != "in progress" for p in people),
         n_links=len(sc.log.links()))
     return _private(Response(html, mimetype="text/html"))
 

@@ -124,7 +124,9 @@ def test_a_participant_s_whole_path_and_its_scores(explored_run, tmp_path):
     from tests.app.study.test_guard import _body, _post
     from tests.app.study.test_server import _find, _layout, link
 
-    app = create_study_app(_path_study(explored_run), db=tmp_path / "p.sqlite")
+    token = "admin-token-for-the-path-test"
+    app = create_study_app(_path_study(explored_run), db=tmp_path / "p.sqlite",
+                           admin_token=token)
     sc, client = app.study_context, app.server.test_client()
     sel = {"split": "test", "state": None, "row": 0, "pattern": None}
     try:
@@ -179,5 +181,9 @@ def test_a_participant_s_whole_path_and_its_scores(explored_run, tmp_path):
         assert "chose not to take part" in json.dumps(done) and \
             _find(done, "study-info") is None
         assert [r["task"] for r in sc.log.progress("P02")] == ["consent"]
+        admin = client.get("/study/admin", headers={"X-Study-Token": token}).data.decode()
+        assert "9 tasks each · orders:" in admin and "full&gt;baseline (1)" in admin
+        assert "2 participants: 2 done, 0" in admin
+        assert "declined consent" in admin and "9 / 9" in admin
     finally:
         sc.log.close()
