@@ -66,7 +66,7 @@ def _abstractors() -> Any:
 def _export_formats() -> Any:
     from ..abstraction.export import EXPORT_FORMATS
 
-    return EXPORT_FORMATS
+    return (*EXPORT_FORMATS, "html")  # html: one page from the whole run (workflows)
 
 
 def _arch_options() -> dict[str, tuple[str, str]]:
@@ -450,8 +450,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     if str(args.out) != "-":
         _check_out_file(args.out, force=True)  # export_run refuses to overwrite by itself
+    if args.input is not None and args.format != "html":
+        raise StateseerError("--input is for --format html (one input's trace as a page); "
+                             "drop it or use --format html")
     path = export_run(args.run, args.format, args.out, dfa=args.dfa, top_k=args.top_k,
-                      min_count=args.min_count, overwrite=args.force, log=_note)
+                      min_count=args.min_count, overwrite=args.force, log=_note,
+                      input_id=args.input, split=args.split)
     print(json.dumps({"written": str(path), "format": args.format}),
           file=sys.stderr if str(args.out) == "-" else sys.stdout)
     return 0
@@ -833,6 +837,11 @@ def _add_dfa_export(sub: Any) -> None:
     e.add_argument("--min-count", type=_positive_int, default=1,
                    help="drop transitions seen fewer times")
     e.add_argument("--force", action="store_true", help="overwrite an existing file")
+    e.add_argument("--input", type=int, default=None, metavar="ID",
+                   help="--format html: the page of this input's trace (an id of the "
+                   "table's id column); default: none, the FSM's page")
+    e.add_argument("--split", default=None,
+                   help="--format html --input: the split the id is in (default: test)")
     e.set_defaults(func=_cmd_export)
 
 

@@ -119,8 +119,10 @@ def download_id(fmt: str) -> str:
     return f"dl-{fmt}"
 
 
+DL_FSM_HTML = "dl-html"
+"""The diagram's button for the FSM as one self-contained HTML page."""
 EXPORTS = {**{download_id(f): f"fsm-{f}" for f in FSM_DOWNLOADS},
-           DL_TABLE: "table-csv", DL_FIGURE: "trace-html"}
+           DL_FSM_HTML: "fsm-html", DL_TABLE: "table-csv", DL_FIGURE: "trace-html"}
 """Download buttons -> what they export."""
 
 

@@ -44,14 +44,34 @@ def load_run_fsm(run: RunDir, dfa: bool = False) -> tuple[FSM, Any]:
 
 def export_run(run: RunDir | str | Path, fmt: str, out: str | Path, *, dfa: bool = False,
                top_k: int | None = None, min_count: int = 1, overwrite: bool = False,
-               log: Callable[[str], None] | None = None) -> Path:
+               log: Callable[[str], None] | None = None, input_id: int | None = None,
+               split: str | None = None) -> Path:
     """Export the run's FSM/DFA (or its traces) as ``fmt`` to ``out`` (``-``: stdout).
 
     A drawn FSM (dot/svg/png/pdf) keeps ``top_k`` edges per state (default
     :data:`~stateseer.abstraction.export.RENDERED_TOP_K`; ``0``: every edge); ``log``
-    hears what it left out (:func:`drawing_note`)."""
+    hears what it left out (:func:`drawing_note`). ``html`` is one self-contained page
+    (:mod:`~stateseer.app.workflows.html_export`): the FSM, or with ``input_id`` that
+    input's trace (in ``split``, default test)."""
     run = run if isinstance(run, RunDir) else RunDir(run)
     _ = run.config  # a clear error if this is not a run
+    if fmt == "html":
+        from .html_export import fsm_html, trace_html
+
+        if dfa:
+            raise AbstractionError("--format html draws the FSM; export the DFA as "
+                                   "svg, dot or json")
+        page = fsm_html(run.path, top_k=top_k) if input_id is None else \
+            trace_html(run.path, input_id, split=split)
+        if log and input_id is None:
+            note = drawing_note(load_run_fsm(run)[0], "svg", top_k=top_k)
+            if note:
+                log(note)
+        if str(out) == "-":
+            sys.stdout.write(page)
+            return Path("-")
+        write_export(page, out, overwrite=overwrite)
+        return Path(out)
     spec = EXPORT_FORMATS.get(fmt)
     if spec is None:
         raise AbstractionError(f"unknown --format {fmt!r}; choose one of: "

@@ -195,6 +195,58 @@ def test_exports_download_files(dash_duo, explored_run):
     assert len(rows) - 1 == _count(dash_duo)
 
 
+def _download(dash_duo, button: str, name: str) -> Path:
+    path = Path(dash_duo.download_path) / name
+    dash_duo.find_element(button).click()
+    deadline = time.time() + 30
+    while time.time() < deadline and not path.exists():
+        time.sleep(0.2)
+    assert path.exists(), name
+    return path
+
+
+def test_html_pages_open_offline_from_file(dash_duo, explored_run):
+    """The explorer's HTML downloads (the FSM page, and a recorded input's trace page)
+    open from file:// with the network off: no console error, the diagram drawn, a click
+    on a state opens its card, the trace drawn with its chart."""
+    from stateseer.rnn_models.formats.traces import Traces
+
+    _start(dash_duo, explored_run)
+    d = dash_duo.driver
+    fsm = _download(dash_duo, "#dl-html", f"{explored_run.name}-fsm.html")
+    d.find_elements(By.CSS_SELECTOR, '#table td[data-dash-column="text"]')[1].click()
+    dash_duo.wait_for_element("#trace-tokens .chip", timeout=15)
+    _wait_idle(d)
+    iid = int(Traces(explored_run / "traces")["test"].rows[1])
+    trace = _download(dash_duo, "#dl-figure", f"{explored_run.name}-input-{iid}.html")
+    assert dash_duo.get_logs() == []
+    d.set_network_conditions(offline=True, latency=0, download_throughput=0,
+                             upload_throughput=0)
+    try:
+        d.get(fsm.as_uri())
+        nodes = d.find_elements(By.CSS_SELECTOR, "#diagram g.node")
+        assert len(nodes) >= 5
+        target = next(n for n in nodes
+                      if n.find_element(By.TAG_NAME, "title").get_attribute("textContent")
+                      == "s2")
+        d.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', "
+                         "{bubbles: true}))", target)
+        assert d.find_element(By.CSS_SELECTOR, "#card h4").text == "State 2"
+        assert "inputs pass through it" in d.find_element(By.ID, "card").text
+        assert "sel" in target.get_attribute("class")
+        d.get(trace.as_uri())
+        chips = d.find_elements(By.CSS_SELECTOR, "#trace .tok")
+        assert chips and all(c.find_element(By.CLASS_NAME, "st").text.startswith("s")
+                             for c in chips)
+        assert len(d.find_elements(By.CSS_SELECTOR, "#chart polyline")) == 2
+        errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == []
+        # nothing the pages hold asked for the network (it is off: a fetch would fail)
+        assert d.execute_script("return performance.getEntriesByType('resource').length") == 0
+    finally:
+        d.delete_network_conditions()
+
+
 def test_url_restores_the_selection(dash_duo, explored_run):
     _start(dash_duo, explored_run, "?split=test&state=2&row=1")
     dash_duo.wait_for_text_to_equal("#state-card h4", "State 2", timeout=15)

@@ -160,10 +160,21 @@ function (h) {
 
 
 def figure_html(ctx, n_clicks, active):
-    """The chart as a stand-alone HTML file."""
+    """A recorded input's trace as one self-contained page (tokens, states, the chart and
+    the attribution strip: :func:`~stateseer.app.workflows.html_export.trace_html`); a
+    typed text's chart, or a comparison, as a stand-alone Plotly file."""
     main, cmp_ = active_of(active)
     if not n_clicks or main is None:
         return no_update
+    if main.recorded and main.id is not None and cmp_ is None:
+        from ...workflows.html_export import trace_html
+
+        def scores(tr):
+            return [float(x) for x in ctx.models.attribution(tr).scores]
+
+        return {"content": trace_html(ctx.data, main.id, split=main.split,
+                                      attribution=scores),
+                "filename": f"{ctx.data.name}-input-{main.id}.html"}
     import plotly.graph_objects as go
 
     fig = go.Figure(probability_figure(main, ctx.data.classes, compare=cmp_))

@@ -230,7 +230,11 @@ def _controls() -> html.Div:
                          "predictions survive forcing them to their centroid"),
         html.Button("clear", id=ids.CLEAR, n_clicks=0, title="clear every selection"),
         html.Span([html.Button(f.label, id=ids.download_id(f.name), n_clicks=0)
-                   for f in DOWNLOADS.values()] + [dcc.Download(id=ids.FSM_DOWNLOAD)],
+                   for f in DOWNLOADS.values()]
+                  + [html.Button("HTML", id=ids.DL_FSM_HTML, n_clicks=0,
+                                 title="one page that opens offline: the diagram, the "
+                                 "headline figures, a card per state"),
+                     dcc.Download(id=ids.FSM_DOWNLOAD)],
                   className="exports",
                   title="download the FSM (drawings as shown, JSON complete)"),
     ], className="controls")
@@ -332,8 +336,14 @@ def clear(ctx, n_clicks, sel):
 
 def download(ctx, trigger: Trigger, *values):
     """The FSM in the format of the button clicked (:data:`DOWNLOADS`): drawings (DOT,
-    SVG, PNG) as drawn, i.e. pruned; JSON complete."""
+    SVG, PNG) as drawn, i.e. pruned; JSON complete; HTML the self-contained page
+    (:func:`~stateseer.app.workflows.html_export.fsm_html`)."""
     *_, topk, mincount, loops = values
+    if trigger.id == ids.DL_FSM_HTML:
+        from ...workflows.html_export import fsm_html
+
+        return {"content": fsm_html(ctx.data, top_k=int(topk or 3)),
+                "filename": f"{ctx.data.name}-fsm.html"}
     fmt = DOWNLOADS.get(trigger.id)
     if fmt is None:
         return no_update
@@ -402,7 +412,7 @@ VIEW = View(
                                            State(ids.SELECTION, "data")],
                  prevent_initial_call=True, clientside=CLEAR_JS),
         Callback(download, [Output(ids.FSM_DOWNLOAD, "data")],
-                 [*(Input(i, "n_clicks") for i in DOWNLOADS),
+                 [*(Input(i, "n_clicks") for i in (*DOWNLOADS, ids.DL_FSM_HTML)),
                   State(ids.TOPK, "value"), State(ids.MINCOUNT, "value"),
                   State(ids.LOOPS, "value")], trigger=True, prevent_initial_call=True),
     ))
