@@ -133,6 +133,29 @@ class Abstraction:
             rows.append(row)
         return rows
 
+    def _repr_html_(self) -> str:
+        """In a notebook: the FSM drawn small (the 2 heaviest edges per state) and the
+        headline figures."""
+        from ..rnn_models.formats.reprs import figures_html
+
+        m = self.metrics
+        rows = [("states", m.get("n_states", self.fsm.n_states - 1)),
+                ("simulation fidelity", m.get("simulation_fidelity")),
+                ("chance agreement", m.get("simulation_chance")),
+                ("Cohen's κ", m.get("simulation_kappa")),
+                ("forcing agreement", m.get("forcing_agreement")),
+                ("determinism", m.get("determinism"))]
+        try:
+            from .export import export_data
+
+            svg = export_data(self.fsm, "svg", top_k=2)
+            svg = svg.decode() if isinstance(svg, bytes) else svg
+            drawn = (f"<div style='max-width:560px;overflow:auto'>"
+                     f"{svg[svg.index('<svg'):]}</div>")
+        except (StateseerError, OSError, ValueError) as exc:  # no Graphviz: the figures
+            drawn = f"<p style='font:12px sans-serif'>(not drawn: {exc})</p>"
+        return figures_html("abstraction", rows, drawn)
+
     # persistence ----------------------------------------------------------------------------
     def save(self, path: str | Path) -> None:
         """Write into ``path`` via a temporary directory swapped in whole (never half-written)."""

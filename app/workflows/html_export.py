@@ -27,6 +27,7 @@ import numpy as np
 from ...abstraction.colors import class_color, mix_color, text_color_on
 from ...abstraction.export import export_data
 from ...rnn_models.formats.errors import StateseerError
+from .fragments import probability_svg, token_chips
 from .runview import RunView
 
 __all__ = ["fsm_html", "trace_html"]
@@ -168,33 +169,6 @@ def fsm_html(run: str | Path | RunView, *, top_k: int | None = None) -> str:
     return _page(f"stateseer · {rv.name}", body, CARD_JS)
 
 
-def _chart(proba: np.ndarray, tokens: list[str], classes: list[str], width: int = 900,
-           height: int = 260) -> str:
-    """The per-token probability of each class as an inline SVG line chart."""
-    n, pad = len(tokens), 36
-    xs = [pad + (width - 2 * pad) * (i / max(n, 1)) for i in range(n + 1)]
-
-    def y(p: float) -> float:  # the bottom 80 px hold the tokens, written at a slant
-        return 10 + (height - 90) * (1 - p)
-
-    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
-             f"class='chart' id='chart' role='img' aria-label='running prediction'>",
-             f"<line x1='{pad}' y1='{y(0.5):.1f}' x2='{width - pad}' y2='{y(0.5):.1f}' "
-             "stroke='#ccc' stroke-dasharray='4 3'/>"]
-    for k, name in enumerate(classes):
-        color = class_color(k, len(classes))
-        pts = " ".join(f"{xs[i]:.1f},{y(float(p)):.1f}" for i, p in enumerate(proba[:, k]))
-        parts.append(f"<polyline fill='none' stroke='{color}' stroke-width='2' "
-                     f"points='{pts}'><title>{html.escape(name)}</title></polyline>")
-        parts.append(f"<text x='{width - pad + 4}' y='{y(float(proba[-1, k])) + 4:.1f}' "
-                     f"font-size='11' fill='{color}'>{html.escape(name)}</text>")
-    for i, t in enumerate(tokens, 1):
-        parts.append(f"<text x='{xs[i]:.1f}' y='{height - 72}' font-size='10' "
-                     f"text-anchor='end' transform='rotate(-45 {xs[i]:.1f} {height - 72})'>"
-                     f"{html.escape(t[:14])}</text>")
-    return "".join(parts) + "</svg>"
-
-
 def _attribution(rv: RunView, tr: Any) -> list[float] | None:
     """Integrated-gradients attribution of the trace's prediction, or None when the run
     cannot load its model."""
@@ -236,15 +210,7 @@ def trace_html(run: str | Path | RunView, input_id: int, *, split: str | None = 
     tr = rv.trace_instance(split, int(where[0]))
     classes = list(rv.classes)
     proba = np.vstack([np.asarray(tr.initial_proba), np.asarray(tr.proba)])
-    chips = []
-    for i, tok in enumerate(tr.tokens):
-        color = mix_color(tr.proba[i]) if len(classes) == 2 else \
-            class_color(int(np.argmax(tr.proba[i])), len(classes))
-        cls = "tok" + ("" if tr.known[i] else " unk")
-        tip = html.escape(_proba_text(tr.proba[i], classes))
-        chips.append(f"<span class='{cls}' style='background:{color};color:"
-                     f"{text_color_on(color)}' title='{tip}'>{html.escape(tok)}"
-                     f"<span class='st'>s{tr.states[i + 1]}</span></span>")
+    chips = token_chips(tr, classes)
     scores = (attribution or (lambda t: _attribution(rv, t)))(tr) if tr.tokens else None
     strip = ""
     if scores is not None:
@@ -258,14 +224,10 @@ def trace_html(run: str | Path | RunView, input_id: int, *, split: str | None = 
             f"label {html.escape(label)} · predicted {html.escape(classes[tr.prediction])} "
             f"({max(tr.final_proba):.0%}) · split {html.escape(split)} · colour: the running "
             f"prediction; below each token, the abstract state after it</div>"
-            f"<div id='trace'>{''.join(chips)}</div>"
-            f"<div class='chart'>{_chart(proba, list(tr.tokens), classes)}</div>{strip}"
+            f"<div id='trace'>{chips}</div>"
+            f"<div class='chart'>{probability_svg(proba, list(tr.tokens), classes)}</div>{strip}"
             f"<p class='note'>{html.escape(tr.text)}</p>")
     return _page(f"stateseer · input {int(input_id)}", body)
-
-
-def _proba_text(p: Any, classes: list[str]) -> str:
-    return ", ".join(f"{c} {float(x):.2f}" for c, x in zip(classes, p, strict=True))
 
 
 def _shade(x: float) -> str:

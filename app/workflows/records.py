@@ -76,6 +76,14 @@ class TraceRecord:
     run: str | None = None
     states_own: tuple[int, ...] | None = None
 
+    def _repr_html_(self) -> str:
+        """In a notebook: the tokens coloured by the running prediction with their states,
+        and the probability chart (:func:`~stateseer.app.workflows.fragments.
+        trace_fragment`)."""
+        from .fragments import trace_fragment
+
+        return trace_fragment(self)
+
     @property
     def recorded(self) -> bool:
         """Whether the trace is a recorded instance of the run (else a typed text)."""

@@ -224,6 +224,29 @@ class RunDir:
     def __fspath__(self) -> str:
         return str(self.path)
 
+    def _repr_html_(self) -> str:
+        """In a notebook: the data set, the model and the headline figures."""
+        from .reprs import figures_html
+
+        try:
+            cfg, m = self.config, self.metrics()
+        except StateseerError as exc:
+            return figures_html(f"run {self.path.name}", [("cannot be read", str(exc))])
+        data, model = cfg.get("data") or {}, cfg.get("model") or {}
+        a = m.get("abstraction") or {}
+        shape = [model.get("arch"), model.get("layers") and f"{model['layers']} layer(s)",
+                 model.get("hidden") and f"hidden {model['hidden']}"]
+        rows = [("data set", data.get("name")),
+                ("classes", ", ".join(map(str, data.get("classes") or ()))),
+                ("model", " · ".join(str(x) for x in shape if x) or "—"),
+                ("test accuracy", m.get("test_accuracy")),
+                ("states", a.get("n_states")),
+                ("simulation fidelity", a.get("simulation_fidelity")),
+                ("chance agreement", a.get("simulation_chance")),
+                ("Cohen's κ", a.get("simulation_kappa")),
+                ("traces", "recorded" if self.traces_dir.exists() else "not recorded")]
+        return figures_html(f"run {self.path.name}", rows)
+
     # paths ------------------------------------------------------------------------------
     @property
     def config_path(self) -> Path:

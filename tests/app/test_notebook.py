@@ -3,6 +3,7 @@ gone (thread and port) when stopped. Run by nbclient in a real kernel."""
 
 from __future__ import annotations
 
+import re
 import socket
 from pathlib import Path
 
@@ -72,3 +73,37 @@ def _no_leftover():
 
     for view in shown():
         view.stop()
+
+
+RESULT_CELLS = [
+    "import stateseer\nrun = stateseer.ModelRun({run!r})\nrun",
+    "stateseer.Abstraction.load(run.abstraction_dir)",
+    "from stateseer.app.workflows.runview import RunView\n"
+    "RunView({run!r}).trace_instance('test', 0)",
+]
+
+
+def test_results_show_themselves_in_a_notebook(explored_run, tmp_path, monkeypatch):
+    """A run, an abstraction and one input's trace, as the last line of a cell, render
+    as HTML in a real kernel: the figures, the FSM drawn, the tokens with their states."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from stateseer.app.workflows.runview import RunView
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c.format(run=str(
+        explored_run))) for c in RESULT_CELLS])
+    NotebookClient(nb, timeout=180, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    run_html, ab_html, trace_html = (c.outputs[-1]["data"]["text/html"] for c in nb.cells)
+    rv = RunView(explored_run)
+    acc = f"{rv.metrics['test_accuracy']:.3f}"
+    assert f"<td>test accuracy</td><td>{acc}</td>" in run_html
+    assert "<td>simulation fidelity</td>" in ab_html and "<svg" in ab_html
+    # every state, and the invisible marker of the start arrow (AALpy's __start0)
+    assert ab_html.count('class="node"') == rv.fsm.n_states + 1
+    tr = rv.trace_instance("test", 0)
+    assert trace_html.count("class='st'") == tr.n_tokens
+    states = re.findall(r"<span class='st'>s(\d+)</span>", trace_html)
+    assert [int(s) for s in states] == list(tr.states[1:])
