@@ -415,17 +415,24 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress_writer(path: str | None) -> Callable[[str, int, int], None] | None:
+    """``report(stage, done, total)`` keeping ``--progress-json FILE`` up to date (the
+    explorer's background jobs read it), or None without the option."""
+    if not path:
+        return None
+    from ..rnn_models.formats.atomic import atomic_write_text
+
+    def report(stage: str, done: int, total: int) -> None:
+        atomic_write_text(Path(path), json.dumps({"stage": stage, "done": done,
+                                                  "total": total}))
+    return report
+
+
 def _cmd_repair(args: argparse.Namespace) -> int:
     from .workflows.repair import repair_run
 
     _check_out_dir(args.out)
-    report = None
-    if args.progress_json:
-        from ..rnn_models.formats.atomic import atomic_write_text
-
-        def report(stage: str, done: int, total: int) -> None:
-            atomic_write_text(Path(args.progress_json), json.dumps(
-                {"stage": stage, "done": done, "total": total}))
+    report = _progress_writer(args.progress_json)
     doc = repair_run(args.run, finding=args.finding, action=args.action, out=args.out,
                      seed=args.seed, progress=not args.quiet, log=_note, report=report)
     print(json.dumps({k: doc[k] for k in ("before", "after", "delta", "delta_ci",
@@ -469,6 +476,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     points = sweep_run(args.run, args.states, split=args.split, forcing=not args.no_forcing,
                        log=lambda msg: print(f"stateseer sweep: {msg}", file=sys.stderr),
+                       report=_progress_writer(args.progress_json),
                        **imported_params(args.run, _abstraction_params(args), _note))
     written = write_sweep(points, out)
     print(sweep_table(points))
@@ -750,6 +758,9 @@ def _add_sweep(sub: Any) -> None:
     w.add_argument("--out", help="output directory (default: RUN/sweep)")
     w.add_argument("--split", choices=SPLITS, default="test", help="split measured on")
     w.add_argument("--no-forcing", action="store_true", help="skip forcing agreement")
+    w.add_argument("--progress-json", metavar="FILE", help="keep FILE up to date with the "
+                   "candidate being fitted ({stage, done, total}; the explorer reads it; "
+                   "default: none)")
     _add_abstraction_options(w)
     w.set_defaults(func=_cmd_sweep)
 

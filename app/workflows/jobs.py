@@ -35,7 +35,7 @@ from typing import Any
 
 from ...rnn_models.formats.errors import StateseerError
 
-__all__ = ["Job", "JobRunner", "repair_command"]
+__all__ = ["Job", "JobRunner", "repair_command", "sweep_command"]
 
 
 @dataclass
@@ -174,4 +174,11 @@ def repair_command(run: str | Path, finding: int, action: str, out: str | Path
     """The ``stateseer repair`` command line a job runs (this Python, ``-m stateseer``)."""
     return [sys.executable, "-m", "stateseer", "repair", str(run), "--finding", str(finding),
             "--action", action, "--out", str(out), "--quiet", "--progress-json",
+            "{progress}"]
+
+
+def sweep_command(run: str | Path) -> list[str]:
+    """The ``stateseer sweep`` command line a job runs (the default candidates, forcing
+    included, into ``RUN/sweep``)."""
+    return [sys.executable, "-m", "stateseer", "sweep", str(run), "--progress-json",
             "{progress}"]

@@ -116,7 +116,8 @@ def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str = "te
               forcing: bool = True, method: str = "kmeans", features: str = "margin",
               pca: int = 20, fallback: str = "displacement", split_by_prediction: bool = True,
               random_state: int = 0, simulation: str = "probabilistic",
-              log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+              log: Callable[[str], None] | None = None,
+              report: Callable[[str, int, int], None] | None = None) -> list[dict[str, Any]]:
     """Fit an abstraction per candidate state count and measure it on ``split``.
 
     Parameters
@@ -134,6 +135,9 @@ def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str = "te
         loaded or forced; the reason goes to ``log``).
     method, features, pca, fallback, split_by_prediction, random_state, simulation
         As for :func:`stateseer.abstraction.pipeline.abstract_run`.
+    report : callable, optional
+        ``report(stage, done, total)`` before each candidate and once at the end (the
+        explorer's background job shows it).
 
     Returns
     -------
@@ -165,7 +169,9 @@ def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str = "te
                 log(f"forcing agreement skipped ({exc})")
     points = []
     with shared_projections():  # one feature fit for every candidate
-        for k in counts:
+        for n, k in enumerate(counts):
+            if report:
+                report(f"{k} states", n, len(counts))
             t0 = time.perf_counter()
             ab = fit_abstraction(traces, alphabet, n_states=k, method=method, pca=pca,
                                  features=features, fallback=fallback,
@@ -178,6 +184,8 @@ def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str = "te
                 model = _add_forcing(points[-1], model, ab, traces, split, log)
             if log:
                 log(f"{k} states: simulation fidelity {points[-1]['simulation_fidelity']:.3f}")
+    if report:
+        report("done", len(counts), len(counts))
     return points
 
 

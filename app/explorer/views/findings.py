@@ -144,7 +144,7 @@ def job_panel(ctx: Any, status: dict[str, Any]) -> list[Any]:
     state = status.get("state", "idle")
     info = status.get("info", {})
     what = f"repair of finding {info.get('finding')} by {info.get('action')}"
-    if state == "idle":
+    if state == "idle" or status.get("kind", "repair") != "repair":  # another job's
         return []
     if state == "running":
         stage, done, total = status["stage"], status["done"], status["total"]
@@ -222,7 +222,7 @@ def repair_job(ctx, trigger: Trigger, _starts, _cancel, _poll):
     elif trigger.id == ids.REPAIR_CANCEL and trigger.value:
         _discard(ctx.jobs.cancel())
     status = ctx.jobs.status()
-    running = status.get("state") == "running"
+    running = status.get("state") == "running" and status.get("kind") == "repair"
     return [*note, *job_panel(ctx, status)], not running, not running
 
 

@@ -4,8 +4,10 @@
 The curve is the one ``stateseer sweep RUN`` wrote (``RUN/sweep/sweep.json``: simulation
 fidelity with its 95 % interval and forcing agreement, on the test split), else the
 validation curve ``--states auto`` read (``metrics.json``), else just the run's own point;
-the count the run's abstraction uses is marked. No callbacks: the curve belongs to the
-run, not to the selection.
+the count the run's abstraction uses is marked. The curve belongs to the run, not to the
+selection; where the explorer may run jobs (``stateseer serve``), a button measures it
+again as a background ``stateseer sweep`` (:class:`~stateseer.app.workflows.jobs.
+JobRunner`) with a progress bar and a cancel button, and the curve is redrawn when it ends.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dash import dcc, html
+from dash import Input, Output, dcc, html, no_update
 
-from ..view import View
+from .. import ids
+from ..view import Callback, Trigger, View
 
 __all__ = ["SWEEP_GRAPH", "TAB_SWEEP", "VIEW", "sweep_curve", "sweep_figure", "sweep_panel"]
 
@@ -145,12 +148,77 @@ def sweep_panel(run_dir: str | Path, metrics: Mapping[str, Any]) -> html.Div:
     return html.Div(parts, className="sweep-panel")
 
 
+def job_status(status: Mapping[str, Any]) -> list[Any]:
+    """The sweep job as the tab shows it (nothing when no sweep was started)."""
+    state = status.get("state", "idle")
+    if state == "idle" or status.get("kind") != "sweep":
+        return []
+    if state == "running":
+        return [html.Div(f"stateseer sweep: {status['stage']} ({status['done']}/"
+                         f"{status['total']} candidates), {status['seconds']:.0f} s",
+                         className="job-status"),
+                html.Progress(value=str(status["done"]), max=str(status["total"]),
+                              className="job-bar")]
+    if state == "failed":
+        return [html.Div(f"the sweep failed: {status.get('message', '')}",
+                         className="job-status wrong")]
+    return [html.Div(f"the sweep {'was cancelled' if state == 'cancelled' else 'is done'} "
+                     f"({status['seconds']:.0f} s)", className="job-status muted")]
+
+
 def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
     d = ctx.data
+    body = html.Div(sweep_panel(d.run.path, d.metrics), id=ids.SWEEP_BODY)
+    jobs = []
+    if ctx.jobs is not None:
+        status = ctx.jobs.status()
+        running = status.get("state") == "running" and status.get("kind") == "sweep"
+        jobs = [html.Div([
+            html.Button("measure the curve", id=ids.SWEEP_START, n_clicks=0,
+                        disabled=running, title="run `stateseer sweep` (4, 8, 16, 32, 40 "
+                        "states, forcing included) in the background"),
+            html.Button("cancel", id=ids.SWEEP_CANCEL, n_clicks=0, disabled=not running),
+            html.Div(job_status(status), id=ids.SWEEP_JOB),
+            dcc.Interval(id=ids.SWEEP_POLL, interval=1000, disabled=not running)],
+            className="jobs")]
     return {"side": [dcc.Tab(label="Fidelity vs states", value=TAB_SWEEP,
-                             children=sweep_panel(d.run.path, d.metrics))]}
+                             children=html.Div([*jobs, body]))]}
 
 
-VIEW = View(name="sweep", layout=layout, ids=(SWEEP_GRAPH,), tabs=(TAB_SWEEP,),
+def sweep_job(ctx, trigger: Trigger, _start, _cancel, _poll):
+    """Start, follow or cancel the background sweep: the job's status, whether polling
+    stops, whether cancel and start are off, and the curve (redrawn once it is done)."""
+    from ....rnn_models.formats.errors import StateseerError
+    from ...workflows.jobs import sweep_command
+
+    note: list[Any] = []
+    if trigger.id == ids.SWEEP_START and trigger.value:
+        try:
+            ctx.jobs.start("sweep", sweep_command(ctx.data.run.path))
+        except StateseerError as exc:
+            note = [html.Div(str(exc), className="job-status wrong")]
+    elif trigger.id == ids.SWEEP_CANCEL and trigger.value:
+        ctx.jobs.cancel()
+    status = ctx.jobs.status()
+    ours = status.get("kind") == "sweep"
+    running = ours and status.get("state") == "running"
+    body = sweep_panel(ctx.data.run.path, ctx.data.metrics) \
+        if ours and status.get("state") == "done" else no_update
+    return [*note, *job_status(status)], not running, not running, running, body
+
+
+VIEW = View(name="sweep", layout=layout, ids=(SWEEP_GRAPH, ids.SWEEP_BODY),
+            tabs=(TAB_SWEEP,),
             doc="simulation fidelity and forcing agreement against the number of states, "
-                "the run's count marked")
+                "the run's count marked; measured again in the background on request",
+            callbacks=(
+                Callback(sweep_job, [Output(ids.SWEEP_JOB, "children"),
+                                     Output(ids.SWEEP_POLL, "disabled"),
+                                     Output(ids.SWEEP_CANCEL, "disabled"),
+                                     Output(ids.SWEEP_START, "disabled"),
+                                     Output(ids.SWEEP_BODY, "children")],
+                         [Input(ids.SWEEP_START, "n_clicks"),
+                          Input(ids.SWEEP_CANCEL, "n_clicks"),
+                          Input(ids.SWEEP_POLL, "n_intervals")],
+                         trigger=True, prevent_initial_call=True,
+                         when=lambda ctx: ctx.jobs is not None),))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
+import pytest
 from dash import no_update
 
 from stateseer.abstraction import layout
@@ -323,3 +325,48 @@ def test_repairs_are_buttons_only_where_the_page_may_start_jobs(ctx, tmp_path):
     assert not stop and not off
     panel, stop, off = findings.repair_job(live, Trigger(ids.REPAIR_CANCEL, 1), [], 1, 1)
     assert panel[0].children.endswith("cancelled") and stop and off
+
+
+def test_the_sweep_runs_in_the_background_and_its_cancel_leaves_no_worker(explored_run,
+                                                                          tmp_path):
+    """The sweep tab's button starts `stateseer sweep` as a job: progress while it runs,
+    cancel kills its process group (nothing written), and a finished sweep redraws the
+    curve from the sweep.json it wrote."""
+    import dataclasses
+    import shutil
+    import sys
+    import time
+
+    import psutil
+
+    from stateseer.app.explorer.context import ExplorerContext
+    from stateseer.app.explorer.views import sweep
+    from stateseer.app.workflows.jobs import JobRunner
+
+    run = tmp_path / "run"
+    shutil.copytree(explored_run, run)
+    live = dataclasses.replace(ExplorerContext.load(run), jobs=JobRunner(tmp_path / "jobs"))
+    status, stop, cancel_off, start_off, body = sweep.sweep_job(
+        live, Trigger(ids.SWEEP_START, 1), 1, 0, 0)
+    job = live.jobs.job
+    assert job.kind == "sweep" and "sweep" in job.argv and not stop and not cancel_off
+    assert start_off and body is no_update
+    pgid = os.getpgid(job.pid)
+    status, stop, cancel_off, start_off, body = sweep.sweep_job(
+        live, Trigger(ids.SWEEP_CANCEL, 1), 1, 1, 0)
+    assert "cancelled" in json.dumps(status, default=str) and stop and not start_off
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)  # the whole group is gone
+    assert not psutil.pid_exists(job.pid) and not (run / "sweep" / "sweep.json").exists()
+    # a short sweep to the end: the curve comes back with its points
+    live.jobs.start("sweep", [sys.executable, "-m", "stateseer", "sweep", str(run),
+                              "--states", "4,6", "--no-forcing", "--progress-json",
+                              "{progress}"])
+    deadline = time.time() + 180
+    while live.jobs.status()["state"] == "running" and time.time() < deadline:
+        time.sleep(0.5)
+    status, stop, *_, body = sweep.sweep_job(live, Trigger(ids.SWEEP_POLL, 5), 0, 0, 5)
+    assert live.jobs.status()["state"] == "done" and stop
+    graph = json.loads(json.dumps(body.to_plotly_json(), default=lambda o:
+                                  o.to_plotly_json()))
+    assert '"x": [4, 6]' in json.dumps(graph) and "stateseer sweep" in json.dumps(graph)
