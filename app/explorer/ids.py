@@ -45,6 +45,7 @@ REPAIR_POLL = "repair-poll"
 REPAIR_CANCEL = "repair-cancel"
 SWEEP_START = "sweep-start"  # the sweep tab's background `stateseer sweep`
 SWEEP_CANCEL = "sweep-cancel"
+FORCE_START = "force-start"  # the same tab's background `stateseer force`
 SWEEP_POLL = "sweep-poll"
 SWEEP_JOB = "sweep-job"
 SWEEP_BODY = "sweep-body"

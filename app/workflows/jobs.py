@@ -35,7 +35,7 @@ from typing import Any
 
 from ...rnn_models.formats.errors import StateseerError
 
-__all__ = ["Job", "JobRunner", "repair_command", "sweep_command"]
+__all__ = ["Job", "JobRunner", "force_command", "repair_command", "sweep_command"]
 
 
 @dataclass
@@ -182,3 +182,9 @@ def sweep_command(run: str | Path) -> list[str]:
     included, into ``RUN/sweep``)."""
     return [sys.executable, "-m", "stateseer", "sweep", str(run), "--progress-json",
             "{progress}"]
+
+
+def force_command(run: str | Path) -> list[str]:
+    """The ``stateseer force`` command line a job runs (per-state forcing agreement on the
+    test split, into ``RUN/metrics.json``)."""
+    return [sys.executable, "-m", "stateseer", "force", str(run)]

@@ -7,7 +7,8 @@ validation curve ``--states auto`` read (``metrics.json``), else just the run's 
 the count the run's abstraction uses is marked. The curve belongs to the run, not to the
 selection; where the explorer may run jobs (``stateseer serve``), a button measures it
 again as a background ``stateseer sweep`` (:class:`~stateseer.app.workflows.jobs.
-JobRunner`) with a progress bar and a cancel button, and the curve is redrawn when it ends.
+JobRunner`) with a progress bar and a cancel button, and the curve is redrawn when it ends;
+another measures forcing per state (``stateseer force``) for the diagram's colouring.
 """
 
 from __future__ import annotations
@@ -148,22 +149,31 @@ def sweep_panel(run_dir: str | Path, metrics: Mapping[str, Any]) -> html.Div:
     return html.Div(parts, className="sweep-panel")
 
 
+#: the tab's jobs: kind -> what the page calls it
+JOBS = {"sweep": "the sweep", "forcing": "forcing per state"}
+
+
 def job_status(status: Mapping[str, Any]) -> list[Any]:
-    """The sweep job as the tab shows it (nothing when no sweep was started)."""
-    state = status.get("state", "idle")
-    if state == "idle" or status.get("kind") != "sweep":
+    """The tab's job as it shows it (nothing when none of its jobs was started)."""
+    state, kind = status.get("state", "idle"), status.get("kind")
+    if state == "idle" or kind not in JOBS:
         return []
     if state == "running":
-        return [html.Div(f"stateseer sweep: {status['stage']} ({status['done']}/"
-                         f"{status['total']} candidates), {status['seconds']:.0f} s",
-                         className="job-status"),
+        what = (f"stateseer sweep: {status['stage']} ({status['done']}/{status['total']} "
+                "candidates)" if kind == "sweep" else "stateseer force: forcing every "
+                "test input")
+        return [html.Div(f"{what}, {status['seconds']:.0f} s", className="job-status"),
                 html.Progress(value=str(status["done"]), max=str(status["total"]),
-                              className="job-bar")]
+                              className="job-bar") if kind == "sweep"
+                else html.Progress(className="job-bar")]  # no count: indeterminate
     if state == "failed":
-        return [html.Div(f"the sweep failed: {status.get('message', '')}",
+        return [html.Div(f"{JOBS[kind]} failed: {status.get('message', '')}",
                          className="job-status wrong")]
-    return [html.Div(f"the sweep {'was cancelled' if state == 'cancelled' else 'is done'} "
-                     f"({status['seconds']:.0f} s)", className="job-status muted")]
+    done = "was cancelled" if state == "cancelled" else "is done"
+    note = " — colour the diagram by forcing agreement to see it" \
+        if kind == "forcing" and state == "done" else ""
+    return [html.Div(f"{JOBS[kind]} {done} ({status['seconds']:.0f} s){note}",
+                     className="job-status muted")]
 
 
 def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
@@ -172,11 +182,15 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
     jobs = []
     if ctx.jobs is not None:
         status = ctx.jobs.status()
-        running = status.get("state") == "running" and status.get("kind") == "sweep"
+        running = status.get("state") == "running" and status.get("kind") in JOBS
         jobs = [html.Div([
             html.Button("measure the curve", id=ids.SWEEP_START, n_clicks=0,
                         disabled=running, title="run `stateseer sweep` (4, 8, 16, 32, 40 "
                         "states, forcing included) in the background"),
+            html.Button("measure forcing per state", id=ids.FORCE_START, n_clicks=0,
+                        disabled=running, title="run `stateseer force` in the background: "
+                        "how often each state's inputs keep their prediction when the "
+                        "hidden state is replaced by the state's centroid"),
             html.Button("cancel", id=ids.SWEEP_CANCEL, n_clicks=0, disabled=not running),
             html.Div(job_status(status), id=ids.SWEEP_JOB),
             dcc.Interval(id=ids.SWEEP_POLL, interval=1000, disabled=not running)],
@@ -185,26 +199,32 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
                              children=html.Div([*jobs, body]))]}
 
 
-def sweep_job(ctx, trigger: Trigger, _start, _cancel, _poll):
-    """Start, follow or cancel the background sweep: the job's status, whether polling
-    stops, whether cancel and start are off, and the curve (redrawn once it is done)."""
+def sweep_job(ctx, trigger: Trigger, _start, _force, _cancel, _poll):
+    """Start, follow or cancel the tab's background job (the sweep, or forcing per
+    state): the job's status, whether polling stops, whether cancel is off, whether the
+    start buttons are off, and the curve (redrawn, and the run's figures read again, once
+    a job is done)."""
     from ....rnn_models.formats.errors import StateseerError
-    from ...workflows.jobs import sweep_command
+    from ...workflows.jobs import force_command, sweep_command
 
     note: list[Any] = []
-    if trigger.id == ids.SWEEP_START and trigger.value:
+    start = {ids.SWEEP_START: ("sweep", sweep_command),
+             ids.FORCE_START: ("forcing", force_command)}.get(trigger.id)
+    if start and trigger.value:
         try:
-            ctx.jobs.start("sweep", sweep_command(ctx.data.run.path))
+            ctx.jobs.start(start[0], start[1](ctx.data.run.path))
         except StateseerError as exc:
             note = [html.Div(str(exc), className="job-status wrong")]
     elif trigger.id == ids.SWEEP_CANCEL and trigger.value:
         ctx.jobs.cancel()
     status = ctx.jobs.status()
-    ours = status.get("kind") == "sweep"
+    ours = status.get("kind") in JOBS
     running = ours and status.get("state") == "running"
-    body = sweep_panel(ctx.data.run.path, ctx.data.metrics) \
-        if ours and status.get("state") == "done" else no_update
-    return [*note, *job_status(status)], not running, not running, running, body
+    body = no_update
+    if ours and status.get("state") == "done":
+        ctx.data.__dict__.pop("metrics", None)  # the job wrote new figures: read them again
+        body = sweep_panel(ctx.data.run.path, ctx.data.metrics)
+    return [*note, *job_status(status)], not running, not running, running, running, body
 
 
 VIEW = View(name="sweep", layout=layout, ids=(SWEEP_GRAPH, ids.SWEEP_BODY),
@@ -216,8 +236,10 @@ VIEW = View(name="sweep", layout=layout, ids=(SWEEP_GRAPH, ids.SWEEP_BODY),
                                      Output(ids.SWEEP_POLL, "disabled"),
                                      Output(ids.SWEEP_CANCEL, "disabled"),
                                      Output(ids.SWEEP_START, "disabled"),
+                                     Output(ids.FORCE_START, "disabled"),
                                      Output(ids.SWEEP_BODY, "children")],
                          [Input(ids.SWEEP_START, "n_clicks"),
+                          Input(ids.FORCE_START, "n_clicks"),
                           Input(ids.SWEEP_CANCEL, "n_clicks"),
                           Input(ids.SWEEP_POLL, "n_intervals")],
                          trigger=True, prevent_initial_call=True,

@@ -346,14 +346,14 @@ def test_the_sweep_runs_in_the_background_and_its_cancel_leaves_no_worker(explor
     run = tmp_path / "run"
     shutil.copytree(explored_run, run)
     live = dataclasses.replace(ExplorerContext.load(run), jobs=JobRunner(tmp_path / "jobs"))
-    status, stop, cancel_off, start_off, body = sweep.sweep_job(
-        live, Trigger(ids.SWEEP_START, 1), 1, 0, 0)
+    status, stop, cancel_off, start_off, force_off, body = sweep.sweep_job(
+        live, Trigger(ids.SWEEP_START, 1), 1, 0, 0, 0)
     job = live.jobs.job
     assert job.kind == "sweep" and "sweep" in job.argv and not stop and not cancel_off
-    assert start_off and body is no_update
+    assert start_off and force_off and body is no_update
     pgid = os.getpgid(job.pid)
-    status, stop, cancel_off, start_off, body = sweep.sweep_job(
-        live, Trigger(ids.SWEEP_CANCEL, 1), 1, 1, 0)
+    status, stop, cancel_off, start_off, force_off, body = sweep.sweep_job(
+        live, Trigger(ids.SWEEP_CANCEL, 1), 1, 0, 1, 0)
     assert "cancelled" in json.dumps(status, default=str) and stop and not start_off
     with pytest.raises(ProcessLookupError):
         os.killpg(pgid, 0)  # the whole group is gone
@@ -365,8 +365,37 @@ def test_the_sweep_runs_in_the_background_and_its_cancel_leaves_no_worker(explor
     deadline = time.time() + 180
     while live.jobs.status()["state"] == "running" and time.time() < deadline:
         time.sleep(0.5)
-    status, stop, *_, body = sweep.sweep_job(live, Trigger(ids.SWEEP_POLL, 5), 0, 0, 5)
+    status, stop, *_, body = sweep.sweep_job(live, Trigger(ids.SWEEP_POLL, 5), 0, 0, 0, 5)
     assert live.jobs.status()["state"] == "done" and stop
     graph = json.loads(json.dumps(body.to_plotly_json(), default=lambda o:
                                   o.to_plotly_json()))
     assert '"x": [4, 6]' in json.dumps(graph) and "stateseer sweep" in json.dumps(graph)
+
+
+def test_forcing_per_state_runs_in_the_background_and_colours_the_diagram(explored_run,
+                                                                          tmp_path):
+    """The tab's second job: `stateseer force` in the background; when it is done the
+    run's figures are read again, so the diagram can colour states by forcing."""
+    import dataclasses
+    import shutil
+    import time
+
+    from stateseer.app.explorer.context import ExplorerContext
+    from stateseer.app.explorer.views import diagram, sweep
+    from stateseer.app.workflows.jobs import JobRunner
+
+    run = tmp_path / "run"
+    shutil.copytree(explored_run, run)
+    live = dataclasses.replace(ExplorerContext.load(run), jobs=JobRunner(tmp_path / "jobs"))
+    assert "no forcing figures yet" in diagram.color_note(live, "forcing")
+    status, *_ = sweep.sweep_job(live, Trigger(ids.FORCE_START, 1), 0, 1, 0, 0)
+    assert live.jobs.job.kind == "forcing" and "force" in live.jobs.job.argv
+    assert "stateseer force" in json.dumps(status, default=lambda o: o.to_plotly_json())
+    deadline = time.time() + 180
+    while live.jobs.status()["state"] == "running" and time.time() < deadline:
+        time.sleep(0.5)
+    status, stop, *_ = sweep.sweep_job(live, Trigger(ids.SWEEP_POLL, 3), 0, 1, 0, 3)
+    assert stop and "colour the diagram by forcing" in json.dumps(
+        status, default=lambda o: o.to_plotly_json())
+    assert live.data.forcing_per_state()  # read again from the metrics the job wrote
+    assert "node colour = forcing agreement" in diagram.color_note(live, "forcing")
