@@ -39,7 +39,8 @@ def create_app(run_dir: str | Path | None = None, *,
                context: ExplorerContext | None = None,
                registry: Registry = REGISTRY, allowed_hosts: list[str] | None = None,
                bind_host: str | None = None,
-               max_request_bytes: int = MAX_REQUEST_BYTES) -> Dash:
+               max_request_bytes: int = MAX_REQUEST_BYTES,
+               url_prefix: str | None = None) -> Dash:
     """The Dash explorer for ``run_dir`` (a run with traces and an abstraction).
 
     Parameters
@@ -62,15 +63,22 @@ def create_app(run_dir: str | Path | None = None, *,
         The interface the server will bind (its names are allowed).
     max_request_bytes : int
         The largest request body accepted (413 beyond, before reading it).
+    url_prefix : str, optional
+        The path the browser reaches the server under when a proxy strips it (Dash's
+        ``requests_pathname_prefix``, e.g. JupyterHub's ``/user/NAME/proxy/8050/``); the
+        server itself still serves from ``/``.
     """
     if context is None:
         context = ExplorerContext.load(run_dir, model=model, compare=compare, jobs=True)
     if context.comparison is not None:  # fail at start-up, not on the first click
         context.comparison.compare(context.data.default_split)
     cyto.load_extra_layouts()  # dagre etc., bundled with dash-cytoscape (no network)
+    inner = (url_prefix or "").strip("/")
+    prefix = f"/{inner}/" if inner else "/"
     app = Dash(__name__, assets_folder=str(ASSETS), title=f"stateseer · {context.data.name}",
                update_title=None, suppress_callback_exceptions=True,
-               external_scripts=FIRST_CHUNKS)
+               external_scripts=[{"src": prefix + c["src"].lstrip("/")} for c in FIRST_CHUNKS],
+               requests_pathname_prefix=prefix, routes_pathname_prefix="/")
 
     def serve_layout():
         # Each page load is built with the selection in its URL, so a shared link shows

@@ -11,7 +11,11 @@ Running the cell again replaces the explorer of the same run (its server is stop
 first: no "address already in use", no thread left behind); explorers of other runs stay
 until stopped. The server is werkzeug's, threaded, on loopback, in a daemon thread of the
 kernel; the page is shown in an ``<iframe>`` (Jupyter, JupyterLab, VS Code: a kernel on
-the same machine as the browser).
+the same machine as the browser). Behind a notebook server that reaches kernels' ports
+through a proxy (JupyterHub with jupyter-server-proxy: ``/user/NAME/proxy/PORT/``), the
+page is served under that prefix: ``proxy="auto"`` (the default) takes it from
+``$JUPYTERHUB_SERVICE_PREFIX``, or pass the template yourself
+(``proxy="/user/me/proxy/{port}/"``).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Explorer", "show", "shown"]
+__all__ = ["Explorer", "proxy_prefix", "show", "shown"]
 
 _SHOWN: dict[str, Explorer] = {}
 _LOCK = threading.Lock()
@@ -31,10 +35,13 @@ class Explorer:
     """A running explorer: its ``url``, :meth:`stop`, and its ``<iframe>`` when it is a
     cell's value (``_repr_html_``)."""
 
-    def __init__(self, run: str, server: Any, thread: threading.Thread, height: int) -> None:
+    def __init__(self, run: str, server: Any, thread: threading.Thread, height: int,
+                 prefix: str | None = None) -> None:
         self.run, self._server, self._thread, self.height = run, server, thread, height
         self.host, self.port = server.server_address[:2]
-        self.url = f"http://{self.host}:{self.port}/"
+        self.prefix = prefix
+        # through the notebook server's proxy where there is one (relative to its page)
+        self.url = prefix if prefix else f"http://{self.host}:{self.port}/"
 
     @property
     def running(self) -> bool:
@@ -69,8 +76,39 @@ def shown() -> list[Explorer]:
         return [e for e in _SHOWN.values() if e.running]
 
 
+class _Later:
+    """A WSGI app set once the server's port is known (a proxied page's prefix names
+    the port, and the app is built with its prefix)."""
+
+    app: Any = None
+
+    def __call__(self, environ: Any, start_response: Any) -> Any:
+        return self.app(environ, start_response)
+
+
+def proxy_prefix(proxy: str | None, port: int) -> str | None:
+    """The path prefix the browser reaches ``port`` under, or None for a direct URL.
+
+    Examples
+    --------
+    >>> proxy_prefix("/user/me/proxy/{port}/", 8051)
+    '/user/me/proxy/8051/'
+    >>> proxy_prefix(None, 8051) is None
+    True
+    """
+    import os
+
+    if proxy == "auto":
+        base = os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
+        proxy = f"{base.rstrip('/')}/proxy/{{port}}/" if base else None
+    if not proxy:
+        return None
+    return "/" + proxy.format(port=port).strip("/") + "/"
+
+
 def show(run: str | Path, *, port: int = 0, height: int = 820,
-         display: bool = False, **create_app_kwargs: Any) -> Explorer:
+         display: bool = False, proxy: str | None = "auto",
+         **create_app_kwargs: Any) -> Explorer:
     """Serve the explorer of ``run`` from this process and return its handle.
 
     Parameters
@@ -83,6 +121,10 @@ def show(run: str | Path, *, port: int = 0, height: int = 820,
         The ``<iframe>``'s height in pixels.
     display : bool
         Display the ``<iframe>`` now (``IPython.display``) instead of as the cell's value.
+    proxy : str or None
+        ``"auto"``: ``$JUPYTERHUB_SERVICE_PREFIX`` + ``proxy/{port}/`` when set (a
+        JupyterHub with jupyter-server-proxy), else a direct URL; a template with
+        ``{port}`` for another proxy; None for a direct URL.
     **create_app_kwargs
         Passed to :func:`stateseer.app.main.create_app` (``compare=``, ``model=`` ...).
 
@@ -100,12 +142,18 @@ def show(run: str | Path, *, port: int = 0, height: int = 820,
         previous = _SHOWN.get(key)
     if previous is not None:  # the cell ran again: its explorer is replaced
         previous.stop()
-    app = create_app(run, **create_app_kwargs)
-    server = make_server("127.0.0.1", port, app.server, threaded=True)
+    later = _Later()
+    server = make_server("127.0.0.1", port, later, threaded=True)  # binds: the port is known
+    prefix = proxy_prefix(proxy, server.server_address[1])
+    try:
+        later.app = create_app(run, url_prefix=prefix, **create_app_kwargs).server
+    except BaseException:
+        server.server_close()
+        raise
     thread = threading.Thread(target=server.serve_forever, name=f"stateseer-show-{key}",
                               daemon=True)
     thread.start()
-    explorer = Explorer(key, server, thread, height)
+    explorer = Explorer(key, server, thread, height, prefix)
     with _LOCK:
         _SHOWN[key] = explorer
     if display:

@@ -107,3 +107,37 @@ def test_results_show_themselves_in_a_notebook(explored_run, tmp_path, monkeypat
     assert trace_html.count("class='st'") == tr.n_tokens
     states = re.findall(r"<span class='st'>s(\d+)</span>", trace_html)
     assert [int(s) for s in states] == list(tr.states[1:])
+
+
+def test_behind_a_notebook_proxy_the_page_asks_under_its_prefix(explored_run, monkeypatch):
+    """JupyterHub reaches a kernel's port at /user/NAME/proxy/PORT/ and strips that
+    prefix: the page must ask for its scripts, layout and callbacks under it, while the
+    server answers at /."""
+    import json
+    import re
+    import urllib.request
+
+    from stateseer.app.notebook import show
+
+    monkeypatch.setenv("JUPYTERHUB_SERVICE_PREFIX", "/user/ann/")
+    view = show(explored_run)
+    try:
+        prefix = f"/user/ann/proxy/{view.port}/"
+        assert view.url == prefix and f'src="{prefix}"' in view._repr_html_()
+        page = urllib.request.urlopen(f"http://127.0.0.1:{view.port}/", timeout=60).read()
+        page = page.decode()
+        config = json.loads(re.search(r'id="_dash-config"[^>]*>(.*?)</script>', page,
+                                      re.S).group(1))
+        assert config["requests_pathname_prefix"] == prefix
+        assert f'src="{prefix}_dash-component-suites/dash/dash_table/async-table.js' in page
+        layout = urllib.request.urlopen(f"http://127.0.0.1:{view.port}/_dash-layout",
+                                        timeout=60)
+        assert layout.status == 200
+    finally:
+        view.stop()
+    monkeypatch.delenv("JUPYTERHUB_SERVICE_PREFIX")
+    direct = show(explored_run, proxy=None)
+    try:
+        assert direct.url == f"http://127.0.0.1:{direct.port}/"
+    finally:
+        direct.stop()
