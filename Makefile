@@ -8,7 +8,7 @@ RUN    ?= runs/rt
 # thread each: two workers with a thread per core each ran the suite about 4x slower.
 TEST_WORKERS ?= 2
 
-.PHONY: venv demo test lint bench clean-venv
+.PHONY: venv demo test lint docs bench clean-venv
 
 venv: $(STAMP)
 
@@ -30,6 +30,10 @@ test: venv
 
 lint: venv
 	$(BIN)/ruff check .
+
+# the documentation site (mkdocs-material; the API reference by mkdocstrings) into site/
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
 
 bench: venv
 	$(BIN)/python benchmarks/record_throughput.py

@@ -76,9 +76,11 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
 
 
 def _readme_blocks() -> dict[str, str]:
-    """The README's tested code blocks by their marker: ``<!-- readme-test: KIND NAME -->``
-    on the line before the fence (``api``, ``file NAME``, ``commands NAME``)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The tested code blocks of the README and the guides (``docs/guide/*.md``) by their
+    marker: ``<!-- readme-test: KIND NAME -->`` on the line before the fence (``api``,
+    ``file NAME``, ``commands NAME``)."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in
+                     [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))])
     found = re.findall(r"^<!-- readme-test: (.+?) -->\n```\w*\n(.*?)^```", text,
                        flags=re.S | re.M)
     blocks = dict(found)

@@ -1,0 +1,1 @@
+../../../stateseer/__init__.py

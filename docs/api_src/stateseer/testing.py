@@ -1,0 +1,1 @@
+../../../stateseer/testing.py

@@ -1,0 +1,68 @@
+"""The README and the guides link to files and headings that exist (the guides were
+split out of the README; a moved section must not leave a dead link behind)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _slug(title: str) -> str:
+    """GitHub's heading anchor: lower case, punctuation dropped, spaces to hyphens."""
+    title = re.sub(r"[`*_]", "", title.strip().lower())
+    return re.sub(r"[^\w\- ]", "", title).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.S | re.M)
+    return {_slug(m.group(1)) for m in re.finditer(r"^#+ (.+)$", text, re.M)}
+
+
+def _links(page: Path) -> list[str]:
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.S | re.M)
+    return [m.group(1) for m in LINK.finditer(text)
+            if not re.match(r"^[a-z]+:", m.group(1))]  # http:, https:, mailto: ...
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_and_anchor_resolves(page):
+    bad = []
+    for link in _links(page):
+        path, _, anchor = link.partition("#")
+        target = (page.parent / path).resolve() if path else page
+        if not target.exists():
+            bad.append(f"{link}: no such file")
+        elif anchor and target.suffix == ".md" and anchor not in _anchors(target):
+            bad.append(f"{link}: no such heading in {target.name}")
+    assert not bad, bad
+
+
+def test_the_readme_is_a_front_page():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250  # the details live in docs/guide
+    for cmd in ("make demo", "make test"):
+        assert cmd in text
+
+
+def test_the_site_builds_strictly(tmp_path):
+    """``make docs``: every page, the API reference read from the sources, no warning."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("mkdocs", reason="the test extra installs mkdocs-material")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d",
+                           str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    reference = (tmp_path / "site" / "reference" / "index.html").read_text(encoding="utf-8")
+    assert "diagnose_run" in reference and "WeightedAutomaton" in reference
+    assert "Parameters" in reference  # numpydoc sections rendered
+    for page in ("guide/diagnosis", "guide/study", "tutorials"):
+        assert (tmp_path / "site" / page / "index.html").exists(), page
