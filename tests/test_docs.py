@@ -66,3 +66,8 @@ def test_the_site_builds_strictly(tmp_path):
     assert "Parameters" in reference  # numpydoc sections rendered
     for page in ("guide/diagnosis", "guide/study", "tutorials"):
         assert (tmp_path / "site" / page / "index.html").exists(), page
+    cli = (tmp_path / "site" / "cli" / "index.html").read_text(encoding="utf-8")
+    from stateseer.app.cli import build_parser
+
+    for name in build_parser()._subparsers._group_actions[0].choices:  # every command
+        assert f"stateseer {name}</code>" in cli, name
