@@ -40,6 +40,7 @@ from ...rnn_models.formats.errors import StateseerError
 __all__ = [
     "AUTO_CAP",
     "DEFAULT_STATES",
+    "SweepPoints",
     "bootstrap_ci",
     "choose_knee",
     "simulated_predictions",
@@ -112,6 +113,28 @@ def _load(run: Any, split: str) -> tuple[Any, Any, list[str]]:
     return run, traces, alphabet
 
 
+class SweepPoints(list):
+    """The points of a sweep (a list of dicts, as :func:`sweep_run` documents), shown in a
+    notebook as a table: states, simulation fidelity with its interval, chance agreement,
+    Cohen's kappa, forcing agreement and seconds."""
+
+    def _repr_html_(self) -> str:
+        import html
+
+        def cell(x: Any) -> str:
+            if isinstance(x, list):
+                return "[" + ", ".join(cell(v) for v in x) + "]"
+            if isinstance(x, float):
+                return f"{x:.3f}"
+            return "—" if x is None else html.escape(str(x))
+        keys = ("n_states", "simulation_fidelity", "simulation_fidelity_ci",
+                "simulation_chance", "simulation_kappa", "forcing_agreement", "seconds")
+        head = "".join(f"<th>{k.replace('_', ' ')}</th>" for k in keys)
+        rows = "".join("<tr>" + "".join(f"<td>{cell(p.get(k))}</td>" for k in keys) + "</tr>"
+                       for p in self)
+        return f"<table style='font:13px sans-serif'><tr>{head}</tr>{rows}</table>"
+
+
 def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str = "test",
               forcing: bool = True, method: str = "kmeans", features: str = "margin",
               pca: int = 20, fallback: str = "displacement", split_by_prediction: bool = True,
@@ -167,7 +190,7 @@ def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str = "te
         except StateseerError as exc:
             if log:
                 log(f"forcing agreement skipped ({exc})")
-    points = []
+    points = SweepPoints()
     with shared_projections():  # one feature fit for every candidate
         for n, k in enumerate(counts):
             if report:

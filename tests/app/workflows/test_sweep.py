@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -120,6 +121,10 @@ def test_sweep_fits_the_features_once_and_matches_separate_fits(explored_run, mo
     from stateseer.app.workflows.sweep import sweep_table
 
     assert "chance" in sweep_table(pts).splitlines()[0]
+    # in a notebook the sweep is a table: one row per candidate, in order
+    page = pts._repr_html_()
+    assert page.count("<tr>") == 1 + 3 and "<th>simulation fidelity</th>" in page
+    assert [int(x) for x in re.findall(r"<tr><td>(\d+)</td>", page)] == [3, 5, 8]
 
 
 def test_sweep_honours_the_simulation(explored_run):
