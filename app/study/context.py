@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from flask import current_app, has_request_context
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..explorer.context import ExplorerContext
     from ..workflows.runview import RunView
 
-__all__ = ["EXTENSION", "StudyContext", "current"]
+__all__ = ["EXTENSION", "Now", "StudyContext", "current"]
 
 #: where a study app's Flask server keeps its context (``server.extensions[EXTENSION]``)
 EXTENSION = "stateseer.study"
@@ -33,6 +33,30 @@ def current() -> StudyContext:
     """The context of the study app serving the current request (routes and hooks are
     module-level functions; the app was given its context at construction)."""
     return current_app.extensions[EXTENSION]
+
+
+class Now(NamedTuple):
+    """Where a participant stands: ``position`` and ``task`` of their first unsubmitted
+    task (``task`` None once they are done or declined), the ``condition`` it is shown in
+    (after the last task, the last block's), the ``views`` they see now (none during a
+    questionnaire, a check, consent or debriefing, or once done), and whether they
+    ``declined`` consent."""
+
+    position: int
+    task: Task | None
+    condition: str
+    views: tuple[str, ...]
+    declined: bool
+
+
+def _declined(progress: list[dict[str, Any]]) -> bool:
+    """Whether a participant's progress rows hold a submitted consent that declines."""
+    for r in progress:
+        if r["submitted_at"] and r["answer"]:
+            doc = json.loads(r["answer"])
+            if doc.get("type") == "consent" and doc.get("value") == DECLINE:
+                return True
+    return False
 
 
 @dataclass
@@ -105,48 +129,43 @@ class StudyContext:
         cond = self.log.condition_of(pid)
         return None if cond is None else self.study.sequence(cond)
 
-    def _now(self, pid: str) -> tuple[int, Task, str] | None:
-        """``(position, task, condition)`` of ``pid``'s first unsubmitted task; after the
-        last one, ``(n, None, the last condition)``; None before they joined."""
+    def now(self, pid: str) -> Now | None:
+        """Where ``pid`` stands (see :class:`Now`), from one read of their stored
+        condition and one of their progress; None before they joined."""
         seq = self.sequence(pid)
         if seq is None:
             return None
-        done = {r["task"] for r in self.log.progress(pid) if r["submitted_at"]}
-        end = (len(seq), None, seq[-1][1])
-        if self.declined(pid):
-            return end
-        return next(((k, t, c) for k, (t, c) in enumerate(seq) if t.id not in done), end)
+        rows = self.log.progress(pid)
+        declined = _declined(rows)
+        done = {r["task"] for r in rows if r["submitted_at"]}
+        k, task, cond = (len(seq), None, seq[-1][1]) if declined else next(
+            ((k, t, c) for k, (t, c) in enumerate(seq) if t.id not in done),
+            (len(seq), None, seq[-1][1]))
+        views = () if task is None or task.answer in NO_EXPLORER else \
+            self.study.conditions.get(cond, ())
+        return Now(k, task, cond, views, declined)
 
     def condition(self, pid: str) -> str | None:
         """The condition ``pid`` works in now (within-subject: the current block's)."""
-        now = self._now(pid)
-        return None if now is None else now[2]
+        now = self.now(pid)
+        return None if now is None else now.condition
 
     def condition_views(self, pid: str) -> tuple[str, ...] | None:
         """The views ``pid`` sees now (None before they joined): their current block's
         condition's, none during a questionnaire, a check, consent or debriefing, or
         once they are done."""
-        now = self._now(pid)
-        if now is None:
-            return None
-        if now[1] is None or now[1].answer in NO_EXPLORER:
-            return ()
-        return self.study.conditions.get(now[2], ())
+        now = self.now(pid)
+        return None if now is None else now.views
 
     def declined(self, pid: str) -> bool:
         """Whether ``pid`` declined consent (nothing more is asked of them)."""
-        for r in self.log.progress(pid):
-            if r["submitted_at"] and r["answer"]:
-                doc = json.loads(r["answer"])
-                if doc.get("type") == "consent" and doc.get("value") == DECLINE:
-                    return True
-        return False
+        return _declined(self.log.progress(pid))
 
     def current_task(self, pid: str) -> tuple[int, Task] | None:
         """``(position, task)`` of the participant's first unsubmitted task in their own
         order, or None (all done, or not joined)."""
-        now = self._now(pid)
-        return None if now is None or now[1] is None else (now[0], now[1])
+        now = self.now(pid)
+        return None if now is None or now.task is None else (now.position, now.task)
 
     def join(self, pid: str) -> dict[str, Any]:
         names = list(self.study.conditions)

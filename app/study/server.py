@@ -77,14 +77,14 @@ def participant_page(sc: StudyContext, pid: str, query: str) -> html.Div:
     """The page of ``pid`` now: their current task, or the thank-you page."""
     study = sc.study
     sc.join(pid)
-    current, condition = sc.current_task(pid), sc.condition(pid)
-    views = sc.condition_views(pid) or ()
-    if current is None:
+    now = sc.now(pid)
+    views = now.views
+    if now.task is None:
         sc.log.log(pid, "page_opened", {"done": True}, source="server")
-        return done_page(study, pid, declined=sc.declined(pid))
-    position, task = current
+        return done_page(study, pid, declined=now.declined)
+    position, task = now.position, now.task
     started = sc.log.start_task(pid, task.id, position, {"views": list(views)},
-                                condition=condition)
+                                condition=now.condition)
     elapsed = seconds_between(started["started_at"], utc_now())
     sc.log.log(pid, "page_opened", {"views": list(views), "query": query[:MAX_QUERY_CHARS],
                                     "reload": not started["new"]}, task=task.id,
