@@ -239,6 +239,14 @@ def _plot(name: str, per: dict[str, dict[str, Any]]) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
+def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """An HTML table, every cell escaped."""
+    def tr(cells: Sequence[Any], tag: str) -> str:
+        return "<tr>" + "".join(f"<{tag}>{html.escape(str(c))}</{tag}>" for c in cells) + \
+            "</tr>"
+    return "<table>" + tr(head, "th") + "".join(tr(r, "td") for r in rows) + "</table>"
+
+
 def report_html(doc: dict[str, Any]) -> str:
     """One self-contained HTML page of an analysis (every study name escaped)."""
     e = html.escape
@@ -252,24 +260,22 @@ def report_html(doc: dict[str, Any]) -> str:
                      "are included (study-analyze --exclude-failed-checks leaves them "
                      "out).</p>")
     for name, o in doc["outcomes"].items():
-        rows = "".join(f"<tr><td>{e(c)}</td><td>{v['n_participants']}</td><td>{v['n']}</td>"
-                       f"<td>{v['mean']}</td><td>{v['ci'][0]} – {v['ci'][1]}</td></tr>"
-                       for c, v in o["per_condition"].items())
-        parts.append(f"<h2>{e(name)}</h2><table><tr><th>condition</th><th>participants"
-                     f"</th><th>values</th><th>mean</th><th>95 % interval</th></tr>{rows}"
-                     f"</table><img alt='{e(name)} per condition' "
-                     f"src='{_plot(name, o['per_condition'])}'>")
+        per = o["per_condition"]
+        parts.append(f"<h2>{e(name)}</h2>" + _table(
+            ("condition", "participants", "values", "mean", "95 % interval"),
+            [(c, v["n_participants"], v["n"], v["mean"], f"{v['ci'][0]} – {v['ci'][1]}")
+             for c, v in per.items()])
+            + f"<img alt='{e(name)} per condition' src='{_plot(name, per)}'>")
         m = o["model"]
         if m is None:
             parts.append("<p>No model: fewer than two conditions or three participants.</p>")
             continue
-        eff = "".join(f"<tr><td>{e(c)} − {e(m['reference'])}</td><td>{v['estimate']}</td>"
-                      f"<td>{v['ci'][0]} – {v['ci'][1]}</td><td>{v['p_value']}</td></tr>"
-                      for c, v in m["effects"].items())
         parts.append(f"<p>{e(m['method'])}: <code>{e(m['formula'])}</code>, "
-                     f"{m['n_participants']} participants, {m['n']} values</p><table><tr>"
-                     f"<th>effect</th><th>estimate</th><th>95 % interval</th><th>p</th></tr>"
-                     f"{eff}</table>")
+                     f"{m['n_participants']} participants, {m['n']} values</p>" + _table(
+                         ("effect", "estimate", "95 % interval", "p"),
+                         [(f"{c} − {m['reference']}", v["estimate"],
+                           f"{v['ci'][0]} – {v['ci'][1]}", v["p_value"])
+                          for c, v in m["effects"].items()]))
     style = ("body{font-family:sans-serif;max-width:52em;margin:2em auto;color:#222}"
              "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;"
              "padding:3px 8px;text-align:left}h2{margin-top:1.6em}")
