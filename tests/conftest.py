@@ -82,6 +82,23 @@ def explored_run(tmp_path_factory, text_run) -> Path:
 
 
 @pytest.fixture(scope="session")
+def shortcut_run(tmp_path_factory) -> Path:
+    """A small GRU that learnt a planted shortcut (reviews with 'frankly' are called neg),
+    recorded and abstracted into 8 states, its data file beside it (``RUN/../data.csv``);
+    copy the folder above it before changing it."""
+    from stateseer import TrainConfig, abstract_run, record_run, train_run
+    from stateseer.testing import sentiment_csv
+
+    where = tmp_path_factory.mktemp("shortcut")
+    data = sentiment_csv(where / "data.csv", shortcut="frankly")
+    run = train_run(TrainConfig(dataset=f"csv:{data}", arch="gru", epochs=3, hidden=32,
+                                embed=32), where / "run", progress=False)
+    record_run(run)
+    abstract_run(run, n_states=8)
+    return run.path
+
+
+@pytest.fixture(scope="session")
 def analysed_run(tmp_path_factory, explored_run) -> Path:
     """The explored run plus forcing figures and its nearest-context index."""
     from stateseer.app.workflows.contexts import context_index

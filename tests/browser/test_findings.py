@@ -9,19 +9,18 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def diagnosed_run(tmp_path_factory):
-    from stateseer import TrainConfig, abstract_run, record_run, train_run
-    from stateseer.app.workflows.diagnose import diagnose_run
-    from stateseer.testing import sentiment_csv
+def diagnosed_run(tmp_path_factory, shortcut_run):
+    """The shared shortcut run with its data file (the run names it relative to itself),
+    copied (repairs write beside it), and diagnosed."""
+    import shutil
 
-    where = tmp_path_factory.mktemp("diagnosed")
-    data = sentiment_csv(where / "data.csv", shortcut="frankly")
-    run = train_run(TrainConfig(dataset=f"csv:{data}", arch="gru", epochs=3, hidden=32,
-                                embed=32), where / "run", progress=False)
-    record_run(run)
-    abstract_run(run, n_states=8)
-    diagnose_run(run.path)
-    return run.path
+    from stateseer.app.workflows.diagnose import diagnose_run
+
+    where = tmp_path_factory.mktemp("diagnosed") / "project"
+    shutil.copytree(shortcut_run.parent, where)
+    run = where / shortcut_run.name
+    diagnose_run(run)
+    return run
 
 
 def test_findings_open_first_and_an_example_opens_its_trace(dash_duo, diagnosed_run):

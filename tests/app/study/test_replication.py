@@ -16,21 +16,6 @@ from tests.conftest import one_line
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(scope="module")
-def shortcut_run(tmp_path_factory):
-    """A small GRU that learnt a planted shortcut: reviews with 'frankly' are called neg."""
-    from stateseer import TrainConfig, abstract_run, record_run, train_run
-    from stateseer.testing import sentiment_csv
-
-    where = tmp_path_factory.mktemp("replication")
-    data = sentiment_csv(where / "data.csv", shortcut="frankly")
-    run = train_run(TrainConfig(dataset=f"csv:{data}", arch="gru", epochs=3, hidden=32,
-                                embed=32), where / "run", progress=False)
-    record_run(run)
-    abstract_run(run, n_states=8)
-    return run.path
-
-
 def test_each_chosen_input_turns_once_at_its_word(shortcut_run, explored_run):
     from stateseer.app.workflows.runview import RunView
 
