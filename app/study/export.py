@@ -92,13 +92,15 @@ def answer_rows(conn: sqlite3.Connection, pid: str | None = None) -> list[dict[s
     return out
 
 
-def long_rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def long_rows(conn: sqlite3.Connection, answers: list[dict[str, Any]] | None = None
+              ) -> list[dict[str, Any]]:
     """One row per participant and submitted task, as an analysis reads it (long format):
     the task's condition, the participant's ``order`` of conditions and the ``block``
     (0-based: where the condition stands in that order; 0 between subjects), the task's
     position, time on task, grade and questionnaire score, and the participant's failed
-    attention and comprehension checks."""
-    answers = answer_rows(conn)
+    attention and comprehension checks. ``answers``: :func:`answer_rows`, when already
+    read."""
+    answers = answer_rows(conn) if answers is None else answers
     order = dict(conn.execute("SELECT pid, condition FROM participants").fetchall())
     failed: dict[str, int] = {}
     for a in answers:
@@ -114,13 +116,16 @@ def long_rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return out
 
 
-def coding_rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def coding_rows(conn: sqlite3.Connection, answers: list[dict[str, Any]] | None = None
+                ) -> list[dict[str, Any]]:
     """The open (text) answers for two coders: no condition (coders stay blind to it),
     in an order that groups by task but not by participant or condition (a hash of
-    participant and task), ``code_1`` and ``code_2`` left empty to fill in."""
+    participant and task), ``code_1`` and ``code_2`` left empty to fill in. ``answers``:
+    :func:`answer_rows`, when already read."""
     import hashlib
 
-    rows = [a for a in answer_rows(conn) if a["answer_type"] == "text"]
+    rows = [a for a in (answer_rows(conn) if answers is None else answers)
+            if a["answer_type"] == "text"]
     rows.sort(key=lambda a: (a["task"], hashlib.sha256(
         f"{a['pid']}/{a['task']}".encode()).hexdigest()))
     return [{"item": k, "pid": a["pid"], "task": a["task"], "answer": a["answer"],
@@ -259,12 +264,13 @@ def export_study(db: str | Path, out: str | Path, fmt: str = "csv",
     agreement = coding_agreement(coding) if coding is not None else None
     conn = connect_log(db)
     try:
+        answers = answer_rows(conn)  # read once: the long table and the coding use it too
         tables = {"events": (event_rows(conn), EVENT_COLUMNS),
-                  "answers": (answer_rows(conn), ANSWER_COLUMNS),
+                  "answers": (answers, ANSWER_COLUMNS),
                   "summary": (summary_rows(conn), SUMMARY_COLUMNS)}
         if long:
-            tables["long"] = (long_rows(conn), LONG_COLUMNS)
-        texts = {"coding": (coding_rows(conn), CODING_COLUMNS)}
+            tables["long"] = (long_rows(conn, answers), LONG_COLUMNS)
+        texts = {"coding": (coding_rows(conn, answers), CODING_COLUMNS)}
     finally:
         conn.close()
     if agreement is not None:
