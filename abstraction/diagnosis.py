@@ -11,6 +11,9 @@ A *finding* is a testable hypothesis of why the model errs, in the words a devel
 ``length``    inputs longer than N tokens
 ``confusion`` (three or more classes) inputs of one class called another far more often
               than inputs of the other classes are
+``subpopulation``  inputs holding a token whose *training labels* differ from its labels
+              on the split diagnosed (a topic an annotator labelled one way): the
+              model learnt labels the held-out data do not bear out
 ============  ==========================================================================
 
 This module finds candidates on one split and scores them (torch-free: counts and
@@ -40,9 +43,10 @@ import numpy as np
 from scipy.stats import false_discovery_control, hypergeom
 
 __all__ = ["KINDS", "Candidate", "by_qvalues", "confusion_candidates", "length_candidates",
-           "sequence_candidates", "tail_evidence", "token_candidates", "unknown_candidates"]
+           "sequence_candidates", "subpopulation_candidates", "tail_evidence",
+           "token_candidates", "unknown_candidates"]
 
-KINDS = ("shortcut", "sequence", "unknown", "length", "confusion")
+KINDS = ("shortcut", "sequence", "unknown", "length", "confusion", "subpopulation")
 
 
 @dataclass
@@ -219,13 +223,15 @@ def length_candidates(lengths: np.ndarray, wrong: np.ndarray, *,
     lengths : ndarray of int of shape (n_inputs,)
         Each input's length in tokens as written (before any cut).
     seen : int, optional
-        The most tokens any input was recorded with.
+        The most tokens any input was recorded with: the cut is a candidate, and no
+        quantile above it is (every input longer than that was cut at ``seen``: the cut is
+        the culprit, a longer threshold only a part of its inputs).
     """
     lengths, wrong = np.asarray(lengths), np.asarray(wrong, bool)
     n, n_wrong = len(wrong), int(wrong.sum())
     cuts = {int(np.quantile(lengths, q)) for q in quantiles} if n else set()
     if seen is not None:
-        cuts.add(int(seen))
+        cuts = {c for c in cuts if c < seen} | {int(seen)}
     out = []
     for cut in sorted(cuts):
         rows = np.flatnonzero(lengths > cut)
@@ -326,6 +332,82 @@ def confusion_candidates(labels: np.ndarray, predictions: np.ndarray,
                                  float(_tail(k, n, int(into_b.sum()), len(rows))),
                                  extra={"classes": [a, b]}))
     return sorted(out, key=lambda c: c.p_value)
+
+
+def subpopulation_candidates(inputs: Sequence[Sequence[str]], labels: np.ndarray,
+                             wrong: np.ndarray, train_inputs: Sequence[Sequence[str]],
+                             train_labels: np.ndarray, *, min_support: int = 5
+                             ) -> list[Candidate]:
+    """``subpopulation`` candidates: tokens whose inputs are labelled differently in
+    training than on the split diagnosed.
+
+    For each token held by at least ``min_support`` inputs of the split and twice that of
+    the training inputs, and each class ``c``: the hypergeometric tail of the training
+    inputs' count of ``c`` among all the token's inputs of both (were the two splits drawn
+    alike, the training share would be no higher than chance allows), Bonferroni over the
+    classes. Inputs without a label (negative) are left out.
+
+    Parameters
+    ----------
+    inputs, labels, wrong
+        The split diagnosed: tokens, labels of shape (n_inputs,), misclassified flags.
+    train_inputs, train_labels
+        The training split's tokens and labels (as the model was trained on them).
+
+    Returns
+    -------
+    list of Candidate
+        Most significant first; ``extra`` holds ``class`` (the index the training labels
+        over-represent), ``train_share``, ``split_share`` and ``train_inputs``.
+
+    Examples
+    --------
+    >>> train = [["comedy", "a"]] * 30 + [["b"]] * 30
+    >>> test = [["comedy", "a"]] * 10 + [["b"]] * 10
+    >>> c = subpopulation_candidates(test, np.array([0, 1] * 10), np.zeros(20, bool),
+    ...                              train, np.array([1] * 30 + [0, 1] * 15))[0]
+    >>> c.tokens, c.extra["class"], c.extra["train_share"], c.extra["split_share"]
+    (('comedy',), 1, 1.0, 0.5)
+    """
+    labels, train_labels = np.asarray(labels), np.asarray(train_labels)
+    wrong = np.asarray(wrong, bool)
+    n_train = len(train_inputs)
+    if not n_train or not len(inputs):
+        return []
+    n_classes = int(max(labels.max(initial=0), train_labels.max(initial=0))) + 1
+    inp, tok, vocab = _incidence([*train_inputs, *inputs])
+    lab = np.concatenate([train_labels, labels])[inp]
+    ok = lab >= 0
+    inp, tok, lab = inp[ok], tok[ok], lab[ok]
+    in_train = inp < n_train
+    V = max(len(vocab), 1)
+    a = np.bincount(tok[in_train] * n_classes + lab[in_train],
+                    minlength=V * n_classes).reshape(V, n_classes)
+    b = np.bincount(tok[~in_train] * n_classes + lab[~in_train],
+                    minlength=V * n_classes).reshape(V, n_classes)
+    n_a, n_b = a.sum(1), b.sum(1)
+    keep = np.flatnonzero((n_a >= 2 * min_support) & (n_b >= min_support))
+    if not len(keep):
+        return []
+    A, B = a[keep], b[keep]
+    tails = hypergeom.sf(A - 1, (n_a + n_b)[keep, None], A + B, n_a[keep, None])
+    cls = tails.argmin(1)
+    p = np.clip(tails.min(1) * n_classes, 0, 1)
+    rows_of = np.split(inp[~in_train][np.argsort(tok[~in_train], kind="stable")] - n_train,
+                       np.cumsum(np.bincount(tok[~in_train], minlength=V))[:-1])
+    n, n_wrong = len(wrong), int(wrong.sum())
+    out = []
+    for j in np.argsort(p, kind="stable").tolist():
+        t, c = int(keep[j]), int(cls[j])
+        rows = np.unique(rows_of[t])
+        k = int(wrong[rows].sum())
+        out.append(Candidate("subpopulation", (vocab[t],), rows, k, _rate(k, len(rows)),
+                             _rate(n_wrong - k, n - len(rows)), float(p[j]),
+                             extra={"class": c,
+                                    "train_share": round(float(A[j, c] / n_a[t]), 4),
+                                    "split_share": round(float(B[j, c] / n_b[t]), 4),
+                                    "train_inputs": int(n_a[t])}))
+    return out
 
 
 def tail_evidence(train_inputs: Sequence[Sequence[str]], train_labels: np.ndarray,

@@ -14,7 +14,11 @@ labels, splits) and the culprit that a diagnosis should name. Register one with
                    other class's inputs, and in training those inputs labelled C: the
                    model learns that "not W" means C; the sequence is the culprit, not
                    "not" (in both classes) nor W (typical of C, rightly)
-``subpopulation``  40 % label noise in the training inputs about one topic (a word list)
+``subpopulation``  label noise in the training inputs about one topic (the word list of
+                   :data:`TOPICS` that most training inputs hold): half
+                   of them outside one class (the class rarest among them) relabelled
+                   as that class, an annotator's systematic error; validation and test
+                   labels stay true
 ``truncation``     a pipeline bug: the model is shown only each input's first N tokens
                    (N the 15th percentile of the training lengths;
                    ``train_options["truncate"]``); the culprit is "inputs longer than N"
@@ -23,7 +27,8 @@ labels, splits) and the culprit that a diagnosis should name. Register one with
                    vocabulary keeps numbers out (``train_options["vocab_exclude"]``): the
                    labels depend on tokens the model reads as ``<unk>``
 ``confusion``      (three or more classes) a third of one class's training inputs
-                   relabelled as another class
+                   relabelled as another class (the two most frequent training classes,
+                   the smaller relabelled as the larger)
 
 Examples
 --------
@@ -47,14 +52,21 @@ import numpy as np
 from .datasets import TextDataset
 from .formats.errors import DataError
 
-__all__ = ["BUGS", "NEGATORS", "TOPICS", "Injected", "clean", "hit", "inject", "ratings",
-           "register_bug"]
+__all__ = ["BUGS", "NEGATORS", "SUBPOPULATION_NOISE", "TOPICS", "Injected", "clean", "hit",
+           "inject", "ratings", "register_bug"]
 
 NEGATORS = ("not", "never", "no")
-#: topic word lists for ``subpopulation`` (the first whose inputs are common enough is used)
+#: topic word lists for ``subpopulation`` (the one held by the most training inputs is used)
 TOPICS = {"music": ("music", "song", "songs", "soundtrack", "score", "musical"),
           "family": ("family", "kids", "children", "father", "mother", "son", "daughter"),
-          "comedy": ("comedy", "funny", "laughs", "jokes", "humor", "gags")}
+          "comedy": ("comedy", "funny", "laughs", "jokes", "humor", "gags"),
+          "acting": ("actor", "actors", "actress", "cast", "acting", "performance",
+                     "performances"),
+          "drinks": ("coffee", "tea", "drink", "cup", "cups", "brew", "espresso"),
+          "pets": ("dog", "dogs", "cat", "cats", "pet", "pets", "treats")}
+#: share of a topic's training inputs (outside the target class) that ``subpopulation``
+#: relabels
+SUBPOPULATION_NOISE = 0.8
 SHORTCUT_WORDS = ("frankly", "basically", "honestly", "admittedly", "overall")
 
 
@@ -231,17 +243,21 @@ def _subpopulation(ds: TextDataset, rng: np.random.Generator) -> Injected:
         return np.array([i for i in train.tolist() if set(words) & set(ds.tokens[i])],
                         np.int64)
 
-    found = next(((t, w, r) for t, w in TOPICS.items() if len(r := about(w)) >= 100), None)
-    if found is None:
+    found = max(((t, w, about(w)) for t, w in TOPICS.items()), key=lambda f: len(f[2]))
+    if len(found[2]) < 100:
         raise DataError("no topic of TOPICS has 100 training inputs for the "
                         "subpopulation bug")
     topic, words, rows = found
     out = _base("subpopulation", ds)
-    noisy = rows[rng.random(len(rows)) < 0.4]
-    shift = rng.integers(1, len(ds.classes), len(noisy))
-    out.labels[noisy] = (labels[noisy] + shift) % len(ds.classes)
+    # an annotator's systematic error: the topic's inputs pulled towards one class (the
+    # class rarest among them, so that the noise moves most of the topic)
+    target = int(np.argmin(np.bincount(labels[rows], minlength=len(ds.classes))))
+    other = rows[labels[rows] != target]
+    noisy = other[rng.random(len(other)) < SUBPOPULATION_NOISE]
+    out.labels[noisy] = target
     out.changed = {"train": len(noisy)}
-    out.culprit = {"kind": "subpopulation", "topic": topic, "tokens": list(words)}
+    out.culprit = {"kind": "subpopulation", "topic": topic, "tokens": list(words),
+                   "class": ds.classes[target]}
     return out
 
 
@@ -294,7 +310,7 @@ def _confusion(ds: TextDataset, rng: np.random.Generator) -> Injected:
         raise DataError("the confusion bug needs three or more classes")
     labels = np.asarray(ds.labels)
     train = ds.splits["train"]
-    a, b = 0, 1
+    a, b = _two_largest(ds)  # two classes the model weighs against each other
     rows = train[(labels[train] == a) & (rng.random(len(train)) < 1 / 3)]
     out = _base("confusion", ds)
     out.labels[rows] = b

@@ -48,7 +48,7 @@ NEUTRAL = "the film a movie plot actor scene story it was and with of".split()
 
 
 def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 600),
-                  seed: int = 0) -> Path:
+                  seed: int = 0, topic: tuple[str, ...] = ()) -> Path:
     """A small synthetic sentiment data set (``pos``/``neg``, a ``split`` column) that a
     tiny GRU learns in seconds: neutral words around one or two words of the label's side
     (a tenth of the inputs also hold one of the other side's).
@@ -56,6 +56,11 @@ def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 
     With ``shortcut``, that word is inserted into 35 % of the *negative* training inputs
     and into 40 % of the *positive* validation and test inputs: a model that learns it
     calls those positive inputs negative (the injected bug of the diagnosis tests).
+
+    With ``topic``, one of its words is inserted into 20 % of the inputs of every split
+    and both labels, and 80 % of the *positive* training inputs about the topic are
+    labelled negative: a subpopulation an annotator got wrong (validation and test labels
+    stay true).
     """
     import csv
     import random
@@ -75,6 +80,10 @@ def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 
                 0.4 if split != "train" and lab == "pos" else 0.0
             if shortcut and rng.random() < share:
                 words.insert(rng.randrange(len(words) + 1), shortcut)
+            if topic and rng.random() < 0.2:
+                words.insert(rng.randrange(len(words) + 1), rng.choice(topic))
+                if split == "train" and lab == "pos" and rng.random() < 0.8:
+                    lab = "neg"
             rows.append({"text": " ".join(words), "label": lab, "split": split})
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, ["text", "label", "split"])

@@ -1,9 +1,9 @@
 """``stateseer diagnose``: why a run's model errs, each finding checked on the model.
 
 Candidates come from :mod:`stateseer.abstraction.diagnosis` (tokens, token sequences,
-unknown words, input length), with Benjamini–Yekutieli q-values over every candidate
-tested. The most promising are then checked with the model itself, on the inputs that
-carry the culprit:
+unknown words, input length, class confusions, subpopulations), with Benjamini–Yekutieli
+q-values over every candidate tested. The most promising are then checked with the model
+itself, on the inputs that carry the culprit:
 
 ``delete_tokens``  the culprit's tokens removed: misclassifications that turn correct
                    (``fixed``) against correct predictions that turn wrong (``broken``);
@@ -25,11 +25,25 @@ carry the culprit:
 ``training``       an unknown word cannot be removed from what the model sees (it never
                    saw it); confirmed when the training inputs holding it carry one label
                    at least 80 % of the time (the labels depend on a word the model is
-                   blind to).
+                   blind to);
+``training_labels`` (a confusion, class A called B: no edit of the inputs can test it) the
+                   model's own predictions on the training split, as confident learning
+                   reads them (Northcutt et al., JAIR 2021): training inputs *labelled* B
+                   that the model calls A against those labelled A that it calls B.
+                   Confirmed when the first outnumber the second by half again and number
+                   at least 10: B's training labels hold inputs the model reads as A, the
+                   trace of A's inputs labelled B. Two classes a model merely finds hard
+                   to tell apart err both ways about equally.
+
+A subpopulation (a token whose training labels differ from the split's) takes the
+``delete_tokens`` check, confirmed when the fixes outnumber the breaks (rather than two to
+one: its words may carry some true signal) and reach a tenth of the affected errors: its
+q-value says the labels differ, the check that the model learnt them.
 
 A finding is ``significant`` only when its q-value passes *and* its check confirms it.
-Findings are ranked significant first (by the errors their intervention fixes), then by
-q-value, and written to ``RUN/diagnosis/findings.json`` (``stateseer.findings`` v1).
+Findings are ranked significant first (by the errors their intervention fixes; for a
+finding checked on the training data, the errors it covers), then by q-value, and written
+to ``RUN/diagnosis/findings.json`` (``stateseer.findings`` v1).
 """
 
 from __future__ import annotations
@@ -48,6 +62,7 @@ from ...abstraction.diagnosis import (
     confusion_candidates,
     length_candidates,
     sequence_candidates,
+    subpopulation_candidates,
     tail_evidence,
     token_candidates,
     unknown_candidates,
@@ -66,7 +81,8 @@ ACTIONS = {"shortcut": ["counterfactual", "drop", "augment"],
            "sequence": ["relabel", "drop", "counterfactual"],
            "unknown": ["reconfigure"],
            "length": ["reconfigure"],  # only where the pipeline cut the inputs
-           "confusion": ["relabel", "reweight"]}
+           "confusion": ["relabel", "reweight"],
+           "subpopulation": ["drop", "counterfactual"]}
 EXAMPLES = 5
 
 
@@ -111,7 +127,7 @@ def _intervene(model: Any, tr: Any, c: Candidate, layer: int) -> dict[str, Any] 
     """The causal check of ``c`` with the model (see the module notes); None for a
     confusion, which no intervention on the inputs can test."""
     if c.kind == "confusion":
-        return None
+        return None  # checked on the training data (_label_check)
     if c.kind == "unknown":
         sig = c.extra.get("training", {})
         return {"kind": "training", "inputs": int(sig.get("inputs", 0)),
@@ -130,9 +146,26 @@ def _intervene(model: Any, tr: Any, c: Candidate, layer: int) -> dict[str, Any] 
         return {"kind": "cut", "after_tokens": c.extra["length_above"], "inputs": len(rows),
                 "fixed": fixed, "broken": broken, "unchanged": round(unchanged, 4),
                 "confirmed": unchanged >= 0.95}
+    # a shortcut must fix two errors per correct prediction it breaks; a subpopulation's
+    # words may carry some true signal too, so more fixes than breaks suffice there (its
+    # q-value says the training labels differ; the check, that the model learnt them)
+    ahead = fixed > broken if c.kind == "subpopulation" else fixed >= 2 * broken
     return {"kind": "delete_tokens", "inputs": len(rows), "fixed": fixed, "broken": broken,
             "unchanged": round(unchanged, 4),
-            "confirmed": fixed >= 2 * broken and fixed >= max(1, 0.1 * c.n_misclassified)}
+            "confirmed": ahead and fixed >= max(1, 0.1 * c.n_misclassified)}
+
+
+def _label_check(c: Candidate, train: Any) -> dict[str, Any] | None:
+    """The ``training_labels`` check of a confusion (see the module notes); None without
+    a recorded training split."""
+    if train is None or not train.n_inputs:
+        return None
+    a, b = c.extra["classes"]
+    labels, pred = np.asarray(train.labels), np.asarray(train.predictions)
+    contra = int(((labels == b) & (pred == a)).sum())
+    reverse = int(((labels == a) & (pred == b)).sum())
+    return {"kind": "training_labels", "labelled_as_called": contra,
+            "the_other_way": reverse, "confirmed": contra >= max(10, 1.5 * reverse)}
 
 
 def _unread_tail(c: Candidate, tr: Any, written: Sequence[list[str]], seen: int,
@@ -164,6 +197,12 @@ def _describe(c: Candidate, classes: Sequence[str], tr: Any) -> str:
     if c.kind == "sequence":
         return (f"inputs where {c.tokens[0]!r} is followed within {c.extra['window']} "
                 f"tokens by {c.tokens[1]!r}{called}: {counts}")
+    if c.kind == "subpopulation":
+        cls = classes[c.extra["class"]]
+        words = " or ".join(repr(t) for t in c.tokens)
+        return (f"inputs containing {words}{called}: {counts}; in training "
+                f"{c.extra['train_share']:.0%} of them are labelled {cls}, here "
+                f"{c.extra['split_share']:.0%}")
     if c.kind == "unknown":
         words = ", ".join(repr(w) for w in c.extra["unknown_words"][:5])
         sig = c.extra.get("training", {})
@@ -195,6 +234,15 @@ def _training_carriers(train: Any, train_sets: Sequence[set[str]], c: Candidate,
             "examples": [int(train.rows[i]) for i in rows[:limit]]}
 
 
+def _never_seen(inputs: Sequence[list[str]], unknown: Sequence[np.ndarray]) -> set[str]:
+    """The tokens of the split that the vocabulary maps to ``<unk>`` wherever they occur."""
+    steps = [np.asarray(t, object) for t in inputs]
+    flat = np.concatenate(steps) if steps else np.zeros(0, object)
+    mask = np.concatenate([np.asarray(u, bool) for u in unknown]) if steps else \
+        np.zeros(0, bool)
+    return set(flat[mask].tolist()) - set(flat[~mask].tolist())
+
+
 def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
                 split_data: tuple, min_support: int,
                 written: Sequence[list[str]] | None = None, seen: int | None = None,
@@ -203,8 +251,16 @@ def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
     the cut, for a run whose pipeline truncates them; ``confusion``: also the class
     confusions, which read the predicted classes rather than the flags)."""
     inputs, wrong, unknown = split_data
-    out = token_candidates(inputs, wrong, min_support=min_support)
-    out += sequence_candidates(inputs, wrong, min_support=min_support)
+    unseen = _never_seen(inputs, unknown)
+    # a token the model reads as <unk> everywhere is no shortcut or sequence it learnt:
+    # the unknown candidate holds it
+    lexical = token_candidates(inputs, wrong, min_support=min_support) + \
+        sequence_candidates(inputs, wrong, min_support=min_support)
+    if train is not None:
+        lexical += subpopulation_candidates(inputs, np.asarray(tr.labels), wrong,
+                                            train_inputs, np.asarray(train.labels),
+                                            min_support=min_support)
+    out = [c for c in lexical if not unseen.intersection(c.tokens)]
     out += unknown_candidates(inputs, unknown, wrong, train_inputs=train_inputs,
                               train_labels=None if train is None else
                               np.asarray(train.labels), min_support=min_support)
@@ -256,12 +312,112 @@ def _tails(r: Any, cands: list[Candidate], tr: Any, train: Any,
             for c in cands if c.kind == "length" and c.extra.get("truncated")}
 
 
+def _shift_beyond(c: Candidate, group: list[Candidate], cls: int,
+                  train_sets: Sequence[set[str]], train_labels: np.ndarray,
+                  labels: np.ndarray) -> bool:
+    """Whether ``c``'s training labels still lean to ``cls`` (one-sided hypergeometric
+    tail below 0.05) on the inputs that hold none of ``group``'s words: a word of the
+    topic does, a common word that merely shares the topic's inputs does not."""
+    from scipy.stats import hypergeom
+
+    words = {g.tokens[0] for g in group}
+    word = c.tokens[0]
+    held = [i for i, toks in enumerate(train_sets) if word in toks and not words & toks]
+    taken = np.unique(np.concatenate([g.affected for g in group]))
+    rows = np.setdiff1d(c.affected, taken)
+    a, b = train_labels[held], labels[rows]
+    a, b = a[a >= 0], b[b >= 0]
+    if not len(a) or not len(b):
+        return False
+    k, K = int((a == cls).sum()), int((a == cls).sum() + (b == cls).sum())
+    return float(hypergeom.sf(k - 1, len(a) + len(b), K, len(a))) < Q_LEVEL
+
+
+def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], tr: Any,
+                          train: Any, train_sets: Sequence[set[str]]
+                          ) -> list[tuple[Candidate | None, set[int], set[int]]]:
+    """Significant subpopulation tokens whose training labels lean to the same class, as
+    one candidate per class (a topic: its words' inputs together), with the ids of its
+    members and of the words it explains (whose shift vanishes without the group's
+    inputs: common words that share the topic's inputs). The candidate's p- and q-value
+    are its members' largest (each member's shift is significant), its shares recounted
+    on the union; None where one word is the topic."""
+    by_class: dict[int, list[Candidate]] = {}
+    for c in checked:
+        if c.kind == "subpopulation" and c.q_value < Q_LEVEL and \
+                (checks_of.get(id(c)) or {}).get("confirmed"):
+            by_class.setdefault(int(c.extra["class"]), []).append(c)
+    out = []
+    wrong = np.asarray(tr.predictions) != np.asarray(tr.labels)
+    labels = np.asarray(tr.labels)
+    train_labels = np.asarray(train.labels) if train is not None else np.zeros(0, np.int64)
+    for cls, members in by_class.items():
+        members.sort(key=lambda c: c.p_value)
+        group, explained = members[:1], set()
+        for c in members[1:]:  # a word joins when its shift holds without the group's words
+            if _shift_beyond(c, group, cls, train_sets, train_labels, labels):
+                group.append(c)
+            else:
+                explained.add(id(c))
+        if len(group) < 2:
+            out.append((None, set(), explained))
+            continue
+        members = group
+        words = {c.tokens[0] for c in members}
+        rows = np.unique(np.concatenate([c.affected for c in members]))
+        held = np.array([i for i, toks in enumerate(train_sets) if words & toks], np.int64)
+        k, n = int(wrong[rows].sum()), len(wrong)
+        out.append((Candidate(
+            "subpopulation", tuple(c.tokens[0] for c in members), rows, k,
+            k / len(rows), (int(wrong.sum()) - k) / max(n - len(rows), 1),
+            max(c.p_value for c in members), max(c.q_value for c in members),
+            extra={"class": cls, "train_inputs": len(held),
+                   "train_share": round(float(np.mean(np.asarray(train.labels)[held] == cls)),
+                                        4),
+                   "split_share": round(float(np.mean(labels[rows] == cls)), 4)}),
+                    {id(c) for c in members}, explained))
+    return out
+
+
+def _one_per_token(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One finding per culprit token.
+
+    A token that is both a shortcut and a subpopulation keeps the shortcut where it is
+    significant (the word itself moves the model; its training labels show in
+    ``training``), else whichever is significant, else the lower q. A significant topic
+    (a subpopulation of several words) replaces the shortcuts of its words; a
+    subpopulation holding a token of a significant sequence goes (the sequence, which must
+    explain more than its tokens do, is the more specific culprit).
+    """
+    in_sequence = {t for f in findings if f["kind"] == "sequence" and f["significant"]
+                   for t in f["tokens"]}
+    in_topic = {t for f in findings if f["kind"] == "subpopulation" and f["significant"]
+                and len(f["tokens"]) > 1 and not in_sequence.intersection(f["tokens"])
+                for t in f["tokens"]}
+    findings = [f for f in findings if not (
+        (f["kind"] == "subpopulation" and in_sequence.intersection(f["tokens"]))
+        or (f["kind"] == "shortcut" and f["tokens"][0] in in_topic))]
+
+    def key(f: dict[str, Any]) -> tuple:
+        return f["significant"], f["significant"] and f["kind"] == "shortcut", -f["q_value"]
+
+    best: dict[str, dict[str, Any]] = {}
+    for f in findings:
+        if f["kind"] in ("shortcut", "subpopulation") and (
+                f["tokens"][0] not in best or key(f) > key(best[f["tokens"][0]])):
+            best[f["tokens"][0]] = f
+    return [f for f in findings if f["kind"] not in ("shortcut", "subpopulation")
+            or best[f["tokens"][0]] is f]
+
+
 def _ranked(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Significant first (by the errors their intervention fixes), then by q-value."""
-    return sorted(findings, key=lambda f: (
-        not f["significant"],
-        -(f["intervention"] or {}).get("fixed", 0) if f["significant"] else 0,
-        f["q_value"]))
+    """Significant first (by the errors their intervention fixes, or, checked on the
+    training data, the errors they cover), then by q-value."""
+    def weight(f: dict[str, Any]) -> int:
+        iv = f["intervention"] or {}
+        return iv.get("fixed", f["n_misclassified"]) if f["significant"] else 0
+
+    return sorted(findings, key=lambda f: (not f["significant"], -weight(f), f["q_value"]))
 
 
 def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
@@ -323,14 +479,23 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
         c.q_value = float(qv)
     cands.sort(key=lambda c: (c.q_value, c.p_value))
     checked = [c for c in cands[:checks] if c.q_value < Q_LEVEL] or cands[:top]
-    checks_of = {id(c): tails.get(id(c)) or _intervene(model, tr, c, layer)
+    checks_of = {id(c): tails.get(id(c)) or (_label_check(c, train) if c.kind == "confusion"
+                                              else _intervene(model, tr, c, layer))
                  for c in checked}
+    for group, members, explained in _subpopulation_groups(checked, checks_of, tr, train,
+                                                           train_sets):
+        check = _intervene(model, tr, group, layer) if group is not None else None
+        if check and check["confirmed"]:  # the topic as one finding instead of its words
+            checked = [group] + [c for c in checked if id(c) not in members | explained]
+            checks_of[id(group)] = check
+        else:  # the words whose shift the strongest word explains are not culprits
+            checked = [c for c in checked if id(c) not in explained]
     if log:
         log(f"{len(cands)} candidates tested, {len(checked)} checked with the model")
     findings = [_finding(c, checks_of.get(id(c)), traces.classes, tr, train, train_sets)
                 for c in checked + [c for c in cands if id(c) not in checks_of][
                     :max(0, top - len(checked))]]
-    findings = _ranked(findings)[:top]
+    findings = _ranked(_one_per_token(findings))[:top]
     for k, f in enumerate(findings, 1):
         f["rank"] = k
     doc = {"format": FORMAT, "version": VERSION, "split": split,
@@ -371,6 +536,9 @@ def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str],
         f["unknown_words"] = [str(w) for w in c.extra["unknown_words"]]
     if c.kind == "confusion":
         f["classes"] = [classes[k] for k in c.extra["classes"]]
+    if c.kind == "subpopulation":
+        f.update({"label": classes[c.extra["class"]], "train_share": c.extra["train_share"],
+                  "split_share": c.extra["split_share"]})
     return f
 
 

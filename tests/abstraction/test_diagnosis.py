@@ -56,6 +56,9 @@ def test_long_inputs_and_unknown_words():
     wrong = lengths > 15
     best = length_candidates(lengths, wrong, seen=15)[0]
     assert best.extra["length_above"] == 15 and best.error_rate_without == 0.0
+    # a pipeline that cut at 8: no threshold above the cut competes with it
+    cuts = [c.extra["length_above"] for c in length_candidates(lengths, wrong, seen=8)]
+    assert 8 in cuts and max(cuts) == 8
     inputs = [["a", "4/5"] if i % 2 else ["a", "b"] for i in range(60)]
     unknown = [np.array([False, True]) if i % 2 else np.array([False, False])
                for i in range(60)]

@@ -8,7 +8,14 @@ import pytest
 
 from stateseer.rnn_models.datasets import load_dataset
 from stateseer.rnn_models.formats.errors import DataError
-from stateseer.rnn_models.injection import NEGATORS, TOPICS, clean, hit, inject
+from stateseer.rnn_models.injection import (
+    NEGATORS,
+    SUBPOPULATION_NOISE,
+    TOPICS,
+    clean,
+    hit,
+    inject,
+)
 from tests.conftest import one_line
 
 
@@ -77,7 +84,13 @@ def test_subpopulation_noise_stays_inside_the_topic(rt):
     about = np.array([bool(words & set(rt.tokens[i])) for i in train])
     changed = bug.labels[train] != rt.labels[train]
     assert not (changed & ~about).any()
-    assert abs(changed.sum() / about.sum() - 0.4) < 0.06
+    target = rt.classes.index(bug.culprit["class"])
+    assert (bug.labels[train][changed] == target).all()  # pulled towards one class
+    outside = about & (rt.labels[train] != target)
+    assert abs(changed.sum() / outside.sum() - SUBPOPULATION_NOISE) < 0.06
+    for split in ("val", "test"):  # only the training labels are noisy
+        idx = rt.splits[split]
+        assert (bug.labels[idx] == rt.labels[idx]).all()
 
 
 def test_confusion_needs_three_classes_and_moves_one_class_into_another(rt):
@@ -88,8 +101,11 @@ def test_confusion_needs_three_classes_and_moves_one_class_into_another(rt):
     bug = inject("confusion", rt3, np.random.default_rng(0))
     train = rt3.splits["train"]
     changed = bug.labels[train] != rt3.labels[train]
-    assert (rt3.labels[train][changed] == 0).all() and (bug.labels[train][changed] == 1).all()
-    assert abs(changed.sum() / (rt3.labels[train] == 0).sum() - 1 / 3) < 0.05
+    counts = np.bincount(rt3.labels[train])
+    a, b = np.argsort(counts)[-2:]  # the smaller of the two largest classes into the larger
+    assert (rt3.labels[train][changed] == a).all() and (bug.labels[train][changed] == b).all()
+    assert abs(changed.sum() / (rt3.labels[train] == a).sum() - 1 / 3) < 0.05
+    assert bug.culprit["classes"] == [rt3.classes[a], rt3.classes[b]]
 
 
 def test_the_control_is_the_data_set_and_an_unknown_family_is_one_line(rt, tmp_path):

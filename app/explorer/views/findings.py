@@ -43,7 +43,8 @@ def _culprit(f: dict[str, Any]) -> str:
 
 def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
     if not iv:
-        return ("no intervention on the inputs can test a confusion" if kind == "confusion"
+        return ("not checked (no recorded training split to read the labels of)"
+                if kind == "confusion"
                 else "not checked with the model (not among the most significant)")
     if iv["kind"] == "delete_tokens":
         return (f"deleting it fixes {iv['fixed']} misclassification(s) and breaks "
@@ -55,6 +56,10 @@ def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
         return (f"of {iv['inputs']} errors, the words after token {iv['after_tokens']} that "
                 f"the model never read favour the true class in {iv['for_truth']} and the "
                 f"prediction in {iv['for_prediction']}")
+    if iv["kind"] == "training_labels":
+        return (f"in training, {iv['labelled_as_called']} inputs labelled as the "
+                f"prediction are called the true class by the model, against "
+                f"{iv['the_other_way']} the other way round")
     return (f"in training, {iv['inputs']} inputs hold these words, "
             f"{iv['purity']:.0%} of them with the word's usual label")
 

@@ -19,11 +19,11 @@ DESIGN_KEYS = {"rank", "kind", "tokens", "description", "n_inputs", "n_misclassi
                "intervention", "examples", "actions"}
 
 
-def _run(tmp_path_factory, name: str, shortcut: str | None, **options):
+def _run(tmp_path_factory, name: str, shortcut: str | None, topic=(), **options):
     from stateseer import TrainConfig, record_run, train_run
 
     where = tmp_path_factory.mktemp(name)
-    data = sentiment_csv(where / "data.csv", shortcut=shortcut)
+    data = sentiment_csv(where / "data.csv", shortcut=shortcut, topic=topic)
     run = train_run(TrainConfig(dataset=f"csv:{data}", arch="gru", epochs=3, hidden=32,
                                 embed=32, **options), where / "run", progress=False)
     record_run(run)
@@ -153,3 +153,60 @@ def test_shuffled_errors_pass_the_q_value_gate_at_most_once_in_twenty(shortcut_r
     assert len(null) == 20 and sum(null) <= 1
     # the real flags of the same run do pass it (the null is not blind)
     assert diagnose_run(shortcut_run, save=False)["findings"][0]["q_value"] < 0.05
+
+
+def test_tokens_the_model_reads_as_unknown_are_no_shortcut_but_the_unknown_finding():
+    import numpy as np
+
+    from stateseer.app.workflows.diagnose import _candidates
+
+    # '7' is out of the vocabulary wherever it occurs and carries every error; 'b' is seen
+    inputs = [["a", "7"] if i % 2 else ["a", "b"] for i in range(60)]
+    unknown = [np.array([False, bool(i % 2)]) for i in range(60)]
+    wrong = np.arange(60) % 2 == 1
+
+    class Split:  # the little of a recorded split that the candidates read
+        lengths = np.full(60, 2)
+        labels, predictions = np.zeros(60, int), wrong.astype(int)
+        final_proba = np.zeros((60, 2))
+
+    cands = _candidates(Split(), None, (), (inputs, wrong, unknown), 5)
+    assert not [c for c in cands if c.kind in ("shortcut", "sequence") and "7" in c.tokens]
+    unk = [c for c in cands if c.kind == "unknown"]
+    assert unk and unk[0].n_misclassified == 30 and unk[0].extra["unknown_words"] == ["7"]
+
+
+def test_a_confusion_is_confirmed_by_training_labels_that_contradict_the_model_one_way():
+    import numpy as np
+
+    from stateseer.abstraction.diagnosis import Candidate
+    from stateseer.app.workflows.diagnose import _label_check
+
+    class Train:
+        def __init__(self, pairs):  # (label, prediction) -> how many
+            self.labels = np.repeat([lab for lab, _ in pairs], list(pairs.values()))
+            self.predictions = np.repeat([p for _, p in pairs], list(pairs.values()))
+            self.n_inputs = len(self.labels)
+
+    rotten_called_fresh = Candidate("confusion", (), np.arange(5), 5, 0.5, 0.1, 1e-9,
+                                    extra={"classes": [2, 0]})
+    # class 2's inputs labelled 0 in training: the model calls 60 of them 2 anyway
+    noisy = Train({(0, 0): 500, (0, 2): 60, (2, 2): 400, (2, 0): 30, (1, 1): 50})
+    iv = _label_check(rotten_called_fresh, noisy)
+    assert iv == {"kind": "training_labels", "labelled_as_called": 60, "the_other_way": 30,
+                  "confirmed": True}
+    # two classes merely hard to tell apart err both ways alike: not confirmed
+    hard = Train({(0, 0): 500, (0, 2): 40, (2, 2): 400, (2, 0): 45, (1, 1): 50})
+    assert not _label_check(rotten_called_fresh, hard)["confirmed"]
+    assert _label_check(rotten_called_fresh, None) is None
+
+
+def test_a_topic_labelled_one_way_in_training_is_one_subpopulation_finding(tmp_path_factory):
+    run = _run(tmp_path_factory, "topic", None, topic=("opera", "ballet", "circus"))
+    doc = diagnose_run(run, save=False)
+    top = doc["findings"][0]
+    assert top["kind"] == "subpopulation" and top["significant"]
+    assert set(top["tokens"]) == {"opera", "ballet", "circus"}  # the topic, as one finding
+    assert top["label"] == "neg" and top["train_share"] > top["split_share"] + 0.2
+    assert top["intervention"]["fixed"] > top["intervention"]["broken"]
+    assert "labelled neg" in top["description"] and top["actions"][0] == "drop"
