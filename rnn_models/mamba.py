@@ -127,9 +127,11 @@ class MambaLayer(nn.Module):
     d_model, d_inner, d_state, d_conv : int
     """
 
-    def __init__(self, d_model: int, d_inner: int, d_state: int = 16, d_conv: int = 4) -> None:
+    def __init__(self, d_model: int, d_inner: int, d_state: int = 16, d_conv: int = 4,
+                 gate: str = "positive") -> None:
         super().__init__()
         self.d_inner, self.d_state, self.d_conv = d_inner, d_state, d_conv
+        self.signed = gate == "signed"
         self.dt_rank = max(1, math.ceil(d_model / 16))
         self.in_proj = nn.Linear(d_model, 2 * d_inner, bias=False)
         self.conv = nn.Conv1d(d_inner, d_inner, d_conv, groups=d_inner)
@@ -149,8 +151,10 @@ class MambaLayer(nn.Module):
         dt, B, C = self.x_proj(u).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
         delta = F.softplus(self.dt_proj(dt))
         A = -torch.exp(self.A_log)
-        return (torch.exp(delta[..., None] * A), (delta * u)[..., None] * B[..., None, :],
-                C, delta)
+        decay = torch.exp(delta[..., None] * A)
+        if self.signed:  # Grazzi et al. 2025: 2 exp(ΔA) − 1 in (−1, 1)
+            decay = 2 * decay - 1
+        return decay, (delta * u)[..., None] * B[..., None, :], C, delta
 
     def _output(self, x: Tensor, S: Tensor, u: Tensor, z: Tensor, C: Tensor) -> Tensor:
         y = (S @ C[..., None])[..., 0] + self.D * u
@@ -204,6 +208,10 @@ class MambaClassifier(LayeredClassifier):
         What :meth:`trace` records (see the module docstring).
     d_state, d_conv : int
         SSM state size per channel, and the convolution's width.
+    gate : {'positive', 'signed'}
+        The SSM's transition values: ``exp(Δ A)`` in (0, 1) as published, or
+        ``2 exp(Δ A) − 1`` in (−1, 1) (Grazzi et al., ICLR 2025), which can flip a state's
+        sign and so count modulo 2.
 
     Examples
     --------
@@ -215,13 +223,15 @@ class MambaClassifier(LayeredClassifier):
 
     def __init__(self, vocab_size: int, n_classes: int, *, embed: int = 64, hidden: int = 128,
                  layers: int = 1, dropout: float = 0.0, state: str = "full",
-                 d_state: int = 16, d_conv: int = 4) -> None:
+                 d_state: int = 16, d_conv: int = 4, gate: str = "positive") -> None:
         super().__init__()
         if not 1 <= layers <= 3:
             raise ValueError(f"layers must be 1, 2 or 3, not {layers}")
         if state not in STATES:
             raise ValueError(f"state {state!r} does not exist for mamba; choose one of "
                              f"{', '.join(STATES)}")
+        if gate not in ("positive", "signed"):
+            raise ValueError(f"gate must be 'positive' or 'signed', not {gate!r}")
         if d_state < 1 or d_conv < 2:
             raise ValueError(f"d_state must be ≥ 1 and d_conv ≥ 2, not {d_state}, {d_conv}")
         self.arch, self.state = "mamba", state
@@ -232,7 +242,7 @@ class MambaClassifier(LayeredClassifier):
         self.state_size = {"full": ssm + conv, "ssm": ssm, "summary": hidden}[state]
         self.embedding = nn.Embedding(vocab_size, embed, padding_idx=0)
         self.layers = nn.ModuleList(
-            [MambaLayer(embed, hidden, d_state, d_conv) for _ in range(layers)])
+            [MambaLayer(embed, hidden, d_state, d_conv, gate) for _ in range(layers)])
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(embed, n_classes)
 

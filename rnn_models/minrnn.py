@@ -15,6 +15,16 @@ log a``), in float64 so that long inputs lose no precision. :meth:`MinRNNClassif
 runs the same recurrence one token at a time (state forcing); the tests check that both
 agree.
 
+With ``gate="signed"`` (minGRU only; Grazzi et al., ICLR 2025) the decay is ``1 − 2 z_t``,
+in (−1, 1), and the candidate ``W_h x_t`` is used as it is::
+
+    h_t = (1 − 2 z_t) ⊙ h_{t−1} + z_t ⊙ W_h x_t
+
+Signs rule out the log space; that scan is the Hillis–Steele one of
+:func:`stateseer.rnn_models.mamba.linear_scan` (in float64). A decay near −1 flips the state
+every step, which is what counting modulo 2 (parity) needs and what no non-negative decay
+can do at finite precision.
+
 The recorded state (``--state h``, the only one) is ``h_t`` of the traced layer: it is the
 whole recurrent state of that layer. Layers are stacked plainly (layer ``l + 1`` reads
 ``h_t`` of layer ``l``); the head reads the top layer's ``h_t``.
@@ -32,6 +42,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .layered import LayeredClassifier
+from .mamba import linear_scan
 from .models import StackState
 
 __all__ = ["KINDS", "MinRNNClassifier", "log_scan"]
@@ -70,10 +81,18 @@ def log_scan(log_a: Tensor, log_b: Tensor) -> Tensor:
 class MinLayer(nn.Module):
     """One minGRU or minLSTM layer: the gates and candidate from the input alone."""
 
-    def __init__(self, kind: str, inp: int, hidden: int) -> None:
+    def __init__(self, kind: str, inp: int, hidden: int, signed: bool = False) -> None:
         super().__init__()
-        self.kind = kind
+        self.kind, self.signed = kind, signed
         self.proj = nn.Linear(inp, hidden * (2 if kind == "mingru" else 3))
+
+    def linear(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """``a`` and ``b`` of the scan (signed minGRU: ``a = 1 − 2z``, ``b = z ⊙ W_h x``)."""
+        if not self.signed:
+            return tuple(v.exp() for v in self.coefficients(x))
+        k, v = self.proj(x).chunk(2, dim=-1)
+        z = torch.sigmoid(k)
+        return 1 - 2 * z, z * v
 
     def coefficients(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """``log a`` and ``log b`` of the scan for inputs (..., inp), each (..., hidden)."""
@@ -86,12 +105,15 @@ class MinLayer(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """All states (batch, time, hidden) of the layer over inputs (batch, time, inp)."""
+        if self.signed:
+            a, b = self.linear(x)
+            return linear_scan(a.double(), b.double()).to(x.dtype)
         return log_scan(*self.coefficients(x))
 
     def step(self, h: Tensor, x: Tensor) -> Tensor:
         """One step: ``h`` (batch, hidden), ``x`` (batch, inp) → the next ``h``."""
-        log_a, log_b = self.coefficients(x)
-        return log_a.exp() * h + log_b.exp()
+        a, b = self.linear(x)
+        return a * h + b
 
 
 class MinRNNClassifier(LayeredClassifier):
@@ -106,6 +128,9 @@ class MinRNNClassifier(LayeredClassifier):
     dropout : float
         On the embeddings, between layers and before the head (training only).
     state : {'h'}
+    gate : {'positive', 'signed'}
+        minGRU's decay: ``1 − z`` in (0, 1) as published, or ``1 − 2z`` in (−1, 1) (see
+        the module notes; minLSTM has only the first).
 
     Examples
     --------
@@ -117,12 +142,16 @@ class MinRNNClassifier(LayeredClassifier):
 
     def __init__(self, kind: str, vocab_size: int, n_classes: int, *, embed: int = 128,
                  hidden: int = 128, layers: int = 1, dropout: float = 0.0,
-                 state: str = "h") -> None:
+                 state: str = "h", gate: str = "positive") -> None:
         super().__init__()
         if kind not in KINDS:
             raise ValueError(f"unknown kind {kind!r}; choose one of {', '.join(KINDS)}")
         if not 1 <= layers <= 3:
             raise ValueError(f"layers must be 1, 2 or 3, not {layers}")
+        if gate not in ("positive", "signed") or (gate == "signed" and kind != "mingru"):
+            raise ValueError(f"gate {gate!r} does not exist for {kind}; it has "
+                             + ("'positive' and 'signed'" if kind == "mingru" else
+                                "only 'positive'"))
         if state != "h":
             raise ValueError(f"state {state!r} does not exist for {kind}; it has only 'h'")
         self.arch, self.state = kind, state
@@ -130,7 +159,8 @@ class MinRNNClassifier(LayeredClassifier):
         self.hidden_size = self.head_size = self.state_size = hidden
         self.embedding = nn.Embedding(vocab_size, embed, padding_idx=0)
         self.layers = nn.ModuleList(
-            [MinLayer(kind, embed if i == 0 else hidden, hidden) for i in range(layers)])
+            [MinLayer(kind, embed if i == 0 else hidden, hidden, gate == "signed")
+             for i in range(layers)])
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(hidden, n_classes)
 

@@ -21,9 +21,12 @@ MODERN = ("mingru", "minlstm", "mamba")
 GRAMMAR = "tomita1"  # 1*: an absorbing "seen a 0" flag
 
 
-def _small(arch: str, state: str | None = None, layers: int = 2) -> torch.nn.Module:
+def _small(arch: str, state: str | None = None, layers: int = 2,
+           gate: str | None = None) -> torch.nn.Module:
     torch.manual_seed(0)
     hp = dict(embed=6, hidden=5, layers=layers, state=state or ARCHITECTURES[arch].default_state)
+    if gate:
+        hp["gate"] = gate
     if arch == "mamba":
         hp["d_state"] = 3
     return ARCHITECTURES[arch](17, 3, **hp).eval()
@@ -85,13 +88,14 @@ def test_recording_shapes_and_forcing_without_replacement_is_exact(trained):
         np.testing.assert_allclose(r.proba[b, : lens[b]], te.proba[te.steps(int(i))], atol=1e-5)
 
 
-@pytest.mark.parametrize("arch,state,size", [
-    ("mingru", "h", 5), ("minlstm", "h", 5),
-    ("mamba", "full", 5 * (3 + 3)), ("mamba", "ssm", 5 * 3), ("mamba", "summary", 5)])
+@pytest.mark.parametrize("arch,state,size,gate", [
+    ("mingru", "h", 5, None), ("minlstm", "h", 5, None), ("mingru", "h", 5, "signed"),
+    ("mamba", "full", 5 * (3 + 3), None), ("mamba", "ssm", 5 * 3, None),
+    ("mamba", "summary", 5, None), ("mamba", "full", 5 * (3 + 3), "signed")])
 @pytest.mark.parametrize("layer", [0, -1])
-def test_parallel_scan_equals_stepping(arch, state, size, layer):
+def test_parallel_scan_equals_stepping(arch, state, size, gate, layer):
     """trace (one parallel scan over the batch) = step (one token at a time), every layer."""
-    model = _small(arch, state)
+    model = _small(arch, state, gate=gate)
     ids, lens = _batch()
     with torch.no_grad():
         hidden, proba = model.trace(ids, lens, layer)
@@ -168,6 +172,45 @@ def test_scans_on_known_values():
     want = [2.0, 1.5, 4.5]
     assert log_scan(a.log(), b.log()).flatten().tolist() == pytest.approx(want)
     assert linear_scan(a, b).flatten().tolist() == pytest.approx(want)
+
+
+def test_a_signed_gate_counts_modulo_two_where_a_positive_one_cannot():
+    """A one-unit signed minGRU set by hand reads parity exactly on strings of up to 100
+    symbols (its decay is −1 on a 1, +1 on a 0), through the parallel scan; a positive
+    gate's decay stays in (0, 1), and a signed Mamba's transition values go negative."""
+    from stateseer.rnn_models.formal import GRAMMARS, sample_strings
+
+    model = MinRNNClassifier("mingru", 4, 2, embed=2, hidden=1, layers=1, gate="signed")
+    with torch.no_grad():  # ids: 2 = '0', 3 = '1'; z = σ(±40), candidate 1
+        model.embedding.weight.copy_(torch.tensor([[0.0, 0], [0, 0], [-40, 1], [40, 1]]))
+        model.layers[0].proj.weight.copy_(torch.eye(2))
+        model.layers[0].proj.bias.zero_()
+        model.head.weight.copy_(torch.tensor([[10.0], [-10.0]]))  # h = 1: odd → reject
+        model.head.bias.copy_(torch.tensor([-5.0, 5.0]))
+    dfa = GRAMMARS["parity"].dfa
+    strings = sample_strings(dfa, 200, 1, 100, np.random.default_rng(0))
+    ids = torch.zeros(len(strings), 100, dtype=torch.long)
+    for i, s in enumerate(strings):
+        ids[i, : len(s)] = torch.tensor([2 + int(c) for c in s])
+    lens = torch.tensor([len(s) for s in strings])
+    with torch.no_grad():
+        _, proba = model.trace(ids, lens)
+    final = proba[torch.arange(len(strings)), lens - 1].argmax(-1).numpy()
+    assert (final == dfa.accepts(strings)).all()  # accept is class 1
+    a, _ = _small("mingru", layers=1).layers[0].linear(torch.randn(50, 6) * 5)
+    assert (a > 0).all() and (a < 1).all()
+    signed = _small("mamba", layers=1, gate="signed").layers[0]
+    decay = signed._ssm_inputs(torch.randn(50, 5) * 5)[0]
+    assert (decay < 0).any() and (decay.abs() < 1).all()
+
+
+def test_the_gate_option_is_checked_in_one_line():
+    with pytest.raises(ValueError, match="only 'positive'"):
+        MinRNNClassifier("minlstm", 10, 2, gate="signed")
+    with pytest.raises(DataError) as e:
+        train_run(TrainConfig(dataset="parity", arch="lstm", arch_options={"gate": "signed"}),
+                  "/nonexistent/x", progress=False)
+    assert "--gate is not an option of --arch lstm" in one_line(e.value)
 
 
 def test_states_and_arguments_are_checked():

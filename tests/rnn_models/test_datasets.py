@@ -20,7 +20,7 @@ from stateseer.rnn_models.datasets import (
 from stateseer.rnn_models.formal import GRAMMARS, all_strings
 from stateseer.rnn_models.formats.errors import DataError
 
-FORMAL_NAMES = [*(f"tomita{i}" for i in range(1, 8)), "parens"]
+FORMAL_NAMES = [*(f"tomita{i}" for i in range(1, 8)), "parens", "parity"]
 
 
 def one_line(excinfo: pytest.ExceptionInfo) -> str:

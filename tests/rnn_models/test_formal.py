@@ -19,6 +19,7 @@ EXPECTED_SIZES = {
     "tomita6": 3,
     "tomita7": 5,
     "parens": 6,
+    "parity": 2,
 }
 
 # (string, accepted) pairs worked out by hand from the definitions.
@@ -70,6 +71,7 @@ HAND_EXAMPLES: dict[str, list[tuple[str, bool]]] = {
         ("1010", False),
         ("01010", False),
     ],
+    "parity": [("", True), ("0", True), ("1", False), ("0110", True), ("10101", False)],
     "parens": [
         ("", True),
         ("()", True),
