@@ -333,6 +333,25 @@ def _shift_beyond(c: Candidate, group: list[Candidate], cls: int,
     return float(hypergeom.sf(k - 1, len(a) + len(b), K, len(a))) < Q_LEVEL
 
 
+def _check(checked: list[Candidate], tails: dict[int, dict[str, Any]], model: Any, tr: Any,
+           train: Any, train_sets: Sequence[set[str]], layer: int
+           ) -> tuple[list[Candidate], dict[int, dict[str, Any] | None]]:
+    """Each candidate's check (see the module notes), and the subpopulations of one topic
+    merged into one candidate: the candidates to report and their checks by id."""
+    checks_of = {id(c): tails.get(id(c)) or (_label_check(c, train) if c.kind == "confusion"
+                                              else _intervene(model, tr, c, layer))
+                 for c in checked}
+    for group, members, explained in _subpopulation_groups(checked, checks_of, tr, train,
+                                                           train_sets):
+        check = _intervene(model, tr, group, layer) if group is not None else None
+        if check and check["confirmed"]:  # the topic as one finding instead of its words
+            checked = [group] + [c for c in checked if id(c) not in members | explained]
+            checks_of[id(group)] = check
+        else:  # the words whose shift the strongest word explains are not culprits
+            checked = [c for c in checked if id(c) not in explained]
+    return checked, checks_of
+
+
 def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], tr: Any,
                           train: Any, train_sets: Sequence[set[str]]
                           ) -> list[tuple[Candidate | None, set[int], set[int]]]:
@@ -479,17 +498,7 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
         c.q_value = float(qv)
     cands.sort(key=lambda c: (c.q_value, c.p_value))
     checked = [c for c in cands[:checks] if c.q_value < Q_LEVEL] or cands[:top]
-    checks_of = {id(c): tails.get(id(c)) or (_label_check(c, train) if c.kind == "confusion"
-                                              else _intervene(model, tr, c, layer))
-                 for c in checked}
-    for group, members, explained in _subpopulation_groups(checked, checks_of, tr, train,
-                                                           train_sets):
-        check = _intervene(model, tr, group, layer) if group is not None else None
-        if check and check["confirmed"]:  # the topic as one finding instead of its words
-            checked = [group] + [c for c in checked if id(c) not in members | explained]
-            checks_of[id(group)] = check
-        else:  # the words whose shift the strongest word explains are not culprits
-            checked = [c for c in checked if id(c) not in explained]
+    checked, checks_of = _check(checked, tails, model, tr, train, train_sets, layer)
     if log:
         log(f"{len(cands)} candidates tested, {len(checked)} checked with the model")
     findings = [_finding(c, checks_of.get(id(c)), traces.classes, tr, train, train_sets)
