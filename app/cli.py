@@ -283,7 +283,11 @@ def _cmd_create(args: argparse.Namespace) -> int:
                            max_tokens=args.max_tokens, force=args.force,
                            expect_accuracy=args.expect_accuracy)
     cfg = run.config
-    if cfg["model"].get("factory"):
+    if cfg["model"].get("hf_path"):
+        _note(f"every command that needs the model loads the checkpoint in "
+              f"{cfg['model']['factory']} with transformers (weights and tokenizer only: no "
+              "code from the checkpoint is run)")
+    elif cfg["model"].get("factory"):
         _note(f"every command that needs the model (serve included) will import and run "
               f"{cfg['model']['factory']}; share the run only with people who trust that "
               "code")
@@ -644,7 +648,10 @@ def _add_create(sub: Any) -> None:
     c.add_argument("run", help="run directory to create, e.g. runs/mine")
     c.add_argument("--model", required=True, metavar="MODULE:FACTORY",
                    help="an importable module (current directory first) or a .py path, and "
-                   "the function called with no arguments that returns the model")
+                   "the function called with no arguments that returns the model; or "
+                   "hf:PATH, a local Hugging Face *ForSequenceClassification checkpoint "
+                   "(Jamba, Zamba, Llama …) with its tokenizer (pip install "
+                   "'stateseer[hf]')")
     c.add_argument("--dataset", required=True,
                    help=f"a built-in data set ({_dataset_names()}), csv:PATH or jsonl:PATH")
     c.add_argument("--text-col", default="text", help="text column (csv:/jsonl:)")

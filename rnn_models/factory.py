@@ -1,7 +1,8 @@
 """Bring your own model: a run whose model comes from a factory in the user's own module.
 
 ``stateseer create RUN --model MODULE:FACTORY --dataset DATA`` writes a run directory
-whose ``config.json`` remembers the factory::
+whose ``config.json`` remembers the factory (``--model hf:PATH`` is the built-in factory of
+a local Hugging Face checkpoint, :mod:`stateseer.rnn_models.hf`)::
 
     "model": {"kind": "factory", "factory": "mymodel:build",
               "module_path": "/abs/path/mymodel.py", "search_path": "/abs/cwd",
@@ -56,6 +57,8 @@ __all__ = ["FactoryError", "ModuleChangedWarning", "check_protocol", "describe",
            "obtain_model", "parse_spec", "reorder_classes", "vocabulary_of"]
 
 PAD, UNK = "<pad>", "<unk>"
+#: the spec prefix of a local Hugging Face checkpoint (:mod:`stateseer.rnn_models.hf`)
+HF = "hf:"
 #: attributes and methods every model needs (stateseer.rnn_models.protocol's required part)
 REQUIRED_ATTRS = ("n_classes", "n_layers")
 REQUIRED_METHODS = ("trace", "initial")
@@ -304,6 +307,11 @@ def load_factory(spec: dict[str, Any] | str, base_dir: str | Path | None = None,
         lacks a protocol attribute or method.
     """
     spec = {"factory": spec} if isinstance(spec, str) else dict(spec)
+    if str(spec.get("factory", "")).startswith(HF):
+        from .hf import load_hf
+
+        where = spec.get("hf_path") or spec["factory"][len(HF):]
+        return check_protocol(load_hf(where), spec["factory"])
     module, name = parse_spec(spec.get("factory", ""))
     search = [os.getcwd(), str(base_dir or spec.get("search_path") or "")]
     if spec.get("module_path") and _is_path(module):
@@ -332,7 +340,14 @@ def load_factory(spec: dict[str, Any] | str, base_dir: str | Path | None = None,
 
 
 def factory_section(spec: str, base_dir: str | Path | None = None) -> dict[str, Any]:
-    """The ``model`` section ``create`` writes for ``"MODULE:FACTORY"`` (no model built)."""
+    """The ``model`` section ``create`` writes for ``"MODULE:FACTORY"`` or ``"hf:PATH"``
+    (no model built)."""
+    if spec.startswith(HF):
+        where = (Path(base_dir or os.getcwd()) / spec[len(HF):]).resolve()
+        return {"kind": "factory", "factory": spec, "hf_path": str(where),
+                "search_path": str(Path(base_dir or os.getcwd()).resolve()),
+                "config_sha256": sha256_file(where / "config.json")
+                if (where / "config.json").is_file() else None}
     module, name = parse_spec(spec)
     base = str(Path(base_dir or os.getcwd()).resolve())
     _, file = _resolve(module, [os.getcwd(), base])

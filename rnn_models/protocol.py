@@ -175,6 +175,9 @@ def require(model: object, names: tuple[str, ...], purpose: str, fix: str = "") 
     fix : str
         Appended to "add it", e.g. ``" or use method='occlusion'"``.
 
+    A model may say why a method cannot exist for it, in a ``cannot`` dict (method name →
+    one clause); the error then gives that reason instead of "add it".
+
     Examples
     --------
     >>> try:
@@ -185,6 +188,9 @@ def require(model: object, names: tuple[str, ...], purpose: str, fix: str = "") 
     """
     for name in names:
         if not callable(getattr(model, name, None)):
+            why = getattr(model, "cannot", {}).get(name)
+            if why:  # the method cannot exist for this kind of model: say why
+                raise ModelProtocolError(f"{purpose} is not possible for this model: {why}")
             raise ModelProtocolError(
                 f"the model ({type(model).__name__}) has no `{SIGNATURES.get(name, name)}` "
                 f"method, which {purpose} needs — add it{fix} (see stateseer.rnn_models.protocol)")

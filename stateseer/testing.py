@@ -92,6 +92,32 @@ def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 
     return path
 
 
+def tiny_hf_classifier(path: Path, *, seed: int = 0) -> Path:
+    """A tiny random Jamba sequence classifier (Mamba and attention layers, a ``score``
+    head at every position; ``neg``/``pos``) and a word-level tokenizer over the words of
+    :func:`sentiment_csv`, saved with ``save_pretrained`` into ``path``: a Hugging Face
+    checkpoint built offline, for ``stateseer create --model hf:PATH``. Needs
+    ``transformers``."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import JambaConfig, JambaForSequenceClassification, PreTrainedTokenizerFast
+
+    words = ["<pad>", "<unk>", *NEUTRAL, *POSITIVE, *NEGATIVE, "frankly"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>")
+    torch.manual_seed(seed)
+    config = JambaConfig(vocab_size=len(words), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                         attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
+                         expert_layer_offset=1, num_experts=2, mamba_d_state=4,
+                         num_labels=2, pad_token_id=0, id2label={0: "neg", 1: "pos"},
+                         label2id={"neg": 0, "pos": 1})
+    JambaForSequenceClassification(config).eval().save_pretrained(path)
+    fast.save_pretrained(path)
+    return Path(path)
+
+
 def tomita1_csv(path: Path, n: int = 120, seed: int = 0) -> Path:
     """A small Tomita-1 (``1*``) data set as CSV: half strings of 1s, half random strings
     over {0, 1} (1 to 12 symbols; ``accept``/``reject``)."""

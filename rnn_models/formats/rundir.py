@@ -115,7 +115,7 @@ FILE_KINDS = ("csv", "jsonl")
 RELATIVE = "relative to the run"
 """``data.paths`` of a run whose data file path is kept relative to it."""
 #: the ``model`` section's paths of a ``create``d run (its factory's module)
-MODEL_PATHS = ("search_path", "module_path", "module_file")
+MODEL_PATHS = ("search_path", "module_path", "module_file", "hf_path")
 
 
 def portable_path(path: str, base: str | Path) -> str:

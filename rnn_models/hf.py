@@ -1,0 +1,193 @@
+"""Hugging Face sequence classifiers as stateseer models (``stateseer create --model hf:PATH``).
+
+A local checkpoint directory (``save_pretrained``; nothing is downloaded) holding a
+``*ForSequenceClassification`` built on transformers' ``GenericForSequenceClassification``
+— the recurrent hybrids Jamba, Zamba and Zamba2, and the causal language models Llama,
+Qwen, Mistral … — and its tokenizer. Those heads compute logits at *every* position
+(``score`` on the last hidden states) and pool the last real token, so a per-token
+intermediate prediction is the model's own computation, not an approximation:
+
+``trace(ids, lengths, layer)``
+    the chosen layer's output after every token (``output_hidden_states``; ``layer=-1``
+    the last block, normalised as the head reads it) and ``softmax(score(h))`` at every
+    position;
+``predict``
+    the model's own pooled logits (``create`` checks the last traced step against them);
+``embed`` / ``forward_from_embeddings``
+    for integrated gradients through the input embeddings.
+
+Right padding is used and every model here is causal, so padded positions never change a
+real one. Forcing (replacing a state between steps) does not exist for these models: a
+block's output at one position is not the state that the next position reads (attention
+reads every earlier position, and transformers keeps only the last recurrent state), so
+``stateseer force`` says so in one line.
+
+The vocabulary is the tokenizer's, by id; its unknown token is written ``<unk>`` (a byte
+level tokenizer without one gets ``<unk>`` as an extra, never produced, entry). Class names
+come from ``config.id2label`` unless they are transformers' placeholders ``LABEL_0`` ….
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor
+
+from .formats.errors import CheckpointError
+from .models import TraceAdapter
+
+__all__ = ["HFClassifier", "load_hf"]
+
+UNK = "<unk>"
+
+
+def _require_transformers() -> Any:
+    try:
+        import transformers
+    except ImportError:
+        raise CheckpointError("hf: models need the transformers package; install it with "
+                              "`pip install 'stateseer[hf]'`") from None
+    return transformers
+
+
+def load_hf(path: str | Path) -> HFClassifier:
+    """The classifier in ``path`` (a ``save_pretrained`` directory) with its tokenizer.
+
+    Raises
+    ------
+    CheckpointError
+        No such directory, no checkpoint or tokenizer in it, or a model whose head does
+        not give logits at every position (one line each, naming the fix).
+    """
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise CheckpointError(f"{path} holds no Hugging Face checkpoint (config.json); give "
+                              "the directory that save_pretrained wrote")
+    tf = _require_transformers()
+    from transformers.modeling_layers import GenericForSequenceClassification
+
+    bars = tf.utils.logging.is_progress_bar_enabled()
+    tf.utils.logging.disable_progress_bar()  # no "Loading weights" bar on every command
+    try:
+        model = tf.AutoModelForSequenceClassification.from_pretrained(
+            str(path), local_files_only=True)
+        tokenizer = tf.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError, KeyError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(f"{path} cannot be loaded as a sequence classifier with its "
+                              f"tokenizer ({first[:200]}); save both with save_pretrained"
+                              ) from None
+    finally:
+        if bars:
+            tf.utils.logging.enable_progress_bar()
+    if not isinstance(model, GenericForSequenceClassification):
+        raise CheckpointError(f"{type(model).__name__} pools before its head, so it has no "
+                              "prediction after each token; hf: takes the *ForSequence"
+                              "Classification models built on GenericForSequenceClassification"
+                              " (Jamba, Zamba, Zamba2, Llama, Qwen …)")
+    return HFClassifier(model, tokenizer)
+
+
+class HFClassifier(TraceAdapter):
+    """A transformers ``GenericForSequenceClassification`` model in stateseer's protocol.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+    tokenizer : transformers.PreTrainedTokenizerBase
+
+    Attributes
+    ----------
+    vocab : list of str
+        Token strings by id (the unknown token as ``<unk>``).
+    classes : list of str or None
+        From ``config.id2label``, None for transformers' placeholders.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any) -> None:
+        super().__init__()
+        self.model, self.tokenizer = model.eval(), tokenizer
+        cfg = model.config.get_text_config()
+        self.n_classes = int(model.config.num_labels)
+        self.n_layers = int(cfg.num_hidden_layers)
+        self.state_size = int(cfg.hidden_size)
+        self.arch = f"hf:{type(model).__name__}"
+        tokens = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+        unk = tokenizer.unk_token
+        self._unk = unk
+        self.vocab = [UNK if t == unk else str(t) for t in tokens]
+        if UNK not in self.vocab:
+            self.vocab.append(UNK)
+        seen: set[str] = set()
+        for i, t in enumerate(self.vocab):  # distinct strings (added tokens may repeat)
+            if t in seen:
+                self.vocab[i] = f"{t}<{i}>"
+            seen.add(self.vocab[i])
+        names = [model.config.id2label.get(k, f"LABEL_{k}") for k in range(self.n_classes)]
+        placeholder = names == [f"LABEL_{k}" for k in range(self.n_classes)]
+        self.classes = None if placeholder else [str(n) for n in names]
+
+    #: protocol methods that cannot exist for these models, and why (``require`` says it)
+    cannot: ClassVar[dict[str, str]] = dict.fromkeys(
+        ("initial_state", "step", "get_state", "set_state", "state_proba"),
+        "a transformers block's output at one position is not the state the next position "
+        "reads (attention reads every earlier position, and transformers keeps only the "
+        "last recurrent state in its cache), so no state can be replaced between steps")
+
+    def tokenize(self, text: str) -> list[str]:
+        """The tokenizer's pieces of ``text`` (its unknown token written ``<unk>``)."""
+        return [UNK if t == self._unk else t for t in self.tokenizer.tokenize(text)]
+
+    def _mask(self, ids: Tensor, lengths: Tensor) -> Tensor:
+        return (torch.arange(ids.shape[1], device=ids.device)[None, :]
+                < lengths.to(ids.device)[:, None]).long()
+
+    def _layer(self, layer: int) -> int:
+        if not -self.n_layers <= layer < self.n_layers:
+            raise ValueError(f"layer {layer} does not exist; the model has {self.n_layers} "
+                             f"(0 … {self.n_layers - 1}, or -1 for the last)")
+        return layer % self.n_layers + 1  # hidden_states[0] is the embeddings
+
+    def _run(self, ids: Tensor | None, lengths: Tensor, emb: Tensor | None = None) -> Any:
+        base = getattr(self.model, self.model.base_model_prefix)
+        ref = ids if ids is not None else emb[..., 0]
+        return base(input_ids=ids, inputs_embeds=emb, attention_mask=self._mask(ref, lengths),
+                    output_hidden_states=True, use_cache=False)
+
+    @torch.no_grad()
+    def trace(self, ids: Tensor, lengths: Tensor, layer: int = -1) -> tuple[Tensor, Tensor]:
+        """The layer's output after every token (batch, time, hidden_size) and the head's
+        probabilities there (batch, time, n_classes)."""
+        out = self._run(ids, lengths)
+        proba = torch.softmax(self.model.score(out.last_hidden_state).float(), -1)
+        return out.hidden_states[self._layer(layer)].float(), proba
+
+    def initial(self, layer: int = -1) -> tuple[Tensor, Tensor]:
+        """Before any token there is no output: a zero state and the head on it."""
+        self._layer(layer)
+        h0 = torch.zeros(self.state_size)
+        with torch.no_grad():
+            p0 = torch.softmax(self.model.score(h0.to(self.model.score.weight)).float(), -1)
+        return h0, p0
+
+    @torch.no_grad()
+    def predict(self, ids: Tensor, lengths: Tensor) -> Tensor:
+        """The model's own pooled logits (batch, n_classes), as it classifies."""
+        pad = self.model.config.get_text_config().pad_token_id
+        ids = ids.clone()
+        if pad is not None:
+            ids[self._mask(ids, lengths) == 0] = pad
+        return self.model(input_ids=ids, attention_mask=self._mask(ids, lengths)).logits
+
+    def embed(self, ids: Tensor) -> Tensor:
+        return self.model.get_input_embeddings()(ids)
+
+    def forward_from_embeddings(self, emb: Tensor, lengths: Tensor | None = None) -> Tensor:
+        """Class logits (batch, n_classes) at ``lengths - 1`` (the last step without)."""
+        if lengths is None:
+            lengths = torch.full((emb.shape[0],), emb.shape[1], dtype=torch.long)
+        out = self._run(None, lengths, emb)
+        logits = self.model.score(out.last_hidden_state)
+        return logits[torch.arange(emb.shape[0]), (lengths - 1).clamp(min=0)]
