@@ -28,12 +28,13 @@ itself, on the inputs that carry the culprit:
                    blind to);
 ``training_labels`` (a confusion, class A called B: no edit of the inputs can test it) the
                    model's own predictions on the training split, as confident learning
-                   reads them (Northcutt et al., JAIR 2021): training inputs *labelled* B
-                   that the model calls A against those labelled A that it calls B.
-                   Confirmed when the first outnumber the second by half again and number
-                   at least 10: B's training labels hold inputs the model reads as A, the
-                   trace of A's inputs labelled B. Two classes a model merely finds hard
-                   to tell apart err both ways about equally.
+                   reads them (Northcutt et al., JAIR 2021): the share of training inputs
+                   *labelled* B that the model calls A against the share labelled A that
+                   it calls B. Confirmed when the first is half again the second (at least
+                   10 inputs) *and* on the split diagnosed A is called B more often than B
+                   is called A: B's training labels hold inputs the model reads as A, the
+                   trace of A's inputs labelled B. A model merely biased towards A shows
+                   the same training asymmetry but errs the other way on held-out inputs.
 
 A subpopulation (a token whose training labels differ from the split's) takes the
 ``delete_tokens`` check, confirmed when the fixes outnumber the breaks (rather than two to
@@ -155,17 +156,25 @@ def _intervene(model: Any, tr: Any, c: Candidate, layer: int) -> dict[str, Any] 
             "confirmed": ahead and fixed >= max(1, 0.1 * c.n_misclassified)}
 
 
-def _label_check(c: Candidate, train: Any) -> dict[str, Any] | None:
+def _label_check(c: Candidate, tr: Any, train: Any) -> dict[str, Any] | None:
     """The ``training_labels`` check of a confusion (see the module notes); None without
     a recorded training split."""
     if train is None or not train.n_inputs:
         return None
     a, b = c.extra["classes"]
-    labels, pred = np.asarray(train.labels), np.asarray(train.predictions)
-    contra = int(((labels == b) & (pred == a)).sum())
-    reverse = int(((labels == a) & (pred == b)).sum())
+
+    def rates(split: Any) -> tuple[int, float, float]:
+        """Inputs labelled b called a, and the rates of b called a and a called b."""
+        labels, pred = np.asarray(split.labels), np.asarray(split.predictions)
+        n_ba = int(((labels == b) & (pred == a)).sum())
+        return (n_ba, n_ba / max(int((labels == b).sum()), 1),
+                float(((labels == a) & (pred == b)).sum()) / max(int((labels == a).sum()), 1))
+
+    contra, train_ba, train_ab = rates(train)
+    _, split_ba, split_ab = rates(tr)
     return {"kind": "training_labels", "labelled_as_called": contra,
-            "the_other_way": reverse, "confirmed": contra >= max(10, 1.5 * reverse)}
+            "rate": round(train_ba, 4), "the_other_way_rate": round(train_ab, 4),
+            "confirmed": contra >= 10 and train_ba >= 1.5 * train_ab and split_ab > split_ba}
 
 
 def _unread_tail(c: Candidate, tr: Any, written: Sequence[list[str]], seen: int,
@@ -338,7 +347,7 @@ def _check(checked: list[Candidate], tails: dict[int, dict[str, Any]], model: An
            ) -> tuple[list[Candidate], dict[int, dict[str, Any] | None]]:
     """Each candidate's check (see the module notes), and the subpopulations of one topic
     merged into one candidate: the candidates to report and their checks by id."""
-    checks_of = {id(c): tails.get(id(c)) or (_label_check(c, train) if c.kind == "confusion"
+    checks_of = {id(c): tails.get(id(c)) or (_label_check(c, tr, train) if c.kind == "confusion"
                                               else _intervene(model, tr, c, layer))
                  for c in checked}
     for group, members, explained in _subpopulation_groups(checked, checks_of, tr, train,

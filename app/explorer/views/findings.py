@@ -58,8 +58,8 @@ def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
                 f"prediction in {iv['for_prediction']}")
     if iv["kind"] == "training_labels":
         return (f"in training, {iv['labelled_as_called']} inputs labelled as the "
-                f"prediction are called the true class by the model, against "
-                f"{iv['the_other_way']} the other way round")
+                f"prediction ({iv['rate']:.0%}) are called the true class by the model, "
+                f"against {iv['the_other_way_rate']:.0%} the other way round")
     return (f"in training, {iv['inputs']} inputs hold these words, "
             f"{iv['purity']:.0%} of them with the word's usual label")
 

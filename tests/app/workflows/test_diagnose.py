@@ -182,7 +182,7 @@ def test_a_confusion_is_confirmed_by_training_labels_that_contradict_the_model_o
     from stateseer.abstraction.diagnosis import Candidate
     from stateseer.app.workflows.diagnose import _label_check
 
-    class Train:
+    class Split:
         def __init__(self, pairs):  # (label, prediction) -> how many
             self.labels = np.repeat([lab for lab, _ in pairs], list(pairs.values()))
             self.predictions = np.repeat([p for _, p in pairs], list(pairs.values()))
@@ -190,15 +190,19 @@ def test_a_confusion_is_confirmed_by_training_labels_that_contradict_the_model_o
 
     rotten_called_fresh = Candidate("confusion", (), np.arange(5), 5, 0.5, 0.1, 1e-9,
                                     extra={"classes": [2, 0]})
+    test = Split({(0, 0): 90, (0, 2): 10, (2, 2): 60, (2, 0): 40, (1, 1): 20})
     # class 2's inputs labelled 0 in training: the model calls 60 of them 2 anyway
-    noisy = Train({(0, 0): 500, (0, 2): 60, (2, 2): 400, (2, 0): 30, (1, 1): 50})
-    iv = _label_check(rotten_called_fresh, noisy)
-    assert iv == {"kind": "training_labels", "labelled_as_called": 60, "the_other_way": 30,
-                  "confirmed": True}
-    # two classes merely hard to tell apart err both ways alike: not confirmed
-    hard = Train({(0, 0): 500, (0, 2): 40, (2, 2): 400, (2, 0): 45, (1, 1): 50})
-    assert not _label_check(rotten_called_fresh, hard)["confirmed"]
-    assert _label_check(rotten_called_fresh, None) is None
+    noisy = Split({(0, 0): 500, (0, 2): 60, (2, 2): 400, (2, 0): 30, (1, 1): 50})
+    iv = _label_check(rotten_called_fresh, test, noisy)
+    assert iv == {"kind": "training_labels", "labelled_as_called": 60, "rate": 0.1071,
+                  "the_other_way_rate": 0.0698, "confirmed": True}
+    even = Split({(0, 0): 500, (0, 2): 40, (2, 2): 400, (2, 0): 30, (1, 1): 50})
+    assert not _label_check(rotten_called_fresh, test, even)["confirmed"]  # 1.06 times
+    # a model merely biased towards 2 shows the training asymmetry but errs 0 → 2 on the
+    # held-out inputs, not 2 → 0: not confirmed
+    biased = Split({(0, 0): 60, (0, 2): 40, (2, 2): 95, (2, 0): 5, (1, 1): 20})
+    assert not _label_check(rotten_called_fresh, biased, noisy)["confirmed"]
+    assert _label_check(rotten_called_fresh, test, None) is None
 
 
 def test_a_topic_labelled_one_way_in_training_is_one_subpopulation_finding(tmp_path_factory):
