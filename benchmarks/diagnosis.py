@@ -30,7 +30,8 @@ the test accuracy the bug cost against the clean control, ``seconds``),
 of ``--repair-clean``: the top finding's first action, significant or not, with the change in
 test accuracy and its interval) and ``repairs``
 (``dataset``, ``family``, ``seed``, ``clean_accuracy``, ``buggy_accuracy``,
-``repaired_accuracy``, ``recovered``).
+``repaired_accuracy``, ``recovered``, ``per_class_delta`` against the buggy model and
+``per_class_vs_clean`` against the clean one).
 """
 
 from __future__ import annotations
@@ -138,6 +139,24 @@ def _replication(run: Path) -> dict[str, Any]:
             "diagnose_over_abstract": round(diagnose_s / abstract_s, 2)}
 
 
+def per_class_accuracy(run: Path) -> dict[str, float]:
+    """Test accuracy per class of a recorded run."""
+    t = Traces(Path(run) / "traces")
+    tr = t["test"]
+    labels, pred = np.asarray(tr.labels), np.asarray(tr.predictions)
+    return {c: round(float((pred[labels == k] == k).mean()), 4)
+            for k, c in enumerate(t.classes) if (labels == k).any()}
+
+
+def against_clean(repaired: Path, reference: Path) -> dict[str, float]:
+    """Per class, the repaired model's test accuracy minus the clean model's (same data
+    set and seed): the repair's "no class loses more than a point" read against a model
+    that never had the bug, not against the buggy one whose bias inflated a class."""
+    ref = per_class_accuracy(reference)
+    return {c: round(a - ref[c], 4) for c, a in per_class_accuracy(repaired).items()
+            if c in ref}
+
+
 def repair_clean(run: Path, where: Path) -> dict[str, Any] | None:
     """On a clean control: repair with the top finding's first action, significant or not,
     and report the change with its interval (what a developer who acts on the best the
@@ -158,7 +177,7 @@ def repair_clean(run: Path, where: Path) -> dict[str, Any] | None:
 
 
 def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namespace,
-              clean_acc: float) -> tuple[list[dict], dict | None]:
+              clean_acc: float, clean_run: Path) -> tuple[list[dict], dict | None]:
     """Inject, train, diagnose, compare the methods and repair: one family, one seed."""
     try:
         bug = inject(family, ds, np.random.default_rng(seed))
@@ -173,7 +192,7 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
         # through the pipeline without the bug
         ref = dataclasses.replace(bug, train_options={})
         (where / "reference").mkdir(exist_ok=True)
-        clean_acc = _train(ref, where / "reference", seed, args.epochs)[1]
+        clean_run, clean_acc = _train(ref, where / "reference", seed, args.epochs)
     rows = []
     for method, answers_of in (("stateseer", None), ("buggy", _buggy_answers),
                                ("ig", _ig_answers), ("hypergeom", _hypergeom_answers)):
@@ -206,6 +225,7 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
                       "clean_accuracy": round(clean_acc, 4), "buggy_accuracy": round(acc, 4),
                       "repaired_accuracy": out["after"]["test_accuracy"],
                       "delta_ci": out["delta_ci"], "per_class_delta": out["per_class_delta"],
+                      "per_class_vs_clean": against_clean(where / "repaired", clean_run),
                       "recovered": round((out["after"]["test_accuracy"] - acc) / lost, 3)
                       if lost > 0.005 else None}
     return rows, repair
@@ -250,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name} seed {seed}: clean accuracy {clean_acc:.3f}, "
                   f"{doc['n_significant']} significant finding(s)", file=sys.stderr)
             for family in filter(None, args.families.split(",")):
-                r, rep = bench_one(ds, family, seed, work, args, clean_acc)
+                r, rep = bench_one(ds, family, seed, work, args, clean_acc, run)
                 runs += r
                 repairs += [rep] if rep else []
     summary = {}
