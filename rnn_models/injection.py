@@ -15,10 +15,12 @@ labels, splits) and the culprit that a diagnosis should name. Register one with
                    model learns that "not W" means C; the sequence is the culprit, not
                    "not" (in both classes) nor W (typical of C, rightly)
 ``subpopulation``  label noise in the training inputs about one topic (the word list of
-                   :data:`TOPICS` that most training inputs hold): half
-                   of them outside one class (the class rarest among them) relabelled
-                   as that class, an annotator's systematic error; validation and test
-                   labels stay true
+                   :data:`TOPICS` that most training inputs hold): 80 %
+                   (:data:`SUBPOPULATION_NOISE`) of them outside one class (the class
+                   rarest among them) relabelled as that class, an annotator's systematic
+                   error; validation and test labels stay true (symmetric noise at 40 %,
+                   round 2's version, left the model's test accuracy unchanged: nothing
+                   for any method to find)
 ``truncation``     a pipeline bug: the model is shown only each input's first N tokens
                    (N the 15th percentile of the training lengths;
                    ``train_options["truncate"]``); the culprit is "inputs longer than N"
