@@ -35,6 +35,10 @@ itself, on the inputs that carry the culprit:
                    is called A: B's training labels hold inputs the model reads as A, the
                    trace of A's inputs labelled B. A model merely biased towards A shows
                    the same training asymmetry but errs the other way on held-out inputs.
+                   A model that absorbed the relabelling calls A's inputs B in training
+                   too; then the labels tell instead: A is rarer among the training labels
+                   than on the split (one-sided hypergeometric tail below 0.001) and B
+                   commoner, where held-out and training inputs were drawn alike.
 
 A subpopulation (a token whose training labels differ from the split's) takes the
 ``delete_tokens`` check, confirmed when the fixes outnumber the breaks (rather than two to
@@ -172,9 +176,21 @@ def _label_check(c: Candidate, tr: Any, train: Any) -> dict[str, Any] | None:
 
     contra, train_ba, train_ab = rates(train)
     _, split_ba, split_ab = rates(tr)
+    # a model that absorbed the relabelling calls A's inputs B even in training; then the
+    # labels themselves tell: A is rarer among the training labels than on the split
+    from scipy.stats import hypergeom
+
+    lab_t, lab_s = np.asarray(train.labels), np.asarray(tr.labels)
+    lab_t, lab_s = lab_t[lab_t >= 0], lab_s[lab_s >= 0]
+    k_t, k_s = int((lab_t == a).sum()), int((lab_s == a).sum())
+    prior_p = float(hypergeom.cdf(k_t, len(lab_t) + len(lab_s), k_t + k_s, len(lab_t)))
+    b_more = np.mean(lab_t == b) > np.mean(lab_s == b)
+    noisy = contra >= 10 and train_ba >= 1.5 * train_ab
     return {"kind": "training_labels", "labelled_as_called": contra,
             "rate": round(train_ba, 4), "the_other_way_rate": round(train_ab, 4),
-            "confirmed": contra >= 10 and train_ba >= 1.5 * train_ab and split_ab > split_ba}
+            "train_share": round(k_t / max(len(lab_t), 1), 4),
+            "split_share": round(k_s / max(len(lab_s), 1), 4), "prior_p": prior_p,
+            "confirmed": bool(split_ab > split_ba and (noisy or (prior_p < 1e-3 and b_more)))}
 
 
 def _unread_tail(c: Candidate, tr: Any, written: Sequence[list[str]], seen: int,

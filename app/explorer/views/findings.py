@@ -59,7 +59,9 @@ def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
     if iv["kind"] == "training_labels":
         return (f"in training, {iv['labelled_as_called']} inputs labelled as the "
                 f"prediction ({iv['rate']:.0%}) are called the true class by the model, "
-                f"against {iv['the_other_way_rate']:.0%} the other way round")
+                f"against {iv['the_other_way_rate']:.0%} the other way round; the true "
+                f"class is {iv.get('train_share', 0):.0%} of the training labels and "
+                f"{iv.get('split_share', 0):.0%} here")
     return (f"in training, {iv['inputs']} inputs hold these words, "
             f"{iv['purity']:.0%} of them with the word's usual label")
 
