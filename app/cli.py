@@ -614,7 +614,8 @@ def _add_train(sub: Any) -> None:
     t.add_argument("--seed", type=_seed, default=0, help="random seed (split and weights)")
     t.add_argument("--state", choices=STATES, metavar="STATE",
                    help="state to trace, one of the arch's: %(choices)s (default: the arch's "
-                   "first: h, or full for mamba; lstm has h, c, hc)")
+                   "first: h; for mamba ssm on text, full on formal languages; lstm has h, "
+                   "c, hc)")
     for name, (archs, opt) in _arch_options().items():  # each arch's own flags
         kind = {"choices": opt.choices} if opt.choices else {"type": _positive_int}
         t.add_argument(f"--{name.replace('_', '-')}", dest=name, **kind,
