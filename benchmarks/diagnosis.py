@@ -157,11 +157,11 @@ def against_clean(repaired: Path, reference: Path) -> dict[str, float]:
             if c in ref}
 
 
-def repair_clean(run: Path, where: Path) -> dict[str, Any] | None:
-    """On a clean control: repair with the top finding's first action, significant or not,
-    and report the change with its interval (what a developer who acts on the best the
-    tool offers would get where nothing was planted)."""
-    doc = diagnose_run(run, top=TOP, save=True)
+def repair_clean(run: Path, doc: dict[str, Any], where: Path) -> dict[str, Any] | None:
+    """On a clean control whose test diagnosis (``doc``) is the run's saved one: repair
+    with the top finding's first action, significant or not, and report the change with
+    its interval (what a developer who acts on the best the tool offers would get where
+    nothing was planted)."""
     f = next((f for f in doc["findings"] if f["actions"]), None)
     if f is None:
         return None
@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
                            "permutation_null": permutation_null(run, n=args.permutations,
                                                                 seed=seed)})
             if name in args.repair_clean.split(",") and not args.no_repair:
-                cleans[-1]["repair"] = repair_clean(run, where)
+                cleans[-1]["repair"] = repair_clean(run, doc, where)
             hyper = _hypergeom_answers(run)
             cleans.append({"dataset": name, "seed": seed, "method": "hypergeom",
                            "significant": None, "top": hyper[0]["tokens"] if hyper else []})

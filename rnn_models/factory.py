@@ -342,14 +342,14 @@ def load_factory(spec: dict[str, Any] | str, base_dir: str | Path | None = None,
 def factory_section(spec: str, base_dir: str | Path | None = None) -> dict[str, Any]:
     """The ``model`` section ``create`` writes for ``"MODULE:FACTORY"`` or ``"hf:PATH"``
     (no model built)."""
+    base = str(Path(base_dir or os.getcwd()).resolve())
     if spec.startswith(HF):
-        where = (Path(base_dir or os.getcwd()) / spec[len(HF):]).resolve()
+        where = (Path(base) / spec[len(HF):]).resolve()
         return {"kind": "factory", "factory": spec, "hf_path": str(where),
-                "search_path": str(Path(base_dir or os.getcwd()).resolve()),
+                "search_path": base,
                 "config_sha256": sha256_file(where / "config.json")
                 if (where / "config.json").is_file() else None}
     module, name = parse_spec(spec)
-    base = str(Path(base_dir or os.getcwd()).resolve())
     _, file = _resolve(module, [os.getcwd(), base])
     out: dict[str, Any] = {"kind": "factory", "factory": f"{module}:{name}",
                            "search_path": base}
@@ -388,7 +388,10 @@ def obtain_model(model: Any, base_dir: Path) -> tuple[Any, dict[str, Any]]:
     """The model object and the config's ``model`` section for a spec, factory or object."""
     if isinstance(model, str):
         section = factory_section(model, base_dir)
-        return load_factory(section, base_dir, check=False), section
+        obj = load_factory(section, base_dir, check=False)
+        if "hf_path" in section:  # what the run header shows: the transformers class
+            section["arch"] = obj.arch
+        return obj, section
     mod, qual = getattr(model, "__module__", None), getattr(model, "__qualname__", "")
     if callable(model) and not hasattr(model, "trace") and mod and qual.isidentifier() \
             and mod != "__main__":

@@ -176,10 +176,11 @@ class HFClassifier(TraceAdapter):
     def predict(self, ids: Tensor, lengths: Tensor) -> Tensor:
         """The model's own pooled logits (batch, n_classes), as it classifies."""
         pad = self.model.config.get_text_config().pad_token_id
+        mask = self._mask(ids, lengths)
         ids = ids.clone()
         if pad is not None:
-            ids[self._mask(ids, lengths) == 0] = pad
-        return self.model(input_ids=ids, attention_mask=self._mask(ids, lengths)).logits
+            ids[mask == 0] = pad
+        return self.model(input_ids=ids, attention_mask=mask).logits
 
     def embed(self, ids: Tensor) -> Tensor:
         return self.model.get_input_embeddings()(ids)

@@ -195,8 +195,7 @@ def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any =
                         max_tokens=max_tokens, base=run.path)
     if use_model_tok:
         data.update(tokenizer="model", load_tokenizer=load_tok)
-    hf_arch = str(getattr(obj, "arch", ""))  # hf:JambaForSequenceClassification
-    section.setdefault("arch", hf_arch if hf_arch.startswith("hf:") else type(obj).__name__)
+    section.setdefault("arch", type(obj).__name__)  # what the run header shows
     section.update({k: portable_path(section[k], run.path) for k in MODEL_PATHS
                     if isinstance(section.get(k), str)})
     section.update(n_classes=int(obj.n_classes), vocab_size=len(tokens),
