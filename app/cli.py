@@ -255,7 +255,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     _check_out_dir(args.out)
     ModelRun(args.out).require_new(args.force)
     cfg = TrainConfig(
-        dataset=args.dataset, arch=args.arch, embed=args.embed, hidden=args.hidden,
+        dataset=args.dataset, arch=args.arch or ("mamba" if args.init else "lstm"),
+        init=args.init, embed=args.embed, hidden=args.hidden,
         layers=args.layers, dropout=args.dropout, epochs=args.epochs,
         batch_size=args.batch_size, lr=args.lr, patience=args.patience,
         min_freq=args.min_freq, seed=args.seed, state=args.state,
@@ -599,8 +600,13 @@ def _add_train(sub: Any) -> None:
                            "minLSTM, Mamba) into a run directory")
     t.add_argument("--dataset", required=True,
                    help=f"a built-in data set ({_dataset_names()}), csv:PATH or jsonl:PATH")
-    t.add_argument("--arch", choices=ARCHS, default="lstm", metavar="ARCH",
-                   help="architecture: %(choices)s")
+    t.add_argument("--arch", choices=ARCHS, metavar="ARCH",
+                   help="architecture: %(choices)s (default: lstm; mamba with --init)")
+    t.add_argument("--init", metavar="hf:PATH",
+                   help="start from a local Hugging Face Mamba checkpoint (MambaModel or "
+                   "MambaForCausalLM, with its tokenizer): its weights, sizes and tokenizer, "
+                   "a new head, all fine-tuned (pip install 'stateseer[hf]'; default: a model "
+                   "built from scratch)")
     t.add_argument("--out", required=True, help="run directory to create, e.g. runs/rt")
     per_set = "(default: chosen for the data set)"
     for name, text in (("layers", "recurrent layers"), ("hidden", "hidden state size"),

@@ -140,14 +140,18 @@ ARCHITECTURES: dict[str, Architecture] = {
 }
 
 
-def build_model(section: dict[str, Any]) -> Any:
+def build_model(section: dict[str, Any], run_dir: Any = None) -> Any:
     """Build the (untrained) model a run's ``config.json`` ``model`` section describes.
 
     Parameters
     ----------
     section : dict
         ``arch``, ``vocab_size``, ``n_classes``, ``embed``, ``hidden``, ``layers`` and
-        optionally ``state`` and the arch's :attr:`Architecture.options`.
+        optionally ``state`` and the arch's :attr:`Architecture.options`; or ``arch``
+        ``hf-mamba`` with the checkpoint's ``hf_config`` (``train --init hf:PATH``,
+        :mod:`stateseer.rnn_models.hf_mamba`).
+    run_dir : str or Path, optional
+        The run directory, where an ``hf-mamba`` run keeps its tokenizer.
 
     Returns
     -------
@@ -159,6 +163,10 @@ def build_model(section: dict[str, Any]) -> Any:
     KeyError, ValueError, TypeError
         An unknown arch or a missing or invalid entry (loading turns them into one line).
     """
+    if section["arch"] == "hf-mamba":
+        from .hf_mamba import build_hf_mamba
+
+        return build_hf_mamba(section, run_dir).eval()
     arch = ARCHITECTURES.get(section["arch"])
     if arch is None:
         raise ValueError(f"unknown arch {section['arch']!r}; choose one of "

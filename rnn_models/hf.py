@@ -29,6 +29,8 @@ come from ``config.id2label`` unless they are transformers' placeholders ``LABEL
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -38,9 +40,14 @@ from torch import Tensor
 from .formats.errors import CheckpointError
 from .models import TraceAdapter
 
-__all__ = ["HFClassifier", "load_hf"]
+__all__ = ["HFClassifier", "load_hf", "tokenize_with", "tokenizer_vocab"]
 
 UNK = "<unk>"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:200]
 
 
 def _require_transformers() -> Any:
@@ -50,6 +57,41 @@ def _require_transformers() -> Any:
         raise CheckpointError("hf: models need the transformers package; install it with "
                               "`pip install 'stateseer[hf]'`") from None
     return transformers
+
+
+def tokenizer_vocab(tokenizer: Any) -> list[str]:
+    """A Hugging Face tokenizer's token strings by id, as a stateseer vocabulary: its
+    unknown token written ``<unk>`` (appended, never produced, when it has none) and
+    repeated strings made distinct (``tok<id>``)."""
+    tokens = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    unk = tokenizer.unk_token
+    vocab = [UNK if t == unk else str(t) for t in tokens]
+    if UNK not in vocab:
+        vocab.append(UNK)
+    seen: set[str] = set()
+    for i, t in enumerate(vocab):  # distinct strings (added tokens may repeat)
+        if t in seen:
+            vocab[i] = f"{t}<{i}>"
+        seen.add(vocab[i])
+    return vocab
+
+
+def tokenize_with(tokenizer: Any, text: str) -> list[str]:
+    """``tokenizer``'s pieces of ``text``, its unknown token written ``<unk>``."""
+    unk = tokenizer.unk_token
+    return [UNK if t == unk else t for t in tokenizer.tokenize(text)]
+
+
+@contextmanager
+def _quiet(tf: Any) -> Iterator[None]:
+    """No "Loading weights" bar on every command."""
+    bars = tf.utils.logging.is_progress_bar_enabled()
+    tf.utils.logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if bars:
+            tf.utils.logging.enable_progress_bar()
 
 
 def load_hf(path: str | Path) -> HFClassifier:
@@ -68,20 +110,15 @@ def load_hf(path: str | Path) -> HFClassifier:
     tf = _require_transformers()
     from transformers.modeling_layers import GenericForSequenceClassification
 
-    bars = tf.utils.logging.is_progress_bar_enabled()
-    tf.utils.logging.disable_progress_bar()  # no "Loading weights" bar on every command
     try:
-        model = tf.AutoModelForSequenceClassification.from_pretrained(
-            str(path), local_files_only=True)
-        tokenizer = tf.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        with _quiet(tf):
+            model = tf.AutoModelForSequenceClassification.from_pretrained(
+                str(path), local_files_only=True)
+            tokenizer = tf.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except (OSError, ValueError, KeyError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CheckpointError(f"{path} cannot be loaded as a sequence classifier with its "
-                              f"tokenizer ({first[:200]}); save both with save_pretrained"
-                              ) from None
-    finally:
-        if bars:
-            tf.utils.logging.enable_progress_bar()
+                              f"tokenizer ({_first_line(exc)}); save both with "
+                              "save_pretrained") from None
     if not isinstance(model, GenericForSequenceClassification):
         raise CheckpointError(f"{type(model).__name__} pools before its head, so it has no "
                               "prediction after each token; hf: takes the *ForSequence"
@@ -114,17 +151,7 @@ class HFClassifier(TraceAdapter):
         self.n_layers = int(cfg.num_hidden_layers)
         self.state_size = int(cfg.hidden_size)
         self.arch = f"hf:{type(model).__name__}"
-        tokens = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
-        unk = tokenizer.unk_token
-        self._unk = unk
-        self.vocab = [UNK if t == unk else str(t) for t in tokens]
-        if UNK not in self.vocab:
-            self.vocab.append(UNK)
-        seen: set[str] = set()
-        for i, t in enumerate(self.vocab):  # distinct strings (added tokens may repeat)
-            if t in seen:
-                self.vocab[i] = f"{t}<{i}>"
-            seen.add(self.vocab[i])
+        self.vocab = tokenizer_vocab(tokenizer)
         names = [model.config.id2label.get(k, f"LABEL_{k}") for k in range(self.n_classes)]
         placeholder = names == [f"LABEL_{k}" for k in range(self.n_classes)]
         self.classes = None if placeholder else [str(n) for n in names]
@@ -138,7 +165,7 @@ class HFClassifier(TraceAdapter):
 
     def tokenize(self, text: str) -> list[str]:
         """The tokenizer's pieces of ``text`` (its unknown token written ``<unk>``)."""
-        return [UNK if t == self._unk else t for t in self.tokenizer.tokenize(text)]
+        return tokenize_with(self.tokenizer, text)
 
     def _mask(self, ids: Tensor, lengths: Tensor) -> Tensor:
         return (torch.arange(ids.shape[1], device=ids.device)[None, :]

@@ -159,7 +159,7 @@ def _builtin(run: RunDir, device: str | torch.device) -> Any:
     from .archs import build_model
 
     try:
-        model = build_model(m)
+        model = build_model(m, run.path)
     except (KeyError, ValueError, TypeError) as exc:
         raise CheckpointError(
             f"{run.config_path} has an invalid model section ({exc}); retrain the run"

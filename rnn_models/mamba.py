@@ -146,6 +146,10 @@ class MambaLayer(nn.Module):
         self.D = nn.Parameter(torch.ones(d_inner))
         self.out_proj = nn.Linear(d_inner, d_model, bias=False)
 
+    def _project(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """``(x̂, z)``, the SSM's input and the gate, each (..., d_inner)."""
+        return self.in_proj(x).chunk(2, dim=-1)
+
     def _ssm_inputs(self, u: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """``exp(Δ A)``, ``Δ u B`` (..., d_inner, d_state) and ``C`` (..., d_state)."""
         dt, B, C = self.x_proj(u).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
@@ -165,9 +169,10 @@ class MambaLayer(nn.Module):
         """Outputs (batch, time, d_model) and, with ``keep``, every step's SSM state
         (batch, time, d_inner, d_state) and conv buffer (batch, time, d_inner, d_conv − 1)."""
         T = x.shape[1]
-        xi, z = self.in_proj(x).chunk(2, dim=-1)
+        xi, z = self._project(x)
         padded = F.pad(xi.transpose(1, 2), (self.d_conv - 1, 0))  # (B, d_inner, T + k − 1)
-        u = F.silu(self.conv(padded).transpose(1, 2))
+        u = F.silu(F.conv1d(padded, self.conv.weight, self.conv.bias,
+                            groups=self.d_inner).transpose(1, 2))
         dA, dBu, C, _ = self._ssm_inputs(u)
         S = linear_scan(dA, dBu)
         out = self._output(x, S, u, z, C)
@@ -178,9 +183,10 @@ class MambaLayer(nn.Module):
 
     def step(self, st: LayerState, x: Tensor) -> LayerState:
         """One token: ``x`` (batch, d_model) → the layer's state and output after it."""
-        xi, z = self.in_proj(x).chunk(2, dim=-1)
+        xi, z = self._project(x)
         window = torch.cat([st.conv, xi[..., None]], dim=-1)  # (B, d_inner, d_conv)
-        u = F.silu((window * self.conv.weight[:, 0]).sum(-1) + self.conv.bias)
+        bias = self.conv.bias
+        u = F.silu((window * self.conv.weight[:, 0]).sum(-1) + (0 if bias is None else bias))
         dA, dBu, C, _ = self._ssm_inputs(u)
         S = dA * st.ssm + dBu
         return LayerState(S, window[..., 1:], self._output(x, S, u, z, C), (x, u, z, C))

@@ -14,6 +14,7 @@ and ``forward(ids, lengths)`` (final logits), which every built-in architecture 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import re
@@ -106,6 +107,10 @@ class TrainConfig:
     #: the arch's own hyper-parameters (:attr:`Architecture.options`, e.g. Mamba's
     #: ``d_state``); absent keys take the arch's defaults
     arch_options: dict[str, Any] = field(default_factory=dict)
+    #: ``hf:PATH``: start from a local Hugging Face Mamba checkpoint (its weights, sizes
+    #: and tokenizer; :mod:`stateseer.rnn_models.hf_mamba`) and train it with a head; None:
+    #: a model built from scratch
+    init: str | None = None
 
     def resolve(self, ds: TextDataset) -> dict[str, Any]:
         """Hyper-parameters: the data kind's defaults, the arch's, then the ones given."""
@@ -136,6 +141,8 @@ class TrainConfig:
             takes = ", ".join("--" + k.replace("_", "-") for k in arch.options) or "none"
             raise DataError(f"{flag} is not an option of --arch {self.arch} (it takes: "
                             f"{takes}); drop it or choose the arch it belongs to")
+        if self.init is not None:
+            self._check_init()
         if self.prefix_loss not in ("auto", "on", "off"):
             raise DataError(f"--prefix-loss must be auto, on or off, not {self.prefix_loss!r}")
         if self.truncate is not None and self.truncate < 1:
@@ -147,6 +154,21 @@ class TrainConfig:
             except re.error as exc:
                 raise DataError(f"--vocab-exclude {self.vocab_exclude!r} is not a regular "
                                 f"expression ({exc}); fix the pattern") from None
+
+
+    def _check_init(self) -> None:
+        """``--init hf:PATH`` builds a Mamba whose sizes are the checkpoint's."""
+        if not self.init.startswith("hf:") or not self.init[3:].strip():
+            raise DataError(f"--init {self.init!r} is not hf:PATH; give a local Hugging Face "
+                            "Mamba checkpoint directory, e.g. --init hf:checkpoints/mamba")
+        if self.arch != "mamba":
+            raise DataError(f"--init hf: trains the checkpoint's Mamba; drop --arch "
+                            f"{self.arch} (or give --arch mamba)")
+        sized = [k for k in ("embed", "hidden", "layers") if getattr(self, k) is not None]
+        sized += [k for k in ("d_state", "d_conv", "gate") if k in self.arch_options]
+        if sized:
+            raise DataError(f"--{sized[0].replace('_', '-')} does not apply with --init: the "
+                            "checkpoint fixes the model's sizes; drop it")
 
 
 def default_drift(config: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
@@ -174,6 +196,9 @@ def default_drift(config: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     options = ARCHITECTURES[arch].options
     today = {**DEFAULTS[kind], **ARCHITECTURES[arch].defaults,
              **ARCH_DEFAULTS.get(arch, {}).get(kind, {})}
+    if cfg.get("init"):  # the checkpoint fixed the sizes
+        today = {k: v for k, v in today.items()
+                 if k not in ("embed", "hidden", "layers", *options)}
     have = {**model, **(config.get("training") or {})}
     given = {**cfg, **(cfg.get("arch_options") or {})}
 
@@ -233,6 +258,7 @@ class _Data:
     seqs: list[np.ndarray]
     split: dict[str, np.ndarray]
     prefix: list[np.ndarray] | None  # per-prefix targets of the training rows
+    init: tuple[Any, Any] | None = None  # ``--init``: the backbone and its tokenizer
 
     def encoded(self, name: str) -> tuple[list[np.ndarray], np.ndarray]:
         idx = self.split[name]
@@ -263,27 +289,60 @@ def _prepare_data(cfg: TrainConfig, dataset: TextDataset | None) -> tuple[_Data,
     )
     hp = cfg.resolve(ds)
     _check_splits(ds)
+    init = _checkpoint(cfg.init) if cfg.init is not None else None
+    if init is not None:  # the checkpoint's tokenizer and vocabulary
+        from .hf import tokenize_with, tokenizer_vocab
+
+        ds = dataclasses.replace(ds, tokenizer="model",
+                                 _tokens=[tokenize_with(init[1], t) for t in ds.texts])
     if cfg.truncate is not None:
         ds = truncated(ds, cfg.truncate)
     tr = ds.splits["train"]
-    vocab = Vocab.build([ds.tokens[i] for i in tr], min_freq=hp["min_freq"],
-                        max_size=cfg.max_vocab, exclude=cfg.vocab_exclude)
+    if init is not None:
+        vocab = Vocab(tokenizer_vocab(init[1]))
+        if len(vocab) > init[0].get_input_embeddings().num_embeddings:
+            init[0].resize_token_embeddings(len(vocab))  # the tokenizer's added tokens
+    else:
+        vocab = Vocab.build([ds.tokens[i] for i in tr], min_freq=hp["min_freq"],
+                            max_size=cfg.max_vocab, exclude=cfg.vocab_exclude)
     data = _Data(ds, vocab, [vocab.encode(t) for t in ds.tokens],
                  {s: ds.splits[s] for s in ("train", "val", "test")},
-                 _prefix_targets(ds, tr, cfg.prefix_loss))
+                 _prefix_targets(ds, tr, cfg.prefix_loss), init)
     return data, hp
 
 
-def _model_section(cfg: TrainConfig, hp: dict, vocab_size: int, n_classes: int) -> dict:
+def _checkpoint(init: str) -> tuple[Any, Any]:
+    """``--init hf:PATH``'s backbone and tokenizer."""
+    from .hf_mamba import load_backbone
+
+    return load_backbone(init[3:])
+
+
+def _model_section(cfg: TrainConfig, hp: dict, vocab_size: int, n_classes: int,
+                   init: tuple[Any, Any] | None = None) -> dict:
     """``config.json``'s ``model`` section: everything :func:`build_model` needs."""
+    if init is not None:
+        from .hf_mamba import HF_MAMBA
+
+        c = init[0].config
+        return {"arch": HF_MAMBA, "init": cfg.init, "vocab_size": vocab_size,
+                "n_classes": n_classes, "embed": c.hidden_size, "hidden": c.intermediate_size,
+                "layers": c.num_hidden_layers, "state": hp["state"], "d_state": c.state_size,
+                "d_conv": c.conv_kernel, "hf_config": json.loads(c.to_json_string())}
     extra = {k: hp[k] for k in ARCHITECTURES[cfg.arch].options}
     return {"arch": cfg.arch, "vocab_size": vocab_size, "n_classes": n_classes,
             "embed": hp["embed"], "hidden": hp["hidden"], "layers": hp["layers"],
             "state": hp["state"], **extra}
 
 
-def _build(section: dict, hp: dict) -> nn.Module:
-    """The untrained model, seeded by the caller, with the training dropout."""
+def _build(section: dict, hp: dict, init: tuple[Any, Any] | None = None) -> nn.Module:
+    """The untrained model, seeded by the caller, with the training dropout (``init``:
+    the checkpoint's backbone and tokenizer, with a new head)."""
+    if init is not None:
+        from .hf_mamba import HFMambaClassifier
+
+        return HFMambaClassifier(init[0], section["n_classes"], state=section["state"],
+                                 dropout=hp["dropout"], tokenizer=init[1])
     arch = ARCHITECTURES[section["arch"]]
     extra = {k: section[k] for k in arch.options}
     return arch(section["vocab_size"], section["n_classes"], embed=section["embed"],
@@ -390,7 +449,8 @@ def _accuracies(model: nn.Module, data: _Data) -> dict[str, float]:
 
 
 #: what a new model makes stale in a run directory it replaces (and temporary leftovers)
-_MODEL_FILES = frozenset({"config.json", "model.pt", "vocab.json", "metrics.json"})
+_MODEL_FILES = frozenset({"config.json", "model.pt", "vocab.json", "metrics.json",
+                          "tokenizer"})
 _DERIVED = frozenset({"traces", "abstraction", "index", "traces.tmp", "traces.old",
                       "abstraction.tmp", "abstraction.old"})
 
@@ -440,13 +500,18 @@ def _write_run(run: ModelRun, model: nn.Module, cfg: TrainConfig, data: _Data, h
     if target.is_dir() and not in_place:
         _carry_over(target, tmp.path)
     data.vocab.save(tmp.vocab_path)
+    if data.init is not None:  # the run keeps the checkpoint's tokenizer
+        from .hf_mamba import TOKENIZER_DIR
+
+        data.init[1].save_pretrained(str(tmp.path / TOKENIZER_DIR))
     state = model.state_dict()
     atomic_write(tmp.model_path, lambda fh: torch.save(state, fh))
     config = {
         "format": "stateseer.run", "version": 1,
         "data": data_section(data.ds, text_col=cfg.text_col, label_col=cfg.label_col,
                              seed=cfg.seed, max_tokens=cfg.max_tokens,
-                             truncate=cfg.truncate, base=target),
+                             truncate=cfg.truncate, base=target)
+        | ({"load_tokenizer": cfg.tokenizer} if data.init is not None else {}),
         "model": section,
         "training": {**{k: hp[k] for k in ("dropout", "epochs", "batch_size", "lr", "patience",
                                             "min_freq", "weight_decay")},
@@ -465,9 +530,11 @@ def _write_run(run: ModelRun, model: nn.Module, cfg: TrainConfig, data: _Data, h
     # names vocab.json's hash, last: a crash in between is refused in one line, never a
     # new vocabulary silently paired with the old model), derived directories first.
     target.mkdir(exist_ok=True)
-    for stale in sorted(_DERIVED):
+    for stale in sorted(_DERIVED | {"tokenizer"}):
         if (target / stale).exists():
             os.replace(target / stale, tmp.path / f"stale-{stale}")
+    if (tmp.path / "tokenizer").is_dir():
+        os.replace(tmp.path / "tokenizer", target / "tokenizer")
     for name in ("metrics.json", "vocab.json", "model.pt", "config.json"):
         os.replace(tmp.path / name, target / name)
     fsync_dir(target)
@@ -514,8 +581,8 @@ def train_run(
     run.require_new(force)
     data, hp = _prepare_data(cfg, dataset)
     torch.manual_seed(cfg.seed)
-    section = _model_section(cfg, hp, len(data.vocab), len(data.ds.classes))
-    model = _build(section, hp)
+    section = _model_section(cfg, hp, len(data.vocab), len(data.ds.classes), data.init)
+    model = _build(section, hp, data.init)
     best, history, seconds = _fit(model, data, hp, cfg, progress)
     metrics = {**_accuracies(model, data), "best_epoch": best["epoch"],
                "epochs_run": len(history), "train_seconds": seconds, "history": history}

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["Ack", "StudyServer", "audit", "free_port", "sentiment_csv", "simulate",
-           "simulated_study", "tomita1_csv"]
+           "simulated_study", "tiny_hf_classifier", "tiny_hf_mamba", "tomita1_csv"]
 
 POSITIVE = "good great fine lovely superb brilliant charming moving".split()
 NEGATIVE = "bad awful dull boring poor weak clumsy tedious".split()
@@ -92,6 +92,16 @@ def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 
     return path
 
 
+def _word_tokenizer(words: list[str]) -> Any:
+    """A word-level Hugging Face tokenizer over ``words`` (``<pad>``, ``<unk>`` first)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>")
+
+
 def tiny_hf_classifier(path: Path, *, seed: int = 0) -> Path:
     """A tiny random Jamba sequence classifier (Mamba and attention layers, a ``score``
     head at every position; ``neg``/``pos``) and a word-level tokenizer over the words of
@@ -99,13 +109,10 @@ def tiny_hf_classifier(path: Path, *, seed: int = 0) -> Path:
     checkpoint built offline, for ``stateseer create --model hf:PATH``. Needs
     ``transformers``."""
     import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import JambaConfig, JambaForSequenceClassification, PreTrainedTokenizerFast
+    from transformers import JambaConfig, JambaForSequenceClassification
 
     words = ["<pad>", "<unk>", *NEUTRAL, *POSITIVE, *NEGATIVE, "frankly"]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>")
+    fast = _word_tokenizer(words)
     torch.manual_seed(seed)
     config = JambaConfig(vocab_size=len(words), hidden_size=32, intermediate_size=64,
                          num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
@@ -114,6 +121,26 @@ def tiny_hf_classifier(path: Path, *, seed: int = 0) -> Path:
                          num_labels=2, pad_token_id=0, id2label={0: "neg", 1: "pos"},
                          label2id={"neg": 0, "pos": 1})
     JambaForSequenceClassification(config).eval().save_pretrained(path)
+    fast.save_pretrained(path)
+    return Path(path)
+
+
+def tiny_hf_mamba(path: Path, *, seed: int = 0, layers: int = 2) -> Path:
+    """A tiny random Mamba language model (``MambaForCausalLM``: d_model 16, 32 channels,
+    d_state 4) and a word-level tokenizer over the words of :func:`sentiment_csv` (one
+    word, ``frankly``, left out: it reads as ``<unk>``), saved with ``save_pretrained``
+    into ``path``: a checkpoint built offline for ``stateseer train --init hf:PATH``.
+    Needs ``transformers``."""
+    import torch
+    from transformers import MambaConfig, MambaForCausalLM
+
+    words = ["<pad>", "<unk>", *NEUTRAL, *POSITIVE, *NEGATIVE]
+    fast = _word_tokenizer(words)
+    torch.manual_seed(seed)
+    config = MambaConfig(vocab_size=len(words), hidden_size=16, intermediate_size=32,
+                         state_size=4, num_hidden_layers=layers, conv_kernel=4,
+                         time_step_rank=2, pad_token_id=0)
+    MambaForCausalLM(config).eval().save_pretrained(path)
     fast.save_pretrained(path)
     return Path(path)
 
