@@ -34,7 +34,7 @@ from .batching import length_batches, pad_batch
 from .datasets import MAX_INPUT_TOKENS, TextDataset, load_dataset, truncated
 from .formats.atomic import atomic_write, atomic_write_text, fsync_dir, swap_dir
 from .formats.errors import DataError
-from .formats.rundir import data_section, portable, sha256_file
+from .formats.rundir import data_section, portable, portable_path, sha256_file
 from .run import ModelRun
 from .tokenizers import Vocab
 
@@ -517,7 +517,8 @@ def _write_run(run: ModelRun, model: nn.Module, cfg: TrainConfig, data: _Data, h
                                             "min_freq", "weight_decay")},
                      "prefix_loss": data.prefix is not None, "optimizer": "adam",
                      "max_vocab": cfg.max_vocab, "seed": cfg.seed, "torch": torch.__version__},
-        "config": {**asdict(cfg), "dataset": portable(cfg.dataset, target)},
+        "config": {**asdict(cfg), "dataset": portable(cfg.dataset, target),
+                   "init": cfg.init and f"hf:{portable_path(cfg.init[3:], target)}"},
         "vocab_sha256": sha256_file(tmp.vocab_path),  # load_model refuses another vocab.json
     }
     atomic_write_text(tmp.config_path, json.dumps(config, indent=2))

@@ -42,7 +42,7 @@ import numpy as np
 
 from ...rnn_models.formats.atomic import atomic_write_text
 from ...rnn_models.formats.errors import StateseerError
-from ...rnn_models.formats.rundir import RELATIVE, located
+from ...rnn_models.formats.rundir import RELATIVE, located, located_path
 
 __all__ = ["ACTIONS", "ACTION_EDITS", "paired_bootstrap", "repair_run", "training_settings"]
 
@@ -234,6 +234,8 @@ def training_settings(run: Any) -> dict[str, Any] | None:
     cfg = run.config.get("config")
     if not (isinstance(cfg, dict) and cfg.get("arch")):
         return None
+    if cfg.get("init"):  # the checkpoint, kept relative to the run
+        cfg = {**cfg, "init": f"hf:{located_path(cfg['init'][3:], run.path)}"}
     if (run.config.get("data") or {}).get("paths") == RELATIVE:
         return {**cfg, "dataset": located(cfg.get("dataset", ""), run.path)}
     return cfg
