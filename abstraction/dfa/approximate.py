@@ -220,6 +220,74 @@ def full_set(tree: _Tree) -> _Eval:
                  weight=np.ones(len(tree.parent)), level=tree.level)
 
 
+def _plain_agreement(ev: _Eval, trans: np.ndarray, state_class: np.ndarray) -> float:
+    """Weighted share of the prefixes where ``state_class`` of the state reached is the
+    RNN's class (the classes as they are, not relabelled)."""
+    hit = state_class[ev.run(trans, 0)] == ev.pred
+    return float((hit * ev.weight).sum() / ev.weight.sum())
+
+
+def _merge_blocks(trans: np.ndarray, block: np.ndarray, counts: np.ndarray,
+                  visits: np.ndarray) -> np.ndarray:
+    """Transitions between ``block``s (n_blocks, n_symbols), each the target most of the
+    block's training traffic takes (ties to the most visited state's)."""
+    nb, k = int(block.max()) + 1, trans.shape[1]
+    out = np.zeros((nb, k), dtype=np.int64)
+    for a in range(k):
+        vote = np.zeros((nb, nb))
+        np.add.at(vote, (block, block[trans[:, a]]), counts[:, a] + 1e-3 * (visits + 1.0))
+        out[:, a] = vote.argmax(axis=1)
+    return out
+
+
+def lossless_merge(tree: _Tree, alphabet: tuple[str, ...], trans: np.ndarray,
+                   state_class: np.ndarray, n_classes: int,
+                   max_depth: int = PRE_MERGE_DEPTH) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Step 5b: merge states that behave alike, if no training prefix loses by it.
+
+    The refined automaton is exact on the training prefixes, but refinement splits the
+    hidden states along whatever separates them, and a model whose state also remembers
+    its recent inputs (Mamba's convolution buffer and decaying SSM state) leaves states
+    that no suffix the automaton knows tells apart within a few symbols yet which differ
+    on rare long paths, so Moore minimisation keeps them (Tomita 7: 119 states instead of
+    5). For ``d = 1, 2, …, max_depth`` the states whose classes agree after every suffix
+    of up to ``d`` symbols (:func:`signatures`) are merged, each merged transition taking
+    the target most training traffic takes; the first (coarsest) merge whose minimised
+    automaton agrees with the RNN on every training prefix at least as often as the
+    refined one is kept. None qualifying: the automaton is returned as it is.
+
+    Parameters
+    ----------
+    tree : _Tree
+    alphabet : tuple of str
+    trans : ndarray of shape (n_states, n_symbols)
+        The minimised refined automaton, initial state 0.
+    state_class : ndarray of shape (n_states,)
+    n_classes, max_depth : int
+
+    Returns
+    -------
+    transitions, state_class : ndarrays, initial state 0
+    info : dict
+        ``{"depth": d, "n_states_before": n}`` when a merge was kept, else empty.
+    """
+    full = full_set(tree)
+    base = _plain_agreement(full, trans, state_class)
+    visits, counts = _traffic(full, trans, 0)
+    for depth in range(1, max_depth + 1):
+        sig = signatures(trans, state_class, depth)
+        block = np.unique(sig, axis=0, return_inverse=True)[1].reshape(-1)
+        n_blocks = int(block.max()) + 1
+        if n_blocks == len(trans):
+            break  # deeper signatures split no less
+        leaders = np.unique(block, return_index=True)[1]
+        m_t, m_c, _ = _minimise(alphabet, _merge_blocks(trans, block, counts, visits),
+                                state_class[leaders], int(block[0]), n_classes)
+        if len(m_t) < len(trans) and _plain_agreement(full, m_t, m_c) >= base - 1e-12:
+            return m_t, m_c, {"depth": depth, "n_states_before": len(trans)}
+    return trans, state_class, {}
+
+
 def greedy_merge(ev: _Eval, trans: np.ndarray, state_class: np.ndarray, n_classes: int,
                  states: int, deadline: float, n_pairs: int = 16,
                  strict: _Eval | None = None) -> tuple[np.ndarray, np.ndarray, float]:
@@ -355,13 +423,8 @@ def shrink(tree: _Tree, ev: _Eval, alphabet: tuple[str, ...], trans: np.ndarray,
         sig = signatures(trans, state_class, PRE_MERGE_DEPTH)
         block = np.unique(sig, axis=0, return_inverse=True)[1].reshape(-1)
         leaders = np.unique(block, return_index=True)[1]
-        pre_t = np.zeros((len(leaders), trans.shape[1]), dtype=np.int64)
-        for a in range(trans.shape[1]):
-            vote = np.zeros((len(leaders), len(leaders)))
-            np.add.at(vote, (block, block[trans[:, a]]), counts[:, a] + 1e-3 * (visits + 1.0))
-            pre_t[:, a] = vote.argmax(axis=1)
-        pre_t, pre_c, _ = _minimise(alphabet, pre_t, state_class[leaders], int(block[0]),
-                                    n_classes)
+        pre_t, pre_c, _ = _minimise(alphabet, _merge_blocks(trans, block, counts, visits),
+                                    state_class[leaders], int(block[0]), n_classes)
         if relabel(ev, pre_t, 0, n_classes, pre_c)[1] >= \
                 relabel(ev, trans, 0, n_classes, state_class)[1] - 1e-3:
             trans, state_class = pre_t, pre_c

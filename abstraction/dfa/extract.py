@@ -12,7 +12,7 @@ import numpy as np
 from ...rnn_models.formats.traces import SplitTraces, Traces
 from ..errors import AbstractionError
 from .agreement import _agreement, _grammar_check, training_statistics
-from .approximate import eval_set, relabel, shrink
+from .approximate import eval_set, lossless_merge, relabel, shrink
 from .extracted import ExtractedDFA
 from .minimise import _minimise
 from .prefix_tree import (
@@ -178,6 +178,9 @@ def extract_dfa(
                                                 max_ref=4096)
     trans, cls, deterministic, conflicting = complete(work, state, n_states, n_sym, n_classes)
     m_trans, m_cls, _ = _minimise(alphabet, trans, cls, int(state[0]), n_classes)
+    merged: dict[str, Any] = {}
+    if states is None:
+        m_trans, m_cls, merged = lossless_merge(work, alphabet, m_trans, m_cls, n_classes)
     shrunk: dict[str, Any] = {}
     if states is not None:
         heavy = None
@@ -210,6 +213,7 @@ def extract_dfa(
         "n_prefixes": len(tree.X), "train_agreement": stats["train_agreement"],
         "train_prefix_agreement": stats["train_prefix_agreement"],
         "seconds": round(time.perf_counter() - t_start, 4), **shrunk,
+        "lossless_merge": merged or None,
     }
     info = {**dict(traces.provenance), "split": split, "max_states": int(max_states),
             "initial_states": initial_states, "random_state": random_state,

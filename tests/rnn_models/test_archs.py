@@ -260,3 +260,21 @@ def test_the_whole_pipeline_runs_unchanged_on_a_modern_run(trained):
     sel, _url = diagram.tap(ctx, {"state": s}, {"split": "test", "state": None, "row": None,
                                                   "pattern": None})
     assert sel["state"] == s
+
+
+def test_mamba_learns_tomita_7_and_its_minimal_dfa_is_extracted(tmp_path):
+    """The star-free ceiling: Mamba at its formal defaults is exact on Tomita 7
+    (0*1*0*1*), and so is the automaton extracted from its traces (119 states before
+    the lossless merge of states that only remember recent symbols)."""
+    from stateseer.abstraction.dfa import extract_dfa
+    from stateseer.rnn_models.formal import GRAMMARS
+    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.record import record_run
+
+    run = train_run(TrainConfig(dataset="tomita7", arch="mamba"), tmp_path / "t7",
+                    progress=False)
+    assert run.metrics()["test_accuracy"] == 1.0
+    record_run(run)
+    dfa = extract_dfa(Traces(run.traces_dir), grammar=GRAMMARS["tomita7"])
+    assert dfa.n_states == 5 and dfa.report["minimal_size_match"]
+    assert dfa.report["grammar_agreement_le12"] == 1.0

@@ -110,3 +110,38 @@ def test_no_torch_dash_or_aalpy_in_the_extraction_code():
     for path in root.glob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"^\s*(import|from)\s+(torch|dash|aalpy)\b", text, re.M), path
+
+
+def _with_memory(dfa: DFA, k: int) -> DFA:
+    """The same language, each state also remembering the last ``k`` symbols (as a
+    Mamba's convolution buffer and decaying SSM state remember recent inputs)."""
+    index, order, trans = {(dfa.initial, ()): 0}, [(dfa.initial, ())], []
+    for q, h in order:  # order grows while it is walked: every reachable pair
+        row = []
+        for a in range(len(dfa.alphabet)):
+            nxt = (int(dfa.transitions[q, a]), (*h, a)[-k:])
+            if nxt not in index:
+                index[nxt] = len(order)
+                order.append(nxt)
+            row.append(index[nxt])
+        trans.append(row)
+    return DFA(dfa.alphabet, np.array(trans), np.array([dfa.accepting[q] for q, _ in order]))
+
+
+def test_states_that_only_remember_recent_symbols_are_merged_without_loss(tmp_path):
+    grammar = GRAMMARS["tomita7"]
+    model = _with_memory(grammar.dfa, 5)  # 95 states, Tomita 7's language
+    traces = write_traces(tmp_path / "traces", model, model.accepting.astype(np.int64),
+                          ["reject", "accept"],
+                          {"train": all_strings(grammar.dfa.alphabet, 7),
+                           "test": all_strings(grammar.dfa.alphabet, 10)})
+    dfa = extract_dfa(traces, grammar=grammar)
+    r = dfa.report
+    # refinement and Moore minimisation leave 8 states: the deepest prefixes' transitions
+    # were never seen, and completing them from the nearest state tells histories apart
+    assert r["lossless_merge"]["n_states_before"] > 5
+    assert dfa.n_states == 5 and r["minimal_size_match"] and r["agreement"] == 1.0
+    assert r["train_prefix_agreement"] == 1.0  # no training prefix lost by the merge
+    # an automaton that is already minimal is left as it is
+    plain = extract_dfa(_traces(tmp_path / "plain", "tomita7"), grammar=grammar)
+    assert plain.n_states == 5 and plain.report["lossless_merge"] is None
