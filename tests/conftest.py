@@ -30,6 +30,20 @@ def tomita_run(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def explored_tomita(tmp_path_factory, tomita_run) -> Path:
+    """The Tomita 3 LSTM recorded and abstracted into 8 states (no DFA extracted yet);
+    copy it before changing it."""
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.rnn_models.record import record_run
+
+    dst = tmp_path_factory.mktemp("runs") / "t3-explored"
+    shutil.copytree(tomita_run, dst)
+    record_run(dst)
+    abstract_run(dst, n_states=8)
+    return dst
+
+
+@pytest.fixture(scope="session")
 def text_csv(tmp_path_factory) -> Path:
     """A 1,500-row CSV of real Rotten Tomatoes snippets (labels fresh/rotten)."""
     from stateseer.rnn_models.datasets import load_dataset

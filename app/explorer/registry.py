@@ -20,6 +20,7 @@ from .tree import walk
 from .view import Callback, Trigger, View
 from .views import (
     attribution,
+    automaton,
     card,
     chart,
     compare,
@@ -44,6 +45,7 @@ VIEWS: tuple[View, ...] = (
     card.VIEW,
     patterns.VIEW,
     sweep.VIEW,
+    automaton.VIEW,
     table.VIEW,
     input_box.VIEW,
     compare.VIEW,

@@ -35,7 +35,8 @@ from typing import Any
 
 from ...rnn_models.formats.errors import StateseerError
 
-__all__ = ["Job", "JobRunner", "force_command", "repair_command", "sweep_command"]
+__all__ = ["Job", "JobRunner", "dfa_command", "force_command", "repair_command",
+           "sweep_command"]
 
 
 @dataclass
@@ -188,3 +189,9 @@ def force_command(run: str | Path) -> list[str]:
     """The ``stateseer force`` command line a job runs (per-state forcing agreement on the
     test split, into ``RUN/metrics.json``)."""
     return [sys.executable, "-m", "stateseer", "force", str(run)]
+
+
+def dfa_command(run: str | Path) -> list[str]:
+    """The ``stateseer extract-dfa`` command line a job runs (the exact automaton, into
+    ``RUN/abstraction/dfa.json``)."""
+    return [sys.executable, "-m", "stateseer", "extract-dfa", str(run)]

@@ -15,9 +15,9 @@ PLOTLY_JS = "4.1.1"  # app/assets/vendor (tests/app/test_assets.py checks it aga
 
 pytestmark = pytest.mark.browser
 
-def _cy(driver, expr: str):
+def _cy(driver, expr: str, root: str = "#diagram"):
     return driver.execute_script(
-        "const root = document.querySelector('#diagram');"
+        f"const root = document.querySelector('{root}');"
         "const el = root && [root, ...root.querySelectorAll('*')].find(d => d._cyreg);"
         f"if (!el) return null; const cy = el._cyreg.cy; return {expr};")
 
@@ -329,4 +329,28 @@ def test_four_classes_get_legend_swatches_and_a_distinct_path_colour(dash_duo,
         "return [...document.querySelectorAll('#trace-chart .legendtext')]"
         ".map(e => e.textContent);")
     assert sum(n.startswith("P(") for n in names) == 4
+    assert dash_duo.get_logs() == []
+
+
+def test_the_dfa_tab_extracts_the_automaton_in_the_background_and_draws_it(
+        dash_duo, explored_tomita, tmp_path):
+    import shutil
+
+    from stateseer.app.explorer.context import ExplorerContext
+    from stateseer.app.main import create_app
+
+    run = tmp_path / "t3"
+    shutil.copytree(explored_tomita, run)
+    ctx = ExplorerContext.load(run, jobs=True)
+    dash_duo.start_server(create_app(context=ctx))
+    dash_duo.wait_for_element("#table td", timeout=30)
+    d = dash_duo.driver
+    next(t for t in d.find_elements(By.CSS_SELECTOR, ".tab") if t.text == "DFA").click()
+    dash_duo.wait_for_contains_text("#dfa-body", "No automaton yet", timeout=20)
+    dash_duo.find_element("#dfa-start").click()
+    dash_duo.wait_for_contains_text("#dfa-body", "the grammar's minimal DFA exactly",
+                                    timeout=120)
+    dash_duo.wait_for_element("#automaton-graph canvas", timeout=20)
+    assert _cy(d, "cy.nodes().length", "#automaton-graph") == 5
+    assert (run / "abstraction" / "dfa.json").exists()
     assert dash_duo.get_logs() == []

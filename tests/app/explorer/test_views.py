@@ -399,3 +399,77 @@ def test_forcing_per_state_runs_in_the_background_and_colours_the_diagram(explor
         status, default=lambda o: o.to_plotly_json())
     assert live.data.forcing_per_state()  # read again from the metrics the job wrote
     assert "node colour = forcing agreement" in diagram.color_note(live, "forcing")
+
+
+def test_the_automaton_is_drawn_left_to_right_one_arrow_per_pair_of_states():
+    from stateseer.abstraction.dfa import ExtractedDFA
+    from stateseer.app.explorer.views import automaton
+
+    # Tomita 7 (0*1*0*1*): a chain of four accepting states and a rejecting sink
+    trans = np.array([[0, 1], [2, 1], [2, 3], [4, 3], [4, 4]])
+    dfa = ExtractedDFA(("0", "1"), ["reject", "accept"], trans, np.array([1, 1, 1, 1, 0]),
+                       report={"agreement": 1.0, "minimal_size_match": True,
+                               "grammar_agreement_le12": 1.0})
+    where = automaton.positions(dfa)
+    assert [x for x, _ in where] == sorted(x for x, _ in where)  # left to right
+    assert len({y for _, y in where}) == 1  # a chain stays on one line
+    el = automaton.automaton_elements(dfa)
+    nodes = [e for e in el if "source" not in e["data"]]
+    edges = {(e["data"]["source"], e["data"]["target"]): e for e in el if "source" in e["data"]}
+    assert [n["data"]["label"] for n in nodes] == ["0: accept", "1: accept", "2: accept",
+                                                   "3: accept", "4: reject"]
+    assert nodes[0]["classes"] == "initial" and nodes[4]["data"]["color"] != \
+        nodes[0]["data"]["color"]
+    assert edges[("q4", "q4")]["data"]["label"] == "0, 1"  # the sink's two symbols, one arrow
+    assert edges[("q4", "q4")]["classes"] == "loop" and len(edges) == 9
+    assert "the grammar's minimal DFA exactly" in automaton._headline(dfa)
+
+
+def test_the_automaton_tab_extracts_in_the_background_and_its_cancel_leaves_nothing(
+        explored_tomita, explored_run, tmp_path):
+    """Only runs over characters (or holding a DFA) get the tab; its button runs
+    `stateseer extract-dfa` as a job, cancel kills the group and writes nothing, and a
+    finished job redraws the tab with the automaton it wrote."""
+    import dataclasses
+    import shutil
+    import time
+
+    import psutil
+
+    from stateseer.app.explorer.context import ExplorerContext
+    from stateseer.app.explorer.views import automaton
+    from stateseer.app.workflows.jobs import JobRunner
+
+    assert automaton.layout(ExplorerContext.load(explored_run), {}) == {}  # text: no tab
+    run = tmp_path / "run"
+    shutil.copytree(explored_tomita, run)
+    plain = ExplorerContext.load(run)
+    tab = json.dumps(automaton.layout(plain, {})["side"][0].to_plotly_json(), default=str)
+    assert "No automaton yet" in tab and ids.DFA_START not in tab  # no jobs: no button
+    live = dataclasses.replace(plain, jobs=JobRunner(tmp_path / "jobs"))
+    status, stop, cancel_off, start_off, body = automaton.dfa_job(
+        live, Trigger(ids.DFA_START, 1), 1, 0, 0)
+    job = live.jobs.job
+    assert job.kind == "dfa" and "extract-dfa" in job.argv and not stop and not cancel_off
+    assert start_off and body is no_update
+    pgid = os.getpgid(job.pid)
+    status, stop, cancel_off, start_off, body = automaton.dfa_job(
+        live, Trigger(ids.DFA_CANCEL, 1), 1, 1, 0)
+    assert "cancelled" in json.dumps(status, default=str) and stop and not start_off
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
+    assert not psutil.pid_exists(job.pid)
+    assert not (run / "abstraction" / "dfa.json").exists()
+    automaton.dfa_job(live, Trigger(ids.DFA_START, 2), 2, 1, 0)
+    deadline = time.time() + 180
+    while live.jobs.status()["state"] == "running" and time.time() < deadline:
+        time.sleep(0.5)
+    status, stop, *_, body = automaton.dfa_job(live, Trigger(ids.DFA_POLL, 3), 2, 1, 3)
+    assert live.jobs.status()["state"] == "done" and stop
+    drawn = json.dumps(body.to_plotly_json(), default=lambda o: o.to_plotly_json())
+    assert "the grammar's minimal DFA exactly" in drawn and '"5: ' not in drawn
+    assert '"4: ' in drawn  # Tomita 3's minimal DFA has five states, 0 to 4
+    # a damaged file is named, not a crash
+    (run / "abstraction" / "dfa.json").write_text("{")
+    assert "cannot be read" in json.dumps(automaton.automaton_panel(run).to_plotly_json(),
+                                          default=str)
