@@ -199,6 +199,12 @@ def test_a_signed_gate_counts_modulo_two_where_a_positive_one_cannot():
     assert (final == dfa.accepts(strings)).all()  # accept is class 1
     a, _ = _small("mingru", layers=1).layers[0].linear(torch.randn(50, 6) * 5)
     assert (a > 0).all() and (a < 1).all()
+    # the signed gate is stretched and clipped: a decay of exactly −1 (a flip that stays a
+    # flip over any length) or +1 at a finite pre-activation, not only in the limit
+    with torch.no_grad():
+        model.layers[0].proj.weight.copy_(torch.eye(2))
+        a, _ = model.layers[0].linear(torch.tensor([[3.0, 1.0], [-3.0, 1.0], [0.0, 1.0]]))
+    assert a[:, 0].tolist() == [-1.0, 1.0, 0.0]
     signed = _small("mamba", layers=1, gate="signed").layers[0]
     decay = signed._ssm_inputs(torch.randn(50, 5) * 5)[0]
     assert (decay < 0).any() and (decay.abs() < 1).all()
