@@ -33,6 +33,7 @@ lint: venv
 
 # the documentation site (mkdocs-material; the API reference by mkdocstrings) into site/
 docs: venv
+	OMP_NUM_THREADS=1 $(BIN)/python docs/render_notebooks.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
 
 bench: venv

@@ -39,8 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Ack", "StudyServer", "audit", "free_port", "sentiment_csv", "simulate",
-           "simulated_study", "tiny_hf_classifier", "tiny_hf_mamba", "tomita1_csv"]
+__all__ = ["Ack", "StudyServer", "audit", "execute_notebook", "free_port", "sentiment_csv",
+           "simulate", "simulated_study", "tiny_hf_classifier", "tiny_hf_mamba",
+           "tomita1_csv"]
 
 POSITIVE = "good great fine lovely superb brilliant charming moving".split()
 NEGATIVE = "bad awful dull boring poor weak clumsy tedious".split()
@@ -143,6 +144,40 @@ def tiny_hf_mamba(path: Path, *, seed: int = 0, layers: int = 2) -> Path:
     MambaForCausalLM(config).eval().save_pretrained(path)
     fast.save_pretrained(path)
     return Path(path)
+
+
+def execute_notebook(path: Path, work_dir: Path, *, fast: bool = True,
+                     timeout: int = 180) -> Any:
+    """Run the notebook ``path`` top to bottom in a fresh ``python3`` kernel and return it
+    with its outputs (an ``nbformat`` node; the file is not changed).
+
+    ``STATESEER_NB_FAST`` (small models, short training) is set when ``fast``, and
+    ``STATESEER_NB_RUNS`` to ``work_dir / "runs"``, the kernel's working directory is
+    ``work_dir``; ``timeout`` bounds each cell. The test suite and ``make docs`` (which
+    renders the tutorials with their outputs) both run the notebooks through here. Needs
+    ``nbclient`` (the ``test`` extra).
+    """
+    import nbformat
+    from nbclient import NotebookClient
+
+    root = Path(__file__).resolve().parents[1]
+    work_dir.mkdir(parents=True, exist_ok=True)
+    saved = {k: os.environ.get(k) for k in ("STATESEER_NB_FAST", "STATESEER_NB_RUNS",
+                                            "PYTHONPATH")}
+    os.environ.update(STATESEER_NB_FAST="1" if fast else "0",
+                      STATESEER_NB_RUNS=str(work_dir / "runs"),
+                      PYTHONPATH=str(root))  # the packages, also without an install
+    try:
+        nb = nbformat.read(path, as_version=4)
+        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(work_dir)}}).execute()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return nb
 
 
 def tomita1_csv(path: Path, n: int = 120, seed: int = 0) -> Path:
