@@ -25,7 +25,14 @@ from flask import has_request_context, request
 
 from .explorer.context import ExplorerContext, RunView
 from .explorer.registry import REGISTRY, Registry
-from .security import MAX_REQUEST_BYTES, bind_warning, limit_request_bodies, secure_headers
+from .security import (
+    CSP,
+    MAX_REQUEST_BYTES,
+    bind_warning,
+    framed_csp,
+    limit_request_bodies,
+    secure_headers,
+)
 from .selection import from_query
 
 __all__ = ["allowed_hosts_from_env", "create_app", "initial_selection", "serve",
@@ -40,7 +47,8 @@ def create_app(run_dir: str | Path | None = None, *,
                registry: Registry = REGISTRY, allowed_hosts: list[str] | None = None,
                bind_host: str | None = None,
                max_request_bytes: int = MAX_REQUEST_BYTES,
-               url_prefix: str | None = None) -> Dash:
+               url_prefix: str | None = None,
+               frame_ancestors: str | None = None) -> Dash:
     """The Dash explorer for ``run_dir`` (a run with traces and an abstraction).
 
     Parameters
@@ -67,6 +75,11 @@ def create_app(run_dir: str | Path | None = None, *,
         The path the browser reaches the server under when a proxy strips it (Dash's
         ``requests_pathname_prefix``, e.g. JupyterHub's ``/user/NAME/proxy/8050/``); the
         server itself still serves from ``/``.
+    frame_ancestors : str, optional
+        The pages that may show the explorer in a frame (CSP ``frame-ancestors``
+        sources); default none (``X-Frame-Options: DENY``). :func:`stateseer.show` lets
+        the notebook front ends frame it
+        (:data:`stateseer.app.security.NOTEBOOK_FRAME_ANCESTORS`).
     """
     if context is None:
         context = ExplorerContext.load(run_dir, model=model, compare=compare, jobs=True)
@@ -95,7 +108,8 @@ def create_app(run_dir: str | Path | None = None, *,
     registry.register(app, context)
     limit_request_bodies(app.server, max_request_bytes)
     secure_headers(app.server, allowed_hosts_from_env() if allowed_hosts is None
-                   else allowed_hosts, bind_host=bind_host)
+                   else allowed_hosts, bind_host=bind_host,
+                   csp=framed_csp(frame_ancestors) if frame_ancestors else CSP)
     _prepare(app, context)
     return app
 

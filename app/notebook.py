@@ -126,7 +126,9 @@ def show(run: str | Path, *, port: int = 0, height: int = 820,
         JupyterHub with jupyter-server-proxy), else a direct URL; a template with
         ``{port}`` for another proxy; None for a direct URL.
     **create_app_kwargs
-        Passed to :func:`stateseer.app.main.create_app` (``compare=``, ``model=`` ...).
+        Passed to :func:`stateseer.app.main.create_app` (``compare=``, ``model=`` ...;
+        ``frame_ancestors`` defaults to the notebook front ends, which the page's
+        Content-Security-Policy lets show it in their output frame).
 
     Returns
     -------
@@ -136,6 +138,7 @@ def show(run: str | Path, *, port: int = 0, height: int = 820,
     from werkzeug.serving import make_server
 
     from .main import create_app
+    from .security import NOTEBOOK_FRAME_ANCESTORS
 
     key = str(Path(run).resolve())
     with _LOCK:
@@ -146,6 +149,7 @@ def show(run: str | Path, *, port: int = 0, height: int = 820,
     server = make_server("127.0.0.1", port, later, threaded=True)  # binds: the port is known
     prefix = proxy_prefix(proxy, server.server_address[1])
     try:
+        create_app_kwargs.setdefault("frame_ancestors", NOTEBOOK_FRAME_ANCESTORS)
         later.app = create_app(run, url_prefix=prefix, **create_app_kwargs).server
     except BaseException:
         server.server_close()

@@ -8,8 +8,9 @@ Three reusable pieces, each a function of the Flask server (``app.server`` of a 
   is on an allow-list — loopback names, the bound host and ``--allowed-hosts`` — or is an
   IP address (a rebinding attack needs a name of the attacker's); this defeats DNS
   rebinding. It gives every response a Content-Security-Policy,
-  ``X-Frame-Options: DENY``, ``X-Content-Type-Options: nosniff`` and a same-origin
-  ``Referrer-Policy``.
+  ``X-Frame-Options: DENY`` (unless the policy lets named pages frame it: a notebook's
+  explorer, :data:`NOTEBOOK_FRAME_ANCESTORS`), ``X-Content-Type-Options: nosniff`` and a
+  same-origin ``Referrer-Policy``.
 - :func:`bind_warning` is the one-line warning printed when a server binds beyond
   loopback (whatever it serves then crosses the network as plain HTTP).
 
@@ -37,8 +38,9 @@ from urllib.parse import urlsplit
 
 from flask import Flask, Response, request
 
-__all__ = ["CSP", "LOOPBACK_NAMES", "MAX_REQUEST_BYTES", "allowed_host_set", "bind_warning",
-           "host_allowed", "is_loopback", "limit_request_bodies", "secure_headers"]
+__all__ = ["CSP", "LOOPBACK_NAMES", "MAX_REQUEST_BYTES", "NOTEBOOK_FRAME_ANCESTORS",
+           "allowed_host_set", "bind_warning", "framed_csp", "host_allowed", "is_loopback",
+           "limit_request_bodies", "secure_headers"]
 
 MAX_REQUEST_BYTES = 8 * 1024 * 1024
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -49,6 +51,23 @@ CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; "
        "style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; "
        "connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'self'; "
        "form-action 'self'; frame-ancestors 'none'")
+#: who may show a notebook's explorer (``stateseer.show``) in a frame: the notebook front
+#: ends on this machine (Jupyter and JupyterLab on any loopback port, a hub's proxied page
+#: on its own origin), VS Code's notebook webviews and Colab's output frames; no other page
+#: can frame it (clickjacking)
+NOTEBOOK_FRAME_ANCESTORS = ("'self' http://127.0.0.1:* http://localhost:* "
+                            "https://127.0.0.1:* https://localhost:* http://[::1]:* "
+                            "vscode-webview: https://*.vscode-cdn.net "
+                            "https://colab.research.google.com https://*.googleusercontent.com")
+
+
+def framed_csp(frame_ancestors: str) -> str:
+    """:data:`CSP` with ``frame-ancestors`` replaced by ``frame_ancestors``.
+
+    >>> framed_csp("'self'").endswith("frame-ancestors 'self'")
+    True
+    """
+    return CSP.replace("frame-ancestors 'none'", f"frame-ancestors {frame_ancestors}")
 
 
 def is_loopback(host: str) -> bool:
@@ -175,7 +194,8 @@ def secure_headers(server: Flask, allowed_hosts: Iterable[str] | None = None, *,
     @server.after_request
     def _headers(resp: Response) -> Response:
         resp.headers.setdefault("Content-Security-Policy", csp)
-        resp.headers["X-Frame-Options"] = "DENY"
+        if "frame-ancestors 'none'" in csp:  # a page others may frame says so in the CSP
+            resp.headers["X-Frame-Options"] = "DENY"
         resp.headers["X-Content-Type-Options"] = "nosniff"
         resp.headers.setdefault("Referrer-Policy", "same-origin")
         return resp

@@ -19,8 +19,14 @@ first = stateseer.show(RUN)
 port = first.port
 view = stateseer.show(RUN, port=port)  # the cell again, on the same port: replaced
 assert not first.running and view.running and view.port == port
-page = urllib.request.urlopen(view.url, timeout=60).read().decode()
+reply = urllib.request.urlopen(view.url, timeout=60)
+page = reply.read().decode()
 assert "stateseer" in page and "_dash-config" in page
+# the notebook's output frame (another loopback port) may show it: no X-Frame-Options
+# DENY, and the policy names the notebook front ends instead of 'none'
+csp = reply.headers["Content-Security-Policy"]
+assert reply.headers.get("X-Frame-Options") is None, reply.headers["X-Frame-Options"]
+assert "frame-ancestors 'self' http://127.0.0.1:* http://localhost:*" in csp, csp
 view""",
     """view.stop()
 with socket.socket() as s:

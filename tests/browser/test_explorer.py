@@ -354,3 +354,31 @@ def test_the_dfa_tab_extracts_the_automaton_in_the_background_and_draws_it(
     assert _cy(d, "cy.nodes().length", "#automaton-graph") == 5
     assert (run / "abstraction" / "dfa.json").exists()
     assert dash_duo.get_logs() == []
+
+
+def test_a_notebook_frame_on_another_port_shows_the_explorer(dash_duo, explored_run,
+                                                            tmp_path):
+    """What a notebook's output cell does: a page on another loopback port holds
+    ``stateseer.show``'s <iframe>; the explorer loads inside it (the served explorer,
+    ``stateseer serve``, still refuses to be framed)."""
+    import functools
+    import http.server
+    import threading
+
+    from stateseer.app.notebook import show
+
+    view = show(explored_run)
+    (tmp_path / "cell.html").write_text(f"<html><body>{view._repr_html_()}</body></html>")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    notebook = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=notebook.serve_forever, daemon=True).start()
+    try:
+        d = dash_duo.driver
+        d.get(f"http://127.0.0.1:{notebook.server_address[1]}/cell.html")
+        d.switch_to.frame(d.find_element(By.CSS_SELECTOR, "iframe"))
+        dash_duo.wait_for_element("#table td", timeout=40)
+        dash_duo.wait_for_element("#diagram canvas", timeout=20)
+        d.switch_to.default_content()
+    finally:
+        notebook.shutdown()
+        view.stop()
