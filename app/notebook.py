@@ -15,7 +15,10 @@ the same machine as the browser). Behind a notebook server that reaches kernels'
 through a proxy (JupyterHub with jupyter-server-proxy: ``/user/NAME/proxy/PORT/``), the
 page is served under that prefix: ``proxy="auto"`` (the default) takes it from
 ``$JUPYTERHUB_SERVICE_PREFIX``, or pass the template yourself
-(``proxy="/user/me/proxy/{port}/"``).
+(``proxy="/user/me/proxy/{port}/"``). In Colab, where the kernel runs on another machine
+than the browser, ``proxy="auto"`` asks Colab for the port's proxied address
+(``google.colab.kernel.proxyPort``, as Dash's ``jupyter_mode="colab"`` does) and lets that
+host in.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Explorer", "proxy_prefix", "show", "shown"]
+__all__ = ["Explorer", "colab_url", "proxy_prefix", "show", "shown"]
 
 _SHOWN: dict[str, Explorer] = {}
 _LOCK = threading.Lock()
@@ -36,12 +39,12 @@ class Explorer:
     cell's value (``_repr_html_``)."""
 
     def __init__(self, run: str, server: Any, thread: threading.Thread, height: int,
-                 prefix: str | None = None) -> None:
+                 prefix: str | None = None, url: str | None = None) -> None:
         self.run, self._server, self._thread, self.height = run, server, thread, height
         self.host, self.port = server.server_address[:2]
         self.prefix = prefix
         # through the notebook server's proxy where there is one (relative to its page)
-        self.url = prefix if prefix else f"http://{self.host}:{self.port}/"
+        self.url = url or prefix or f"http://{self.host}:{self.port}/"
 
     @property
     def running(self) -> bool:
@@ -106,6 +109,23 @@ def proxy_prefix(proxy: str | None, port: int) -> str | None:
     return "/" + proxy.format(port=port).strip("/") + "/"
 
 
+def colab_url(port: int) -> str | None:
+    """The https address Colab proxies the kernel's ``port`` under, or None outside Colab.
+
+    Examples
+    --------
+    >>> colab_url(8050) is None   # not in Colab
+    True
+    """
+    import sys
+
+    if "google.colab" not in sys.modules:
+        return None
+    from google.colab.output import eval_js
+
+    return str(eval_js(f"google.colab.kernel.proxyPort({int(port)})"))
+
+
 def show(run: str | Path, *, port: int = 0, height: int = 820,
          display: bool = False, proxy: str | None = "auto",
          **create_app_kwargs: Any) -> Explorer:
@@ -148,6 +168,14 @@ def show(run: str | Path, *, port: int = 0, height: int = 820,
     later = _Later()
     server = make_server("127.0.0.1", port, later, threaded=True)  # binds: the port is known
     prefix = proxy_prefix(proxy, server.server_address[1])
+    proxied = colab_url(server.server_address[1]) if proxy == "auto" else None
+    if proxied:  # Colab's proxy reaches the server under its own host name
+        from urllib.parse import urlsplit
+
+        from .main import allowed_hosts_from_env
+
+        hosts = create_app_kwargs.get("allowed_hosts") or allowed_hosts_from_env()
+        create_app_kwargs["allowed_hosts"] = [*hosts, urlsplit(proxied).hostname or ""]
     try:
         create_app_kwargs.setdefault("frame_ancestors", NOTEBOOK_FRAME_ANCESTORS)
         later.app = create_app(run, url_prefix=prefix, **create_app_kwargs).server
@@ -157,7 +185,7 @@ def show(run: str | Path, *, port: int = 0, height: int = 820,
     thread = threading.Thread(target=server.serve_forever, name=f"stateseer-show-{key}",
                               daemon=True)
     thread.start()
-    explorer = Explorer(key, server, thread, height, prefix)
+    explorer = Explorer(key, server, thread, height, prefix, url=proxied)
     with _LOCK:
         _SHOWN[key] = explorer
     if display:

@@ -147,3 +147,42 @@ def test_behind_a_notebook_proxy_the_page_asks_under_its_prefix(explored_run, mo
         assert direct.url == f"http://127.0.0.1:{direct.port}/"
     finally:
         direct.stop()
+
+
+def test_in_colab_the_page_is_reached_through_colabs_proxy(explored_run, monkeypatch):
+    """Colab's kernel runs on another machine than the browser: the handle's address is
+    the one Colab proxies the port under (asked as Dash asks it), that host is let in,
+    and the cell frames that address; a host nobody named is still refused."""
+    import sys
+    import types
+    import urllib.request
+
+    from stateseer.app.notebook import show
+
+    asked = []
+
+    def eval_js(code):
+        asked.append(code)
+        port = int(code.split("(")[1].rstrip(")"))
+        return f"https://abc{port}-colab.googleusercontent.com/"
+
+    colab = types.ModuleType("google.colab")
+    colab.output = types.SimpleNamespace(eval_js=eval_js)
+    monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
+    monkeypatch.setitem(sys.modules, "google.colab", colab)
+    monkeypatch.setitem(sys.modules, "google.colab.output", colab.output)
+    view = show(explored_run)
+    try:
+        host = f"abc{view.port}-colab.googleusercontent.com"
+        assert asked == [f"google.colab.kernel.proxyPort({view.port})"]
+        assert view.url == f"https://{host}/" and f'src="https://{host}/"' in view._repr_html_()
+        local = f"http://127.0.0.1:{view.port}/"
+        ok = urllib.request.urlopen(urllib.request.Request(local, headers={
+            "Host": host, "Origin": f"https://{host}"}), timeout=60)
+        assert ok.status == 200
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(urllib.request.Request(local, headers={
+                "Host": "evil.example"}), timeout=60)
+        assert e.value.code == 403
+    finally:
+        view.stop()
