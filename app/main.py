@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import dash_cytoscape as cyto
 from dash import Dash
 from flask import has_request_context, request
 
@@ -85,7 +84,6 @@ def create_app(run_dir: str | Path | None = None, *,
         context = ExplorerContext.load(run_dir, model=model, compare=compare, jobs=True)
     if context.comparison is not None:  # fail at start-up, not on the first click
         context.comparison.compare(context.data.default_split)
-    cyto.load_extra_layouts()  # dagre etc., bundled with dash-cytoscape (no network)
     inner = (url_prefix or "").strip("/")
     prefix = f"/{inner}/" if inner else "/"
     app = Dash(__name__, assets_folder=str(ASSETS), title=f"stateseer · {context.data.name}",

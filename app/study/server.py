@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-import dash_cytoscape as cyto
 from dash import ALL, Dash, Input, Output, State, dcc, html, no_update
 from flask import g, has_request_context, request
 
@@ -362,7 +361,6 @@ def create_study_app(study: Study | str | Path, *, db: str | Path,
     sc.check_run()
     for pid in study.participant_ids():
         log.link(pid)
-    cyto.load_extra_layouts()
     app = StudyApp(sc, assets_folder=str(ASSETS), title=f"stateseer study · {study.id}",
                    update_title=None, suppress_callback_exceptions=True)
     limit_request_bodies(app.server, max_request_bytes)
