@@ -40,7 +40,7 @@ from torch import Tensor
 from .formats.errors import CheckpointError
 from .models import TraceAdapter
 
-__all__ = ["HFClassifier", "load_hf", "tokenize_with", "tokenizer_vocab"]
+__all__ = ["HFClassifier", "checkpoint_dir", "load_hf", "tokenize_with", "tokenizer_vocab"]
 
 UNK = "<unk>"
 
@@ -94,6 +94,21 @@ def _quiet(tf: Any) -> Iterator[None]:
             tf.utils.logging.enable_progress_bar()
 
 
+def checkpoint_dir(path: str | Path) -> tuple[Path, Any]:
+    """``path`` as a checkpoint directory, and the transformers module.
+
+    Raises
+    ------
+    CheckpointError
+        No ``config.json`` in it, or transformers is not installed (one line each).
+    """
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise CheckpointError(f"{path} holds no Hugging Face checkpoint (config.json); give "
+                              "the directory that save_pretrained wrote")
+    return path, _require_transformers()
+
+
 def load_hf(path: str | Path) -> HFClassifier:
     """The classifier in ``path`` (a ``save_pretrained`` directory) with its tokenizer.
 
@@ -103,11 +118,7 @@ def load_hf(path: str | Path) -> HFClassifier:
         No such directory, no checkpoint or tokenizer in it, or a model whose head does
         not give logits at every position (one line each, naming the fix).
     """
-    path = Path(path)
-    if not (path / "config.json").is_file():
-        raise CheckpointError(f"{path} holds no Hugging Face checkpoint (config.json); give "
-                              "the directory that save_pretrained wrote")
-    tf = _require_transformers()
+    path, tf = checkpoint_dir(path)
     from transformers.modeling_layers import GenericForSequenceClassification
 
     try:

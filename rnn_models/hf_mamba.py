@@ -33,7 +33,14 @@ import torch
 from torch import Tensor, nn
 
 from .formats.errors import CheckpointError
-from .hf import _first_line, _quiet, _require_transformers, tokenize_with, tokenizer_vocab
+from .hf import (
+    _first_line,
+    _quiet,
+    _require_transformers,
+    checkpoint_dir,
+    tokenize_with,
+    tokenizer_vocab,
+)
 from .layered import LayeredClassifier
 from .mamba import STATES, MambaClassifier, MambaLayer, MambaState
 
@@ -55,11 +62,7 @@ def load_backbone(path: str | Path) -> tuple[Any, Any]:
         No checkpoint, another model type (named, with what ``hf:`` takes instead), an
         activation other than SiLU, or files that cannot be loaded (one line each).
     """
-    path = Path(path)
-    if not (path / "config.json").is_file():
-        raise CheckpointError(f"{path} holds no Hugging Face checkpoint (config.json); give "
-                              "the directory that save_pretrained wrote")
-    tf = _require_transformers()
+    path, tf = checkpoint_dir(path)
     try:
         config = tf.AutoConfig.from_pretrained(str(path), local_files_only=True)
     except (OSError, ValueError, KeyError) as exc:
