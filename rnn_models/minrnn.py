@@ -18,7 +18,7 @@ agree.
 With ``gate="signed"`` (minGRU only; Grazzi et al., ICLR 2025) the decay is ``1 − 2 z_t``,
 in [−1, 1], and the candidate ``W_h x_t`` is used as it is::
 
-    z_t = clamp(1.2 σ(W_z x_t) − 0.1, 0, 1)
+    z_t = clamp(1.5 σ(W_z x_t) − 0.25, 0, 1)
     h_t = (1 − 2 z_t) ⊙ h_{t−1} + z_t ⊙ W_h x_t
 
 The gate is stretched and clipped (:data:`STRETCH`): it reaches exactly 0 and 1, a decay of
@@ -59,7 +59,7 @@ KINDS = ("mingru", "minlstm")
 #: the signed gate's stretch: ``z = clamp((1 + 2s) σ(k) − s, 0, 1)`` reaches 0 and 1 exactly
 #: at finite ``k`` (a decay of exactly 1 or −1), so a flip learnt on short strings stays a
 #: flip on long ones (Louizos et al.'s stretched and clipped gate)
-STRETCH = 0.1
+STRETCH = 0.25
 
 
 def _log_g(v: Tensor) -> Tensor:
