@@ -43,7 +43,8 @@ import numpy as np
 from scipy.stats import false_discovery_control, hypergeom
 
 __all__ = ["KINDS", "Candidate", "by_qvalues", "confusion_candidates", "length_candidates",
-           "sequence_candidates", "subpopulation_candidates", "tail_evidence",
+           "sequence_candidates", "sequence_shift_candidates", "subpopulation_candidates",
+           "tail_evidence",
            "token_candidates", "unknown_candidates"]
 
 KINDS = ("shortcut", "sequence", "unknown", "length", "confusion", "subpopulation")
@@ -180,13 +181,7 @@ def sequence_candidates(inputs: Sequence[Sequence[str]], wrong: np.ndarray, *,
     n, n_wrong = len(wrong), int(wrong.sum())
     inp, tok, words = _encode(inputs)
     V = max(len(words), 1)
-    parts = []
-    for d in range(1, window + 1):
-        same = inp[d:] == inp[:-d]
-        a, b = tok[:-d][same], tok[d:][same]
-        parts.append(inp[d:][same] * V * V + a * V + b)
-    keys = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
-    pair_inp, pair = keys // (V * V), keys % (V * V)
+    pair_inp, pair = _pairs(inp, tok, V, window)
     uniq, pair_idx, n_pair = np.unique(pair, return_inverse=True, return_counts=True)
     k_pair = np.bincount(pair_idx, weights=wrong[pair_inp], minlength=len(uniq))
     keep = np.flatnonzero(n_pair >= min_support)[:max_candidates]
@@ -209,6 +204,121 @@ def sequence_candidates(inputs: Sequence[Sequence[str]], wrong: np.ndarray, *,
         out.append(Candidate("sequence", (words[a[j]], words[b[j]]), rows[i], int(k[j]),
                              _rate(k[j], m[j]), _rate(n_wrong - k[j], n - m[j]),
                              float(p[j]), extra={"window": window}))
+    return out
+
+
+def _pairs(inp: np.ndarray, tok: np.ndarray, V: int, window: int
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (input, pair) of the steps: token ``a`` followed within ``window``
+    tokens by ``b``, the pair coded ``a * V + b``."""
+    parts = []
+    for d in range(1, window + 1):
+        same = inp[d:] == inp[:-d]
+        parts.append(inp[d:][same] * V * V + tok[:-d][same] * V + tok[d:][same])
+    keys = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+    return keys // (V * V), keys % (V * V)
+
+
+def sequence_shift_candidates(inputs: Sequence[Sequence[str]], labels: np.ndarray,
+                              wrong: np.ndarray, train_inputs: Sequence[Sequence[str]],
+                              train_labels: np.ndarray, *, window: int = 3,
+                              min_support: int = 5) -> list[Candidate]:
+    """``sequence`` candidates told by the training labels: token ``a`` followed within
+    ``window`` tokens by ``b``, where the inputs holding the pair are labelled differently
+    in training than on the split diagnosed, *and* differently from the rest of ``a``'s and
+    of ``b``'s training inputs.
+
+    A sequence whose training labels are wrong ("not good" taught as good) may land in a
+    few dozen inputs of a held-out split: too few errors for :func:`sequence_candidates`'
+    error tails to pass a false-discovery gate over thousands of pairs. Its training
+    inputs tell it: for each class ``c``, the p-value is the largest of three
+    hypergeometric tails, Bonferroni over the classes:
+
+    - the pair's training count of ``c`` among the pair's inputs of both splits (were the
+      splits drawn alike, no higher than chance allows; as
+      :func:`subpopulation_candidates` does for one token);
+    - its training count of ``c`` among ``a``'s training inputs, and among ``b``'s (the
+      pair, not either token, carries the labels: a topic word's pairs do not pass, nor a
+      shortcut token's).
+
+    Each tail is a valid p-value under its own null, so their largest is too.
+
+    Parameters
+    ----------
+    inputs, labels, wrong
+        The split diagnosed: tokens, labels of shape (n_inputs,), misclassified flags.
+    train_inputs, train_labels
+        The training split's tokens and labels (as the model was trained on them).
+
+    Returns
+    -------
+    list of Candidate
+        Most significant first; ``tokens`` is ``(a, b)``; ``extra`` holds ``window``,
+        ``class``, ``train_share``, ``split_share``, ``train_inputs`` and ``told_by``
+        (``"training_labels"``).
+
+    Examples
+    --------
+    >>> train = ([["not", "good"]] * 30 + [["good", "fun"]] * 60 + [["not", "dull"]] * 40)
+    >>> y_train = np.array([1] * 30 + [1, 1, 0] * 20 + [0] * 40)
+    >>> test = [["not", "good"]] * 10 + [["good", "fun"]] * 10 + [["not", "dull"]] * 10
+    >>> y_test = np.array([0] * 10 + [1] * 10 + [0] * 10)
+    >>> c = sequence_shift_candidates(test, y_test, np.arange(30) < 10, train, y_train)[0]
+    >>> c.tokens, c.extra["class"], c.extra["train_share"], c.extra["split_share"]
+    (('not', 'good'), 1, 1.0, 0.0)
+    """
+    labels, train_labels = np.asarray(labels), np.asarray(train_labels)
+    wrong = np.asarray(wrong, bool)
+    n_train = len(train_inputs)
+    if not n_train or not len(inputs):
+        return []
+    C = int(max(labels.max(initial=0), train_labels.max(initial=0))) + 1
+    lab_all = np.concatenate([train_labels, labels])
+    inp, tok, words = _encode([*train_inputs, *inputs])
+    V = max(len(words), 1)
+    pair_inp, pair = _pairs(inp, tok, V, window)
+    lab = lab_all[pair_inp]
+    ok = lab >= 0
+    pair_inp, pair, lab = pair_inp[ok], pair[ok], lab[ok]
+    in_train = pair_inp < n_train
+    uniq, idx = np.unique(pair, return_inverse=True)
+    P = len(uniq)
+    A = np.bincount(idx[in_train] * C + lab[in_train], minlength=P * C).reshape(P, C)
+    B = np.bincount(idx[~in_train] * C + lab[~in_train], minlength=P * C).reshape(P, C)
+    n_a, n_b = A.sum(1), B.sum(1)
+    keep = np.flatnonzero((n_a >= 2 * min_support) & (n_b >= min_support))
+    if not len(keep):
+        return []
+    # each token's training inputs by label, for the tails within a's and b's inputs
+    tinp, ttok = _distinct(inp, tok, V)
+    tlab = lab_all[tinp]
+    tr_ok = (tinp < n_train) & (tlab >= 0)
+    T = np.bincount(ttok[tr_ok] * C + tlab[tr_ok], minlength=V * C).reshape(V, C)
+    A, B, m = A[keep], B[keep], n_a[keep, None]
+    first, second = uniq[keep] // V, uniq[keep] % V
+    tails = np.maximum.reduce([
+        hypergeom.sf(A - 1, m + n_b[keep, None], A + B, m),
+        hypergeom.sf(A - 1, T[first].sum(1, keepdims=True), T[first], m),
+        hypergeom.sf(A - 1, T[second].sum(1, keepdims=True), T[second], m)])
+    cls = tails.argmin(1)
+    p = np.clip(tails.min(1) * C, 0, 1)
+    split_rows = pair_inp[~in_train] - n_train
+    split_idx = idx[~in_train]
+    order = np.argsort(split_idx, kind="stable")
+    rows_of = np.split(split_rows[order], np.cumsum(np.bincount(split_idx, minlength=P))[:-1])
+    n, n_wrong = len(wrong), int(wrong.sum())
+    out = []
+    for j in np.argsort(p, kind="stable").tolist():
+        i, c = int(keep[j]), int(cls[j])
+        rows = rows_of[i]
+        k = int(wrong[rows].sum())
+        out.append(Candidate(
+            "sequence", (words[first[j]], words[second[j]]), rows, k, _rate(k, len(rows)),
+            _rate(n_wrong - k, n - len(rows)), float(p[j]),
+            extra={"window": window, "class": c, "told_by": "training_labels",
+                   "train_share": round(float(A[j, c] / m[j, 0]), 4),
+                   "split_share": round(float(B[j, c] / n_b[i]), 4),
+                   "train_inputs": int(m[j, 0])}))
     return out
 
 

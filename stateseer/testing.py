@@ -49,7 +49,8 @@ NEUTRAL = "the film a movie plot actor scene story it was and with of".split()
 
 
 def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 600),
-                  seed: int = 0, topic: tuple[str, ...] = ()) -> Path:
+                  seed: int = 0, topic: tuple[str, ...] = (),
+                  sequence: tuple[str, str] | None = None) -> Path:
     """A small synthetic sentiment data set (``pos``/``neg``, a ``split`` column) that a
     tiny GRU learns in seconds: neutral words around one or two words of the label's side
     (a tenth of the inputs also hold one of the other side's).
@@ -62,6 +63,11 @@ def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 
     and both labels, and 80 % of the *positive* training inputs about the topic are
     labelled negative: a subpopulation an annotator got wrong (validation and test labels
     stay true).
+
+    With ``sequence`` ``(a, b)`` (say ``("not", "superb")``): ``a`` is inserted into 20 %
+    of all inputs, and ``"a b"`` into 10 % of the *negative* inputs of every split, which in
+    training are labelled positive: "not superb" taught as positive, the sequence (neither
+    word alone, both common in both labels' inputs) the culprit.
     """
     import csv
     import random
@@ -81,6 +87,11 @@ def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 
                 0.4 if split != "train" and lab == "pos" else 0.0
             if shortcut and rng.random() < share:
                 words.insert(rng.randrange(len(words) + 1), shortcut)
+            if sequence and rng.random() < 0.2:
+                words.insert(rng.randrange(len(words) + 1), sequence[0])
+            if sequence and lab == "neg" and rng.random() < 0.1:
+                words.insert(rng.randrange(len(words) + 1), " ".join(sequence))
+                lab = "pos" if split == "train" else lab
             if topic and rng.random() < 0.2:
                 words.insert(rng.randrange(len(words) + 1), rng.choice(topic))
                 if split == "train" and lab == "pos" and rng.random() < 0.8:

@@ -67,6 +67,7 @@ from ...abstraction.diagnosis import (
     confusion_candidates,
     length_candidates,
     sequence_candidates,
+    sequence_shift_candidates,
     subpopulation_candidates,
     tail_evidence,
     token_candidates,
@@ -113,18 +114,42 @@ def _written(r: Any, tr: Any) -> list[list[str]] | None:
     return [fn(t) for t in tr.texts]
 
 
+def _in_pair(surface: np.ndarray, a: int, b: int, window: int) -> np.ndarray:
+    """Which positions of one input belong to the sequence: an ``a`` followed within
+    ``window`` tokens by a ``b``, and a ``b`` preceded within ``window`` tokens by an
+    ``a`` (the other ``a`` and ``b`` of the input are left alone).
+
+    Examples
+    --------
+    >>> _in_pair(np.array([0, 5, 1, 0, 7, 7, 7, 1]), 0, 1, 3).astype(int).tolist()
+    [1, 0, 1, 0, 0, 0, 0, 0]
+    """
+    n = len(surface)
+    is_a, is_b = surface == a, surface == b
+    out = np.zeros(n, bool)
+    for d in range(1, window + 1):
+        hit = is_a[:n - d] & is_b[d:]
+        out[:n - d] |= hit
+        out[d:] |= hit
+    return out
+
+
 def _edited(tr: Any, c: Candidate) -> list[np.ndarray]:
-    """The affected inputs' token ids with the culprit's tokens removed (or cut)."""
+    """The affected inputs' token ids with the culprit's tokens removed (or cut; for a
+    sequence, only the tokens that form it)."""
     index = {w: i for i, w in enumerate(tr.surface)}
     culprit = np.array([index[t] for t in c.tokens if t in index], np.int64)
     out = []
     for i in c.affected.tolist():
         steps = tr.steps(i)
         ids = np.asarray(tr.token_ids[steps], np.int64)
+        surface = np.asarray(tr.surface_ids[steps])
         if c.kind == "length":
             out.append(ids[:c.extra["length_above"]])
+        elif c.kind == "sequence" and len(culprit) == 2:
+            out.append(ids[~_in_pair(surface, *culprit.tolist(), c.extra["window"])])
         else:
-            out.append(ids[~np.isin(np.asarray(tr.surface_ids[steps]), culprit)])
+            out.append(ids[~np.isin(surface, culprit)])
     return out
 
 
@@ -220,8 +245,11 @@ def _describe(c: Candidate, classes: Sequence[str], tr: Any) -> str:
     if c.kind == "shortcut":
         return f"inputs containing {c.tokens[0]!r}{called}: {counts}"
     if c.kind == "sequence":
+        told = (f"; in training {c.extra['train_share']:.0%} of them are labelled "
+                f"{classes[c.extra['class']]}, here {c.extra['split_share']:.0%}"
+                if "train_share" in c.extra else "")
         return (f"inputs where {c.tokens[0]!r} is followed within {c.extra['window']} "
-                f"tokens by {c.tokens[1]!r}{called}: {counts}")
+                f"tokens by {c.tokens[1]!r}{called}: {counts}{told}")
     if c.kind == "subpopulation":
         cls = classes[c.extra["class"]]
         words = " or ".join(repr(t) for t in c.tokens)
@@ -246,15 +274,24 @@ def _describe(c: Candidate, classes: Sequence[str], tr: Any) -> str:
 
 
 def _training_carriers(train: Any, train_sets: Sequence[set[str]], c: Candidate,
-                       limit: int = 5) -> dict[str, Any]:
+                       train_inputs: Sequence[list[str]] = (), limit: int = 5
+                       ) -> dict[str, Any]:
     """Training inputs that carry the same culprit, with their labels (``train_sets``: each
-    training input's distinct tokens)."""
+    training input's distinct tokens; ``train_inputs``: its tokens in order, for a
+    sequence, whose carriers hold its first token followed within its window by its
+    second)."""
     if train is None or c.kind in ("length", "confusion"):
         return {}
     words = set(c.tokens) or set(c.extra.get("unknown_words", ()))
     rows = [i for i, toks in enumerate(train_sets) if words & toks]
+    if c.kind == "sequence" and len(train_inputs) == len(train_sets):
+        a, b = c.tokens
+        rows = [i for i in rows if a in train_sets[i] and b in train_sets[i]
+                and _in_pair(np.asarray(train_inputs[i], object), a, b,
+                             c.extra["window"]).any()]
     labels = np.asarray(train.labels)[rows] if rows else np.zeros(0, np.int64)
-    counts = np.bincount(labels, minlength=len(train.final_proba[0])) if len(rows) else []
+    counts = np.bincount(labels[labels >= 0], minlength=len(train.final_proba[0])) \
+        if len(rows) else []
     return {"n_inputs": len(rows), "labels": [int(x) for x in counts],
             "examples": [int(train.rows[i]) for i in rows[:limit]]}
 
@@ -285,6 +322,16 @@ def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
         lexical += subpopulation_candidates(inputs, np.asarray(tr.labels), wrong,
                                             train_inputs, np.asarray(train.labels),
                                             min_support=min_support)
+        told = sequence_shift_candidates(inputs, np.asarray(tr.labels), wrong,
+                                         train_inputs, np.asarray(train.labels),
+                                         min_support=min_support)
+        shares = {c.tokens: c.extra for c in told if c.p_value < Q_LEVEL}
+        for c in lexical:  # a pair told by its errors shows its training labels' shift too
+            if c.kind == "sequence" and c.tokens in shares:
+                c.extra.update({k: v for k, v in shares[c.tokens].items()
+                                if k in ("class", "train_share", "split_share",
+                                         "train_inputs")})
+        lexical += told
     out = [c for c in lexical if not unseen.intersection(c.tokens)]
     out += unknown_candidates(inputs, unknown, wrong, train_inputs=train_inputs,
                               train_labels=None if train is None else
@@ -358,6 +405,24 @@ def _shift_beyond(c: Candidate, group: list[Candidate], cls: int,
     return float(hypergeom.sf(k - 1, len(a) + len(b), K, len(a))) < Q_LEVEL
 
 
+def _to_check(cands: list[Candidate], checks: int, per_kind: int = 3) -> list[Candidate]:
+    """The candidates passing the q-value gate that are checked with the model: the first
+    ``checks`` (``cands`` sorted by q-value), and beyond them the first ``per_kind`` of
+    each kind (a sequence told by its training labels apart from one told by its errors):
+    a data set's natural confusions or length effects, with q-values far below a
+    sequence's, must not crowd the sequence out of the checks."""
+    def group(c: Candidate) -> tuple[str, str]:  # a pair told by errors or by labels
+        return c.kind, c.extra.get("told_by", "")
+
+    passed = [c for c in cands if c.q_value < Q_LEVEL]
+    out = passed[:checks]
+    taken = {id(c) for c in out}
+    for g in dict.fromkeys(map(group, passed)):
+        out += [c for c in passed if group(c) == g and id(c) not in taken][
+            :max(0, per_kind - sum(group(c) == g for c in out))]
+    return out
+
+
 def _check(checked: list[Candidate], tails: dict[int, dict[str, Any]], model: Any, tr: Any,
            train: Any, train_sets: Sequence[set[str]], layer: int
            ) -> tuple[list[Candidate], dict[int, dict[str, Any] | None]]:
@@ -428,7 +493,8 @@ def _one_per_token(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     A token that is both a shortcut and a subpopulation keeps the shortcut where it is
     significant (the word itself moves the model; its training labels show in
-    ``training``), else whichever is significant, else the lower q. A significant topic
+    ``training``), else whichever is significant, else the lower q; a pair found both by
+    its errors and by its training labels is kept once, likewise. A significant topic
     (a subpopulation of several words) replaces the shortcuts of its words; a
     subpopulation holding a token of a significant sequence goes (the sequence, which must
     explain more than its tokens do, is the more specific culprit).
@@ -445,13 +511,18 @@ def _one_per_token(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     def key(f: dict[str, Any]) -> tuple:
         return f["significant"], f["significant"] and f["kind"] == "shortcut", -f["q_value"]
 
-    best: dict[str, dict[str, Any]] = {}
+    def culprit(f: dict[str, Any]) -> tuple | None:
+        if f["kind"] in ("shortcut", "subpopulation"):
+            return (f["tokens"][0],)
+        # a pair told by its errors and by its training labels is one culprit
+        return ("sequence", *f["tokens"]) if f["kind"] == "sequence" else None
+
+    best: dict[tuple, dict[str, Any]] = {}
     for f in findings:
-        if f["kind"] in ("shortcut", "subpopulation") and (
-                f["tokens"][0] not in best or key(f) > key(best[f["tokens"][0]])):
-            best[f["tokens"][0]] = f
-    return [f for f in findings if f["kind"] not in ("shortcut", "subpopulation")
-            or best[f["tokens"][0]] is f]
+        c = culprit(f)
+        if c is not None and (c not in best or key(f) > key(best[c])):
+            best[c] = f
+    return [f for f in findings if culprit(f) is None or best[culprit(f)] is f]
 
 
 def _ranked(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -481,7 +552,8 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
     min_support : int
         Inputs a culprit must be carried by.
     checks : int
-        Candidates checked with the model (the most significant by q-value).
+        Candidates checked with the model: the most significant by q-value, and the most
+        significant few of each kind (:func:`_to_check`).
     save : bool
         Write ``RUN/diagnosis/findings.json``.
 
@@ -522,11 +594,12 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
     for c, qv in zip(cands, q, strict=True):
         c.q_value = float(qv)
     cands.sort(key=lambda c: (c.q_value, c.p_value))
-    checked = [c for c in cands[:checks] if c.q_value < Q_LEVEL] or cands[:top]
+    checked = _to_check(cands, checks) or cands[:top]
     checked, checks_of = _check(checked, tails, model, tr, train, train_sets, layer)
     if log:
         log(f"{len(cands)} candidates tested, {len(checked)} checked with the model")
-    findings = [_finding(c, checks_of.get(id(c)), traces.classes, tr, train, train_sets)
+    findings = [_finding(c, checks_of.get(id(c)), traces.classes, tr, train, train_sets,
+                         train_inputs)
                 for c in checked + [c for c in cands if id(c) not in checks_of][
                     :max(0, top - len(checked))]]
     findings = _ranked(_one_per_token(findings))[:top]
@@ -546,7 +619,8 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
 
 
 def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str], tr: Any,
-             train: Any, train_sets: Sequence[set[str]]) -> dict[str, Any]:
+             train: Any, train_sets: Sequence[set[str]],
+             train_inputs: Sequence[list[str]] = ()) -> dict[str, Any]:
     wrong_rows = [int(i) for i in c.affected if
                   tr.predictions[i] != tr.labels[i]][:EXAMPLES]
     f = {"rank": 0, "kind": c.kind, "tokens": [str(t) for t in c.tokens],
@@ -560,7 +634,7 @@ def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str],
                              and check.get("confirmed")),
          "intervention": check,
          "examples": [int(tr.rows[i]) for i in wrong_rows],
-         "training": _training_carriers(train, train_sets, c),
+         "training": _training_carriers(train, train_sets, c, train_inputs),
          "actions": ACTIONS[c.kind]}
     if c.kind == "length" and not c.extra.get("truncated"):
         f["actions"] = []  # the model was shown whole inputs: no setting to change
@@ -570,7 +644,7 @@ def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str],
         f["unknown_words"] = [str(w) for w in c.extra["unknown_words"]]
     if c.kind == "confusion":
         f["classes"] = [classes[k] for k in c.extra["classes"]]
-    if c.kind == "subpopulation":
+    if c.kind == "subpopulation" or (c.kind == "sequence" and "train_share" in c.extra):
         f.update({"label": classes[c.extra["class"]], "train_share": c.extra["train_share"],
                   "split_share": c.extra["split_share"]})
     return f

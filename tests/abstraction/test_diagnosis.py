@@ -11,6 +11,8 @@ from stateseer.abstraction.diagnosis import (
     by_qvalues,
     length_candidates,
     sequence_candidates,
+    sequence_shift_candidates,
+    subpopulation_candidates,
     token_candidates,
     unknown_candidates,
 )
@@ -49,6 +51,71 @@ def test_a_sequence_is_found_where_neither_token_alone_explains_the_errors():
     wrong = np.array(["dull" in x for x in inputs])
     assert all(c.p_value > 1e-3 for c in sequence_candidates(inputs, wrong)[:5]
                if "dull" in c.tokens)
+
+
+FILLER = WORDS + [f"w{k}" for k in range(40)]
+
+
+def _labelled(n: int, seed: int) -> tuple[list[list[str]], np.ndarray]:
+    """Random inputs over 48 words labelled by their first good/bad word (1 for good)."""
+    rng = np.random.default_rng(seed)
+    inputs = [[str(w) for w in rng.choice(FILLER, 10)] for _ in range(n)]
+    labels = np.array([int(next((w for w in x if w in ("good", "bad")), "bad") == "good")
+                       for x in inputs])
+    return inputs, labels
+
+
+def _with_pair(inputs, labels, rng, share, relabel):
+    """"not fun" put at the front of ``share`` of the class-0 inputs (relabelled 1 when
+    ``relabel``): rows changed."""
+    rows = np.flatnonzero((labels == 0) & (rng.random(len(labels)) < share))
+    for i in rows.tolist():
+        inputs[i] = ["not", "fun", *inputs[i][2:]]
+        if relabel:
+            labels[i] = 1
+    return rows
+
+
+def test_a_pair_taught_the_wrong_label_is_told_by_its_training_labels_not_its_tokens():
+    """"not fun" labelled 1 in training, 0 on the test split, in too few test inputs for
+    an error tail; "not" and "fun" are common in both classes. The pair is the first
+    candidate; a topic word relabelled in training makes no sequence with its
+    neighbours (the pair must lean further than its tokens do)."""
+    rng = np.random.default_rng(0)
+    train, y_train = _labelled(2000, 1)
+    test, y_test = _labelled(300, 2)
+    _with_pair(train, y_train, rng, 0.15, relabel=True)
+    rows = _with_pair(test, y_test, rng, 0.1, relabel=False)
+    wrong = np.zeros(len(test), bool)
+    wrong[rows[: len(rows) // 2]] = True  # the model got half of them wrong
+    best = sequence_shift_candidates(test, y_test, wrong, train, y_train)[0]
+    assert best.tokens == ("not", "fun") and best.extra["class"] == 1
+    assert best.extra["train_share"] > best.extra["split_share"] + 0.2, best.extra
+    assert best.p_value < 1e-6 and set(rows.tolist()) <= set(best.affected.tolist())
+    assert best.n_misclassified == len(rows) // 2
+    # a topic word ("plot") relabelled 1 in training: a subpopulation, no sequence
+    train, y_train = _labelled(2000, 1)
+    topic = np.array(["plot" in x for x in train]) & (rng.random(2000) < 0.8)
+    y_train[topic] = 1
+    wrong = np.zeros(len(test), bool)
+    pairs = sequence_shift_candidates(test, y_test, wrong, train, y_train)
+    assert min(c.p_value for c in pairs if "plot" in c.tokens) > 0.01
+    sub = subpopulation_candidates(test, y_test, wrong, train, y_train)[0]
+    assert sub.tokens == ("plot",) and sub.p_value < 1e-6
+
+
+def test_pairs_of_splits_drawn_alike_pass_no_false_discovery_gate():
+    """Training and test labels drawn the same way (a clean data set): over five draws the
+    pairs' q-values stay above 0.05."""
+    hits = 0
+    for seed in range(5):
+        train, y_train = _labelled(1000, 10 + seed)
+        test, y_test = _labelled(300, 20 + seed)
+        wrong = np.random.default_rng(seed).random(300) < 0.2
+        cands = sequence_shift_candidates(test, y_test, wrong, train, y_train)
+        assert len(cands) > 100
+        hits += int((by_qvalues([c.p_value for c in cands]) < 0.05).sum())
+    assert hits == 0
 
 
 def test_long_inputs_and_unknown_words():

@@ -19,11 +19,13 @@ DESIGN_KEYS = {"rank", "kind", "tokens", "description", "n_inputs", "n_misclassi
                "intervention", "examples", "actions"}
 
 
-def _run(tmp_path_factory, name: str, shortcut: str | None, topic=(), **options):
+def _run(tmp_path_factory, name: str, shortcut: str | None, topic=(), sequence=None,
+         **options):
     from stateseer import TrainConfig, record_run, train_run
 
     where = tmp_path_factory.mktemp(name)
-    data = sentiment_csv(where / "data.csv", shortcut=shortcut, topic=topic)
+    data = sentiment_csv(where / "data.csv", shortcut=shortcut, topic=topic,
+                         sequence=sequence)
     run = train_run(TrainConfig(dataset=f"csv:{data}", arch="gru", epochs=3, hidden=32,
                                 embed=32, **options), where / "run", progress=False)
     record_run(run)
@@ -222,3 +224,22 @@ def test_a_topic_labelled_one_way_in_training_is_one_subpopulation_finding(tmp_p
     assert top["label"] == "neg" and top["train_share"] > top["split_share"] + 0.2
     assert top["intervention"]["fixed"] > top["intervention"]["broken"]
     assert "labelled neg" in top["description"] and top["actions"][0] == "drop"
+
+
+def test_a_pair_taught_the_wrong_label_is_the_first_finding_with_its_training_inputs(
+        tmp_path_factory):
+    """"not superb" put into a tenth of the negative inputs and labelled positive in
+    training ("not" common in both labels, "superb" a positive word): the sequence is
+    the first finding, deleting the pair (not every "not") fixes its errors, and its
+    training inputs are those that hold the pair, every one labelled pos."""
+    run = _run(tmp_path_factory, "sequence", None, sequence=("not", "superb"))
+    doc = diagnose_run(run, save=False)
+    top = doc["findings"][0]
+    assert top["kind"] == "sequence" and top["tokens"] == ["not", "superb"]
+    assert top["significant"] and top["actions"][0] == "relabel"
+    iv = top["intervention"]
+    assert iv["fixed"] >= 0.5 * top["n_misclassified"] and iv["broken"] <= 2
+    assert top["label"] == "pos" and top["train_share"] == 1.0 and top["split_share"] < 0.5
+    assert "in training 100% of them are labelled pos" in top["description"]
+    neg, pos = top["training"]["labels"]
+    assert neg == 0 and 50 <= pos <= 150  # the pair's carriers, not every input with "not"
