@@ -583,8 +583,7 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
     tr = traces[split]
     train = traces["train"] if "train" in traces and split != "train" else None
     data = _split_data(tr)  # each input's tokens, the misclassified, the unknown words
-    train_inputs = [train.tokens(i) for i in range(train.n_inputs)] if train is not None \
-        else []
+    train_inputs = [train.tokens(i) for i in range(0 if train is None else train.n_inputs)]
     train_sets = [set(t) for t in train_inputs]
     written = _written(r, tr) if train is not None else None
     cands = _candidates(tr, train, train_inputs, data, min_support, written, r.truncate)
