@@ -35,8 +35,9 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -105,11 +106,10 @@ def _tail(k: np.ndarray, n_total: int, n_wrong: int, n: np.ndarray) -> np.ndarra
 def _encode(inputs: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Every step: its input's index and its token's index, and the token strings."""
     vocab: dict[str, int] = {}
-    ids = [np.fromiter((vocab.setdefault(t, len(vocab)) for t in toks), np.int64, len(toks))
-           for toks in inputs]
-    lengths = np.fromiter(map(len, ids), np.int64, len(ids))
-    tok = np.concatenate(ids) if ids else np.zeros(0, np.int64)
-    return np.repeat(np.arange(len(ids)), lengths), tok, list(vocab)
+    flat = list(chain.from_iterable(inputs))
+    tok = np.array([vocab.setdefault(t, len(vocab)) for t in flat], np.int64)
+    lengths = np.fromiter(map(len, inputs), np.int64, len(inputs))
+    return np.repeat(np.arange(len(inputs)), lengths), tok, list(vocab)
 
 
 def _distinct(inp: np.ndarray, tok: np.ndarray, n_tokens: int
@@ -197,14 +197,31 @@ def sequence_candidates(inputs: Sequence[Sequence[str]], wrong: np.ndarray, *,
         _tail(k, n, n_wrong, m),
         np.clip(hypergeom.sf(k - 1, n_tok[a], k_tok[a].astype(np.int64), m), 0, 1),
         np.clip(hypergeom.sf(k - 1, n_tok[b], k_tok[b].astype(np.int64), m), 0, 1)])
-    rows = np.split(pair_inp[np.argsort(pair_idx, kind="stable")], np.cumsum(n_pair)[:-1])
+    rows = _grouped(pair_inp, pair_idx, keep)
     out = []
     for j in np.argsort(p, kind="stable").tolist():
-        i = keep[j]
-        out.append(Candidate("sequence", (words[a[j]], words[b[j]]), rows[i], int(k[j]),
+        out.append(Candidate("sequence", (words[a[j]], words[b[j]]), rows(j), int(k[j]),
                              _rate(k[j], m[j]), _rate(n_wrong - k[j], n - m[j]),
                              float(p[j]), extra={"window": window}))
     return out
+
+
+def _grouped(values: np.ndarray, group: np.ndarray, wanted: np.ndarray
+             ) -> Callable[[int], np.ndarray]:
+    """``values`` by ``group``, for the groups ``wanted`` only: ``f(j)`` is the values of
+    group ``wanted[j]`` in their order (one sort, no split into every group).
+
+    Examples
+    --------
+    >>> f = _grouped(np.array([10, 11, 12, 13]), np.array([2, 0, 2, 1]), np.array([2, 1]))
+    >>> f(0).tolist(), f(1).tolist()
+    ([10, 12], [13])
+    """
+    order = np.argsort(group, kind="stable")
+    ordered, values = group[order], values[order]
+    lo = np.searchsorted(ordered, wanted, "left")
+    hi = np.searchsorted(ordered, wanted, "right")
+    return lambda j: values[lo[j]:hi[j]]
 
 
 def _pairs(inp: np.ndarray, tok: np.ndarray, V: int, window: int
@@ -302,15 +319,12 @@ def sequence_shift_candidates(inputs: Sequence[Sequence[str]], labels: np.ndarra
         hypergeom.sf(A - 1, T[second].sum(1, keepdims=True), T[second], m)])
     cls = tails.argmin(1)
     p = np.clip(tails.min(1) * C, 0, 1)
-    split_rows = pair_inp[~in_train] - n_train
-    split_idx = idx[~in_train]
-    order = np.argsort(split_idx, kind="stable")
-    rows_of = np.split(split_rows[order], np.cumsum(np.bincount(split_idx, minlength=P))[:-1])
+    rows_of = _grouped(pair_inp[~in_train] - n_train, idx[~in_train], keep)
     n, n_wrong = len(wrong), int(wrong.sum())
     out = []
     for j in np.argsort(p, kind="stable").tolist():
         i, c = int(keep[j]), int(cls[j])
-        rows = rows_of[i]
+        rows = rows_of(j)
         k = int(wrong[rows].sum())
         out.append(Candidate(
             "sequence", (words[first[j]], words[second[j]]), rows, k, _rate(k, len(rows)),
@@ -503,13 +517,12 @@ def subpopulation_candidates(inputs: Sequence[Sequence[str]], labels: np.ndarray
     tails = hypergeom.sf(A - 1, (n_a + n_b)[keep, None], A + B, n_a[keep, None])
     cls = tails.argmin(1)
     p = np.clip(tails.min(1) * n_classes, 0, 1)
-    rows_of = np.split(inp[~in_train][np.argsort(tok[~in_train], kind="stable")] - n_train,
-                       np.cumsum(np.bincount(tok[~in_train], minlength=V))[:-1])
+    rows_of = _grouped(inp[~in_train] - n_train, tok[~in_train], keep)  # distinct inputs
     n, n_wrong = len(wrong), int(wrong.sum())
     out = []
     for j in np.argsort(p, kind="stable").tolist():
         t, c = int(keep[j]), int(cls[j])
-        rows = np.unique(rows_of[t])
+        rows = rows_of(j)
         k = int(wrong[rows].sum())
         out.append(Candidate("subpopulation", (vocab[t],), rows, k, _rate(k, len(rows)),
                              _rate(n_wrong - k, n - len(rows)), float(p[j]),

@@ -420,7 +420,8 @@ class SplitTraces:
 
     def tokens(self, i: int) -> list[str]:
         """Token strings of input ``i`` as written in the text."""
-        return [self.surface[j] for j in self.surface_ids[self.steps(i)]]
+        surface = self.surface
+        return [surface[j] for j in np.asarray(self.surface_ids[self.steps(i)]).tolist()]
 
     def known(self, i: int) -> np.ndarray:
         """Boolean mask (len,) — False where the token was out of vocabulary
