@@ -123,11 +123,13 @@ def _in_pair(surface: np.ndarray, a: int, b: int, window: int) -> np.ndarray:
     --------
     >>> _in_pair(np.array([0, 5, 1, 0, 7, 7, 7, 1]), 0, 1, 3).astype(int).tolist()
     [1, 0, 1, 0, 0, 0, 0, 0]
+    >>> _in_pair(np.array([0, 1]), 0, 1, 3).tolist(), _in_pair(np.array([0]), 0, 1, 3).tolist()
+    ([True, True], [False])
     """
     n = len(surface)
     is_a, is_b = surface == a, surface == b
     out = np.zeros(n, bool)
-    for d in range(1, window + 1):
+    for d in range(1, min(window, n - 1) + 1):
         hit = is_a[:n - d] & is_b[d:]
         out[:n - d] |= hit
         out[d:] |= hit
