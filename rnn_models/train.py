@@ -38,7 +38,8 @@ from .formats.rundir import data_section, portable, portable_path, sha256_file
 from .run import ModelRun
 from .tokenizers import Vocab
 
-__all__ = ["ARCH_DEFAULTS", "DEFAULTS", "TrainConfig", "default_drift", "evaluate", "train_run"]
+__all__ = ["ARCH_DEFAULTS", "DEFAULTS", "OPTION_DEFAULTS", "TrainConfig", "default_drift",
+           "evaluate", "train_run"]
 
 IGNORE = -100
 
@@ -72,6 +73,23 @@ ARCH_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
     "mamba": {"text": dict(embed=64, hidden=64, d_state=8, state="ssm"),
               "formal": dict(embed=16, hidden=16, d_state=4)},
 }
+#: per (arch, option, value) and data kind, defaults that differ again when the run sets
+#: that arch option: a signed Mamba on formal languages stacks two layers (one layer
+#: extracts Tomita 1, 2, 4, 7 and parity; two also Tomita 3 and 5, whose flips depend on
+#: the symbol before: ``benchmarks/archs.py --archs mamba-signed``)
+OPTION_DEFAULTS: dict[tuple[str, str, Any], dict[str, dict[str, Any]]] = {
+    ("mamba", "gate", "signed"): {"formal": dict(layers=2)},
+}
+
+
+def _arch_defaults(arch: str, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+    """:data:`ARCH_DEFAULTS` of ``arch`` for ``kind``, with :data:`OPTION_DEFAULTS` of
+    the arch ``options`` the run sets."""
+    out = dict(ARCH_DEFAULTS.get(arch, {}).get(kind, {}))
+    for (name, key, value), more in OPTION_DEFAULTS.items():
+        if name == arch and options.get(key) == value:
+            out.update(more.get(kind, {}))
+    return out
 
 @dataclass
 class TrainConfig:
@@ -117,7 +135,7 @@ class TrainConfig:
         kind = "text" if ds.tokenizer == "word" else "formal"
         arch = ARCHITECTURES[self.arch]
         out = {**DEFAULTS[kind], **arch.defaults,
-               **ARCH_DEFAULTS.get(self.arch, {}).get(kind, {})}
+               **_arch_defaults(self.arch, kind, self.arch_options)}
         for k in out:
             v = self.arch_options.get(k) if k in arch.options else getattr(self, k, None)
             if v is not None:
@@ -195,7 +213,7 @@ def default_drift(config: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     kind = "text" if data["tokenizer"] == "word" else "formal"
     options = ARCHITECTURES[arch].options
     today = {**DEFAULTS[kind], **ARCHITECTURES[arch].defaults,
-             **ARCH_DEFAULTS.get(arch, {}).get(kind, {})}
+             **_arch_defaults(arch, kind, cfg.get("arch_options") or {})}
     if cfg.get("init"):  # the checkpoint fixed the sizes
         today = {k: v for k, v in today.items()
                  if k not in ("embed", "hidden", "layers", *options)}

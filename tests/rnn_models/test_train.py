@@ -148,6 +148,26 @@ def test_default_drift_names_only_defaults_that_changed(tomita_run):
     assert default_drift({"format": "something else"}) == {}
 
 
+def test_a_signed_mamba_stacks_two_layers_on_formal_languages_unless_told():
+    """The option's own default (OPTION_DEFAULTS) applies to that option's runs only, on
+    their data kind only, gives way to an explicit value, and an older signed run trained
+    with one layer by default is told that the default changed."""
+    from stateseer import load_dataset
+
+    parity, words = load_dataset("parity"), load_dataset("rotten_tomatoes")
+    signed = {"gate": "signed"}
+    assert TrainConfig("parity", arch="mamba", arch_options=signed).resolve(parity)["layers"] == 2
+    assert TrainConfig("parity", arch="mamba").resolve(parity)["layers"] == 1
+    assert TrainConfig("parity", arch="mamba", layers=1,
+                       arch_options=signed).resolve(parity)["layers"] == 1
+    assert TrainConfig("rotten_tomatoes", arch="mamba",
+                       arch_options=signed).resolve(words)["layers"] == 1
+    old = {"format": "stateseer.run", "data": {"tokenizer": "char"},
+           "config": {"arch": "mamba", "layers": None, "arch_options": signed},
+           "model": {"arch": "mamba", "layers": 1}, "training": {}}
+    assert default_drift(old)["layers"] == (1, 2)
+
+
 def test_truncate_and_vocab_exclude_are_pipeline_settings_kept_everywhere(tmp_path, text_csv):
     from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.formats.traces import Traces
