@@ -414,21 +414,43 @@ def unknown_candidates(inputs: Sequence[Sequence[str]], unknown: Sequence[np.nda
 
 def _label_signal(inputs: Sequence[Sequence[str]], labels: np.ndarray,
                   words: set[str]) -> dict[str, Any]:
-    """How well ``words`` tell the label in the training data: ``purity`` is the share of
-    (input, word) pairs whose input carries the word's most frequent label (each word may
-    stand for a different class, as ratings do); ``label`` the most frequent label of all
-    the inputs holding one."""
-    pairs = [(i, w) for i, toks in enumerate(inputs) for w in words & set(toks)]
+    """How well ``words`` tell the label in the training data.
+
+    ``purity`` is the share of (input, word) pairs whose input carries the word's most
+    frequent label (each word may stand for a different class, as ratings do); ``lift``
+    that share over what the training labels' own frequencies would give those labels;
+    ``p_value`` the smallest word's hypergeometric tail of its most frequent label among
+    the training labels, Bonferroni over the words and the classes; ``label`` the most
+    frequent label of all the inputs holding one.
+
+    Examples
+    --------
+    >>> inputs = [["4/5", "a"]] * 30 + [["2/5", "a"]] * 30 + [["a"]] * 40
+    >>> sig = _label_signal(inputs, np.array([1] * 30 + [0] * 30 + [0, 1] * 20),
+    ...                     {"4/5", "2/5"})
+    >>> sig["purity"], sig["lift"], sig["p_value"] < 1e-10
+    (1.0, 2.0, True)
+    """
+    labels = np.asarray(labels)
+    pairs = [(i, w) for i, toks in enumerate(inputs) for w in words & set(toks)
+             if labels[i] >= 0]
     if not pairs:
-        return {"inputs": 0, "purity": 0.0, "label": None}
+        return {"inputs": 0, "purity": 0.0, "lift": 0.0, "p_value": 1.0, "label": None}
     rows = np.array([i for i, _ in pairs])
     word = np.unique([w for _, w in pairs], return_inverse=True)[1]
-    lab = np.asarray(labels)[rows]
-    table = np.zeros((word.max() + 1, lab.max() + 1), np.int64)
-    np.add.at(table, (word, lab), 1)
+    known = labels[labels >= 0]
+    n_classes = int(known.max()) + 1
+    table = np.zeros((word.max() + 1, n_classes), np.int64)
+    np.add.at(table, (word, labels[rows]), 1)
     held = np.unique(rows)
-    return {"inputs": len(held), "purity": float(table.max(1).sum() / len(pairs)),
-            "label": int(np.bincount(np.asarray(labels)[held]).argmax())}
+    total = np.bincount(known, minlength=n_classes)
+    major, k, n_w = table.argmax(1), table.max(1), table.sum(1)
+    tails = hypergeom.sf(k - 1, len(known), total[major], n_w)
+    purity = float(k.sum() / len(pairs))
+    expected = float((total[major] / len(known) * n_w).sum() / len(pairs))
+    return {"inputs": len(held), "purity": purity, "lift": round(purity / expected, 4),
+            "p_value": float(min(1.0, tails.min() * len(tails) * n_classes)),
+            "label": int(np.bincount(labels[held]).argmax())}
 
 
 def confusion_candidates(labels: np.ndarray, predictions: np.ndarray,

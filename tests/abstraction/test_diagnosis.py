@@ -134,7 +134,10 @@ def test_long_inputs_and_unknown_words():
     c = unknown_candidates(inputs, unknown, wrong, train_inputs=train,
                            train_labels=np.array([1] * 20 + [0] * 20))[0]
     assert c.kind == "unknown" and c.extra["unknown_words"] == ["4/5"]
-    assert c.extra["training"] == {"inputs": 20, "purity": 1.0, "label": 1}
+    sig = c.extra["training"]
+    assert (sig["inputs"], sig["purity"], sig["lift"], sig["label"]) == (20, 1.0, 2.0, 1)
+    # 20 inputs all labelled 1 of 40 half so: both classes tested, each tail 1 / C(40, 20)
+    assert sig["p_value"] == pytest.approx(2 * hypergeom.sf(19, 40, 20, 20))
 
 
 def test_by_qvalues_control_the_false_discovery_rate_under_a_null():

@@ -62,8 +62,9 @@ def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
                 f"against {iv['the_other_way_rate']:.0%} the other way round; the true "
                 f"class is {iv.get('train_share', 0):.0%} of the training labels and "
                 f"{iv.get('split_share', 0):.0%} here")
+    lift = f" ({iv['lift']:.1f}× the label's own frequency)" if iv.get("lift") else ""
     return (f"in training, {iv['inputs']} inputs hold these words, "
-            f"{iv['purity']:.0%} of them with the word's usual label")
+            f"{iv['purity']:.0%} of them with the word's usual label{lift}")
 
 
 def finding_card(f: dict[str, Any], classes: list[str], rows_of: dict[int, int],
