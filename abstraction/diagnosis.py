@@ -44,9 +44,9 @@ import numpy as np
 from scipy.stats import false_discovery_control, hypergeom
 
 __all__ = ["KINDS", "Candidate", "by_qvalues", "confusion_candidates", "length_candidates",
-           "sequence_candidates", "sequence_shift_candidates", "subpopulation_candidates",
-           "tail_evidence",
-           "token_candidates", "unknown_candidates"]
+           "pair_positions", "sequence_candidates", "sequence_shift_candidates",
+           "subpopulation_candidates", "tail_evidence", "token_candidates",
+           "unknown_candidates"]
 
 KINDS = ("shortcut", "sequence", "unknown", "length", "confusion", "subpopulation")
 
@@ -236,6 +236,35 @@ def _pairs(inp: np.ndarray, tok: np.ndarray, V: int, window: int
     return keys // (V * V), keys % (V * V)
 
 
+def _by_split(inp: np.ndarray, group: np.ndarray, labels: np.ndarray, n_train: int,
+              n_groups: int, n_classes: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per group (a token, a pair), its inputs' labels counted in training and on the split
+    diagnosed: ``(A, B)``, each (n_groups, n_classes), and the (input, group) pairs kept
+    (labelled ones) with whether each input is a training one.
+
+    ``inp`` indexes ``labels``: the training inputs first (``n_train`` of them), then the
+    split's; inputs without a label (negative) are left out."""
+    lab = labels[inp]
+    ok = lab >= 0
+    inp, group, lab = inp[ok], group[ok], lab[ok]
+    in_train = inp < n_train
+
+    def table(m: np.ndarray) -> np.ndarray:
+        return np.bincount(group[m] * n_classes + lab[m],
+                           minlength=n_groups * n_classes).reshape(n_groups, n_classes)
+
+    return table(in_train), table(~in_train), inp, group, in_train
+
+
+def _shift_tails(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Per group and class, the hypergeometric tail of the training count ``A`` among the
+    group's inputs of both splits (``A + B``): were the splits drawn alike, no higher than
+    chance allows."""
+    n_a, n_b = A.sum(1, keepdims=True), B.sum(1, keepdims=True)
+    return hypergeom.sf(A - 1, n_a + n_b, A + B, n_a)
+
+
 def sequence_shift_candidates(inputs: Sequence[Sequence[str]], labels: np.ndarray,
                               wrong: np.ndarray, train_inputs: Sequence[Sequence[str]],
                               train_labels: np.ndarray, *, window: int = 3,
@@ -294,27 +323,18 @@ def sequence_shift_candidates(inputs: Sequence[Sequence[str]], labels: np.ndarra
     inp, tok, words = _encode([*train_inputs, *inputs])
     V = max(len(words), 1)
     pair_inp, pair = _pairs(inp, tok, V, window)
-    lab = lab_all[pair_inp]
-    ok = lab >= 0
-    pair_inp, pair, lab = pair_inp[ok], pair[ok], lab[ok]
-    in_train = pair_inp < n_train
     uniq, idx = np.unique(pair, return_inverse=True)
-    P = len(uniq)
-    A = np.bincount(idx[in_train] * C + lab[in_train], minlength=P * C).reshape(P, C)
-    B = np.bincount(idx[~in_train] * C + lab[~in_train], minlength=P * C).reshape(P, C)
+    A, B, pair_inp, idx, in_train = _by_split(pair_inp, idx, lab_all, n_train, len(uniq), C)
     n_a, n_b = A.sum(1), B.sum(1)
     keep = np.flatnonzero((n_a >= 2 * min_support) & (n_b >= min_support))
     if not len(keep):
         return []
     # each token's training inputs by label, for the tails within a's and b's inputs
-    tinp, ttok = _distinct(inp, tok, V)
-    tlab = lab_all[tinp]
-    tr_ok = (tinp < n_train) & (tlab >= 0)
-    T = np.bincount(ttok[tr_ok] * C + tlab[tr_ok], minlength=V * C).reshape(V, C)
+    T = _by_split(*_distinct(inp, tok, V), lab_all, n_train, V, C)[0]
     A, B, m = A[keep], B[keep], n_a[keep, None]
     first, second = uniq[keep] // V, uniq[keep] % V
     tails = np.maximum.reduce([
-        hypergeom.sf(A - 1, m + n_b[keep, None], A + B, m),
+        _shift_tails(A, B),
         hypergeom.sf(A - 1, T[first].sum(1, keepdims=True), T[first], m),
         hypergeom.sf(A - 1, T[second].sum(1, keepdims=True), T[second], m)])
     cls = tails.argmin(1)
@@ -333,6 +353,31 @@ def sequence_shift_candidates(inputs: Sequence[Sequence[str]], labels: np.ndarra
                    "train_share": round(float(A[j, c] / m[j, 0]), 4),
                    "split_share": round(float(B[j, c] / n_b[i]), 4),
                    "train_inputs": int(m[j, 0])}))
+    return out
+
+
+def pair_positions(surface: np.ndarray, a: Any, b: Any, window: int) -> np.ndarray:
+    """Which positions of one input belong to the sequence: an ``a`` followed within
+    ``window`` tokens by a ``b``, and a ``b`` preceded within ``window`` tokens by an
+    ``a`` (the other ``a`` and ``b`` of the input are left alone). ``surface`` may hold
+    token ids or strings (an object array); ``.any()`` says whether the input carries it.
+
+    Examples
+    --------
+    >>> pair_positions(np.array([0, 5, 1, 0, 7, 7, 7, 1]), 0, 1, 3).astype(int).tolist()
+    [1, 0, 1, 0, 0, 0, 0, 0]
+    >>> pair_positions(np.array(["not", "fun"], object), "not", "fun", 3).tolist()
+    [True, True]
+    >>> pair_positions(np.array([0]), 0, 1, 3).tolist()  # shorter than the window
+    [False]
+    """
+    n = len(surface)
+    is_a, is_b = surface == a, surface == b
+    out = np.zeros(n, bool)
+    for d in range(1, min(window, n - 1) + 1):
+        hit = is_a[:n - d] & is_b[d:]
+        out[:n - d] |= hit
+        out[d:] |= hit
     return out
 
 
@@ -522,21 +567,15 @@ def subpopulation_candidates(inputs: Sequence[Sequence[str]], labels: np.ndarray
         return []
     n_classes = int(max(labels.max(initial=0), train_labels.max(initial=0))) + 1
     inp, tok, vocab = _incidence([*train_inputs, *inputs])
-    lab = np.concatenate([train_labels, labels])[inp]
-    ok = lab >= 0
-    inp, tok, lab = inp[ok], tok[ok], lab[ok]
-    in_train = inp < n_train
     V = max(len(vocab), 1)
-    a = np.bincount(tok[in_train] * n_classes + lab[in_train],
-                    minlength=V * n_classes).reshape(V, n_classes)
-    b = np.bincount(tok[~in_train] * n_classes + lab[~in_train],
-                    minlength=V * n_classes).reshape(V, n_classes)
+    a, b, inp, tok, in_train = _by_split(inp, tok, np.concatenate([train_labels, labels]),
+                                         n_train, V, n_classes)
     n_a, n_b = a.sum(1), b.sum(1)
     keep = np.flatnonzero((n_a >= 2 * min_support) & (n_b >= min_support))
     if not len(keep):
         return []
     A, B = a[keep], b[keep]
-    tails = hypergeom.sf(A - 1, (n_a + n_b)[keep, None], A + B, n_a[keep, None])
+    tails = _shift_tails(A, B)
     cls = tails.argmin(1)
     p = np.clip(tails.min(1) * n_classes, 0, 1)
     rows_of = _grouped(inp[~in_train] - n_train, tok[~in_train], keep)  # distinct inputs

@@ -67,6 +67,7 @@ from ...abstraction.diagnosis import (
     by_qvalues,
     confusion_candidates,
     length_candidates,
+    pair_positions,
     sequence_candidates,
     sequence_shift_candidates,
     subpopulation_candidates,
@@ -120,28 +121,6 @@ def _written(r: Any, tr: Any) -> list[list[str]] | None:
     return [fn(t) for t in tr.texts]
 
 
-def _in_pair(surface: np.ndarray, a: int, b: int, window: int) -> np.ndarray:
-    """Which positions of one input belong to the sequence: an ``a`` followed within
-    ``window`` tokens by a ``b``, and a ``b`` preceded within ``window`` tokens by an
-    ``a`` (the other ``a`` and ``b`` of the input are left alone).
-
-    Examples
-    --------
-    >>> _in_pair(np.array([0, 5, 1, 0, 7, 7, 7, 1]), 0, 1, 3).astype(int).tolist()
-    [1, 0, 1, 0, 0, 0, 0, 0]
-    >>> _in_pair(np.array([0, 1]), 0, 1, 3).tolist(), _in_pair(np.array([0]), 0, 1, 3).tolist()
-    ([True, True], [False])
-    """
-    n = len(surface)
-    is_a, is_b = surface == a, surface == b
-    out = np.zeros(n, bool)
-    for d in range(1, min(window, n - 1) + 1):
-        hit = is_a[:n - d] & is_b[d:]
-        out[:n - d] |= hit
-        out[d:] |= hit
-    return out
-
-
 def _edited(tr: Any, c: Candidate) -> list[np.ndarray]:
     """The affected inputs' token ids with the culprit's tokens removed (or cut; for a
     sequence, only the tokens that form it)."""
@@ -155,7 +134,7 @@ def _edited(tr: Any, c: Candidate) -> list[np.ndarray]:
         if c.kind == "length":
             out.append(ids[:c.extra["length_above"]])
         elif c.kind == "sequence" and len(culprit) == 2:
-            out.append(ids[~_in_pair(surface, *culprit.tolist(), c.extra["window"])])
+            out.append(ids[~pair_positions(surface, *culprit.tolist(), c.extra["window"])])
         else:
             out.append(ids[~np.isin(surface, culprit)])
     return out
@@ -297,7 +276,7 @@ def _training_carriers(train: Any, train_sets: Sequence[set[str]], c: Candidate,
     if c.kind == "sequence" and len(train_inputs) == len(train_sets):
         a, b = c.tokens
         rows = [i for i in rows if a in train_sets[i] and b in train_sets[i]
-                and _in_pair(np.asarray(train_inputs[i], object), a, b,
+                and pair_positions(np.asarray(train_inputs[i], object), a, b,
                              c.extra["window"]).any()]
     labels = np.asarray(train.labels)[rows] if rows else np.zeros(0, np.int64)
     counts = np.bincount(labels[labels >= 0], minlength=len(train.final_proba[0])) \

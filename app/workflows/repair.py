@@ -56,8 +56,9 @@ def _holds(toks: list[str], f: dict, window: int = 3) -> bool:
     """Whether an input's tokens carry the finding's culprit (a sequence: its first token
     followed within ``window`` tokens by its second)."""
     if f["kind"] == "sequence":
-        a, b = f["tokens"]
-        return any(t == a and b in toks[i + 1:i + 1 + window] for i, t in enumerate(toks))
+        from ...abstraction.diagnosis import pair_positions
+
+        return bool(pair_positions(np.asarray(toks, object), *f["tokens"], window).any())
     return bool(set(f["tokens"]) & set(toks))
 
 
