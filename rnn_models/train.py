@@ -256,15 +256,81 @@ def _prefix_targets(ds: TextDataset, idx: np.ndarray, mode: str) -> list[np.ndar
 def evaluate(model: nn.Module, seqs: list[np.ndarray], labels: np.ndarray,
              batch_size: int = 256) -> tuple[float, np.ndarray]:
     """Accuracy and predictions (n,) of ``model`` on encoded sequences."""
-    was_training = model.training
-    model.eval()
-    pred = np.empty(len(seqs), dtype=np.int64)
-    for b in length_batches(np.array([len(s) for s in seqs]), batch_size, max_tokens=40000):
-        ids, lengths = pad_batch(seqs, b)
-        pred[b] = model(torch.from_numpy(ids), torch.from_numpy(lengths)).argmax(-1).numpy()
-    model.train(was_training)
+    pred = (_logits(model, seqs, batch_size).argmax(-1) if len(seqs)
+            else np.zeros(0, np.int64))
     acc = float((pred == labels).mean()) if len(labels) else float("nan")
     return acc, pred
+
+
+def _logits(model: nn.Module, seqs: list[np.ndarray], batch_size: int = 256
+            ) -> np.ndarray:
+    """The model's logits (n, n_classes) on encoded sequences, in length batches."""
+    was_training = model.training
+    model.eval()
+    out: np.ndarray | None = None
+    with torch.no_grad():
+        for b in length_batches(np.array([len(s) for s in seqs]), batch_size,
+                                max_tokens=40000):
+            ids, lengths = pad_batch(seqs, b)
+            z = model(torch.from_numpy(ids), torch.from_numpy(lengths)).numpy()
+            if out is None:
+                out = np.zeros((len(seqs), z.shape[-1]), z.dtype)
+            out[b] = z
+    model.train(was_training)
+    return out if out is not None else np.zeros((0, 0), np.float32)
+
+
+def predict_proba(model: nn.Module, seqs: list[np.ndarray], batch_size: int = 256
+                  ) -> np.ndarray:
+    """Class probabilities (n, n_classes) of ``model`` on encoded sequences."""
+    z = _logits(model, seqs, batch_size).astype(np.float64)
+    z = np.exp(z - z.max(-1, keepdims=True)) if z.size else z
+    return z / z.sum(-1, keepdims=True) if z.size else z
+
+
+def held_out_proba(cfg: TrainConfig, dataset: TextDataset, parts: list[np.ndarray],
+                   *, progress: Callable[[int, int], None] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Out-of-sample probabilities of training rows: each of ``parts`` (row indices into
+    ``dataset``) is scored by a model trained as :func:`train_run` would (``cfg``, its
+    seed and settings) on the training split without that part.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+    dataset : TextDataset
+    parts : list of ndarray
+        Disjoint sets of training rows (cross-fitting: folds that cover the split; or one
+        part, e.g. the inputs a finding suspects, scored by a model that never saw them).
+    progress : callable, optional
+        Called ``(part, n_parts)`` as each part's model is trained.
+
+    Returns
+    -------
+    proba : ndarray, shape (sum of part sizes, n_classes)
+        The rows of ``np.concatenate(parts)``, in that order.
+    val_proba : ndarray, shape (n_val, n_classes)
+        The validation split's probabilities, averaged over the parts' models (the
+        thresholds of confident learning are read on these held-out, unedited labels).
+    """
+    train = np.asarray(dataset.splits["train"])
+    scores, val = [], []
+    for k, part in enumerate(parts):
+        part = np.asarray(part, np.int64)
+        ds = dataclasses.replace(dataset, splits={**dataset.splits,
+                                                  "train": np.setdiff1d(train, part)})
+        data, hp = _prepare_data(cfg, ds)
+        torch.manual_seed(cfg.seed)
+        model = _build(_model_section(cfg, hp, len(data.vocab), len(data.ds.classes),
+                                      data.init), hp, data.init)
+        _fit(model, data, hp, cfg, False)
+        scores.append(predict_proba(model, [data.seqs[i] for i in part.tolist()]))
+        val.append(predict_proba(model, data.encoded("val")[0]))
+        if progress is not None:
+            progress(k + 1, len(parts))
+    n = len(dataset.classes)
+    return (np.concatenate(scores) if scores else np.zeros((0, n), np.float32),
+            np.mean(val, axis=0) if val else np.zeros((0, n), np.float32))
 
 
 @dataclass

@@ -11,9 +11,12 @@ same inputs):
 ``relabel``         a sequence: the training inputs that carry it take the label the
                     validation inputs carrying it have most often (the held-out data say
                     what such inputs are); a confusion of class A called B: the training
-                    inputs labelled B that the model gives at least the probability of A
-                    it gives A's own inputs on average are labelled A (confident learning,
-                    Northcutt et al. 2021)
+                    inputs labelled B that models which never saw them (two folds,
+                    cross-fitted) give at least the probability of A they give A's own
+                    validation inputs on average are labelled A (confident learning,
+                    Northcutt et al. 2021); a subpopulation: its training inputs with the
+                    label the topic leans to, scored by a model trained without the
+                    topic's inputs, take the class it confidently gives them
 ``reweight``        a confusion of class A called B: A's training inputs count twice (each
                     is added once more)
 ``reconfigure``     a pipeline setting, the data untouched: a length finding on a run that
@@ -123,7 +126,9 @@ def _relabel(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any,
     train = np.asarray(ds.splits["train"])
     if f["kind"] == "confusion":
         a, b = (_class_index(ds, c) for c in f["classes"])
-        rows, to = _confident_relabel(src, labels, a, b), a
+        rows, to = _confident_relabel(ds, src, labels, a, b, rng), a
+    elif f["kind"] == "subpopulation":
+        return _relabel_topic(ds, f, src)
     elif f["kind"] == "sequence":
         held = _carriers(ds, np.asarray(ds.splits.get("val", np.zeros(0, np.int64))), f)
         if len(held) < 5:
@@ -134,23 +139,72 @@ def _relabel(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any,
         rows = _carriers(ds, train, f)
         rows = rows[labels[rows] != to]
     else:
-        raise StateseerError("relabel fits a sequence or a confusion finding; for this "
-                             "finding choose one of its other actions")
+        raise StateseerError("relabel fits a sequence, a subpopulation or a confusion "
+                             "finding; for this finding choose one of its other actions")
     labels[rows] = to
     return dataclasses.replace(ds, labels=labels), {
         "relabelled_rows": rows.tolist(), "to": ds.classes[to]}
 
 
-def _confident_relabel(src: Any, labels: np.ndarray, a: int, b: int) -> np.ndarray:
-    """Training rows labelled ``b`` whose recorded probability of ``a`` reaches the mean
-    probability of ``a`` on the rows labelled ``a`` (confident learning's threshold)."""
-    from ...abstraction.pipeline import fresh_traces
+#: folds of the cross-fitted probabilities a confusion's relabelling reads
+FOLDS = 2
 
-    tr = fresh_traces(src)["train"]
-    rows, proba = np.asarray(tr.rows), np.asarray(tr.final_proba)
-    given = labels[rows]
-    threshold = proba[given == a, a].mean() if (given == a).any() else 1.0
-    return np.sort(rows[(given == b) & (proba[:, a] >= threshold)])
+
+def _held_out(ds: Any, src: Any, parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`held_out_proba` with the run's own training settings."""
+    from ...rnn_models.train import held_out_proba
+
+    return held_out_proba(_train_config(src, Path("held-out")), ds, parts)
+
+
+def _thresholds(val_proba: np.ndarray, val_labels: np.ndarray, n: int) -> np.ndarray:
+    """Confident learning's per-class thresholds: the mean probability of each class on
+    the validation inputs labelled with it (held-out labels the bug did not touch)."""
+    return np.array([val_proba[val_labels == k, k].mean() if (val_labels == k).any()
+                     else 1.0 for k in range(n)])
+
+
+def _confident_relabel(ds: Any, src: Any, labels: np.ndarray, a: int, b: int,
+                       rng: np.random.Generator) -> np.ndarray:
+    """Training rows labelled ``b`` that models which never saw them (cross-fitted over
+    :data:`FOLDS` folds of the training split) give at least class ``a``'s threshold
+    probability of ``a``, and more of ``a`` than of ``b`` (confident learning, Northcutt
+    et al. 2021: a model that trained on a row has learnt its label, right or wrong, so
+    its own probabilities hardly tell a wrong label)."""
+    train = np.asarray(ds.splits["train"])
+    folds = np.array_split(rng.permutation(train), FOLDS)
+    proba, val = _held_out(ds, src, folds)
+    rows = np.concatenate(folds)
+    t = _thresholds(val, labels[np.asarray(ds.splits["val"])], len(ds.classes))
+    pick = (labels[rows] == b) & (proba[:, a] >= t[a]) & (proba[:, a] > proba[:, b])
+    return np.sort(rows[pick])
+
+
+def _relabel_topic(ds: Any, f: dict, src: Any) -> tuple[Any, dict]:
+    """A subpopulation: its training inputs carrying the label the topic leans to are
+    scored by a model trained without the topic's inputs; those it confidently gives
+    another class (that class's threshold, above the leaning label's probability) take
+    that class."""
+    labels = np.asarray(ds.labels).copy()
+    lean = _class_index(ds, f["label"])
+    carriers = _carriers(ds, np.asarray(ds.splits["train"]), f)
+    if len(carriers) < 5:
+        raise StateseerError(f"only {len(carriers)} training inputs carry the topic, too "
+                             "few to score; choose drop")
+    proba, val = _held_out(ds, src, [carriers])
+    t = _thresholds(val, labels[np.asarray(ds.splits["val"])], len(ds.classes))
+    other = proba.copy()
+    other[:, lean] = -1.0
+    best = other.argmax(1)
+    p_best = other[np.arange(len(best)), best]
+    pick = (labels[carriers] == lean) & (p_best >= t[best]) & (p_best > proba[:, lean])
+    rows = carriers[pick]
+    labels[rows] = best[pick]
+    return dataclasses.replace(ds, labels=labels), {
+        "relabelled_rows": rows.tolist(),
+        "to": {ds.classes[k]: int(n) for k, n in
+               enumerate(np.bincount(best[pick], minlength=len(ds.classes))) if n},
+        "scored_rows": len(carriers)}
 
 
 def _reweight(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dict]:

@@ -197,3 +197,32 @@ def test_truncate_and_vocab_exclude_are_pipeline_settings_kept_everywhere(tmp_pa
                       progress=False)
         one_line(e.value)
         assert not (tmp_path / "bad").exists()
+
+
+def test_held_out_probabilities_tell_the_labels_a_model_would_learn_by_heart():
+    """Cross-fitted: each fold is scored by a model that never saw it, so a mislabelled
+    training input is given its true class (the model trained on it learns the wrong one)."""
+    from stateseer.rnn_models.datasets import TextDataset
+    from stateseer.rnn_models.train import held_out_proba
+
+    rng = np.random.default_rng(0)
+    n = 360
+    true = rng.integers(0, 2, n)
+    texts = [f"{'good' if y else 'bad'} " + " ".join(f"w{rng.integers(40)}" for _ in range(4))
+             for y in true]
+    labels = true.copy()
+    flipped = rng.choice(np.arange(300), 20, replace=False)
+    labels[flipped] = 1 - labels[flipped]
+    splits = {"train": np.arange(300), "val": np.arange(300, 330), "test": np.arange(330, n)}
+    ds = TextDataset("toy", texts, labels, ["neg", "pos"], "word", splits)
+    cfg = TrainConfig(dataset="toy", arch="gru", epochs=12, hidden=16, embed=16, seed=0, lr=0.01)
+    folds = np.array_split(rng.permutation(300), 2)
+    proba, val = held_out_proba(cfg, ds, folds)
+    rows = np.concatenate(folds)
+    assert proba.shape == (300, 2) and val.shape == (30, 2)
+    assert np.allclose(proba.sum(1), 1) and np.allclose(val.sum(1), 1)
+    at = {int(r): k for k, r in enumerate(rows)}
+    told = [proba[at[int(r)]].argmax() == true[r] for r in flipped]
+    assert np.mean(told) >= 0.9, f"{np.mean(told):.2f} of the mislabelled rows told"
+    again, _ = held_out_proba(cfg, ds, folds)
+    assert np.array_equal(proba, again)  # the run's seed: the same models

@@ -47,17 +47,53 @@ def test_reweight_counts_the_confused_class_twice_in_training_only():
     assert all((out.splits[s] == ds.splits[s]).all() for s in ("val", "test"))
 
 
-def test_confident_relabel_takes_the_rows_the_model_gives_the_other_class(monkeypatch):
-    from stateseer.abstraction import pipeline
+def test_confident_relabel_reads_models_that_never_saw_the_rows(monkeypatch):
+    ds = _ds()  # train rows 0-13; validation rows 14-19, all neg
+    seen = []
 
-    class Tr:
-        rows = np.arange(6)
-        final_proba = np.array([[0.9, 0.1], [0.7, 0.3], [0.8, 0.2],   # labelled neg
-                                [0.85, 0.15], [0.2, 0.8], [0.6, 0.4]])  # labelled pos
-    monkeypatch.setattr(pipeline, "fresh_traces", lambda src: {"train": Tr})
-    labels = np.array([0, 0, 0, 1, 1, 1])
-    # mean P(neg) on neg rows is 0.8: row 3 (0.85) is relabelled, rows 4 and 5 are not
-    assert repair._confident_relabel(None, labels, 0, 1).tolist() == [3]
+    def held_out(ds_, src, parts):
+        seen.append([p.tolist() for p in parts])
+        rows = np.concatenate(parts)
+        proba = np.tile([0.1, 0.9], (len(rows), 1))
+        proba[rows == 12] = [0.75, 0.25]  # a pos-labelled row held-out models call neg
+        proba[rows == 13] = [0.55, 0.45]  # below neg's threshold
+        val = np.array([[0.8, 0.2]] * 6)
+        val[:2] = [0.6, 0.4]  # neg's threshold: mean P(neg) on neg validation rows, 0.733
+        return proba, val
+
+    monkeypatch.setattr(repair, "_held_out", held_out)
+    labels = ds.labels.copy()
+    labels[12:14] = 1  # two neg inputs mislabelled pos
+    out = repair._confident_relabel(ds, None, labels, 0, 1, np.random.default_rng(0))
+    assert out.tolist() == [12]
+    # cross-fitted: the folds cover the training split once, and only it
+    (folds,) = seen
+    assert len(folds) == repair.FOLDS and sorted(x for f in folds for x in f) == list(range(14))
+
+
+def test_relabel_of_a_topic_scores_its_carriers_with_a_model_that_never_saw_them(
+        monkeypatch):
+    texts = ["the plot was fine"] * 4 + ["a plot twist"] * 4 + ["nice"] * 4 + ["bad"] * 4
+    labels = np.array([0, 0, 0, 1, 0, 0, 1, 1, 1, 0, 1, 0, 1, 1, 0, 0])
+    splits = {"train": np.arange(12), "val": np.arange(12, 16), "test": np.arange(0)}
+    ds = TextDataset("toy", texts, labels, ["neg", "pos"], "word", splits)
+    topic = {"kind": "subpopulation", "tokens": ["plot"], "label": "neg"}
+
+    def held_out(ds_, src, parts):
+        (carriers,) = parts
+        assert carriers.tolist() == list(range(8))  # the topic's training inputs only
+        assert not set(carriers.tolist()) - set(ds_.splits["train"].tolist())
+        proba = np.tile([0.3, 0.7], (8, 1))
+        proba[[0, 4]] = [0.9, 0.1]  # two neg-labelled carriers stay neg
+        # thresholds from the validation rows (pos, pos, neg, neg): pos 0.65, neg 0.9
+        return proba, np.array([[0.35, 0.65], [0.35, 0.65], [0.9, 0.1], [0.9, 0.1]])
+
+    monkeypatch.setattr(repair, "_held_out", held_out)
+    out, edits = repair.ACTION_EDITS["relabel"](ds, topic, np.random.default_rng(0), _Src())
+    # the neg-labelled carriers the held-out model gives P(pos) 0.7 >= 0.65 go to pos
+    assert edits["relabelled_rows"] == [1, 2, 5] and edits["to"] == {"pos": 3}
+    assert out.labels[[1, 2, 5]].tolist() == [1, 1, 1]
+    assert (out.labels[8:] == labels[8:]).all() and out.labels[[0, 4]].tolist() == [0, 0]
 
 
 def test_reconfigure_names_the_setting_and_refuses_where_there_is_none():
