@@ -76,6 +76,15 @@ def _forced_curve(trace: TraceRecord, classes: Sequence[str], forced: dict[str, 
                              f"P({classes[k]}) = %{{y:.3f}}<extra></extra>"}
 
 
+TICK_CHARS, TICK_PX = 18, 6.6
+"""Tokens longer than this are cut (with an ellipsis) under the chart's x axis (their
+hover names them whole); the width of a character of the tick font, in pixels."""
+
+
+def _tick(label: str) -> str:
+    return label if len(label) <= TICK_CHARS else label[: TICK_CHARS - 1] + "…"
+
+
 def probability_figure(trace: TraceRecord, classes: Sequence[str], *,
                        compare: TraceRecord | None = None,
                        forced: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -92,16 +101,24 @@ def probability_figure(trace: TraceRecord, classes: Sequence[str], *,
     if forced is not None:
         data.append(_forced_curve(trace, classes, forced))
     labels = ["⟨start⟩", *trace.tokens]
+    ticks = [_tick(lab) for lab in labels]
     many = len(classes) > 2  # a legend entry per class: a column right of the plot
     shapes = [] if many else [{
         "type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y", "y0": 0.5,
         "y1": 0.5, "line": {"color": "#999", "dash": "dash", "width": 1}}]
     layout = {
-        "margin": {"l": 40, "r": 10, "t": 30, "b": 60},  # the toolbar sits in the top margin
+        # margins fixed from the labels (plotly's automargin measures them and draws the
+        # chart twice); the toolbar sits in the top margin
+        "margin": {"l": 60, "r": 10, "t": 30,
+                   "b": 24 + round(TICK_PX * max(map(len, ticks)) * 0.71)},
         "height": max(260, 18 * len(classes) + 80) if many else 260,
-        "yaxis": {"range": [-0.02, 1.02], "title": {"text": "probability"}},
+        "yaxis": {"range": [-0.02, 1.02], "title": {"text": "probability", "standoff": 8},
+                  "automargin": False},
         "xaxis": {"tickmode": "array", "tickvals": list(range(len(labels))),
-                  "ticktext": labels, "tickangle": -45, "automargin": True},
+                  "ticktext": ticks, "tickangle": -45, "automargin": False,
+                  # plotly's default ("hide past div") measures every label once per
+                  # label drawn: 40 tokens cost ~40 ms of a row click
+                  "ticklabeloverflow": "allow"},
         # above the plot (two classes) or right of it, never under the plotly toolbar
         "legend": {"orientation": "v", "x": 1.01, "y": 1, "xanchor": "left",
                    "yanchor": "top", "font": {"size": 10}, "tracegroupgap": 0} if many else

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -272,6 +273,23 @@ def test_the_chart_is_a_plain_figure_dict(ctx):
 
     assert len(go.Figure(fig).data) == len(fig["data"])  # valid for plotly
 
+
+def test_the_chart_margins_come_from_its_labels_and_a_long_token_is_cut_under_the_axis(ctx):
+    """plotly's automargin (a second layout pass) and its "hide past div" label check (every
+    label measured once per label) are off; the bottom margin is sized for the longest tick
+    instead, and a token too long for it is cut there while its hover names it whole."""
+    main = ctx.data.trace_instance("test", 1)
+    short = chart.probability_figure(main, ctx.data.classes)["layout"]
+    long_token = "x" * 60
+    tr = dataclasses.replace(main, tokens=[long_token, *main.tokens[1:]])
+    fig = chart.probability_figure(tr, ctx.data.classes)
+    lay = fig["layout"]
+    assert lay["xaxis"]["automargin"] is False and lay["yaxis"]["automargin"] is False
+    assert lay["xaxis"]["ticklabeloverflow"] == "allow"
+    tick = lay["xaxis"]["ticktext"][1]
+    assert tick.endswith("…") and len(tick) == chart.TICK_CHARS
+    assert fig["data"][0]["customdata"][1][0] == long_token
+    assert short["margin"]["b"] < lay["margin"]["b"] <= 24 + chart.TICK_PX * chart.TICK_CHARS
 
 def test_fixed_layout_fills_the_frame_and_no_state_hides_another(ctx):
     """The default ("preset") diagram: every pair of states drawn apart at their sizes
