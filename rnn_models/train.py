@@ -129,6 +129,11 @@ class TrainConfig:
     #: and tokenizer; :mod:`stateseer.rnn_models.hf_mamba`) and train it with a head; None:
     #: a model built from scratch
     init: str | None = None
+    #: the training labels' noise as a transition matrix (row: the true class, column: the
+    #: label given, rows summing to 1): training minimises the loss of the labels as given
+    #: under it (forward correction, Patrini et al. 2017), so the model learns the classes
+    #: without the noise; None: the labels are taken as they are
+    label_noise: list[list[float]] | None = None
 
     def resolve(self, ds: TextDataset) -> dict[str, Any]:
         """Hyper-parameters: the data kind's defaults, the arch's, then the ones given."""
@@ -166,6 +171,8 @@ class TrainConfig:
         if self.truncate is not None and self.truncate < 1:
             raise DataError(f"--truncate must be a positive number of tokens, not "
                             f"{self.truncate}")
+        if self.label_noise is not None:
+            _check_noise(self.label_noise)
         if self.vocab_exclude is not None:
             try:
                 re.compile(self.vocab_exclude)
@@ -187,6 +194,18 @@ class TrainConfig:
         if sized:
             raise DataError(f"--{sized[0].replace('_', '-')} does not apply with --init: the "
                             "checkpoint fixes the model's sizes; drop it")
+
+
+def _check_noise(t: Any) -> None:
+    """Refuse a label-noise matrix that is not square, has negative entries or a row that
+    does not sum to 1 (one line, naming the fix)."""
+    m = np.asarray(t, dtype=float) if isinstance(t, list) else np.empty((0, 1))
+    if m.ndim != 2 or m.shape[0] != m.shape[1] or not m.size:
+        raise DataError("label_noise must be a square matrix (a list of rows, one per "
+                        "class); give one row per class")
+    if (m < 0).any() or not np.allclose(m.sum(1), 1.0, atol=1e-6):
+        raise DataError("label_noise rows are probabilities (non-negative, each summing to "
+                        "1); fix the matrix")
 
 
 def default_drift(config: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
@@ -435,13 +454,19 @@ def _build(section: dict, hp: dict, init: tuple[Any, Any] | None = None) -> nn.M
 
 
 def _batch_loss(model: nn.Module, data: _Data, b: np.ndarray, loss_fn: nn.Module,
-                tr_seqs: list[np.ndarray]) -> torch.Tensor:
-    """The loss of one training batch (rows ``b`` of the training split)."""
+                tr_seqs: list[np.ndarray], noise: torch.Tensor | None = None
+                ) -> torch.Tensor:
+    """The loss of one training batch (rows ``b`` of the training split); with ``noise``
+    (C, C), the loss of the given labels under that label noise (forward correction)."""
     ids_np, len_np = pad_batch(tr_seqs, b)
     ids, lengths = torch.from_numpy(ids_np), torch.from_numpy(len_np)
     if data.prefix is None:
-        labels = data.ds.labels[data.split["train"][b]]
-        return loss_fn(model(ids, lengths), torch.from_numpy(labels))
+        labels = torch.from_numpy(data.ds.labels[data.split["train"][b]])
+        logits = model(ids, lengths)
+        if noise is None:
+            return loss_fn(logits, labels)
+        noisy = logits.softmax(-1) @ noise  # P(label given | x), the clean classes mixed
+        return nn.functional.nll_loss(noisy.clamp_min(1e-12).log(), labels)
     tgt = np.full((len(b), ids.shape[1] + 1), IGNORE, dtype=np.int64)
     mask = np.arange(tgt.shape[1]) <= len_np[:, None]
     tgt[mask] = np.concatenate([data.prefix[i] for i in b])
@@ -452,7 +477,8 @@ def _batch_loss(model: nn.Module, data: _Data, b: np.ndarray, loss_fn: nn.Module
 
 
 def _epoch(model: nn.Module, opt: torch.optim.Optimizer, data: _Data, hp: dict,
-           rng: np.random.Generator, deadline: float | None = None) -> float:
+           rng: np.random.Generator, deadline: float | None = None,
+           noise: torch.Tensor | None = None) -> float:
     """One pass over the training split in shuffled length buckets; the mean loss.
 
     With a ``deadline`` (``time.perf_counter()`` value) the pass ends early once it is
@@ -464,7 +490,7 @@ def _epoch(model: nn.Module, opt: torch.optim.Optimizer, data: _Data, hp: dict,
     for b in length_batches(np.array([len(s) for s in tr_seqs]), hp["batch_size"], rng=rng):
         if deadline is not None and n_batches and time.perf_counter() >= deadline:
             break
-        loss = _batch_loss(model, data, b, loss_fn, tr_seqs)
+        loss = _batch_loss(model, data, b, loss_fn, tr_seqs, noise)
         opt.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 5.0)
@@ -472,6 +498,21 @@ def _epoch(model: nn.Module, opt: torch.optim.Optimizer, data: _Data, hp: dict,
         total += loss.item()
         n_batches += 1
     return total / max(n_batches, 1)
+
+
+def _noise_matrix(cfg: TrainConfig, data: _Data) -> torch.Tensor | None:
+    """``cfg.label_noise`` as a tensor, checked against the data set's classes."""
+    if cfg.label_noise is None:
+        return None
+    m = torch.tensor(cfg.label_noise, dtype=torch.float32)
+    n = len(data.ds.classes)
+    if m.shape != (n, n):
+        raise DataError(f"label_noise is {m.shape[0]}x{m.shape[1]} but the data set has {n} "
+                        f"classes; give one row and one column per class")
+    if data.prefix is not None:
+        raise DataError("label_noise corrects the labels of whole inputs; it cannot apply "
+                        "with the prefix loss (formal languages): give --prefix-loss off")
+    return m
 
 
 def _fit(model: nn.Module, data: _Data, hp: dict, cfg: TrainConfig,
@@ -496,9 +537,10 @@ def _fit(model: nn.Module, data: _Data, hp: dict, cfg: TrainConfig,
     bar = tqdm(range(1, hp["epochs"] + 1), desc=f"train {cfg.arch} on {data.ds.name}",
                disable=not progress, unit="epoch")
     deadline = None if cfg.max_seconds is None else t0 + cfg.max_seconds
+    noise = _noise_matrix(cfg, data)
     model.train()
     for epoch in bar:
-        loss_avg = _epoch(model, opt, data, hp, rng, deadline)
+        loss_avg = _epoch(model, opt, data, hp, rng, deadline, noise)
         val_acc, _ = evaluate(model, va_seqs, va_labels)
         history.append({"epoch": epoch, "loss": loss_avg, "val_accuracy": val_acc})
         if report is not None:

@@ -89,8 +89,8 @@ ACTIONS = {"shortcut": ["counterfactual", "drop", "augment"],
            "sequence": ["relabel", "drop", "counterfactual"],
            "unknown": ["reconfigure"],
            "length": ["reconfigure"],  # only where the pipeline cut the inputs
-           "confusion": ["relabel", "reweight"],
-           "subpopulation": ["drop", "counterfactual"]}
+           "confusion": ["reweight", "relabel"],
+           "subpopulation": ["relabel", "drop", "counterfactual"]}
 EXAMPLES = 5
 #: an unknown-words finding is confirmed when, in training, the words carry their usual
 #: label this many times as often as the training labels' frequencies would (and not by

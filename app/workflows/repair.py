@@ -17,8 +17,10 @@ same inputs):
                     Northcutt et al. 2021); a subpopulation: its training inputs with the
                     label the topic leans to, scored by a model trained without the
                     topic's inputs, take the class it confidently gives them
-``reweight``        a confusion of class A called B: A's training inputs count twice (each
-                    is added once more)
+``reweight``        a confusion of class A called B: the loss reads the training labels
+                    through the noise measured (A's share of the training labels against
+                    its share of the validation labels gives the rate at which A was
+                    labelled B; forward correction, Patrini et al. 2017); no label changes
 ``reconfigure``     a pipeline setting, the data untouched: a length finding on a run that
                     truncates inputs trains on whole inputs (``truncate`` off); an unknown
                     words finding keeps those words in the vocabulary (``vocab_exclude``
@@ -208,15 +210,34 @@ def _relabel_topic(ds: Any, f: dict, src: Any) -> tuple[Any, dict]:
 
 
 def _reweight(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dict]:
+    """A confusion of A called B: the labels are read through the noise the finding
+    measured. The share of A among the training labels against its share among the
+    validation labels gives the rate ``rho`` at which A's inputs were labelled B; training
+    then minimises the loss of the labels as given under that noise (``label_noise``:
+    ``P(B | A) = rho``; forward correction, Patrini et al. 2017), so the model learns A's
+    inputs as A without any label being changed."""
     if f["kind"] != "confusion":
         raise StateseerError("reweight fits a confusion finding; for this finding choose "
                              "one of its other actions")
-    a = _class_index(ds, f["classes"][0])
-    train = np.asarray(ds.splits["train"])
+    a, b = (_class_index(ds, c) for c in f["classes"][:2])
     labels = np.asarray(ds.labels)
-    picks = train[labels[train] == a]
-    return _with_copies(ds, picks, [ds.texts[i] for i in picks.tolist()]), {
-        "added_copies_of": picks.tolist(), "weight": 2}
+    train, val = (np.asarray(ds.splits[s]) for s in ("train", "val"))
+    if not len(val):
+        raise StateseerError("reweight measures the label noise against the validation "
+                             "labels, and the run has no validation inputs; choose relabel")
+    share_train, share_val = (float((labels[i] == a).mean()) for i in (train, val))
+    rho = 1.0 - share_train / share_val if share_val else 0.0
+    if rho <= 0.0:
+        raise StateseerError(f"{ds.classes[a]} is no rarer among the training labels "
+                             f"({share_train:.1%}) than among the validation labels "
+                             f"({share_val:.1%}): there is no label noise to correct; "
+                             "choose relabel")
+    noise = np.eye(len(ds.classes))
+    noise[a, a], noise[a, b] = 1.0 - rho, rho
+    old = (src.config.get("config") or {}).get("label_noise")
+    return ds, {"settings": {"label_noise": [old, np.round(noise, 6).tolist()]},
+                "flip_rate": round(rho, 4), "from": ds.classes[a], "to": ds.classes[b],
+                "train_share": round(share_train, 4), "val_share": round(share_val, 4)}
 
 
 def _reconfigure(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dict]:

@@ -226,3 +226,38 @@ def test_held_out_probabilities_tell_the_labels_a_model_would_learn_by_heart():
     assert np.mean(told) >= 0.9, f"{np.mean(told):.2f} of the mislabelled rows told"
     again, _ = held_out_proba(cfg, ds, folds)
     assert np.array_equal(proba, again)  # the run's seed: the same models
+
+
+def test_label_noise_lets_the_model_learn_the_classes_the_noisy_labels_hide():
+    """neg inputs labelled pos at a rate of 0.6: trained on the labels as given, the model
+    calls neg inputs pos; trained with that noise in the loss (forward correction), it
+    calls them neg. Its validation inputs are labelled truly."""
+    from stateseer.rnn_models.datasets import TextDataset
+    from stateseer.rnn_models.train import held_out_proba
+
+    rng = np.random.default_rng(1)
+    n = 300
+    true = rng.integers(0, 2, n)
+    texts = [f"{'good' if y else 'bad'} " + " ".join(f"w{rng.integers(40)}" for _ in range(3))
+             for y in true]
+    labels = true.copy()
+    neg = np.flatnonzero(true[:240] == 0)
+    labels[rng.choice(neg, int(0.6 * len(neg)), replace=False)] = 1
+    splits = {"train": np.arange(240), "val": np.arange(240, n), "test": np.arange(0)}
+    ds = TextDataset("toy", texts, labels, ["neg", "pos"], "word", splits)
+    val_neg = true[240:] == 0
+    got = {}
+    for noise in (None, [[0.4, 0.6], [0.0, 1.0]]):
+        cfg = TrainConfig(dataset="toy", arch="gru", epochs=8, hidden=16, embed=16, seed=0,
+                          lr=0.01, label_noise=noise)
+        _, val = held_out_proba(cfg, ds, [np.array([], np.int64)])
+        got[noise is None] = (val[val_neg].argmax(1) == 0).mean()
+    assert got[True] < 0.3 and got[False] > 0.9, got
+
+
+def test_a_label_noise_matrix_that_is_not_one_is_refused_in_one_line():
+    for bad, needle in (([[0.5, 0.6], [0, 1]], "summing to 1"), ([[1, 0]], "square"),
+                        ([[1.2, -0.2], [0, 1]], "non-negative")):
+        with pytest.raises(DataError, match=needle) as e:
+            TrainConfig(dataset="x", label_noise=bad).check()
+        one_line(e.value)

@@ -3,6 +3,8 @@ retraining itself is tested in ``test_diagnose.py``)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -37,14 +39,23 @@ def test_relabel_gives_a_sequence_the_label_of_its_validation_carriers():
     assert (out.labels[14:] == ds.labels[14:]).all() and out.texts == ds.texts
 
 
-def test_reweight_counts_the_confused_class_twice_in_training_only():
+def test_reweight_reads_the_labels_through_the_noise_the_split_priors_measure():
+    """neg is 4 of 14 training labels and 6 of 6 validation labels: neg was labelled pos
+    at the rate 1 - (4/14) / 1; the data are left alone, the loss gets the matrix."""
     ds = _ds()
     out, edits = repair.ACTION_EDITS["reweight"](ds, CONF, np.random.default_rng(0), _Src())
-    neg_train = [i for i in range(14) if ds.labels[i] == 0]
-    assert edits["added_copies_of"] == neg_train and edits["weight"] == 2
-    assert len(out) == len(ds) + len(neg_train)
-    assert (np.bincount(out.labels[out.splits["train"]]) == [8, 10]).all()
-    assert all((out.splits[s] == ds.splits[s]).all() for s in ("val", "test"))
+    assert out is ds
+    rho = 1 - 4 / 14
+    assert edits["flip_rate"] == round(rho, 4) and (edits["from"], edits["to"]) == ("neg", "pos")
+    old, noise = edits["settings"]["label_noise"]
+    assert old is None and np.allclose(noise, [[1 - rho, rho], [0, 1]], atol=1e-6)
+    from stateseer.rnn_models.train import TrainConfig
+
+    TrainConfig(dataset="x", label_noise=noise).check()  # a matrix training takes
+    same = dataclasses.replace(ds, labels=np.r_[ds.labels[:14], [1] * 6, ds.labels[20:]])
+    with pytest.raises(StateseerError, match="no label noise to correct") as e:
+        repair.ACTION_EDITS["reweight"](same, CONF, np.random.default_rng(0), _Src())
+    one_line(e.value)
 
 
 def test_confident_relabel_reads_models_that_never_saw_the_rows(monkeypatch):
