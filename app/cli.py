@@ -824,7 +824,10 @@ def _add_diagnose(sub: Any) -> None:
     r.add_argument("--finding", type=_positive_int, required=True,
                    help="the finding's rank in RUN/diagnosis/findings.json")
     r.add_argument("--action", required=True, choices=ACTIONS,
-                   help="how to edit the training inputs that carry the culprit")
+                   help="how to edit the training inputs that carry the culprit, or "
+                   "the training settings (reweight: the labels read through the noise "
+                   "measured; reconfigure: a pipeline setting); the finding's actions, "
+                   "the fittest first, are in findings.json")
     r.add_argument("--out", required=True, help="the new run directory (must not exist)")
     r.add_argument("--seed", type=_seed, default=0, help="seed of the edits (augment)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")

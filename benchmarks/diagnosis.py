@@ -19,8 +19,9 @@ the q-value gate when the misclassification flags are shuffled (``permutation_nu
 shuffles: the target is at most one per 20), and times ``diagnose`` against ``abstract``
 on the same run. The summary gives the hit rates over all runs and over the runs whose bug
 the model learnt (it cost at least ``LEARNT`` test accuracy). Where stateseer's
-finding is significant it repairs with the finding's first action and reports how much of
-the accuracy the bug cost is recovered: ``(repaired - buggy) / (clean - buggy)``.
+finding is significant it repairs with the finding's first action (``--all-actions``: with
+each action the finding offers, on the same buggy model) and reports how much of the
+accuracy the bug cost is recovered: ``(repaired - buggy) / (clean - buggy)``.
 
 Usage: ``python benchmarks/diagnosis.py [--datasets rotten_tomatoes,...] [--families ...]
 [--seeds 0,1,2] [--epochs N] [--train-rows N] [--out DIR]``. Last line: JSON with ``runs``
@@ -29,7 +30,8 @@ the test accuracy the bug cost against the clean control, ``seconds``),
 ``clean`` (``dataset``, ``seed``, ``method``, ``significant``; ``repair`` for the data sets
 of ``--repair-clean``: the top finding's first action, significant or not, with the change in
 test accuracy and its interval) and ``repairs``
-(``dataset``, ``family``, ``seed``, ``clean_accuracy``, ``buggy_accuracy``,
+(``dataset``, ``family``, ``seed``, ``action``, ``first`` (the finding's first action),
+``clean_accuracy``, ``buggy_accuracy``,
 ``repaired_accuracy``, ``recovered``, ``per_class_delta`` against the buggy model and
 ``per_class_vs_clean`` against the clean one).
 """
@@ -177,7 +179,7 @@ def repair_clean(run: Path, doc: dict[str, Any], where: Path) -> dict[str, Any] 
 
 
 def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namespace,
-              clean_acc: float, clean_run: Path) -> tuple[list[dict], dict | None]:
+              clean_acc: float, clean_run: Path) -> tuple[list[dict], list[dict]]:
     """Inject, train, diagnose, compare the methods and repair: one family, one seed."""
     try:
         bug = inject(family, ds, np.random.default_rng(seed))
@@ -208,27 +210,29 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
                      "bug_cost": round(clean_acc - acc, 4),
                      "seconds": round(time.perf_counter() - t0, 2)})
         print(f"  {family} seed {seed} {method}: rank {rank}", file=sys.stderr)
-    repair = None
+    repairs = []
     k = _rank(doc["findings"], bug.culprit)
     if k is not None and doc["findings"][k - 1]["significant"] and not args.no_repair:
         f = doc["findings"][k - 1]
-        action = f["actions"][0] if f["actions"] else None
-        try:
-            out = repair_run(run, finding=f["rank"], action=action, out=where / "repaired",
-                             progress=False) if action else None
-        except StateseerError as exc:
-            print(f"  {family}: repair failed ({exc})", file=sys.stderr)
-            out = None
-        if out:
+        actions = f["actions"] if args.all_actions else f["actions"][:1]
+        for action in actions:
+            try:
+                out = repair_run(run, finding=f["rank"], action=action,
+                                 out=where / f"repaired-{action}", progress=False)
+            except StateseerError as exc:
+                print(f"  {family}: repair by {action} failed ({exc})", file=sys.stderr)
+                continue
             lost = clean_acc - acc
-            repair = {"dataset": ds.name, "family": family, "seed": seed, "action": action,
-                      "clean_accuracy": round(clean_acc, 4), "buggy_accuracy": round(acc, 4),
-                      "repaired_accuracy": out["after"]["test_accuracy"],
-                      "delta_ci": out["delta_ci"], "per_class_delta": out["per_class_delta"],
-                      "per_class_vs_clean": against_clean(where / "repaired", clean_run),
-                      "recovered": round((out["after"]["test_accuracy"] - acc) / lost, 3)
-                      if lost > 0.005 else None}
-    return rows, repair
+            repairs.append({"dataset": ds.name, "family": family, "seed": seed,
+                          "action": action, "first": action == f["actions"][0],
+                          "clean_accuracy": round(clean_acc, 4), "buggy_accuracy": round(acc, 4),
+                          "repaired_accuracy": out["after"]["test_accuracy"],
+                          "delta_ci": out["delta_ci"], "per_class_delta": out["per_class_delta"],
+                          "per_class_vs_clean": against_clean(where / f"repaired-{action}",
+                                                              clean_run),
+                          "recovered": round((out["after"]["test_accuracy"] - acc) / lost, 3)
+                          if lost > 0.005 else None})
+    return rows, repairs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -239,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epochs", type=int, default=None, help="default: the text default")
     p.add_argument("--train-rows", type=int, default=None, help="subsample training inputs")
     p.add_argument("--no-repair", action="store_true")
+    p.add_argument("--all-actions", action="store_true",
+                   help="repair a found bug by every action its finding offers, not only "
+                        "the first (the same buggy model for each)")
     p.add_argument("--repair-clean", default="amazon_food",
                    help="data sets whose clean controls are repaired with their top finding")
     p.add_argument("--permutations", type=int, default=20,
@@ -272,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             for family in filter(None, args.families.split(",")):
                 r, rep = bench_one(ds, family, seed, work, args, clean_acc, run)
                 runs += r
-                repairs += [rep] if rep else []
+                repairs += rep
     summary = {}
     for method in ("stateseer", "buggy", "ig", "hypergeom"):
         mine = [r for r in runs if r["method"] == method]
