@@ -90,7 +90,7 @@ ACTIONS = {"shortcut": ["counterfactual", "drop", "augment"],
            "unknown": ["reconfigure"],
            "length": ["reconfigure"],  # only where the pipeline cut the inputs
            "confusion": ["reweight", "relabel"],
-           "subpopulation": ["relabel", "drop", "counterfactual"]}
+           "subpopulation": ["drop", "relabel", "counterfactual"]}
 EXAMPLES = 5
 #: an unknown-words finding is confirmed when, in training, the words carry their usual
 #: label this many times as often as the training labels' frequencies would (and not by
