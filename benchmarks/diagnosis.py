@@ -215,23 +215,23 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
     if k is not None and doc["findings"][k - 1]["significant"] and not args.no_repair:
         f = doc["findings"][k - 1]
         actions = f["actions"] if args.all_actions else f["actions"][:1]
+        lost = clean_acc - acc
         for action in actions:
+            new = where / f"repaired-{action}"
             try:
-                out = repair_run(run, finding=f["rank"], action=action,
-                                 out=where / f"repaired-{action}", progress=False)
+                out = repair_run(run, finding=f["rank"], action=action, out=new,
+                                 progress=False)
             except StateseerError as exc:
                 print(f"  {family}: repair by {action} failed ({exc})", file=sys.stderr)
                 continue
-            lost = clean_acc - acc
-            repairs.append({"dataset": ds.name, "family": family, "seed": seed,
-                          "action": action, "first": action == f["actions"][0],
-                          "clean_accuracy": round(clean_acc, 4), "buggy_accuracy": round(acc, 4),
-                          "repaired_accuracy": out["after"]["test_accuracy"],
-                          "delta_ci": out["delta_ci"], "per_class_delta": out["per_class_delta"],
-                          "per_class_vs_clean": against_clean(where / f"repaired-{action}",
-                                                              clean_run),
-                          "recovered": round((out["after"]["test_accuracy"] - acc) / lost, 3)
-                          if lost > 0.005 else None})
+            after = out["after"]["test_accuracy"]
+            repairs.append({
+                "dataset": ds.name, "family": family, "seed": seed, "action": action,
+                "first": action == f["actions"][0], "clean_accuracy": round(clean_acc, 4),
+                "buggy_accuracy": round(acc, 4), "repaired_accuracy": after,
+                "delta_ci": out["delta_ci"], "per_class_delta": out["per_class_delta"],
+                "per_class_vs_clean": against_clean(new, clean_run),
+                "recovered": round((after - acc) / lost, 3) if lost > 0.005 else None})
     return rows, repairs
 
 

@@ -199,6 +199,15 @@ def test_truncate_and_vocab_exclude_are_pipeline_settings_kept_everywhere(tmp_pa
         assert not (tmp_path / "bad").exists()
 
 
+def _good_or_bad(rng: np.random.Generator, n: int, fillers: int) -> tuple[np.ndarray, list[str]]:
+    """``n`` toy inputs: a class word ('good' for pos, 'bad' for neg) and ``fillers`` random
+    filler words; their true classes (n,) and texts."""
+    true = rng.integers(0, 2, n)
+    texts = [f"{'good' if y else 'bad'} " + " ".join(f"w{rng.integers(40)}" for _ in range(fillers))
+             for y in true]
+    return true, texts
+
+
 def test_held_out_probabilities_tell_the_labels_a_model_would_learn_by_heart():
     """Cross-fitted: each fold is scored by a model that never saw it, so a mislabelled
     training input is given its true class (the model trained on it learns the wrong one)."""
@@ -207,9 +216,7 @@ def test_held_out_probabilities_tell_the_labels_a_model_would_learn_by_heart():
 
     rng = np.random.default_rng(0)
     n = 360
-    true = rng.integers(0, 2, n)
-    texts = [f"{'good' if y else 'bad'} " + " ".join(f"w{rng.integers(40)}" for _ in range(4))
-             for y in true]
+    true, texts = _good_or_bad(rng, n, 4)
     labels = true.copy()
     flipped = rng.choice(np.arange(300), 20, replace=False)
     labels[flipped] = 1 - labels[flipped]
@@ -237,9 +244,7 @@ def test_label_noise_lets_the_model_learn_the_classes_the_noisy_labels_hide():
 
     rng = np.random.default_rng(1)
     n = 300
-    true = rng.integers(0, 2, n)
-    texts = [f"{'good' if y else 'bad'} " + " ".join(f"w{rng.integers(40)}" for _ in range(3))
-             for y in true]
+    true, texts = _good_or_bad(rng, n, 3)
     labels = true.copy()
     neg = np.flatnonzero(true[:240] == 0)
     labels[rng.choice(neg, int(0.6 * len(neg)), replace=False)] = 1
