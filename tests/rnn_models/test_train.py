@@ -266,3 +266,17 @@ def test_a_label_noise_matrix_that_is_not_one_is_refused_in_one_line():
         with pytest.raises(DataError, match=needle) as e:
             TrainConfig(dataset="x", label_noise=bad).check()
         one_line(e.value)
+
+
+def test_a_label_noise_matrix_of_the_wrong_size_is_refused_before_training():
+    from stateseer.rnn_models.datasets import TextDataset
+    from stateseer.rnn_models.train import held_out_proba
+
+    true, texts = _good_or_bad(np.random.default_rng(0), 40, 2)
+    ds = TextDataset("toy", texts, true, ["neg", "pos"], "word",
+                     {"train": np.arange(30), "val": np.arange(30, 40), "test": np.arange(0)})
+    cfg = TrainConfig(dataset="toy", arch="gru", epochs=1, hidden=4, embed=4,
+                      label_noise=np.eye(3).tolist())
+    with pytest.raises(DataError, match="3x3 but the data set has 2 classes") as e:
+        held_out_proba(cfg, ds, [np.array([], np.int64)])
+    one_line(e.value)
