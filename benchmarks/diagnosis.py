@@ -20,7 +20,8 @@ shuffles: the target is at most one per 20), and times ``diagnose`` against ``ab
 on the same run. The summary gives the hit rates over all runs and over the runs whose bug
 the model learnt (it cost at least ``LEARNT`` test accuracy). Where stateseer's
 finding is significant it repairs with the finding's first action (``--all-actions``: with
-each action the finding offers, on the same buggy model) and reports how much of the
+each action the finding offers, on the same buggy model; ``--actions relabel,...``: with
+those it offers) and reports how much of the
 accuracy the bug cost is recovered: ``(repaired - buggy) / (clean - buggy)``.
 
 Usage: ``python benchmarks/diagnosis.py [--datasets rotten_tomatoes,...] [--families ...]
@@ -215,6 +216,8 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
     if k is not None and doc["findings"][k - 1]["significant"] and not args.no_repair:
         f = doc["findings"][k - 1]
         actions = f["actions"] if args.all_actions else f["actions"][:1]
+        if args.actions:
+            actions = [a for a in f["actions"] if a in args.actions.split(",")]
         lost = clean_acc - acc
         for action in actions:
             new = where / f"repaired-{action}"
@@ -246,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--all-actions", action="store_true",
                    help="repair a found bug by every action its finding offers, not only "
                         "the first (the same buggy model for each)")
+    p.add_argument("--actions", default=None,
+                   help="repair a found bug by these actions (comma-separated) where its "
+                        "finding offers them, instead of the first")
     p.add_argument("--repair-clean", default="amazon_food",
                    help="data sets whose clean controls are repaired with their top finding")
     p.add_argument("--permutations", type=int, default=20,
