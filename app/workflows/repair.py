@@ -14,9 +14,11 @@ same inputs):
                     inputs labelled B that models which never saw them (two folds,
                     cross-fitted) give at least the probability of A they give A's own
                     validation inputs on average are labelled A (confident learning,
-                    Northcutt et al. 2021); a subpopulation: its training inputs with the
-                    label the topic leans to, scored by a model trained without the
-                    topic's inputs, take the class it confidently gives them
+                    Northcutt et al. 2021); a subpopulation: its training inputs are
+                    scored by a model trained without them, and as many of those with
+                    the label the topic leans to as that label exceeds the model's
+                    expectation (the sum of its probabilities) take the class it gives
+                    them, least likely of the leaning label first
 ``reweight``        a confusion of class A called B: the loss reads the training labels
                     through the noise measured (A's share of the training labels against
                     its share of the validation labels gives the rate at which A was
@@ -183,30 +185,35 @@ def _confident_relabel(ds: Any, src: Any, labels: np.ndarray, a: int, b: int,
 
 
 def _relabel_topic(ds: Any, f: dict, src: Any) -> tuple[Any, dict]:
-    """A subpopulation: its training inputs carrying the label the topic leans to are
-    scored by a model trained without the topic's inputs; those it confidently gives
-    another class (that class's threshold, above the leaning label's probability) take
-    that class."""
+    """A subpopulation: its training inputs are scored by a model trained without them.
+    The labels the annotator got wrong are as many as the label the topic leans to
+    exceeds what that model expects of the topic (the sum of its probabilities of that
+    label over the topic's training inputs: confident learning's pruning by the noise
+    rate, Northcutt et al. 2021); that many of the inputs carrying the leaning label, those
+    the model calls another class with the least probability of the leaning one, take the
+    class it gives them."""
     labels = np.asarray(ds.labels).copy()
     lean = _class_index(ds, f["label"])
     carriers = _carriers(ds, np.asarray(ds.splits["train"]), f)
     if len(carriers) < 5:
         raise StateseerError(f"only {len(carriers)} training inputs carry the topic, too "
                              "few to score; choose drop")
-    proba, val = _held_out(ds, src, [carriers])
-    t = _thresholds(val, labels[np.asarray(ds.splits["val"])], len(ds.classes))
+    proba, _val = _held_out(ds, src, [carriers])
+    leaning = np.flatnonzero(labels[carriers] == lean)
+    excess = max(round(len(leaning) - float(proba[:, lean].sum())), 0)
     other = proba.copy()
     other[:, lean] = -1.0
     best = other.argmax(1)
-    p_best = other[np.arange(len(best)), best]
-    pick = (labels[carriers] == lean) & (p_best >= t[best]) & (p_best > proba[:, lean])
+    called = leaning[proba[leaning].argmax(1) != lean]  # the model calls them another class
+    pick = called[np.argsort(proba[called, lean], kind="stable")][:excess]
+    pick = np.sort(pick)
     rows = carriers[pick]
     labels[rows] = best[pick]
     return dataclasses.replace(ds, labels=labels), {
         "relabelled_rows": rows.tolist(),
         "to": {ds.classes[k]: int(n) for k, n in
                enumerate(np.bincount(best[pick], minlength=len(ds.classes))) if n},
-        "scored_rows": len(carriers)}
+        "scored_rows": len(carriers), "excess": excess}
 
 
 def _reweight(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dict]:

@@ -243,3 +243,31 @@ def test_a_pair_taught_the_wrong_label_is_the_first_finding_with_its_training_in
     assert "in training 100% of them are labelled pos" in top["description"]
     neg, pos = top["training"]["labels"]
     assert neg == 0 and 50 <= pos <= 150  # the pair's carriers, not every input with "not"
+
+
+def test_a_common_word_does_not_join_a_topic_by_the_few_topic_inputs_it_hides():
+    """On thousands of inputs a common word's residual lean (from topic inputs holding
+    topic words not yet in the group) is significant; it joins only when its shift beyond
+    the group's inputs is at least half the group's own, as a topic word's is."""
+    import numpy as np
+
+    from stateseer.abstraction.diagnosis import Candidate
+    from stateseer.app.workflows.diagnose import _shift_beyond
+
+    rng = np.random.default_rng(0)
+
+    def labelled(n, share):  # n labels, round(n * share) of them class 1, shuffled
+        return rng.permutation(np.r_[np.ones(round(n * share)), np.zeros(n - round(n * share))])
+
+    train_sets = [{"tea", "i"}] * 100 + [{"i"}] * 1000 + [{"drink"}] * 40
+    train_labels = np.r_[labelled(100, 0.9), labelled(1000, 0.45), labelled(40, 0.9)]
+    split = np.r_[labelled(40, 0.35), labelled(400, 0.38), labelled(20, 0.3)].astype(int)
+
+    def cand(word, rows):
+        return Candidate("subpopulation", (word,), np.asarray(rows), 0, 0.0, 0.0, 1e-6)
+
+    tea, i, drink = cand("tea", range(40)), cand("i", range(440)), cand("drink", range(440, 460))
+    # "i" beyond tea: 0.45 in training against 0.38 here (p < 0.05), a shift of 0.07 where
+    # tea's is 0.55; "drink": 0.9 against 0.3
+    assert not _shift_beyond(i, [tea], 1, train_sets, train_labels.astype(int), split)
+    assert _shift_beyond(drink, [tea], 1, train_sets, train_labels.astype(int), split)

@@ -94,17 +94,36 @@ def test_relabel_of_a_topic_scores_its_carriers_with_a_model_that_never_saw_them
         (carriers,) = parts
         assert carriers.tolist() == list(range(8))  # the topic's training inputs only
         assert not set(carriers.tolist()) - set(ds_.splits["train"].tolist())
-        proba = np.tile([0.3, 0.7], (8, 1))
-        proba[[0, 4]] = [0.9, 0.1]  # two neg-labelled carriers stay neg
-        # thresholds from the validation rows (pos, pos, neg, neg): pos 0.65, neg 0.9
-        return proba, np.array([[0.35, 0.65], [0.35, 0.65], [0.9, 0.1], [0.9, 0.1]])
+        proba = np.tile([0.2, 0.8], (8, 1))
+        proba[[0, 4]] = [0.9, 0.1]  # two neg-labelled carriers the model calls neg
+        proba[[1, 2]] = [0.3, 0.7]
+        proba[5] = [0.25, 0.75]
+        return proba, np.zeros((4, 2))
 
     monkeypatch.setattr(repair, "_held_out", held_out)
     out, edits = repair.ACTION_EDITS["relabel"](ds, topic, np.random.default_rng(0), _Src())
-    # the neg-labelled carriers the held-out model gives P(pos) 0.7 >= 0.65 go to pos
-    assert edits["relabelled_rows"] == [1, 2, 5] and edits["to"] == {"pos": 3}
-    assert out.labels[[1, 2, 5]].tolist() == [1, 1, 1]
-    assert (out.labels[8:] == labels[8:]).all() and out.labels[[0, 4]].tolist() == [0, 0]
+    # 5 carriers are labelled neg where the model expects 3.25 (the sum of its P(neg)):
+    # 2 labels too many; of the three it calls pos, the two least neg (5, then 1) go to pos
+    assert edits["excess"] == 2 and edits["scored_rows"] == 8
+    assert edits["relabelled_rows"] == [1, 5] and edits["to"] == {"pos": 2}
+    assert out.labels[[1, 5]].tolist() == [1, 1]
+    assert (out.labels[8:] == labels[8:]).all() and out.labels[[0, 2, 4]].tolist() == [0, 0, 0]
+
+
+def test_relabel_of_a_topic_changes_nothing_where_the_labels_match_the_model(monkeypatch):
+    """No excess of the leaning label (the model expects as many as there are): a topic
+    labelled as its content says keeps every label."""
+    texts = ["the plot was fine"] * 6 + ["nice"] * 2 + ["bad"] * 2
+    labels = np.array([0, 0, 0, 1, 1, 1, 1, 0, 1, 0])
+    splits = {"train": np.arange(8), "val": np.arange(8, 10), "test": np.arange(0)}
+    ds = TextDataset("toy", texts, labels, ["neg", "pos"], "word", splits)
+    topic = {"kind": "subpopulation", "tokens": ["plot"], "label": "neg"}
+    proba = np.array([[0.6, 0.4], [0.45, 0.55], [0.5, 0.5], [0.4, 0.6], [0.55, 0.45],
+                      [0.3, 0.7]])  # P(neg) sums to 2.8 over 3 neg labels: no excess
+    monkeypatch.setattr(repair, "_held_out", lambda *_a: (proba, np.zeros((2, 2))))
+    out, edits = repair.ACTION_EDITS["relabel"](ds, topic, np.random.default_rng(0), _Src())
+    assert edits["excess"] == 0 and edits["relabelled_rows"] == []
+    assert (out.labels == labels).all()
 
 
 def test_reconfigure_names_the_setting_and_refuses_where_there_is_none():
