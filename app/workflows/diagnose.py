@@ -90,7 +90,10 @@ ACTIONS = {"shortcut": ["counterfactual", "drop", "augment"],
            "unknown": ["reconfigure"],
            "length": ["reconfigure"],  # only where the pipeline cut the inputs
            "confusion": ["reweight", "relabel"],
-           "subpopulation": ["drop", "relabel", "counterfactual"]}
+           # relabel first: on the benchmark's topics it recovered 0.97 of the bug's cost on
+           # average (drop 0.64), and on a shortcut word reported as a topic as much as
+           # drop (0.95 against 0.94) since it relabels only the labels' excess
+           "subpopulation": ["relabel", "drop", "counterfactual"]}
 EXAMPLES = 5
 #: an unknown-words finding is confirmed when, in training, the words carry their usual
 #: label this many times as often as the training labels' frequencies would (and not by
