@@ -239,7 +239,8 @@ class BaseAbstractor(ClusterMixin, BaseEstimator):
             )
 
     # fitting ----------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any = None, proba: np.ndarray | None = None) -> BaseAbstractor:
+    def fit(self, X: Any, y: Any = None, proba: np.ndarray | None = None,
+            final_proba: np.ndarray | None = None) -> BaseAbstractor:
         """Fit the projection and the clustering on (a sample of) ``X``.
 
         Parameters
@@ -249,6 +250,9 @@ class BaseAbstractor(ClusterMixin, BaseEstimator):
         y : ignored
         proba : ndarray of shape (n_steps, n_classes), optional
             Intermediate predictions (``margin`` features, ``split_by_prediction``).
+        final_proba : ndarray of shape (n_steps, n_classes), optional
+            The final prediction of each step's input: ``margin`` features then add the
+            value axes (:meth:`~stateseer.abstraction.features.Projection.fit`).
 
         Returns
         -------
@@ -268,13 +272,16 @@ class BaseAbstractor(ClusterMixin, BaseEstimator):
                          int(idx[~finite][0]))
         self.n_features_in_ = d
         P = None if proba is None else np.asarray(proba if whole else proba[idx])
+        F = None if final_proba is None else np.asarray(final_proba if whole
+                                                        else final_proba[idx])
         n_comp = self.pca_components if self.features == "pca" else self.residual_components
         # one BLAS and one OpenMP thread: k-means sums its per-thread partial centres, so
         # its bits depended on the cores (a driver beside a LocalCluster, whose nannies set
         # OMP_NUM_THREADS=1, fitted other centres than the same command in process); the
         # fit is on a sample (0.2 s), the same states on any machine are worth more
         with threadpool_limits(1):
-            self.projection_ = Projection.fit(self.features, S, P, n_comp, self.random_state)
+            self.projection_ = Projection.fit(self.features, S, P, n_comp, self.random_state,
+                                              final=F)
             Z = self.projection_.transform(S, P)
             self.split_by_prediction_ = bool(self.split_by_prediction and proba is not None)
             if self.split_by_prediction_:

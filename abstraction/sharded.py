@@ -37,6 +37,7 @@ This module imports neither torch nor dash; Dask only through an engine it is gi
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -183,8 +184,8 @@ def _seed(random_state: int | None, index: int) -> Any:
     return random_state if random_state is None or index == 0 else [random_state, index]
 
 
-def sample_shard(item: tuple[ShardRef, int], *, random_state: int | None
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def sample_shard(item: tuple[ShardRef, int], *, random_state: int | None,
+                 final: bool = False) -> tuple[np.ndarray, ...]:
     """The fit sample's rows from one shard.
 
     Parameters
@@ -198,6 +199,8 @@ def sample_shard(item: tuple[ShardRef, int], *, random_state: int | None
     S : ndarray of shape (n_rows, state_size), float32
     P : ndarray of shape (n_rows, n_classes)
         Runs of 16 consecutive rows (:func:`stateseer.abstraction.features.sample_rows`).
+    F : ndarray of shape (n_rows, n_classes)
+        With ``final`` only: the final prediction of each row's input.
 
     Raises
     ------
@@ -207,8 +210,9 @@ def sample_shard(item: tuple[ShardRef, int], *, random_state: int | None
     ref, quota = item
     tr = open_ref(ref)
     if quota <= 0:
-        return (np.zeros((0, tr.hidden.shape[1]), np.float32),
-                np.zeros((0, tr.proba.shape[1]), np.asarray(tr.proba[:0]).dtype))
+        empty = np.zeros((0, tr.proba.shape[1]), np.asarray(tr.proba[:0]).dtype)
+        return (np.zeros((0, tr.hidden.shape[1]), np.float32), empty,
+                *((empty,) if final else ()))
     idx = sample_rows(tr.n_steps, int(quota), np.random.default_rng(_seed(random_state,
                                                                             ref.index)))
     idx = idx[:quota]
@@ -216,7 +220,9 @@ def sample_shard(item: tuple[ShardRef, int], *, random_state: int | None
     bad = ~np.isfinite(S).all(axis=1)
     if bad.any():
         check_finite(S[bad][:1], ref.step_start + int(idx[bad][0]))
-    return S, np.asarray(tr.proba[idx])
+    if not final:
+        return S, np.asarray(tr.proba[idx])
+    return S, np.asarray(tr.proba[idx]), np.asarray(tr.final_proba)[tr.step_input[idx]]
 
 
 def fit_sharded(abstractor: Any, refs: Sequence[ShardRef], engine: Any) -> Any:
@@ -232,9 +238,13 @@ def fit_sharded(abstractor: Any, refs: Sequence[ShardRef], engine: Any) -> Any:
     abstractor._check_size(n_steps)
     quotas = fit_quotas([r.n_steps for r in refs], int(abstractor.max_fit_samples))
     items = [(r, int(q)) for r, q in zip(refs, quotas, strict=True) if q > 0]
-    parts = engine.map(sample_shard, items, random_state=abstractor.random_state)
-    S, P = parts[0] if len(parts) == 1 else (np.concatenate([p[0] for p in parts]),
-                                              np.concatenate([p[1] for p in parts]))
+    takes_final = "final_proba" in inspect.signature(abstractor.fit).parameters
+    parts = engine.map(sample_shard, items, random_state=abstractor.random_state,
+                       final=takes_final)
+    S, P, *F = parts[0] if len(parts) == 1 else [np.concatenate([p[k] for p in parts])
+                                                 for k in range(len(parts[0]))]
+    if takes_final:  # margin features add the value axes (features.Projection.fit)
+        return abstractor.fit(S, proba=P, final_proba=F[0])
     return abstractor.fit(S, proba=P)
 
 

@@ -630,8 +630,10 @@ def _add_train(sub: Any) -> None:
                    f"{per_set}")
     t.add_argument("--max-seconds", type=_positive_float,
                    help="training budget in seconds, checked between batches (default: none)")
-    t.add_argument("--prefix-loss", choices=("auto", "on", "off"), default="auto",
-                   help="train on the label of every prefix (auto: formal languages)")
+    t.add_argument("--prefix-loss", choices=("auto", "on", "off", "label"), default="auto",
+                   help="train on the label of every prefix: on: where a prefix's label is "
+                        "known (formal languages), label: every prefix toward its text's "
+                        "label (auto: on for formal languages, label for mamba on text)")
     t.add_argument("--text-col", default="text", help="text column (csv:/jsonl:)")
     t.add_argument("--label-col", default="label", help="label column (csv:/jsonl:)")
     t.add_argument("--tokenizer", choices=("word", "char", "space"), default="word",

@@ -80,6 +80,25 @@ ARCH_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
 OPTION_DEFAULTS: dict[tuple[str, str, Any], dict[str, dict[str, Any]]] = {
     ("mamba", "gate", "signed"): {"formal": dict(layers=2)},
 }
+#: what ``--prefix-loss auto`` means per (arch, data kind) besides the formal languages'
+#: known prefix labels: ``label`` trains every prefix of a text toward the text's label.
+#: Mamba's head reads the residual stream, the current token included, and trained on the
+#: last step alone (a '.' in 1,200 of 1,280 Rotten Tomatoes reviews) it reads its evidence
+#: out only there: its intermediate predictions swing with the local window (the sign one
+#: step before the end agrees with the final one on 0.58-0.67 of the validation inputs,
+#: the majority class's share) and a 40-state FSM built on them simulates it at chance on
+#: two seeds of three (test 0.612 / 0.677 against 0.637 / 0.681). Trained on every prefix
+#: too, the intermediate prediction accumulates the evidence (0.87-0.91 agree one step
+#: before the end), test accuracy rises and so does the FSM's simulation fidelity
+#: (seeds 0-2, 40 states, validation: 0.921, 0.877, 0.877 against 0.809, 0.549, 0.664)
+AUTO_PREFIX_LOSS: dict[tuple[str, str], str] = {("mamba", "text"): "label"}
+#: ``--prefix-loss label``: weight of the mean over a text's steps beside its last step's
+#: loss, chosen on validation (Mamba, Rotten Tomatoes, seeds 0-2, 40 states; simulation
+#: fidelity and accuracy): 1: 0.873 / 0.852 / 0.866 and 0.766 / 0.780 / 0.783; 3: 0.921 /
+#: 0.877 / 0.877 and 0.768 / 0.782 / 0.799; 10: 0.920 / 0.886 and 0.780 / 0.778, test
+#: accuracy 0.760 on seed 1 (against 0.762 without the loss)
+PREFIX_LOSS_WEIGHT = 3.0
+PREFIX_LOSSES = ("auto", "on", "off", "label")
 
 
 def _arch_defaults(arch: str, kind: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -166,8 +185,9 @@ class TrainConfig:
                             f"{takes}); drop it or choose the arch it belongs to")
         if self.init is not None:
             self._check_init()
-        if self.prefix_loss not in ("auto", "on", "off"):
-            raise DataError(f"--prefix-loss must be auto, on or off, not {self.prefix_loss!r}")
+        if self.prefix_loss not in PREFIX_LOSSES:
+            raise DataError(f"--prefix-loss must be auto, on, off or label, not "
+                            f"{self.prefix_loss!r}")
         if self.truncate is not None and self.truncate < 1:
             raise DataError(f"--truncate must be a positive number of tokens, not "
                             f"{self.truncate}")
@@ -244,8 +264,14 @@ def default_drift(config: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
             return given.get(k) is None
         return k in cfg and cfg[k] is None
 
-    return {k: (have[k], v) for k, v in today.items()
-            if took_default(k) and k in have and have[k] != v}
+    out = {k: (have[k], v) for k, v in today.items()
+           if took_default(k) and k in have and have[k] != v}
+    if cfg.get("prefix_loss", "auto") == "auto":  # what ``auto`` trains changed too
+        was = bool((config.get("training") or {}).get("label_prefix_loss", False))
+        now = AUTO_PREFIX_LOSS.get((arch, kind)) == "label"
+        if was != now:
+            out["label_prefix_loss"] = (was, now)
+    return out
 
 
 def _prefix_targets(ds: TextDataset, idx: np.ndarray, mode: str) -> list[np.ndarray] | None:
@@ -362,6 +388,7 @@ class _Data:
     split: dict[str, np.ndarray]
     prefix: list[np.ndarray] | None  # per-prefix targets of the training rows
     init: tuple[Any, Any] | None = None  # ``--init``: the backbone and its tokenizer
+    every_prefix: bool = False  # ``--prefix-loss label``: every prefix toward its text's label
 
     def encoded(self, name: str) -> tuple[list[np.ndarray], np.ndarray]:
         idx = self.split[name]
@@ -408,9 +435,13 @@ def _prepare_data(cfg: TrainConfig, dataset: TextDataset | None) -> tuple[_Data,
     else:
         vocab = Vocab.build([ds.tokens[i] for i in tr], min_freq=hp["min_freq"],
                             max_size=cfg.max_vocab, exclude=cfg.vocab_exclude)
+    mode = cfg.prefix_loss
+    if mode == "auto":
+        mode = AUTO_PREFIX_LOSS.get((cfg.arch, hp["kind"]), mode)
     data = _Data(ds, vocab, [vocab.encode(t) for t in ds.tokens],
                  {s: ds.splits[s] for s in ("train", "val", "test")},
-                 _prefix_targets(ds, tr, cfg.prefix_loss), init)
+                 None if mode == "label" else _prefix_targets(ds, tr, mode), init,
+                 every_prefix=mode == "label")
     return data, hp
 
 
@@ -462,6 +493,8 @@ def _batch_loss(model: nn.Module, data: _Data, b: np.ndarray, loss_fn: nn.Module
     ids, lengths = torch.from_numpy(ids_np), torch.from_numpy(len_np)
     if data.prefix is None:
         labels = torch.from_numpy(data.ds.labels[data.split["train"][b]])
+        if data.every_prefix and ids.shape[1]:
+            return _every_prefix_loss(model, ids, lengths, labels, noise)
         logits = model(ids, lengths)
         if noise is None:
             return loss_fn(logits, labels)
@@ -474,6 +507,30 @@ def _batch_loss(model: nn.Module, data: _Data, b: np.ndarray, loss_fn: nn.Module
     steps = model.step_logits(ids) if ids.shape[1] else init[None, None]
     logits = torch.cat([init.expand(len(b), 1, -1), steps.expand(len(b), -1, -1)], dim=1)
     return loss_fn(logits.reshape(-1, logits.shape[-1]), torch.from_numpy(tgt).reshape(-1))
+
+
+def _every_prefix_loss(model: nn.Module, ids: torch.Tensor, lengths: torch.Tensor,
+                       labels: torch.Tensor, noise: torch.Tensor | None = None
+                       ) -> torch.Tensor:
+    """``--prefix-loss label``: the last step's cross-entropy plus
+    :data:`PREFIX_LOSS_WEIGHT` times the mean of every step's over the text, each step
+    toward the text's label (with ``noise``, the loss of the given label under that label
+    noise, as for the last step alone)."""
+    logits = model.step_logits(ids)  # (B, T, C)
+    n, T, _ = logits.shape
+    init = model.initial_logits().expand(n, 1, -1)  # empty inputs: the initial prediction
+    empty = lengths == 0
+    all_logits = torch.cat([logits, init], dim=1)
+    if noise is None:
+        logp = all_logits.log_softmax(-1)
+    else:
+        logp = (all_logits.softmax(-1) @ noise).clamp_min(1e-12).log()
+    nll = -logp.gather(-1, labels.long()[:, None, None].expand(n, T + 1, 1))[..., 0]
+    last = nll[torch.arange(n), torch.where(empty, T, lengths - 1)]
+    mask = (torch.arange(T)[None] < lengths[:, None]).float()
+    mean = torch.where(empty, nll[:, T],
+                       (nll[:, :T] * mask).sum(1) / mask.sum(1).clamp(min=1))
+    return (last + PREFIX_LOSS_WEIGHT * mean).mean()
 
 
 def _epoch(model: nn.Module, opt: torch.optim.Optimizer, data: _Data, hp: dict,
@@ -641,7 +698,8 @@ def _write_run(run: ModelRun, model: nn.Module, cfg: TrainConfig, data: _Data, h
         "model": section,
         "training": {**{k: hp[k] for k in ("dropout", "epochs", "batch_size", "lr", "patience",
                                             "min_freq", "weight_decay")},
-                     "prefix_loss": data.prefix is not None, "optimizer": "adam",
+                     "prefix_loss": data.prefix is not None,
+                     "label_prefix_loss": data.every_prefix, "optimizer": "adam",
                      "max_vocab": cfg.max_vocab, "seed": cfg.seed, "torch": torch.__version__},
         "config": {**asdict(cfg), "dataset": portable(cfg.dataset, target),
                    "init": cfg.init and f"hf:{portable_path(cfg.init[3:], target)}"},

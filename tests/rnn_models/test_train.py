@@ -168,6 +168,44 @@ def test_a_signed_mamba_stacks_two_layers_on_formal_languages_unless_told():
     assert default_drift(old)["layers"] == (1, 2)
 
 
+def test_mamba_on_text_trains_every_prefix_towards_its_label_by_default():
+    """``--prefix-loss auto`` is ``label`` for Mamba on text (its intermediate predictions
+    then accumulate the evidence instead of swinging with the last tokens): the loss is the
+    last step's cross-entropy plus PREFIX_LOSS_WEIGHT times the mean over the text's steps,
+    an empty input's being the initial prediction's; an older Mamba text run trained on
+    the last step alone is told that the default changed."""
+    import torch
+
+    from stateseer import load_dataset
+    from stateseer.rnn_models.mamba import MambaClassifier
+    from stateseer.rnn_models.train import PREFIX_LOSS_WEIGHT, _every_prefix_loss, _prepare_data
+
+    words = load_dataset("rotten_tomatoes")
+    data, _hp = _prepare_data(TrainConfig("rotten_tomatoes", arch="mamba"), words)
+    assert data.every_prefix and data.prefix is None
+    lstm, _hp = _prepare_data(TrainConfig("rotten_tomatoes"), words)
+    assert not lstm.every_prefix
+    torch.manual_seed(0)
+    model = MambaClassifier(20, 2, embed=8, hidden=8, layers=1, dropout=0.0).eval()
+    ids = torch.tensor([[3, 4, 5], [6, 0, 0], [0, 0, 0]])
+    lengths, labels = torch.tensor([3, 1, 0]), torch.tensor([1, 0, 1])
+    with torch.no_grad():
+        steps = model.step_logits(ids).log_softmax(-1)
+        init = model.initial_logits().log_softmax(-1)
+        want = []
+        for i, n in enumerate(lengths.tolist()):
+            nll = -(steps[i, :n, labels[i]] if n else init[labels[i]][None])
+            want.append(nll[-1] + PREFIX_LOSS_WEIGHT * nll.mean())
+        got = _every_prefix_loss(model, ids, lengths, labels)
+    assert torch.allclose(got, torch.stack(want).mean(), atol=1e-6)
+    old = {"format": "stateseer.run", "data": {"tokenizer": "word"},
+           "config": {"arch": "mamba", "prefix_loss": "auto", "arch_options": {}},
+           "model": {"arch": "mamba"}, "training": {"prefix_loss": False}}
+    assert default_drift(old)["label_prefix_loss"] == (False, True)
+    old["config"]["prefix_loss"] = "off"  # chosen by the user: no drift
+    assert "label_prefix_loss" not in default_drift(old)
+
+
 def test_truncate_and_vocab_exclude_are_pipeline_settings_kept_everywhere(tmp_path, text_csv):
     from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.formats.traces import Traces
