@@ -128,3 +128,29 @@ def test_predict_on_two_threads_equals_one(monkeypatch):
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
     two = ab.predict(S, P)
     assert np.array_equal(one, two) and len(np.unique(two)) > 1
+
+
+def test_a_value_axis_finds_the_state_direction_that_predicts_the_final_answer():
+    """The head reads axis 0 now; the input's final logit is decided by axis 1, a memory
+    the head does not read yet and the largest residual variance does not point at
+    (axes 2-3 vary more). With the final predictions, the first residual component is
+    that direction; without them the space is the variance one, as before."""
+    rng = np.random.default_rng(0)
+    n, d = 2000, 6
+    S = rng.normal(size=(n, d)) * np.array([1.0, 0.5, 3.0, 2.5, 0.3, 0.2])
+    now = 2.0 * S[:, 0]
+    final = 4.0 * S[:, 1] + 0.1 * rng.normal(size=n)
+
+    def proba(z):
+        return np.column_stack([1 / (1 + np.exp(z)), 1 / (1 + np.exp(-z))])
+
+    S = S.astype(np.float32)
+    plain = Projection.fit("margin", S, proba(now), 1, 0)
+    valued = Projection.fit("margin", S, proba(now), 1, 0, final=proba(final))
+    comps = valued.arrays["components"]
+    assert comps.shape == (2, d)  # the value axis, then the residual one
+    assert abs(comps[0, 1]) > 0.99  # axis 1: what the state holds of the answer to come
+    assert abs(plain.arrays["components"][0, 2]) > 0.9  # without it: the largest variance
+    assert abs(comps[1] @ comps[0]) < 1e-6 and abs(comps[1] @ valued.arrays["head"][0]) < 1e-3
+    Z = valued.transform(S, proba(now))
+    assert abs(np.corrcoef(Z[:, 1], final)[0, 1]) > 0.99

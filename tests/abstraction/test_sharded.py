@@ -254,3 +254,36 @@ def test_a_cluster_cuts_few_shards_into_pieces_with_the_whole_shard_results(tmp_
             assert a.sim_predictions[s].tobytes() == b.sim_predictions[s].tobytes()
         assert json.dumps(a.fsm.to_dict()) == json.dumps(b.fsm.to_dict())
         assert a.fsm.prediction.tobytes() == b.fsm.prediction.tobytes()
+
+
+def test_the_fit_sample_carries_each_steps_final_prediction(tmp_path, text_run):
+    """fit_sharded hands the abstractor each sampled step's input's final prediction
+    (the margin space's value axis reads it): a row of the sample's ``F`` is the
+    ``final_proba`` of the input the row's step belongs to."""
+    import shutil
+
+    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.rnn_models.record import record_run
+
+    run = tmp_path / "final"
+    shutil.copytree(text_run, run, ignore=shutil.ignore_patterns("traces*", "abstraction*"))
+    record_run(run, shard_size=40)
+    refs = sharded.shard_refs(Traces(run / "traces"), "train")
+    tr = sharded.open_ref(refs[1])
+    q = min(30, refs[1].n_steps)
+    S, P, F = sharded.sample_shard((refs[1], q), random_state=0, final=True)
+    assert 0 < len(S) == len(P) == len(F) <= q  # runs of 16 steps
+    rows = [int(np.flatnonzero((np.asarray(tr.hidden) == s).all(1))[0]) for s in S[:10]]
+    want = np.asarray(tr.final_proba)[np.asarray(tr.step_input)[rows]]
+    assert np.allclose(F[:10], want)
+    from stateseer.abstraction.kmeans import KMeansAbstractor
+
+    seen = {}
+
+    class Spy(KMeansAbstractor):
+        def fit(self, X, y=None, proba=None, final_proba=None):
+            seen.update(X=X, final=final_proba)
+            return super().fit(X, proba=proba, final_proba=final_proba)
+
+    sharded.fit_sharded(Spy(n_states=4, random_state=0), refs, SerialEngine())
+    assert seen["final"] is not None and len(seen["final"]) == len(seen["X"])
