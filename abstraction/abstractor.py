@@ -271,6 +271,11 @@ class BaseAbstractor(ClusterMixin, BaseEstimator):
             check_finite(np.asarray(X[idx[~finite][:1]], dtype=np.float32),
                          int(idx[~finite][0]))
         self.n_features_in_ = d
+        for name, A in (("proba", proba), ("final_proba", final_proba)):
+            if A is not None and len(A) != n:
+                raise AbstractionError(
+                    f"{name} has {len(A)} rows for {n} hidden states; give one row per step "
+                    "(a split's final_proba is one per input: index it by step_input)")
         P = None if proba is None else np.asarray(proba if whole else proba[idx])
         F = None if final_proba is None else np.asarray(final_proba if whole
                                                         else final_proba[idx])

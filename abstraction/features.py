@@ -51,6 +51,8 @@ MARGIN_WEIGHT = 0.5
 """Weight of the standardised logit differences against the standardised residual axes."""
 VALUE_RIDGE = 1e-3
 """Ridge of the value axes' least squares, relative to the mean variance of the state."""
+VALUE_MIN_R2 = 1e-3
+"""A final logit difference the state predicts with less R² than this gets no value axis."""
 
 _SHARED: ContextVar[dict[str, Projection] | None] = ContextVar("stateseer_projections",
                                                                 default=None)
@@ -225,7 +227,8 @@ class Projection:
         """Fit the space on hidden states ``S`` (n, d) and predictions ``P`` (n, C).
 
         ``n_components``: PCA dimensions (``pca``), or residual axes per logit difference
-        (``margin``: ``n_components * (C - 1)`` in all, at most ``d - (C - 1)``). With
+        (``margin``: ``n_components * (C - 1)`` in all, at most ``d`` less the head's and
+        the value axes' dimensions). With
         ``final`` (n, C), the final prediction of each row's input, ``margin`` also gets
         one *value* axis per logit difference: the direction of ``h`` that best predicts
         (least squares) the input's final logit difference from any of its steps. Inside
@@ -279,9 +282,16 @@ class Projection:
             cov = SS - m * np.outer(mu, mu)
             cov[np.diag_indices_from(cov)] += VALUE_RIDGE * max(float(np.trace(cov)) / d,
                                                                 1e-12)
-            w = np.linalg.solve(cov, SF - np.outer(mu, F.sum(axis=0)))  # (d, C-1)
-            value, _ = np.linalg.qr(w)  # orthonormal, (d, C-1)
-            value = value[:, : min(F.shape[1], d)].T
+            rhs = SF - np.outer(mu, F.sum(axis=0))
+            w = np.linalg.solve(cov, rhs)  # (d, C-1)
+            # a final logit the state does not predict (constant, or unrelated: R^2 below
+            # 1e-3) gets no axis, not a direction of rounding noise
+            spread = ((F - F.mean(axis=0)) ** 2).sum(axis=0)
+            told = (spread > 1e-9 * m) & ((w * rhs).sum(axis=0) > VALUE_MIN_R2 * spread)
+            value = np.zeros((0, d))
+            if told.any():
+                value, _ = np.linalg.qr(w[:, told])  # orthonormal, (d, k)
+                value = value[:, : min(int(told.sum()), d)].T
         Q, _ = np.linalg.qr(np.vstack([head, value]).T)  # orthonormal basis of their span
         n = int(min(n_components * L.shape[1], d - Q.shape[1], m))
         if n > 0:

@@ -212,7 +212,7 @@ def sample_shard(item: tuple[ShardRef, int], *, random_state: int | None,
     if quota <= 0:
         empty = np.zeros((0, tr.proba.shape[1]), np.asarray(tr.proba[:0]).dtype)
         return (np.zeros((0, tr.hidden.shape[1]), np.float32), empty,
-                *((empty,) if final else ()))
+                *((np.zeros((0, tr.proba.shape[1]), np.float32),) if final else ()))
     idx = sample_rows(tr.n_steps, int(quota), np.random.default_rng(_seed(random_state,
                                                                             ref.index)))
     idx = idx[:quota]
@@ -222,7 +222,8 @@ def sample_shard(item: tuple[ShardRef, int], *, random_state: int | None,
         check_finite(S[bad][:1], ref.step_start + int(idx[bad][0]))
     if not final:
         return S, np.asarray(tr.proba[idx])
-    return S, np.asarray(tr.proba[idx]), np.asarray(tr.final_proba)[tr.step_input[idx]]
+    inputs = np.searchsorted(np.asarray(tr.offsets), idx, side="right") - 1  # each row's
+    return S, np.asarray(tr.proba[idx]), np.asarray(tr.final_proba)[inputs]
 
 
 def fit_sharded(abstractor: Any, refs: Sequence[ShardRef], engine: Any) -> Any:

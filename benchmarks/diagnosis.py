@@ -217,7 +217,11 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
         f = doc["findings"][k - 1]
         actions = f["actions"] if args.all_actions else f["actions"][:1]
         if args.actions:
-            actions = [a for a in f["actions"] if a in args.actions.split(",")]
+            named = {a.strip() for a in args.actions.split(",")}
+            actions = [a for a in f["actions"] if a in named]
+            if not actions:
+                print(f"  {family}: none of --actions {args.actions} fits the finding "
+                      f"(it offers {', '.join(f['actions'])})", file=sys.stderr)
         lost = clean_acc - acc
         for action in actions:
             new = where / f"repaired-{action}"

@@ -274,6 +274,21 @@ def default_drift(config: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     return out
 
 
+def reproducing_prefix_loss(config: dict[str, Any]) -> str:
+    """The ``--prefix-loss`` that trains as the run of ``config`` (its ``config.json``) was
+    trained: its own choice, or where it took ``auto`` then, what ``auto`` meant on its
+    day (``off`` for a Mamba text run from before the every-prefix loss, which ``auto``
+    now turns on). ``repair`` retrains with it, so both models share one objective."""
+    cfg, training = config.get("config") or {}, config.get("training") or {}
+    mode = cfg.get("prefix_loss") or "auto"
+    if mode != "auto":
+        return mode
+    if training.get("label_prefix_loss"):
+        return "label"
+    kind = "text" if (config.get("data") or {}).get("tokenizer", "word") == "word" else "formal"
+    return "off" if AUTO_PREFIX_LOSS.get((cfg.get("arch"), kind)) == "label" else "auto"
+
+
 def _prefix_targets(ds: TextDataset, idx: np.ndarray, mode: str) -> list[np.ndarray] | None:
     """Per-prefix labels (length n+1, IGNORE where unknown) for rows ``idx``, or None."""
     if mode == "off" or (mode == "auto" and ds.tokenizer == "word"):
@@ -496,10 +511,13 @@ def _batch_loss(model: nn.Module, data: _Data, b: np.ndarray, loss_fn: nn.Module
         if data.every_prefix and ids.shape[1]:
             return _every_prefix_loss(model, ids, lengths, labels, noise)
         logits = model(ids, lengths)
+        # a batch of empty inputs only: their one step (the initial prediction) counted as
+        # _every_prefix_loss counts it inside a mixed batch
+        w = 1.0 + PREFIX_LOSS_WEIGHT if data.every_prefix else 1.0
         if noise is None:
-            return loss_fn(logits, labels)
+            return w * loss_fn(logits, labels)
         noisy = logits.softmax(-1) @ noise  # P(label given | x), the clean classes mixed
-        return nn.functional.nll_loss(noisy.clamp_min(1e-12).log(), labels)
+        return w * nn.functional.nll_loss(noisy.clamp_min(1e-12).log(), labels)
     tgt = np.full((len(b), ids.shape[1] + 1), IGNORE, dtype=np.int64)
     mask = np.arange(tgt.shape[1]) <= len_np[:, None]
     tgt[mask] = np.concatenate([data.prefix[i] for i in b])

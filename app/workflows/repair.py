@@ -207,13 +207,18 @@ def _relabel_topic(ds: Any, f: dict, src: Any) -> tuple[Any, dict]:
     called = leaning[proba[leaning].argmax(1) != lean]  # the model calls them another class
     pick = called[np.argsort(proba[called, lean], kind="stable")][:excess]
     pick = np.sort(pick)
+    if not len(pick):
+        why = (f"expects as many of them labelled {f['label']} as are" if not excess else
+               f"calls none of those labelled {f['label']} another class")
+        raise StateseerError(f"a model trained without the topic's {len(carriers)} training "
+                             f"inputs {why}: there is nothing to relabel; choose drop")
     rows = carriers[pick]
     labels[rows] = best[pick]
     return dataclasses.replace(ds, labels=labels), {
         "relabelled_rows": rows.tolist(),
         "to": {ds.classes[k]: int(n) for k, n in
                enumerate(np.bincount(best[pick], minlength=len(ds.classes))) if n},
-        "scored_rows": len(carriers), "excess": excess}
+        "scored_rows": len(carriers), "excess": excess, "relabelled": len(rows)}
 
 
 def _reweight(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dict]:
@@ -337,11 +342,12 @@ def _retrainable(src: Any) -> dict[str, Any]:
 
 
 def _train_config(src: Any, data: Path, settings: dict[str, list] | None = None) -> Any:
-    from ...rnn_models.train import TrainConfig
+    from ...rnn_models.train import TrainConfig, reproducing_prefix_loss
 
     cfg = _retrainable(src)
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     kept = {k: v for k, v in cfg.items() if k in names}
+    kept["prefix_loss"] = reproducing_prefix_loss(src.config)  # the run's own objective
     changed = {k: new for k, (_old, new) in (settings or {}).items()}
     return TrainConfig(**{**kept, **changed, "dataset": f"jsonl:{data}", "tokenizer": "word",
                           "text_col": "text", "label_col": "label"})

@@ -154,3 +154,24 @@ def test_a_value_axis_finds_the_state_direction_that_predicts_the_final_answer()
     assert abs(comps[1] @ comps[0]) < 1e-6 and abs(comps[1] @ valued.arrays["head"][0]) < 1e-3
     Z = valued.transform(S, proba(now))
     assert abs(np.corrcoef(Z[:, 1], final)[0, 1]) > 0.99
+
+
+def test_a_final_answer_the_state_does_not_predict_gets_no_value_axis():
+    """A constant final prediction (or one unrelated to the state) adds no axis of rounding
+    noise: the space is the one fitted without final predictions."""
+    S, P = _states(600, 8, 2, seed=4)
+    plain = Projection.fit("margin", S, P, 1, 0)
+    const = Projection.fit("margin", S, P, 1, 0, final=np.tile([[0.3, 0.7]], (600, 1)))
+    assert const.arrays["components"].shape == plain.arrays["components"].shape
+    assert np.allclose(const.arrays["components"], plain.arrays["components"])
+    noise = np.random.default_rng(9).dirichlet([1, 1], 600)
+    unrelated = Projection.fit("margin", S, P, 1, 0, final=noise)
+    assert unrelated.arrays["components"].shape[0] <= 2
+
+
+def test_predictions_must_have_one_row_per_step():
+    """final_proba of a split is one row per input: passed as it is, one line names it."""
+    S, P = _states(200, 6, 2)
+    with pytest.raises(AbstractionError, match="final_proba has 20 rows for 200 hidden") as e:
+        KMeansAbstractor(n_states=4, random_state=0).fit(S, proba=P, final_proba=P[:20])
+    assert "\n" not in str(e.value)

@@ -104,7 +104,7 @@ def test_relabel_of_a_topic_scores_its_carriers_with_a_model_that_never_saw_them
     out, edits = repair.ACTION_EDITS["relabel"](ds, topic, np.random.default_rng(0), _Src())
     # 5 carriers are labelled neg where the model expects 3.25 (the sum of its P(neg)):
     # 2 labels too many; of the three it calls pos, the two least neg (5, then 1) go to pos
-    assert edits["excess"] == 2 and edits["scored_rows"] == 8
+    assert edits["excess"] == 2 and edits["scored_rows"] == 8 and edits["relabelled"] == 2
     assert edits["relabelled_rows"] == [1, 5] and edits["to"] == {"pos": 2}
     assert out.labels[[1, 5]].tolist() == [1, 1]
     assert (out.labels[8:] == labels[8:]).all() and out.labels[[0, 2, 4]].tolist() == [0, 0, 0]
@@ -112,7 +112,7 @@ def test_relabel_of_a_topic_scores_its_carriers_with_a_model_that_never_saw_them
 
 def test_relabel_of_a_topic_changes_nothing_where_the_labels_match_the_model(monkeypatch):
     """No excess of the leaning label (the model expects as many as there are): a topic
-    labelled as its content says keeps every label."""
+    labelled as its content says is refused in one line, before any retraining."""
     texts = ["the plot was fine"] * 6 + ["nice"] * 2 + ["bad"] * 2
     labels = np.array([0, 0, 0, 1, 1, 1, 1, 0, 1, 0])
     splits = {"train": np.arange(8), "val": np.arange(8, 10), "test": np.arange(0)}
@@ -121,9 +121,10 @@ def test_relabel_of_a_topic_changes_nothing_where_the_labels_match_the_model(mon
     proba = np.array([[0.6, 0.4], [0.45, 0.55], [0.5, 0.5], [0.4, 0.6], [0.55, 0.45],
                       [0.3, 0.7]])  # P(neg) sums to 2.8 over 3 neg labels: no excess
     monkeypatch.setattr(repair, "_held_out", lambda *_a: (proba, np.zeros((2, 2))))
-    out, edits = repair.ACTION_EDITS["relabel"](ds, topic, np.random.default_rng(0), _Src())
-    assert edits["excess"] == 0 and edits["relabelled_rows"] == []
-    assert (out.labels == labels).all()
+    with pytest.raises(StateseerError, match="nothing to relabel; choose drop") as e:
+        repair.ACTION_EDITS["relabel"](ds, topic, np.random.default_rng(0), _Src())
+    one_line(e.value)
+    assert "expects as many of them labelled neg as are" in str(e.value)
 
 
 def test_reconfigure_names_the_setting_and_refuses_where_there_is_none():
@@ -144,3 +145,26 @@ def test_reconfigure_names_the_setting_and_refuses_where_there_is_none():
         with pytest.raises(StateseerError, match=needle) as e:
             repair.ACTION_EDITS[action](ds, f, rng, src)
         one_line(e.value)
+
+
+def test_repair_retrains_with_the_prefix_loss_the_run_was_trained_with(tmp_path):
+    """A Mamba text run from before the every-prefix loss took ``auto`` when ``auto``
+    meant the last step alone: its repair trains the same way (``off``), not with today's
+    ``auto`` (``label``); a run trained with it keeps it; an LSTM keeps ``auto``."""
+    from stateseer.rnn_models.train import reproducing_prefix_loss
+
+    old = {"data": {"tokenizer": "word"}, "config": {"arch": "mamba", "prefix_loss": "auto"},
+           "training": {"prefix_loss": False}}
+    assert reproducing_prefix_loss(old) == "off"
+    new = {**old, "training": {"prefix_loss": False, "label_prefix_loss": True}}
+    assert reproducing_prefix_loss(new) == "label"
+    assert reproducing_prefix_loss({**old, "config": {"arch": "lstm"}}) == "auto"
+    assert reproducing_prefix_loss({**old, "data": {"tokenizer": "char"}}) == "auto"
+    assert reproducing_prefix_loss({**old, "config": {"arch": "mamba",
+                                                      "prefix_loss": "on"}}) == "on"
+
+    src = _Src({"arch": "mamba", "prefix_loss": "auto", "dataset": "rotten_tomatoes"})
+    src.config.update(data=old["data"], training=old["training"])
+    src.path = tmp_path
+    cfg = repair._train_config(src, tmp_path / "data.jsonl")
+    assert cfg.prefix_loss == "off" and cfg.arch == "mamba"
