@@ -288,10 +288,8 @@ class Projection:
             # 1e-3) gets no axis, not a direction of rounding noise
             spread = ((F - F.mean(axis=0)) ** 2).sum(axis=0)
             told = (spread > 1e-9 * m) & ((w * rhs).sum(axis=0) > VALUE_MIN_R2 * spread)
-            value = np.zeros((0, d))
             if told.any():
-                value, _ = np.linalg.qr(w[:, told])  # orthonormal, (d, k)
-                value = value[:, : min(int(told.sum()), d)].T
+                value = np.linalg.qr(w[:, told])[0].T  # orthonormal, (min(k, d), d)
         Q, _ = np.linalg.qr(np.vstack([head, value]).T)  # orthonormal basis of their span
         n = int(min(n_components * L.shape[1], d - Q.shape[1], m))
         if n > 0:

@@ -244,9 +244,8 @@ def fit_sharded(abstractor: Any, refs: Sequence[ShardRef], engine: Any) -> Any:
                        final=takes_final)
     S, P, *F = parts[0] if len(parts) == 1 else [np.concatenate([p[k] for p in parts])
                                                  for k in range(len(parts[0]))]
-    if takes_final:  # margin features add the value axes (features.Projection.fit)
-        return abstractor.fit(S, proba=P, final_proba=F[0])
-    return abstractor.fit(S, proba=P)
+    # margin features add the value axes (features.Projection.fit)
+    return abstractor.fit(S, proba=P, **({"final_proba": F[0]} if takes_final else {}))
 
 
 # -- assignment and the FSM's statistics ---------------------------------------------------

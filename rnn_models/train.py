@@ -516,8 +516,7 @@ def _batch_loss(model: nn.Module, data: _Data, b: np.ndarray, loss_fn: nn.Module
         w = 1.0 + PREFIX_LOSS_WEIGHT if data.every_prefix else 1.0
         if noise is None:
             return w * loss_fn(logits, labels)
-        noisy = logits.softmax(-1) @ noise  # P(label given | x), the clean classes mixed
-        return w * nn.functional.nll_loss(noisy.clamp_min(1e-12).log(), labels)
+        return w * nn.functional.nll_loss(_given_logp(logits, noise), labels)
     tgt = np.full((len(b), ids.shape[1] + 1), IGNORE, dtype=np.int64)
     mask = np.arange(tgt.shape[1]) <= len_np[:, None]
     tgt[mask] = np.concatenate([data.prefix[i] for i in b])
@@ -525,6 +524,14 @@ def _batch_loss(model: nn.Module, data: _Data, b: np.ndarray, loss_fn: nn.Module
     steps = model.step_logits(ids) if ids.shape[1] else init[None, None]
     logits = torch.cat([init.expand(len(b), 1, -1), steps.expand(len(b), -1, -1)], dim=1)
     return loss_fn(logits.reshape(-1, logits.shape[-1]), torch.from_numpy(tgt).reshape(-1))
+
+
+def _given_logp(logits: torch.Tensor, noise: torch.Tensor | None) -> torch.Tensor:
+    """log P(label given | x) per class, shape of ``logits``: the log-softmax, or with
+    ``noise`` the clean classes mixed through it (forward correction)."""
+    if noise is None:
+        return logits.log_softmax(-1)
+    return (logits.softmax(-1) @ noise).clamp_min(1e-12).log()
 
 
 def _every_prefix_loss(model: nn.Module, ids: torch.Tensor, lengths: torch.Tensor,
@@ -538,11 +545,7 @@ def _every_prefix_loss(model: nn.Module, ids: torch.Tensor, lengths: torch.Tenso
     n, T, _ = logits.shape
     init = model.initial_logits().expand(n, 1, -1)  # empty inputs: the initial prediction
     empty = lengths == 0
-    all_logits = torch.cat([logits, init], dim=1)
-    if noise is None:
-        logp = all_logits.log_softmax(-1)
-    else:
-        logp = (all_logits.softmax(-1) @ noise).clamp_min(1e-12).log()
+    logp = _given_logp(torch.cat([logits, init], dim=1), noise)
     nll = -logp.gather(-1, labels.long()[:, None, None].expand(n, T + 1, 1))[..., 0]
     last = nll[torch.arange(n), torch.where(empty, T, lengths - 1)]
     mask = (torch.arange(T)[None] < lengths[:, None]).float()
