@@ -114,14 +114,44 @@ def _hypergeom_answers(run: Path) -> list[dict[str, Any]]:
     return [{"kind": "shortcut", "tokens": list(c.tokens)} for c in cands]
 
 
-def _train(data: Any, where: Path, seed: int, epochs: int | None) -> tuple[Path, float]:
+def _train(data: Any, where: Path, seed: int, epochs: int | None, *,
+           abstract: bool = True) -> tuple[Path, float]:
     path = data.write(where / "data.jsonl")
     run = train_run(TrainConfig(dataset=f"jsonl:{path}", arch="lstm", seed=seed, epochs=epochs,
                                 **data.train_options),
                     where / "run", force=True, progress=False)
     record_run(run)
-    abstract_run(run, n_states=40)
+    if abstract:
+        abstract_run(run, n_states=40)
     return run.path, float(run.metrics()["test_accuracy"])
+
+
+def _without(data: Any, rows: np.ndarray) -> Any:
+    """``data`` with training rows ``rows`` left out."""
+    return dataclasses.replace(data, splits={**data.splits, "train": np.setdiff1d(
+        data.splits["train"], rows)})
+
+
+def spread(ds: Any, where: Path, seed: int, args: argparse.Namespace, clean_acc: float,
+           clean_run: Path) -> dict[str, Any]:
+    """The spread of retraining, against which a repair's figures are read: the clean
+    data with a random 1 % of the training inputs left out (an edit as small as a repair's,
+    with no bug), trained with the same seed. Its change in test accuracy, overall and per
+    class, is what retraining alone moves."""
+    rng = np.random.default_rng(1000 + seed)
+    train = np.asarray(ds.splits["train"])
+    gone = rng.choice(train, max(1, len(train) // 100), replace=False)
+    (where / "spread").mkdir(parents=True, exist_ok=True)
+    run, acc = _train(_without(clean(ds), gone), where / "spread", seed, args.epochs,
+                      abstract=False)
+    return {"left_out": len(gone), "accuracy_delta": round(acc - clean_acc, 4),
+            "per_class_delta": against_clean(run, clean_run)}
+
+
+def oracle_rows(bug: Any, ds: Any) -> np.ndarray:
+    """Training rows whose label the bug changed (none for bugs that edit texts)."""
+    train = np.asarray(bug.splits["train"])
+    return train[np.asarray(bug.labels)[train] != np.asarray(ds.labels)[train]]
 
 
 def _replication(run: Path) -> dict[str, Any]:
@@ -239,7 +269,56 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
                 "delta_ci": out["delta_ci"], "per_class_delta": out["per_class_delta"],
                 "per_class_vs_clean": against_clean(new, clean_run),
                 "recovered": round((after - acc) / lost, 3) if lost > 0.005 else None})
+    wrong = oracle_rows(bug, ds)
+    if args.oracle and len(wrong) and not args.no_repair:
+        # what a repair that knew exactly which labels the bug changed would recover by
+        # leaving them out: the reference a repair's recovery is read against
+        (where / "oracle").mkdir(exist_ok=True)
+        new, after = _train(_without(bug, wrong), where / "oracle", seed, args.epochs,
+                            abstract=False)
+        lost = clean_acc - acc
+        repairs.append({
+            "dataset": ds.name, "family": family, "seed": seed, "action": "oracle-drop",
+            "first": False, "oracle": True, "changed_rows": len(wrong),
+            "clean_accuracy": round(clean_acc, 4), "buggy_accuracy": round(acc, 4),
+            "repaired_accuracy": round(after, 4), "per_class_vs_clean": against_clean(
+                new, clean_run),
+            "recovered": round((after - acc) / lost, 3) if lost > 0.005 else None})
     return rows, repairs
+
+
+def repair_summary(repairs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per family and action: the runs, their mean recovery, the pooled recovery (the
+    accuracy regained over the accuracy the bugs cost, summed over the runs: steadier than
+    a mean of ratios whose denominators are a few points) and how many reach 0.8."""
+    out: dict[str, dict[str, Any]] = {}
+    for key in sorted({(r["family"], r["action"]) for r in repairs}):
+        mine = [r for r in repairs if (r["family"], r["action"]) == key
+                and r["recovered"] is not None]
+        if not mine:
+            continue
+        gained = sum(r["repaired_accuracy"] - r["buggy_accuracy"] for r in mine)
+        cost = sum(r["clean_accuracy"] - r["buggy_accuracy"] for r in mine)
+        out["/".join(key)] = {
+            "n": len(mine), "mean_recovered": round(float(np.mean(
+                [r["recovered"] for r in mine])), 3),
+            "pooled_recovered": round(gained / cost, 3) if cost > 0 else None,
+            "at_least_0.8": sum(r["recovered"] >= 0.8 for r in mine)}
+    return out
+
+
+def spread_summary(cleans: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What retraining alone moved on the clean controls (``--spread``): the test accuracy
+    and the largest single class, in points (mean and largest over the controls)."""
+    probes = [c["spread"] for c in cleans if c.get("spread")]
+    if not probes:
+        return None
+    acc = [abs(p["accuracy_delta"]) * 100 for p in probes]
+    cls = [max(abs(v) for v in p["per_class_delta"].values()) * 100 for p in probes]
+    return {"n": len(probes), "accuracy_points_mean": round(float(np.mean(acc)), 2),
+            "accuracy_points_max": round(max(acc), 2),
+            "largest_class_points_mean": round(float(np.mean(cls)), 2),
+            "largest_class_points_max": round(max(cls), 2)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,6 +335,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--actions", default=None,
                    help="repair a found bug by these actions (comma-separated) where its "
                         "finding offers them, instead of the first")
+    p.add_argument("--oracle", action="store_true",
+                   help="also retrain each label bug without exactly the rows it changed "
+                        "(the recovery of a repair that knew them)")
+    p.add_argument("--spread", action="store_true",
+                   help="also retrain each clean control without a random 1 %% of its "
+                        "training inputs (what retraining alone moves)")
     p.add_argument("--repair-clean", default="amazon_food",
                    help="data sets whose clean controls are repaired with their top finding")
     p.add_argument("--permutations", type=int, default=20,
@@ -279,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
                            "test_accuracy": round(clean_acc, 4), **_replication(run),
                            "permutation_null": permutation_null(run, n=args.permutations,
                                                                 seed=seed)})
+            if args.spread:
+                cleans[-1]["spread"] = spread(ds, where, seed, args, clean_acc, run)
             if name in args.repair_clean.split(",") and not args.no_repair:
                 cleans[-1]["repair"] = repair_clean(run, doc, where)
             hyper = _hypergeom_answers(run)
@@ -302,6 +389,10 @@ def main(argv: list[str] | None = None) -> int:
                                if learnt else None,
                                "learnt_hit5": round(np.mean([r["hit5"] for r in learnt]), 3)
                                if learnt else None, "learnt_n": len(learnt)}
+    if repairs:
+        summary["repairs"] = repair_summary(repairs)
+    if (moved := spread_summary(cleans)) is not None:
+        summary["spread"] = moved
     if not args.out:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps({"runs": runs, "clean": cleans, "repairs": repairs, "summary": summary,

@@ -10,11 +10,12 @@ same inputs):
                     word inserted, are added (the word no longer tells the class)
 ``relabel``         a sequence: the training inputs that carry it take the label the
                     validation inputs carrying it have most often (the held-out data say
-                    what such inputs are); a confusion of class A called B: the training
-                    inputs labelled B that models which never saw them (two folds,
-                    cross-fitted) give at least the probability of A they give A's own
-                    validation inputs on average are labelled A (confident learning,
-                    Northcutt et al. 2021); a subpopulation: its training inputs are
+                    what such inputs are); a confusion of class A called B: as many of
+                    the training inputs labelled B as the noise rate says were A's (the
+                    rate ``reweight`` measures) are labelled A, those most likely A first
+                    by models which never saw them (two folds, cross-fitted, each reading
+                    the labels through that noise; confident learning, Northcutt et al.
+                    2021); a subpopulation: its training inputs are
                     scored by a model trained without them, and as many of those with
                     the label the topic leans to as that label exceeds the model's
                     expectation (the sum of its probabilities) take the class it gives
@@ -130,7 +131,7 @@ def _relabel(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any,
     train = np.asarray(ds.splits["train"])
     if f["kind"] == "confusion":
         a, b = (_class_index(ds, c) for c in f["classes"])
-        rows, to = _confident_relabel(ds, src, labels, a, b, rng), a
+        (rows, noted), to = _confident_relabel(ds, src, labels, a, b, rng), a
     elif f["kind"] == "subpopulation":
         return _relabel_topic(ds, f, src)
     elif f["kind"] == "sequence":
@@ -141,47 +142,75 @@ def _relabel(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any,
                                  "or counterfactual")
         to = int(np.bincount(labels[held], minlength=len(ds.classes)).argmax())
         rows = _carriers(ds, train, f)
-        rows = rows[labels[rows] != to]
+        rows, noted = rows[labels[rows] != to], {}
     else:
         raise StateseerError("relabel fits a sequence, a subpopulation or a confusion "
                              "finding; for this finding choose one of its other actions")
     labels[rows] = to
     return dataclasses.replace(ds, labels=labels), {
-        "relabelled_rows": rows.tolist(), "to": ds.classes[to]}
+        "relabelled_rows": rows.tolist(), "to": ds.classes[to], **noted}
 
 
 #: folds of the cross-fitted probabilities a confusion's relabelling reads
 FOLDS = 2
 
 
-def _held_out(ds: Any, src: Any, parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`held_out_proba` with the run's own training settings."""
+def _held_out(ds: Any, src: Any, parts: list[np.ndarray],
+              settings: dict[str, list] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`held_out_proba` with the run's own training settings (and ``settings``,
+    ``{field: [old, new]}``, changed)."""
     from ...rnn_models.train import held_out_proba
 
-    return held_out_proba(_train_config(src, Path("held-out")), ds, parts)
+    return held_out_proba(_train_config(src, Path("held-out"), settings), ds, parts)
 
 
-def _thresholds(val_proba: np.ndarray, val_labels: np.ndarray, n: int) -> np.ndarray:
-    """Confident learning's per-class thresholds: the mean probability of each class on
-    the validation inputs labelled with it (held-out labels the bug did not touch)."""
-    return np.array([val_proba[val_labels == k, k].mean() if (val_labels == k).any()
-                     else 1.0 for k in range(n)])
+def _flip_rate(ds: Any, a: int, action: str) -> tuple[float, float, float]:
+    """The rate at which class ``a``'s training inputs were labelled another class, read
+    from the split priors: ``1 - share_train / share_val`` (the validation labels are
+    held out, so the bug did not touch them); with the two shares. One-line refusals
+    where there is nothing to measure against or no noise to correct."""
+    labels = np.asarray(ds.labels)
+    train, val = (np.asarray(ds.splits.get(s, np.zeros(0, np.int64))) for s in ("train", "val"))
+    if not len(val):
+        raise StateseerError(f"{action} measures the label noise against the validation "
+                             "labels, and the run has no validation inputs; retrain it with a "
+                             "validation split")
+    share_train, share_val = (float((labels[i] == a).mean()) for i in (train, val))
+    rho = 1.0 - share_train / share_val if share_val else 0.0
+    if rho <= 0.0:
+        raise StateseerError(f"{ds.classes[a]} is no rarer among the training labels "
+                             f"({share_train:.1%}) than among the validation labels "
+                             f"({share_val:.1%}): there is no label noise to correct")
+    return rho, share_train, share_val
+
+
+def _noise(n: int, a: int, b: int, rho: float) -> list[list[float]]:
+    """The label-noise matrix ``P(given | true)``: ``a`` labelled ``b`` at rate ``rho``."""
+    noise = np.eye(n)
+    noise[a, a], noise[a, b] = 1.0 - rho, rho
+    return np.round(noise, 6).tolist()
 
 
 def _confident_relabel(ds: Any, src: Any, labels: np.ndarray, a: int, b: int,
-                       rng: np.random.Generator) -> np.ndarray:
-    """Training rows labelled ``b`` that models which never saw them (cross-fitted over
-    :data:`FOLDS` folds of the training split) give at least class ``a``'s threshold
-    probability of ``a``, and more of ``a`` than of ``b`` (confident learning, Northcutt
-    et al. 2021: a model that trained on a row has learnt its label, right or wrong, so
-    its own probabilities hardly tell a wrong label)."""
+                       rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+    """Training rows labelled ``b`` that are most likely ``a``'s, as many as the noise
+    rate says were relabelled (confident learning's pruning by the noise rate, Northcutt
+    et al. 2021): ``rho / (1 - rho)`` times the rows labelled ``a``. They are ranked by
+    the probability of ``a`` that models which never saw them give (cross-fitted over
+    :data:`FOLDS` folds of the training split: a model that trained on a row has learnt
+    its label, right or wrong), each model trained reading the labels through that noise
+    (forward correction, as ``reweight`` does), so that it does not share the bias."""
+    rho, _, _ = _flip_rate(ds, a, "relabel")
     train = np.asarray(ds.splits["train"])
     folds = np.array_split(rng.permutation(train), FOLDS)
-    proba, val = _held_out(ds, src, folds)
+    noise = _noise(len(ds.classes), a, b, rho)
+    proba, _val = _held_out(ds, src, folds, {"label_noise": [None, noise]})
     rows = np.concatenate(folds)
-    t = _thresholds(val, labels[np.asarray(ds.splits["val"])], len(ds.classes))
-    pick = (labels[rows] == b) & (proba[:, a] >= t[a]) & (proba[:, a] > proba[:, b])
-    return np.sort(rows[pick])
+    given_b = labels[rows] == b
+    expected = min(round(rho / (1.0 - rho) * int((labels[train] == a).sum())),
+                   int(given_b.sum()))
+    order = np.argsort(-proba[given_b, a], kind="stable")[:expected]
+    return np.sort(rows[given_b][order]), {"flip_rate": round(rho, 4), "expected": expected}
 
 
 def _relabel_topic(ds: Any, f: dict, src: Any) -> tuple[Any, dict]:
@@ -232,22 +261,9 @@ def _reweight(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any
         raise StateseerError("reweight fits a confusion finding; for this finding choose "
                              "one of its other actions")
     a, b = (_class_index(ds, c) for c in f["classes"][:2])
-    labels = np.asarray(ds.labels)
-    train, val = (np.asarray(ds.splits[s]) for s in ("train", "val"))
-    if not len(val):
-        raise StateseerError("reweight measures the label noise against the validation "
-                             "labels, and the run has no validation inputs; choose relabel")
-    share_train, share_val = (float((labels[i] == a).mean()) for i in (train, val))
-    rho = 1.0 - share_train / share_val if share_val else 0.0
-    if rho <= 0.0:
-        raise StateseerError(f"{ds.classes[a]} is no rarer among the training labels "
-                             f"({share_train:.1%}) than among the validation labels "
-                             f"({share_val:.1%}): there is no label noise to correct; "
-                             "choose relabel")
-    noise = np.eye(len(ds.classes))
-    noise[a, a], noise[a, b] = 1.0 - rho, rho
+    rho, share_train, share_val = _flip_rate(ds, a, "reweight")
     old = (src.config.get("config") or {}).get("label_noise")
-    return ds, {"settings": {"label_noise": [old, np.round(noise, 6).tolist()]},
+    return ds, {"settings": {"label_noise": [old, _noise(len(ds.classes), a, b, rho)]},
                 "flip_rate": round(rho, 4), "from": ds.classes[a], "to": ds.classes[b],
                 "train_share": round(share_train, 4), "val_share": round(share_val, 4)}
 

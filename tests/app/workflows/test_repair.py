@@ -58,28 +58,52 @@ def test_reweight_reads_the_labels_through_the_noise_the_split_priors_measure():
     one_line(e.value)
 
 
-def test_confident_relabel_reads_models_that_never_saw_the_rows(monkeypatch):
-    ds = _ds()  # train rows 0-13; validation rows 14-19, all neg
+def test_confident_relabel_takes_as_many_as_the_noise_rate_says(monkeypatch):
+    """Training labels: neg 4 of 14; validation: neg 3 of 6. The rate at which neg was
+    labelled pos is 1 - (4/14) / (3/6) = 3/7, so 3/7 / (4/7) * 4 = 3 of the 10 pos-labelled
+    rows were neg's: the three that held-out models, trained through that noise, find
+    most likely neg."""
+    ds = _ds()  # train rows 0-13
+    ds = dataclasses.replace(ds, labels=np.r_[ds.labels[:14], [0, 0, 0, 1, 1, 1],
+                                              ds.labels[20:]])
     seen = []
 
-    def held_out(ds_, src, parts):
-        seen.append([p.tolist() for p in parts])
+    def held_out(ds_, src, parts, settings=None):
+        seen.append(([p.tolist() for p in parts], settings))
         rows = np.concatenate(parts)
         proba = np.tile([0.1, 0.9], (len(rows), 1))
-        proba[rows == 12] = [0.75, 0.25]  # a pos-labelled row held-out models call neg
-        proba[rows == 13] = [0.55, 0.45]  # below neg's threshold
-        val = np.array([[0.8, 0.2]] * 6)
-        val[:2] = [0.6, 0.4]  # neg's threshold: mean P(neg) on neg validation rows, 0.733
-        return proba, val
+        for r, p in ((5, 0.3), (3, 0.8), (7, 0.45), (9, 0.6), (11, 0.99)):
+            proba[rows == r] = [p, 1 - p]  # row 11 is labelled neg: not a candidate
+        return proba, np.zeros((6, 2))
 
     monkeypatch.setattr(repair, "_held_out", held_out)
     labels = ds.labels.copy()
-    labels[12:14] = 1  # two neg inputs mislabelled pos
-    out = repair._confident_relabel(ds, None, labels, 0, 1, np.random.default_rng(0))
-    assert out.tolist() == [12]
-    # cross-fitted: the folds cover the training split once, and only it
-    (folds,) = seen
+    out, edits = repair._confident_relabel(ds, None, labels, 0, 1, np.random.default_rng(0))
+    assert out.tolist() == [3, 7, 9]  # most likely neg first; 5 (0.3) is the fourth
+    assert edits == {"flip_rate": round(3 / 7, 4), "expected": 3}
+    # cross-fitted: the folds cover the training split once, and only it; each model
+    # reads the labels through the measured noise
+    ((folds, settings),) = seen
     assert len(folds) == repair.FOLDS and sorted(x for f in folds for x in f) == list(range(14))
+    old, noise = settings["label_noise"]
+    assert old is None and np.allclose(noise, [[4 / 7, 3 / 7], [0, 1]], atol=1e-6)
+    # through the action: the rows take neg, the edits say how many and why
+    new, edits = repair.ACTION_EDITS["relabel"](ds, CONF, np.random.default_rng(0), _Src())
+    assert edits["relabelled_rows"] == [3, 7, 9] and edits["to"] == "neg"
+    assert new.labels[[3, 7, 9]].tolist() == [0, 0, 0] and edits["expected"] == 3
+
+
+def test_confident_relabel_is_refused_without_noise_to_correct(monkeypatch):
+    ds = _ds()
+    same = dataclasses.replace(ds, labels=np.r_[ds.labels[:14], [1] * 6, ds.labels[20:]])
+    monkeypatch.setattr(repair, "_held_out", lambda *a, **k: pytest.fail("trained"))
+    with pytest.raises(StateseerError, match="no label noise to correct") as e:
+        repair.ACTION_EDITS["relabel"](same, CONF, np.random.default_rng(0), _Src())
+    one_line(e.value)
+    bare = dataclasses.replace(ds, splits={**ds.splits, "val": np.zeros(0, np.int64)})
+    with pytest.raises(StateseerError, match="no validation inputs") as e:
+        repair.ACTION_EDITS["relabel"](bare, CONF, np.random.default_rng(0), _Src())
+    one_line(e.value)
 
 
 def test_relabel_of_a_topic_scores_its_carriers_with_a_model_that_never_saw_them(
