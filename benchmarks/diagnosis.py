@@ -22,19 +22,28 @@ the model learnt (it cost at least ``LEARNT`` test accuracy). Where stateseer's
 finding is significant it repairs with the finding's first action (``--all-actions``: with
 each action the finding offers, on the same buggy model; ``--actions relabel,...``: with
 those it offers) and reports how much of the
-accuracy the bug cost is recovered: ``(repaired - buggy) / (clean - buggy)``.
+accuracy the bug cost is recovered: ``(repaired - buggy) / (clean - buggy)``. Two
+references read those figures in the same run: ``--oracle`` retrains each label bug
+without exactly the rows it changed (what a repair that knew them would recover), and
+``--spread`` retrains each clean control without a random 1 % of its training inputs
+(how far retraining alone moves the accuracy and single classes). On every injected run
+too, the findings significant on the validation split are checked on the test split.
 
 Usage: ``python benchmarks/diagnosis.py [--datasets rotten_tomatoes,...] [--families ...]
 [--seeds 0,1,2] [--epochs N] [--train-rows N] [--out DIR]``. Last line: JSON with ``runs``
 (``dataset``, ``family``, ``seed``, ``method``, ``rank``, ``hit1``, ``hit5``, ``bug_cost``:
-the test accuracy the bug cost against the clean control, ``seconds``),
-``clean`` (``dataset``, ``seed``, ``method``, ``significant``; ``repair`` for the data sets
+the test accuracy the bug cost against the clean control, ``seconds``; stateseer's rows
+``val_significant``, ``replicated_on_test``),
+``clean`` (``dataset``, ``seed``, ``method``, ``significant``; ``spread`` with
+``--spread``; ``repair`` for the data sets
 of ``--repair-clean``: the top finding's first action, significant or not, with the change in
 test accuracy and its interval) and ``repairs``
 (``dataset``, ``family``, ``seed``, ``action``, ``first`` (the finding's first action),
 ``clean_accuracy``, ``buggy_accuracy``,
 ``repaired_accuracy``, ``recovered``, ``per_class_delta`` against the buggy model and
-``per_class_vs_clean`` against the clean one).
+``per_class_vs_clean`` against the clean one; ``oracle-drop`` rows with ``--oracle``);
+``summary`` adds ``repairs`` (per family and action: mean and pooled recovery, runs at
+0.8 or more), ``spread`` and ``replication``.
 """
 
 from __future__ import annotations
@@ -154,6 +163,15 @@ def oracle_rows(bug: Any, ds: Any) -> np.ndarray:
     return train[np.asarray(bug.labels)[train] != np.asarray(ds.labels)[train]]
 
 
+def _replicated(run: Path, test: dict[str, Any]) -> dict[str, int]:
+    """Findings significant on the validation split, and how many of them are significant
+    on the test split too (``test``: its diagnosis) with the same kind and culprit."""
+    val = diagnose_run(run, top=TOP, split="val", save=False)
+    key = {(f["kind"], tuple(f["tokens"])) for f in test["findings"] if f["significant"]}
+    found = [(f["kind"], tuple(f["tokens"])) for f in val["findings"] if f["significant"]]
+    return {"val_significant": len(found), "replicated_on_test": sum(k in key for k in found)}
+
+
 def _replication(run: Path) -> dict[str, Any]:
     """Findings significant on the validation split that are significant on the test split
     too (the same kind and culprit), and the time of ``diagnose`` against ``abstract``."""
@@ -163,12 +181,8 @@ def _replication(run: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     test = diagnose_run(run, top=TOP, split="test")
     diagnose_s = time.perf_counter() - t0
-    val = diagnose_run(run, top=TOP, split="val", save=False)
-    key = [(f["kind"], tuple(f["tokens"])) for f in test["findings"] if f["significant"]]
-    found = [(f["kind"], tuple(f["tokens"])) for f in val["findings"] if f["significant"]]
-    return {"val_significant": len(found),
-            "replicated_on_test": sum(k in key for k in found),
-            "abstract_s": round(abstract_s, 2), "diagnose_s": round(diagnose_s, 2),
+    return {**_replicated(run, test), "abstract_s": round(abstract_s, 2),
+            "diagnose_s": round(diagnose_s, 2),
             "diagnose_over_abstract": round(diagnose_s / abstract_s, 2)}
 
 
@@ -190,21 +204,28 @@ def against_clean(repaired: Path, reference: Path) -> dict[str, float]:
             if c in ref}
 
 
-def repair_clean(run: Path, doc: dict[str, Any], where: Path) -> dict[str, Any] | None:
+def _named(actions: str | None) -> set[str]:
+    """The action names of ``--actions`` (empty: none named)."""
+    return {a.strip() for a in (actions or "").split(",") if a.strip()}
+
+
+def repair_clean(run: Path, doc: dict[str, Any], where: Path,
+                 actions: str | None = None) -> dict[str, Any] | None:
     """On a clean control whose test diagnosis (``doc``) is the run's saved one: repair
-    with the top finding's first action, significant or not, and report the change with
-    its interval (what a developer who acts on the best the tool offers would get where
-    nothing was planted)."""
+    with the top finding's first action (the first of ``actions`` it offers, where named),
+    significant or not, and report the change with its interval (what a developer who
+    acts on the best the tool offers would get where nothing was planted)."""
     f = next((f for f in doc["findings"] if f["actions"]), None)
     if f is None:
         return None
+    action = next((a for a in f["actions"] if a in _named(actions)), f["actions"][0])
     try:
-        out = repair_run(run, finding=f["rank"], action=f["actions"][0],
+        out = repair_run(run, finding=f["rank"], action=action,
                          out=where / "repaired", progress=False)
     except StateseerError as exc:
-        return {"finding": f["description"], "action": f["actions"][0], "error": str(exc)}
+        return {"finding": f["description"], "action": action, "error": str(exc)}
     return {"finding": f["description"], "significant": f["significant"],
-            "action": f["actions"][0], "before": out["before"]["test_accuracy"],
+            "action": action, "before": out["before"]["test_accuracy"],
             "after": out["after"]["test_accuracy"], "delta": out["delta"],
             "delta_ci": out["delta_ci"], "per_class_delta": out["per_class_delta"]}
 
@@ -240,6 +261,8 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
                      "rank": rank, "hit1": rank == 1, "hit5": rank is not None and rank <= 5,
                      "bug_cost": round(clean_acc - acc, 4),
                      "seconds": round(time.perf_counter() - t0, 2)})
+        if answers_of is None:  # do the validation split's findings hold on the test split?
+            rows[-1].update(_replicated(run, doc))
         print(f"  {family} seed {seed} {method}: rank {rank}", file=sys.stderr)
     repairs = []
     k = _rank(doc["findings"], bug.culprit)
@@ -247,8 +270,7 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
         f = doc["findings"][k - 1]
         actions = f["actions"] if args.all_actions else f["actions"][:1]
         if args.actions:
-            named = {a.strip() for a in args.actions.split(",")}
-            actions = [a for a in f["actions"] if a in named]
+            actions = [a for a in f["actions"] if a in _named(args.actions)]
             if not actions:
                 print(f"  {family}: none of --actions {args.actions} fits the finding "
                       f"(it offers {', '.join(f['actions'])})", file=sys.stderr)
@@ -367,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.spread:
                 cleans[-1]["spread"] = spread(ds, where, seed, args, clean_acc, run)
             if name in args.repair_clean.split(",") and not args.no_repair:
-                cleans[-1]["repair"] = repair_clean(run, doc, where)
+                cleans[-1]["repair"] = repair_clean(run, doc, where, args.actions)
             hyper = _hypergeom_answers(run)
             cleans.append({"dataset": name, "seed": seed, "method": "hypergeom",
                            "significant": None, "top": hyper[0]["tokens"] if hyper else []})
@@ -389,6 +411,11 @@ def main(argv: list[str] | None = None) -> int:
                                if learnt else None,
                                "learnt_hit5": round(np.mean([r["hit5"] for r in learnt]), 3)
                                if learnt else None, "learnt_n": len(learnt)}
+    summary["replication"] = {  # findings significant on validation, and on test too
+        name: {"val_significant": sum(r.get("val_significant", 0) for r in rs),
+               "replicated_on_test": sum(r.get("replicated_on_test", 0) for r in rs)}
+        for name, rs in (("clean", [c for c in cleans if c["method"] == "stateseer"]),
+                         ("injected", [r for r in runs if r["method"] == "stateseer"]))}
     if repairs:
         summary["repairs"] = repair_summary(repairs)
     if (moved := spread_summary(cleans)) is not None:
