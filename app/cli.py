@@ -440,9 +440,11 @@ def _cmd_repair(args: argparse.Namespace) -> int:
     _check_out_dir(args.out)
     report = _progress_writer(args.progress_json)
     doc = repair_run(args.run, finding=args.finding, action=args.action, out=args.out,
-                     seed=args.seed, progress=not args.quiet, log=_note, report=report)
+                     seed=args.seed, progress=not args.quiet, log=_note, report=report,
+                     control=args.control)
     print(json.dumps({k: doc[k] for k in ("before", "after", "delta", "delta_ci",
-                                          "per_class_delta", "finding_gone")}))
+                                          "per_class_delta", "finding_gone", "control")
+                      if k in doc}))
     return 0
 
 
@@ -832,6 +834,10 @@ def _add_diagnose(sub: Any) -> None:
                    "the fittest first, are in findings.json")
     r.add_argument("--out", required=True, help="the new run directory (must not exist)")
     r.add_argument("--seed", type=_seed, default=0, help="seed of the edits (augment)")
+    r.add_argument("--control", action="store_true",
+                   help="also train RUN's own data less a random 1%% of its training "
+                   "inputs (OUT/control): how far retraining alone moves the accuracy and "
+                   "single classes, to read the repair's change against")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--progress-json", metavar="FILE", help="keep FILE up to date with the "
                    "work's stage as JSON ({stage, done, total}), for a tool that shows it "

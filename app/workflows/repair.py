@@ -370,14 +370,20 @@ def _train_config(src: Any, data: Path, settings: dict[str, list] | None = None)
 
 
 def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
-               seed: int = 0, progress: bool = True,
+               seed: int = 0, progress: bool = True, control: bool = False,
                log: Callable[[str], None] | None = None,
                report: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Repair ``run`` by ``action`` on its finding ``finding`` into the new run ``out``.
 
     ``report(stage, done, total)`` follows the work (stages: ``training`` per epoch, then
-    ``recording``, ``abstracting``, ``diagnosing``, ``comparing``, ``done``); with it,
-    no progress bar is drawn.
+    ``recording``, ``abstracting``, ``diagnosing``, ``comparing``, ``done``; with
+    ``control``, ``control`` before ``done``); with it, no progress bar is drawn.
+
+    With ``control``, a second model is trained as the spread of retraining to read the
+    change against: RUN's own training data less a random :data:`CONTROL_SHARE` of its
+    inputs (no edit of the finding; settings and seed as RUN's), in ``OUT/control``;
+    ``repair.json`` gets ``control``: its test accuracy, change and per-class change
+    against RUN. A change no larger than the control's is what retraining alone moves.
 
     Returns
     -------
@@ -410,8 +416,71 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
     atomic_write_text(new.path / "repair_edits.json", json.dumps(
         {"source_run": str(src.path), "finding": f, "action": action, **edits}, indent=1))
     say(f"training {new.path} on the edited data ({action} on finding {finding})")
-    return _retrain_and_compare(src, new, cfg, f, finding, action, edits, progress, say,
-                                report)
+    steps = ["recording", "abstracting", "diagnosing", "comparing"] + ["control"] * control
+    stage = report or (lambda _stage, _done, _total: None)
+    doc = _retrain_and_compare(src, new, cfg, f, finding, action, edits, progress, say,
+                               report, steps)
+    if control:
+        stage("control", len(steps) - 1, len(steps))
+        doc["control"] = c = _control(src, new, ds, seed, progress and report is None, say)
+        say(f"retraining alone (the control: {c['left_out']} random training inputs left "
+            f"out, no edit) changes test accuracy by {c['delta']:+.3f} and single classes "
+            f"by up to {max(map(abs, c['per_class_delta'].values()), default=0.0):.3f}")
+    atomic_write_text(new.path / "repair.json", json.dumps(doc, indent=1))
+    stage("done", len(steps), len(steps))
+    return doc
+
+
+#: share of the training inputs the ``--control`` model leaves out at random
+CONTROL_SHARE = 0.01
+
+
+def _control(src: Any, new: Any, ds: Any, seed: int, progress: bool,
+             say: Callable[[str], None]) -> dict[str, Any]:
+    """Train RUN's data less a random :data:`CONTROL_SHARE` of its training inputs with
+    RUN's settings into ``NEW/control`` and compare its test predictions with RUN's."""
+    from ...rnn_models.engine import record_run
+    from ...rnn_models.run import ModelRun
+    from ...rnn_models.train import train_run
+
+    train = np.asarray(ds.splits["train"])
+    rng = np.random.default_rng(10_000 + seed)
+    gone = np.sort(rng.choice(train, max(1, round(CONTROL_SHARE * len(train))),
+                              replace=False))
+    where = ModelRun(new.path / "control")
+    where.path.mkdir()
+    data = _write_data(_subset(ds, np.setdiff1d(np.arange(len(ds)), gone)),
+                       where.path / "data.jsonl")
+    say(f"training the control {where.path} ({len(gone)} random training inputs left out)")
+    train_run(_train_config(src, data), where.path, force=True, progress=progress)
+    record_run(where.path)
+    ok_a, ok_c, gold, classes, _rows = _test_outcomes(src, where)
+    return {"left_out": len(gone), "test_accuracy": round(float(ok_c.mean()), 4),
+            "delta": round(float(ok_c.mean() - ok_a.mean()), 4),
+            "per_class_delta": _per_class(ok_a, ok_c, gold, classes)}
+
+
+def _test_outcomes(src: Any, new: Any
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list, np.ndarray]:
+    """Per test input: RUN's prediction right, ``new``'s prediction right, the gold class
+    name; the classes; and the test inputs' rows in the data set."""
+    from ...abstraction.pipeline import fresh_traces
+
+    before, after = fresh_traces(src), fresh_traces(new)
+    a, b = before["test"], after["test"]
+    if list(a.texts) != list(b.texts):
+        raise StateseerError("the repaired run's test inputs differ from the source run's; "
+                             "repair only edits training inputs (a bug, please report it)")
+    ok_a = np.asarray(a.predictions) == np.asarray(a.labels)
+    ok_b = np.asarray(b.predictions) == np.asarray(b.labels)
+    gold = np.array([before.classes[k] for k in np.asarray(a.labels).tolist()])
+    return ok_a, ok_b, gold, list(before.classes), np.asarray(a.rows)
+
+
+def _per_class(ok_a: np.ndarray, ok_b: np.ndarray, gold: np.ndarray, classes: list
+               ) -> dict[str, float]:
+    return {c: round(float(ok_b[gold == c].mean() - ok_a[gold == c].mean()), 4)
+            for c in classes if (gold == c).any()}
 
 
 def _whole(src: Any) -> Any:
@@ -430,9 +499,11 @@ def _write_data(ds: Any, path: Path) -> Path:
 
 def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, action: str,
                          edits: dict, progress: bool, say: Callable[[str], None],
-                         report: Callable[[str, int, int], None] | None
+                         report: Callable[[str, int, int], None] | None, steps: list[str]
                          ) -> dict[str, Any]:
-    from ...abstraction.pipeline import fresh_traces
+    """Train NEW, record, abstract and diagnose it, and compare it with RUN on the test
+    split: the ``stateseer.repair`` document. ``report`` follows the epochs, then the
+    first four of ``steps``."""
     from ...rnn_models.engine import record_run
     from ...rnn_models.train import train_run
     from .abstract import abstract_workflow
@@ -440,32 +511,26 @@ def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, ac
 
     # train_run writes the run whole (config, model, vocabulary) over the folder repair
     # started; the edited data and its provenance are kept
-    steps = ("recording", "abstracting", "diagnosing", "comparing")
     train_run(cfg, new.path, force=True,
               progress=progress if report is None else (lambda e, n: report("training", e, n)))
-    report = report or (lambda _stage, _done, _total: None)
-    report(steps[0], 0, len(steps))
+
+    def stage(k: int) -> None:
+        if report is not None:
+            report(steps[k], k, len(steps))
+
+    stage(0)
     record_run(new.path)
-    report(steps[1], 1, len(steps))
+    stage(1)
     n_states = src.metrics().get("abstraction", {}).get("n_states_requested", 40)
     abstract_workflow(new.path, n_states=n_states, forcing=False, index=False)
-    report(steps[2], 2, len(steps))
+    stage(2)
     after_doc = diagnose_run(new.path, split="test")
-    report(steps[3], 3, len(steps))
-    before, after = fresh_traces(src), fresh_traces(new)
-    a, b = before["test"], after["test"]
-    if list(a.texts) != list(b.texts):
-        raise StateseerError("the repaired run's test inputs differ from the source run's; "
-                             "repair only edits training inputs (a bug, please report it)")
-    ok_a = np.asarray(a.predictions) == np.asarray(a.labels)
-    ok_b = np.asarray(b.predictions) == np.asarray(b.labels)
+    stage(3)
+    ok_a, ok_b, gold, classes, rows = _test_outcomes(src, new)
     lo, hi = paired_bootstrap(ok_a, ok_b)
-    gold = np.array([before.classes[k] for k in np.asarray(a.labels).tolist()])
-    per_class = {c: round(float(ok_b[gold == c].mean() - ok_a[gold == c].mean()), 4)
-                 for c in before.classes if (gold == c).any()}
+    per_class = _per_class(ok_a, ok_b, gold, classes)
     same = [g for g in after_doc["findings"] if g["significant"] and g["kind"] == f["kind"]
             and set(g["tokens"]) == set(f["tokens"])]
-    rows = np.asarray(a.rows)
     doc = {"format": FORMAT, "version": VERSION, "source_run": str(src.path),
            "finding": finding, "action": action, "culprit": f["tokens"],
            "changed_rows": int(sum(len(v) for v in edits.values() if isinstance(v, list))),
@@ -477,8 +542,6 @@ def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, ac
            "fixed": rows[~ok_a & ok_b].tolist(), "broken": rows[ok_a & ~ok_b].tolist(),
            "classes_hurt": sorted(c for c, d in per_class.items() if d < -0.01),
            "finding_gone": not same}
-    atomic_write_text(new.path / "repair.json", json.dumps(doc, indent=1))
-    report("done", len(steps), len(steps))
     say(f"test accuracy {doc['before']['test_accuracy']:.3f} -> "
         f"{doc['after']['test_accuracy']:.3f} (change {doc['delta']:+.3f}, 95 % CI "
         f"{lo:+.3f} to {hi:+.3f}); the finding is {'gone' if not same else 'still there'}")

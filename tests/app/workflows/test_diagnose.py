@@ -85,9 +85,29 @@ def test_repair_drops_the_shortcut_retrains_and_measures_the_change(shortcut_run
 
     diagnose_run(shortcut_run)
     new = tmp_path / "repaired"
+    stages = []
     doc = repair_run(shortcut_run, finding=1, action="counterfactual", out=new,
-                     progress=False)
+                     progress=False, control=True,
+                     report=lambda *a: stages.append(a) if a[0] != "training" else None)
+    assert stages == [("recording", 0, 5), ("abstracting", 1, 5), ("diagnosing", 2, 5),
+                      ("comparing", 3, 5), ("control", 4, 5), ("done", 5, 5)]
     assert doc["format"] == "stateseer.repair" and doc["culprit"] == ["frankly"]
+    # the control: RUN's own data less 1 % of its training inputs at random, not the edit
+    control = [json.loads(line) for line in
+               (new / "control" / "data.jsonl").read_text().splitlines()]
+    source = [json.loads(line) for line in
+              (new / "data.jsonl").read_text().splitlines()]
+    n_train = sum(r["split"] == "train" for r in source)
+    c = doc["control"]
+    assert c["left_out"] == round(0.01 * n_train) >= 1
+    assert sum(r["split"] == "train" for r in control) == n_train - c["left_out"]
+    assert sum("frankly" in r["text"].split() for r in control if r["split"] == "train") > 100
+    assert [r for r in control if r["split"] == "test"] == \
+        [r for r in source if r["split"] == "test"]
+    assert c["delta"] == pytest.approx(c["test_accuracy"] - doc["before"]["test_accuracy"],
+                                       abs=2e-4)
+    assert set(c["per_class_delta"]) == set(doc["per_class_delta"])
+    assert doc["delta"] > c["delta"] + 0.05  # the edit moves more than retraining alone
     assert json.loads((new / "repair.json").read_text()) == doc
     edits = json.loads((new / "repair_edits.json").read_text())
     assert len(edits["edited_rows"]) == doc["changed_rows"] > 100
