@@ -195,10 +195,23 @@ def repair_result(ctx: Any, info: dict[str, Any]) -> list[Any]:
         *([html.Div("lost more than a point: " + ", ".join(
             f"{c} ({doc['per_class_delta'][c]:+.1%})" for c in doc["classes_hurt"]),
             className="wrong")] if doc.get("classes_hurt") else []),
+        *_control_line(doc.get("control")),
         inputs("fixed", doc["fixed"], "ok"), inputs("broken", doc["broken"], "wrong"),
         html.P(["the new run: ", html.Code(str(out)), "; side by side: ",
                 html.Code(f"stateseer serve {out} --compare {ctx.data.run.path}")],
                className="muted")], className="repair-result")]
+
+
+def _control_line(control: dict[str, Any] | None) -> list[Any]:
+    """``repair --control``'s model, when there is one: what retraining alone moved."""
+    if not control:
+        return []
+    moved = max(map(abs, control["per_class_delta"].values()), default=0.0)
+    return [html.Div(
+        f"retraining alone (a control: {control['left_out']} random training inputs left "
+        f"out, no edit): test accuracy {control['delta']:+.3f}, single classes by up to "
+        f"{moved:.1%}; a change no larger than that is what retraining moves",
+        className="muted control")]
 
 
 def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:

@@ -491,3 +491,25 @@ def test_the_automaton_tab_extracts_in_the_background_and_its_cancel_leaves_noth
     (run / "abstraction" / "dfa.json").write_text("{")
     assert "cannot be read" in json.dumps(automaton.automaton_panel(run).to_plotly_json(),
                                           default=str)
+
+
+def test_a_finished_repair_shows_its_control_beside_the_change(ctx, tmp_path):
+    """`repair --control`'s model is shown as what retraining alone moved; a repair
+    without one shows no such line."""
+    from stateseer.app.explorer.views import findings
+
+    doc = {"action": "drop", "finding": 1, "before": {"test_accuracy": 0.7},
+           "after": {"test_accuracy": 0.75}, "delta": 0.05, "delta_ci": [0.02, 0.08],
+           "per_class_delta": {"neg": -0.02, "pos": 0.12}, "classes_hurt": ["neg"],
+           "finding_gone": True, "fixed": [], "broken": []}
+    (tmp_path / "repair.json").write_text(json.dumps(doc))
+    plain = json.dumps([c.to_plotly_json() for c in findings.repair_result(
+        ctx, {"out": str(tmp_path)})], default=str)
+    assert "0.700 \\u2192 0.750" in plain and "retraining alone" not in plain
+    doc["control"] = {"left_out": 86, "test_accuracy": 0.71, "delta": 0.01,
+                      "per_class_delta": {"neg": -0.031, "pos": 0.02}}
+    (tmp_path / "repair.json").write_text(json.dumps(doc))
+    shown = json.dumps([c.to_plotly_json() for c in findings.repair_result(
+        ctx, {"out": str(tmp_path)})], default=str)
+    assert "retraining alone (a control: 86 random training inputs left out, no edit): " \
+           "test accuracy +0.010, single classes by up to 3.1%" in shown
