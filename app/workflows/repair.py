@@ -4,7 +4,11 @@ The training data of RUN is edited as the action says, only where the finding's 
 is (the test and validation inputs are never touched, so both runs are measured on the
 same inputs):
 
-``drop``            training inputs that carry the culprit are left out
+``drop``            training inputs that carry the culprit are left out; for a
+                    subpopulation only the suspects ``relabel`` would relabel (the topic's
+                    inputs a model trained without them finds mislabelled, as many as the
+                    leaning label's excess), for a confusion the inputs ``relabel`` would
+                    relabel: no label is guessed, the likely wrong ones are left out
 ``counterfactual``  the culprit's tokens are deleted from those training inputs
 ``augment``         copies of training inputs of the *other* classes, with the culprit's
                     word inserted, are added (the word no longer tells the class)
@@ -75,10 +79,18 @@ def _carriers(ds: Any, rows: np.ndarray, f: dict) -> np.ndarray:
 
 
 def _drop(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dict]:
-    train = np.asarray(ds.splits["train"])
-    gone = _carriers(ds, train, f)
+    noted: dict[str, Any] = {}
+    if f["kind"] == "subpopulation":  # the suspect labels, not the topic
+        carriers, pick, _best, excess = _topic_suspects(ds, f, src, "drop")
+        gone = carriers[pick]
+        noted = {"scored_rows": len(carriers), "excess": excess}
+    elif f["kind"] == "confusion":  # the rows relabel would relabel
+        a, b = (_class_index(ds, c) for c in f["classes"])
+        gone, noted = _confident_relabel(ds, src, np.asarray(ds.labels), a, b, rng)
+    else:
+        gone = _carriers(ds, np.asarray(ds.splits["train"]), f)
     keep = np.setdiff1d(np.arange(len(ds)), gone)
-    return _subset(ds, keep), {"dropped_rows": gone.tolist()}
+    return _subset(ds, keep), {"dropped_rows": gone.tolist(), **noted}
 
 
 def _counterfactual(ds: Any, f: dict, rng: np.random.Generator, src: Any
@@ -213,34 +225,43 @@ def _confident_relabel(ds: Any, src: Any, labels: np.ndarray, a: int, b: int,
     return np.sort(rows[given_b][order]), {"flip_rate": round(rho, 4), "expected": expected}
 
 
-def _relabel_topic(ds: Any, f: dict, src: Any) -> tuple[Any, dict]:
+def _topic_suspects(ds: Any, f: dict, src: Any, action: str
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """A subpopulation: its training inputs are scored by a model trained without them.
     The labels the annotator got wrong are as many as the label the topic leans to
     exceeds what that model expects of the topic (the sum of its probabilities of that
     label over the topic's training inputs: confident learning's pruning by the noise
     rate, Northcutt et al. 2021); that many of the inputs carrying the leaning label, those
-    the model calls another class with the least probability of the leaning one, take the
-    class it gives them."""
-    labels = np.asarray(ds.labels).copy()
+    the model calls another class with the least probability of the leaning one, are the
+    suspects. Returns the topic's training rows, the suspects (indices into them), the
+    class the model gives each row besides the leaning one, and the excess."""
+    labels = np.asarray(ds.labels)
     lean = _class_index(ds, f["label"])
     carriers = _carriers(ds, np.asarray(ds.splits["train"]), f)
     if len(carriers) < 5:
         raise StateseerError(f"only {len(carriers)} training inputs carry the topic, too "
-                             "few to score; choose drop")
+                             "few to score; choose counterfactual")
     proba, _val = _held_out(ds, src, [carriers])
     leaning = np.flatnonzero(labels[carriers] == lean)
     excess = max(round(len(leaning) - float(proba[:, lean].sum())), 0)
     other = proba.copy()
     other[:, lean] = -1.0
-    best = other.argmax(1)
     called = leaning[proba[leaning].argmax(1) != lean]  # the model calls them another class
-    pick = called[np.argsort(proba[called, lean], kind="stable")][:excess]
-    pick = np.sort(pick)
+    pick = np.sort(called[np.argsort(proba[called, lean], kind="stable")][:excess])
     if not len(pick):
         why = (f"expects as many of them labelled {f['label']} as are" if not excess else
                f"calls none of those labelled {f['label']} another class")
         raise StateseerError(f"a model trained without the topic's {len(carriers)} training "
-                             f"inputs {why}: there is nothing to relabel; choose drop")
+                             f"inputs {why}: there is nothing to {action}; choose "
+                             "counterfactual")
+    return carriers, pick, other.argmax(1), excess
+
+
+def _relabel_topic(ds: Any, f: dict, src: Any) -> tuple[Any, dict]:
+    """A subpopulation's suspects (:func:`_topic_suspects`) take the class the model
+    trained without the topic gives them."""
+    carriers, pick, best, excess = _topic_suspects(ds, f, src, "relabel")
+    labels = np.asarray(ds.labels).copy()
     rows = carriers[pick]
     labels[rows] = best[pick]
     return dataclasses.replace(ds, labels=labels), {

@@ -91,6 +91,10 @@ def test_confident_relabel_takes_as_many_as_the_noise_rate_says(monkeypatch):
     new, edits = repair.ACTION_EDITS["relabel"](ds, CONF, np.random.default_rng(0), _Src())
     assert edits["relabelled_rows"] == [3, 7, 9] and edits["to"] == "neg"
     assert new.labels[[3, 7, 9]].tolist() == [0, 0, 0] and edits["expected"] == 3
+    # drop leaves the same rows out instead (no label is guessed)
+    new, edits = repair.ACTION_EDITS["drop"](ds, CONF, np.random.default_rng(0), _Src())
+    assert edits == {"dropped_rows": [3, 7, 9], "flip_rate": round(3 / 7, 4), "expected": 3}
+    assert len(new.splits["train"]) == 11 and (new.labels == np.delete(ds.labels, [3, 7, 9])).all()
 
 
 def test_confident_relabel_is_refused_without_noise_to_correct(monkeypatch):
@@ -132,6 +136,11 @@ def test_relabel_of_a_topic_scores_its_carriers_with_a_model_that_never_saw_them
     assert edits["relabelled_rows"] == [1, 5] and edits["to"] == {"pos": 2}
     assert out.labels[[1, 5]].tolist() == [1, 1]
     assert (out.labels[8:] == labels[8:]).all() and out.labels[[0, 2, 4]].tolist() == [0, 0, 0]
+    # drop leaves the same suspects out instead, and keeps the rest of the topic
+    out, edits = repair.ACTION_EDITS["drop"](ds, topic, np.random.default_rng(0), _Src())
+    assert edits == {"dropped_rows": [1, 5], "scored_rows": 8, "excess": 2}
+    assert len(out.texts) == 14 and len(out.splits["train"]) == 10
+    assert sum("plot" in t.split() for t in out.texts) == 6
 
 
 def test_relabel_of_a_topic_changes_nothing_where_the_labels_match_the_model(monkeypatch):
@@ -145,10 +154,12 @@ def test_relabel_of_a_topic_changes_nothing_where_the_labels_match_the_model(mon
     proba = np.array([[0.6, 0.4], [0.45, 0.55], [0.5, 0.5], [0.4, 0.6], [0.55, 0.45],
                       [0.3, 0.7]])  # P(neg) sums to 2.8 over 3 neg labels: no excess
     monkeypatch.setattr(repair, "_held_out", lambda *_a: (proba, np.zeros((2, 2))))
-    with pytest.raises(StateseerError, match="nothing to relabel; choose drop") as e:
-        repair.ACTION_EDITS["relabel"](ds, topic, np.random.default_rng(0), _Src())
-    one_line(e.value)
-    assert "expects as many of them labelled neg as are" in str(e.value)
+    for action in ("relabel", "drop"):  # both act on the suspects: there are none
+        with pytest.raises(StateseerError, match=f"nothing to {action}; choose "
+                                                 "counterfactual") as e:
+            repair.ACTION_EDITS[action](ds, topic, np.random.default_rng(0), _Src())
+        one_line(e.value)
+        assert "expects as many of them labelled neg as are" in str(e.value)
 
 
 def test_reconfigure_names_the_setting_and_refuses_where_there_is_none():
@@ -192,3 +203,16 @@ def test_repair_retrains_with_the_prefix_loss_the_run_was_trained_with(tmp_path)
     src.path = tmp_path
     cfg = repair._train_config(src, tmp_path / "data.jsonl")
     assert cfg.prefix_loss == "off" and cfg.arch == "mamba"
+
+
+def test_the_fittest_repair_comes_first_and_depends_on_the_classes():
+    """A mislabelled topic of two classes is relabelled first (the right label is the
+    other class); of three or more its suspects are left out first (the class would be a
+    guess); every action offered is one repair knows."""
+    from stateseer.app.workflows.diagnose import ACTIONS, actions_for
+
+    assert actions_for("subpopulation", 2)[0] == "relabel"
+    assert actions_for("subpopulation", 3) == ["drop", "relabel", "counterfactual"]
+    assert actions_for("confusion", 3) == ["relabel", "drop", "reweight"]
+    assert ACTIONS["subpopulation"][0] == "relabel"  # the table itself is left alone
+    assert {a for acts in ACTIONS.values() for a in acts} <= set(repair.ACTION_EDITS)
