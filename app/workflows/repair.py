@@ -551,7 +551,7 @@ def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, ac
     lo, hi = paired_bootstrap(ok_a, ok_b)
     per_class = _per_class(ok_a, ok_b, gold, classes)
     same = [g for g in after_doc["findings"] if g["significant"] and g["kind"] == f["kind"]
-            and set(g["tokens"]) == set(f["tokens"])]
+            and set(g["tokens"]) == set(f["tokens"]) and g.get("classes") == f.get("classes")]
     doc = {"format": FORMAT, "version": VERSION, "source_run": str(src.path),
            "finding": finding, "action": action, "culprit": f["tokens"],
            "changed_rows": int(sum(len(v) for v in edits.values() if isinstance(v, list))),
