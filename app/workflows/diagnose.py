@@ -553,12 +553,23 @@ def _one_per_token(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _ranked(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Significant first (by the errors their intervention fixes, or, checked on the
-    training data, the errors they cover), then by q-value."""
+    training data, the errors they cover), then by q-value. A significant shortcut on a
+    word of a significant sequence comes after the other significant findings: deleting
+    the word breaks the pair too, so it fixes the sequence's errors and more, while the
+    sequence is the more specific culprit (at full size "moving" had ranked above
+    "not … moving")."""
+    in_sequence = {t for f in findings if f["kind"] == "sequence" and f["significant"]
+                   for t in f["tokens"]}
+
     def weight(f: dict[str, Any]) -> int:
         iv = f["intervention"] or {}
         return iv.get("fixed", f["n_misclassified"]) if f["significant"] else 0
 
-    return sorted(findings, key=lambda f: (not f["significant"], -weight(f), f["q_value"]))
+    def within(f: dict[str, Any]) -> bool:
+        return f["kind"] == "shortcut" and f["tokens"][0] in in_sequence
+
+    return sorted(findings, key=lambda f: (not f["significant"], within(f), -weight(f),
+                                           f["q_value"]))
 
 
 def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,

@@ -291,3 +291,20 @@ def test_a_common_word_does_not_join_a_topic_by_the_few_topic_inputs_it_hides():
     # tea's is 0.55; "drink": 0.9 against 0.3
     assert not _shift_beyond(i, [tea], 1, train_sets, train_labels.astype(int), split)
     assert _shift_beyond(drink, [tea], 1, train_sets, train_labels.astype(int), split)
+
+
+def test_a_shortcut_on_a_word_of_a_significant_sequence_ranks_after_it():
+    """Deleting "moving" also breaks "not … moving", so it fixes more errors than the
+    pair; the pair, the more specific culprit, comes first, and other significant
+    findings keep their order by the errors they fix."""
+    from stateseer.app.workflows.diagnose import _ranked
+
+    def f(kind, tokens, fixed, q=1e-6, significant=True):
+        return {"kind": kind, "tokens": tokens, "significant": significant, "q_value": q,
+                "n_misclassified": fixed, "intervention": {"fixed": fixed}}
+
+    word, pair = f("shortcut", ["moving"], 40), f("sequence", ["not", "moving"], 25)
+    other, weak = f("shortcut", ["frankly"], 30), f("shortcut", ["film"], 99, 0.5, False)
+    assert _ranked([word, weak, other, pair]) == [other, pair, word, weak]
+    alone = f("sequence", ["not", "moving"], 25, significant=False)
+    assert _ranked([alone, word])[0] is word  # no significant sequence: the word leads
