@@ -283,6 +283,7 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
             rows[-1].update(_replicated(run, doc))
         print(f"  {family} seed {seed} {method}: rank {rank}", file=sys.stderr)
     repairs = []
+    lost = clean_acc - acc
     k = _rank(doc["findings"], bug.culprit)
     if k is not None and doc["findings"][k - 1]["significant"] and not args.no_repair:
         f = doc["findings"][k - 1]
@@ -292,7 +293,6 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
             if not actions:
                 print(f"  {family}: none of --actions {args.actions} fits the finding "
                       f"(it offers {', '.join(f['actions'])})", file=sys.stderr)
-        lost = clean_acc - acc
         for action in actions:
             new = where / f"repaired-{action}"
             try:
@@ -308,7 +308,7 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
                 "buggy_accuracy": round(acc, 4), "repaired_accuracy": after,
                 "delta_ci": out["delta_ci"], "per_class_delta": out["per_class_delta"],
                 "per_class_vs_clean": against_clean(new, clean_run),
-                "recovered": round((after - acc) / lost, 3) if lost > 0.005 else None})
+                "recovered": _recovered(after, acc, lost)})
     wrong = oracle_rows(bug, ds)
     if args.oracle and len(wrong) and not args.no_repair:
         # what a repair that knew exactly which labels the bug changed would recover by
@@ -316,15 +316,20 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
         (where / "oracle").mkdir(exist_ok=True)
         new, after = _train(_without(bug, wrong), where / "oracle", seed, args.epochs,
                             abstract=False)
-        lost = clean_acc - acc
         repairs.append({
             "dataset": ds.name, "family": family, "seed": seed, "action": "oracle-drop",
             "first": False, "oracle": True, "changed_rows": len(wrong),
             "clean_accuracy": round(clean_acc, 4), "buggy_accuracy": round(acc, 4),
             "repaired_accuracy": round(after, 4), "per_class_vs_clean": against_clean(
                 new, clean_run),
-            "recovered": round((after - acc) / lost, 3) if lost > 0.005 else None})
+            "recovered": _recovered(after, acc, lost)})
     return rows, repairs
+
+
+def _recovered(after: float, buggy: float, lost: float) -> float | None:
+    """``(repaired - buggy) / (clean - buggy)``; None where the bug cost less than half a
+    point (no cost to recover)."""
+    return round((after - buggy) / lost, 3) if lost > 0.005 else None
 
 
 def repair_summary(repairs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

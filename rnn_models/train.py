@@ -101,6 +101,12 @@ PREFIX_LOSS_WEIGHT = 3.0
 PREFIX_LOSSES = ("auto", "on", "off", "label")
 
 
+def _data_kind(tokenizer: str) -> str:
+    """The data kind a tokenizer means: ``text`` (word tokens) or ``formal`` (characters,
+    spaces: the formal languages' strings)."""
+    return "text" if tokenizer == "word" else "formal"
+
+
 def _arch_defaults(arch: str, kind: str, options: dict[str, Any]) -> dict[str, Any]:
     """:data:`ARCH_DEFAULTS` of ``arch`` for ``kind``, with :data:`OPTION_DEFAULTS` of
     the arch ``options`` the run sets."""
@@ -156,7 +162,7 @@ class TrainConfig:
 
     def resolve(self, ds: TextDataset) -> dict[str, Any]:
         """Hyper-parameters: the data kind's defaults, the arch's, then the ones given."""
-        kind = "text" if ds.tokenizer == "word" else "formal"
+        kind = _data_kind(ds.tokenizer)
         arch = ARCHITECTURES[self.arch]
         out = {**DEFAULTS[kind], **arch.defaults,
                **_arch_defaults(self.arch, kind, self.arch_options)}
@@ -249,7 +255,7 @@ def default_drift(config: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     arch = cfg.get("arch") or model.get("arch")
     if not cfg or arch not in ARCHITECTURES or "tokenizer" not in data:
         return {}
-    kind = "text" if data["tokenizer"] == "word" else "formal"
+    kind = _data_kind(data["tokenizer"])
     options = ARCHITECTURES[arch].options
     today = {**DEFAULTS[kind], **ARCHITECTURES[arch].defaults,
              **_arch_defaults(arch, kind, cfg.get("arch_options") or {})}
@@ -285,7 +291,7 @@ def reproducing_prefix_loss(config: dict[str, Any]) -> str:
         return mode
     if training.get("label_prefix_loss"):
         return "label"
-    kind = "text" if (config.get("data") or {}).get("tokenizer", "word") == "word" else "formal"
+    kind = _data_kind((config.get("data") or {}).get("tokenizer", "word"))
     return "off" if AUTO_PREFIX_LOSS.get((cfg.get("arch"), kind)) == "label" else "auto"
 
 
