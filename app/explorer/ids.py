@@ -43,6 +43,7 @@ FINDINGS = "findings-list"
 REPAIR_JOB = "repair-job"  # the running repair: progress, status, then its comparison
 REPAIR_POLL = "repair-poll"
 REPAIR_CANCEL = "repair-cancel"
+REPAIR_CONTROL = "repair-control"  # also train `repair --control`'s model
 SWEEP_START = "sweep-start"  # the sweep tab's background `stateseer sweep`
 SWEEP_CANCEL = "sweep-cancel"
 FORCE_START = "force-start"  # the same tab's background `stateseer force`

@@ -170,12 +170,13 @@ def _last_line(path: Path, limit: int = 4096) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def repair_command(run: str | Path, finding: int, action: str, out: str | Path
-                   ) -> list[str]:
-    """The ``stateseer repair`` command line a job runs (this Python, ``-m stateseer``)."""
+def repair_command(run: str | Path, finding: int, action: str, out: str | Path, *,
+                   control: bool = False) -> list[str]:
+    """The ``stateseer repair`` command line a job runs (this Python, ``-m stateseer``;
+    ``control``: with ``--control``)."""
     return [sys.executable, "-m", "stateseer", "repair", str(run), "--finding", str(finding),
-            "--action", action, "--out", str(out), "--quiet", "--progress-json",
-            "{progress}"]
+            "--action", action, "--out", str(out), *(["--control"] if control else []),
+            "--quiet", "--progress-json", "{progress}"]
 
 
 def sweep_command(run: str | Path) -> list[str]:

@@ -222,22 +222,29 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
         jobs = [html.Div([html.Div(job_panel(ctx, status), id=ids.REPAIR_JOB),
                           html.Button("cancel the repair", id=ids.REPAIR_CANCEL, n_clicks=0,
                                       disabled=not running),
+                          dcc.Checklist(id=ids.REPAIR_CONTROL, value=[], options=[{
+                              "value": "control",
+                              "label": " with a control: also retrain without a random 1 % "
+                                       "of the training inputs, no edit (what retraining "
+                                       "alone moves; doubles the time)"}],
+                                        className="repair-control"),
                           dcc.Interval(id=ids.REPAIR_POLL, interval=1000,
                                        disabled=not running)], className="jobs")]
     return {"side": dcc.Tab(label="Findings", value=ids.TAB_FINDINGS, children=html.Div(
         [*jobs, html.Div(findings_panel(ctx), id=ids.FINDINGS)], className="findings"))}
 
 
-def repair_job(ctx, trigger: Trigger, _starts, _cancel, _poll):
-    """Start, follow or cancel the repair job; returns the job panel, whether polling
-    stops, and whether the cancel button is off."""
+def repair_job(ctx, trigger: Trigger, _starts, _cancel, _poll, control=None):
+    """Start (with ``repair --control`` where the box is ticked), follow or cancel the
+    repair job; returns the job panel, whether polling stops, and whether the cancel
+    button is off."""
     from ....rnn_models.formats.errors import StateseerError
 
     note = []
     if trigger.is_type(ids.REPAIR_START_TYPE):
         k, action = int(trigger.id["finding"]), str(trigger.id["action"])
         try:
-            _start_repair(ctx, k, action)
+            _start_repair(ctx, k, action, control="control" in (control or ()))
         except StateseerError as exc:
             note = [html.Div(str(exc), className="job-status wrong")]
     elif trigger.id == ids.REPAIR_CANCEL and trigger.value:
@@ -257,9 +264,9 @@ def _discard(status: dict[str, Any]) -> None:
         shutil.rmtree(out, ignore_errors=True)
 
 
-def _start_repair(ctx: Any, k: int, action: str) -> None:
-    """Check the request against the run's findings, then start ``stateseer repair`` into
-    a new sibling run folder."""
+def _start_repair(ctx: Any, k: int, action: str, *, control: bool = False) -> None:
+    """Check the request against the run's findings, then start ``stateseer repair``
+    (``--control`` if asked) into a new sibling run folder."""
     from ....rnn_models.formats.errors import StateseerError
     from ...workflows.jobs import repair_command
 
@@ -272,8 +279,8 @@ def _start_repair(ctx: Any, k: int, action: str) -> None:
     n = 2
     while out.exists():
         out, n = src.with_name(f"{src.name}-repair-{k}-{action}-{n}"), n + 1
-    ctx.jobs.start("repair", repair_command(src, k, action, out),
-                   info={"finding": k, "action": action, "out": str(out)})
+    ctx.jobs.start("repair", repair_command(src, k, action, out, control=control),
+                   info={"finding": k, "action": action, "out": str(out), "control": control})
 
 
 def open_example(ctx, trigger: Trigger, _clicks, sel):
@@ -302,6 +309,7 @@ VIEW = View(
                               Output(ids.REPAIR_POLL, "disabled"),
                               Output(ids.REPAIR_CANCEL, "disabled")],
                  [Input(ids.repair_start(ALL, ALL), "n_clicks"),
-                  Input(ids.REPAIR_CANCEL, "n_clicks"), Input(ids.REPAIR_POLL, "n_intervals")],
+                  Input(ids.REPAIR_CANCEL, "n_clicks"), Input(ids.REPAIR_POLL, "n_intervals"),
+                  State(ids.REPAIR_CONTROL, "value")],
                  trigger=True, prevent_initial_call=True, when=lambda ctx: ctx.jobs is not None),
     ))

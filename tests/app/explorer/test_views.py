@@ -312,7 +312,7 @@ def test_fixed_layout_fills_the_frame_and_no_state_hides_another(ctx):
     assert sizes == {s: float(layout.node_size(fsm.visits)[s]) for s in range(fsm.n_states)}
 
 
-def test_repairs_are_buttons_only_where_the_page_may_start_jobs(ctx, tmp_path):
+def test_repairs_are_buttons_only_where_the_page_may_start_jobs(ctx, tmp_path, monkeypatch):
     import dataclasses
     import sys
 
@@ -336,6 +336,19 @@ def test_repairs_are_buttons_only_where_the_page_may_start_jobs(ctx, tmp_path):
     panel, stop, off = findings.repair_job(
         live, Trigger(ids.repair_start(7, "drop"), 1), [1], 0, 0)
     assert "no repair 'drop'" in panel[0].children and stop and off
+    # the control box: ticked, the job runs `repair --control`; not ticked, without it
+    started = []
+    monkeypatch.setattr(findings, "load_findings", lambda run: {"findings": [f]})
+    monkeypatch.setattr(live.jobs, "start", lambda kind, argv, info: started.append(
+        (argv, info)))
+    monkeypatch.setattr(live.jobs, "status", lambda: {"state": "idle"})
+    for ticked in (["control"], []):
+        findings.repair_job(live, Trigger(ids.repair_start(2, "drop"), 1), [1], 0, 0, ticked)
+    (with_, info), (without, _) = started
+    assert "--control" in with_ and info["control"] and "--control" not in without
+    assert with_[with_.index("--action") + 1] == "drop" and info["out"].endswith(
+        "-repair-2-drop")
+    monkeypatch.undo()
     live.jobs.start("repair", [sys.executable, "-c", "import time; time.sleep(30)"],
                     info={"finding": 1, "action": "drop", "out": str(tmp_path / "x")})
     panel, stop, off = findings.repair_job(live, Trigger(ids.REPAIR_POLL, 1), [], 0, 1)

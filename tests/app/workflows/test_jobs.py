@@ -70,3 +70,9 @@ def test_the_repair_command_is_the_command_line_with_a_progress_file(tmp_path):
     assert argv[:3] == [sys.executable, "-m", "stateseer"] and "--quiet" in argv
     assert argv[argv.index("--progress-json") + 1] == "{progress}"
     assert json.loads(json.dumps(argv)) == argv
+    assert "--control" not in argv
+    from stateseer.app.cli import build_parser
+
+    ticked = repair_command(tmp_path / "run", 2, "drop", tmp_path / "new", control=True)
+    args = build_parser().parse_args(ticked[3:])  # the CLI takes what the job runs
+    assert args.control and args.action == "drop" and args.finding == 2

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from stateseer.app.workflows import repair
+from stateseer.app.workflows import repair, suspects
 from stateseer.rnn_models.datasets import TextDataset
 from stateseer.rnn_models.formats.errors import StateseerError
 from tests.conftest import one_line
@@ -58,49 +58,92 @@ def test_reweight_reads_the_labels_through_the_noise_the_split_priors_measure():
     one_line(e.value)
 
 
-def test_confident_relabel_takes_as_many_as_the_noise_rate_says(monkeypatch):
+def test_confusion_suspects_take_as_many_as_the_noise_rate_says(monkeypatch):
     """Training labels: neg 4 of 14; validation: neg 3 of 6. The rate at which neg was
     labelled pos is 1 - (4/14) / (3/6) = 3/7, so 3/7 / (4/7) * 4 = 3 of the 10 pos-labelled
-    rows were neg's: the three that held-out models, trained through that noise, find
-    most likely neg."""
+    rows were neg's: relabel takes the three a cross-fitted model finds most likely neg;
+    drop takes 1.5 times as many (round(4.5) = 4), the fourth most likely too."""
     ds = _ds()  # train rows 0-13
     ds = dataclasses.replace(ds, labels=np.r_[ds.labels[:14], [0, 0, 0, 1, 1, 1],
                                               ds.labels[20:]])
     seen = []
 
-    def held_out(ds_, src, parts, settings=None):
-        seen.append(([p.tolist() for p in parts], settings))
-        rows = np.concatenate(parts)
-        proba = np.tile([0.1, 0.9], (len(rows), 1))
+    def scorer(tokens, labels, n_classes, *, seed):
+        seen.append((list(tokens), labels.tolist(), n_classes))
+        proba = np.tile([0.1, 0.9], (len(labels), 1))
         for r, p in ((5, 0.3), (3, 0.8), (7, 0.45), (9, 0.6), (11, 0.99)):
-            proba[rows == r] = [p, 1 - p]  # row 11 is labelled neg: not a candidate
-        return proba, np.zeros((6, 2))
+            proba[r] = [p, 1 - p]  # row 11 is labelled neg: not a candidate
+        return proba
 
-    monkeypatch.setattr(repair, "_held_out", held_out)
-    labels = ds.labels.copy()
-    out, edits = repair._confident_relabel(ds, None, labels, 0, 1, np.random.default_rng(0))
+    monkeypatch.setattr(suspects, "held_out_bag_proba", scorer)
+    out, edits = repair._confusion_suspects(ds, 0, 1, np.random.default_rng(0), "relabel")
     assert out.tolist() == [3, 7, 9]  # most likely neg first; 5 (0.3) is the fourth
     assert edits == {"flip_rate": round(3 / 7, 4), "expected": 3}
-    # cross-fitted: the folds cover the training split once, and only it; each model
-    # reads the labels through the measured noise
-    ((folds, settings),) = seen
-    assert len(folds) == repair.FOLDS and sorted(x for f in folds for x in f) == list(range(14))
-    old, noise = settings["label_noise"]
-    assert old is None and np.allclose(noise, [[4 / 7, 3 / 7], [0, 1]], atol=1e-6)
+    # scored: the training split only, its tokens and labels as given
+    ((tokens, labels, n_classes),) = seen
+    assert tokens == [ds.tokens[i] for i in range(14)] and labels == ds.labels[:14].tolist()
+    assert n_classes == 2
     # through the action: the rows take neg, the edits say how many and why
     new, edits = repair.ACTION_EDITS["relabel"](ds, CONF, np.random.default_rng(0), _Src())
     assert edits["relabelled_rows"] == [3, 7, 9] and edits["to"] == "neg"
     assert new.labels[[3, 7, 9]].tolist() == [0, 0, 0] and edits["expected"] == 3
-    # drop leaves the same rows out instead (no label is guessed)
+    # drop leaves out more of the likely wrong ones instead (no label is guessed)
+    assert repair.DROP_SHARE == 1.5
     new, edits = repair.ACTION_EDITS["drop"](ds, CONF, np.random.default_rng(0), _Src())
-    assert edits == {"dropped_rows": [3, 7, 9], "flip_rate": round(3 / 7, 4), "expected": 3}
-    assert len(new.splits["train"]) == 11 and (new.labels == np.delete(ds.labels, [3, 7, 9])).all()
+    assert edits == {"dropped_rows": [3, 5, 7, 9], "flip_rate": round(3 / 7, 4),
+                     "expected": 3}
+    assert len(new.splits["train"]) == 10
+    assert (new.labels == np.delete(ds.labels, [3, 5, 7, 9])).all()
+
+
+def test_confusion_drop_keeps_at_least_half_of_the_rows_it_believes():
+    """Train: neg 4 of 14. Validation neg 7 of 14: 3 of the 10 pos-labelled rows are
+    expected to be neg's, and drop leaves out round(1.5 * 3) = 4 (the cap, 3 + 7 // 2,
+    does not bind). Validation neg 10 of 14: 6 expected, 1.5 times is 9, but half of the
+    4 others stay: 6 + 2 = 8."""
+    labels = np.r_[[0] * 4, [1] * 10]
+    texts = [f"w{i} x" for i in range(14)]
+    for val_neg, take in ((7, 4), (10, 8)):
+        vlabels = np.r_[[0] * val_neg, [1] * (14 - val_neg)]
+        ds = TextDataset("toy", texts * 2, np.r_[labels, vlabels], ["neg", "pos"], "word",
+                         {"train": np.arange(14), "val": np.arange(14, 28)})
+        rows, edits = repair._confusion_suspects(ds, 0, 1, np.random.default_rng(0), "drop")
+        rho = 1 - (4 / 14) / (val_neg / 14)
+        assert edits["expected"] == round(rho / (1 - rho) * 4)
+        assert len(rows) == take and set(rows.tolist()) <= set(range(4, 14))
+
+
+def test_held_out_scores_find_the_labels_a_word_contradicts():
+    """Ground truth: 'awful' inputs are neg, 'lovely' ones pos; 15 neg inputs were
+    labelled pos. Scored by models that never saw them, the 15 are the pos-labelled
+    inputs most likely neg."""
+    rng = np.random.default_rng(1)
+    filler = [f"f{i}" for i in range(40)]
+    tokens, truth = [], []
+    for i in range(200):
+        cls = i % 2
+        words = [*rng.choice(filler, 6), "lovely" if cls else "awful"]
+        tokens.append([str(w) for w in rng.permutation(words)])
+        truth.append(cls)
+    truth = np.array(truth)
+    given = truth.copy()
+    flipped = np.flatnonzero(truth == 0)[:15]
+    given[flipped] = 1
+    proba = suspects.held_out_bag_proba(tokens, given, 2, seed=0)
+    assert proba.shape == (200, 2) and np.allclose(proba.sum(1), 1)
+    pos = np.flatnonzero(given == 1)
+    top = pos[np.argsort(-proba[pos, 0])[:15]]
+    assert set(top.tolist()) == set(flipped.tolist())
+    # one class: nothing to score against, one line
+    with pytest.raises(StateseerError, match="two classes") as e:
+        suspects.held_out_bag_proba(tokens, np.zeros(200, np.int64), 2)
+    one_line(e.value)
 
 
 def test_confident_relabel_is_refused_without_noise_to_correct(monkeypatch):
     ds = _ds()
     same = dataclasses.replace(ds, labels=np.r_[ds.labels[:14], [1] * 6, ds.labels[20:]])
-    monkeypatch.setattr(repair, "_held_out", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr(suspects, "held_out_bag_proba", lambda *a, **k: pytest.fail("fit"))
     with pytest.raises(StateseerError, match="no label noise to correct") as e:
         repair.ACTION_EDITS["relabel"](same, CONF, np.random.default_rng(0), _Src())
     one_line(e.value)
@@ -208,11 +251,12 @@ def test_repair_retrains_with_the_prefix_loss_the_run_was_trained_with(tmp_path)
 def test_the_fittest_repair_comes_first_and_depends_on_the_classes():
     """A mislabelled topic of two classes is relabelled first (the right label is the
     other class); of three or more its suspects are left out first (the class would be a
-    guess); every action offered is one repair knows."""
+    guess); a confusion's likely relabelled inputs are left out first; every action
+    offered is one repair knows."""
     from stateseer.app.workflows.diagnose import ACTIONS, actions_for
 
     assert actions_for("subpopulation", 2)[0] == "relabel"
     assert actions_for("subpopulation", 3) == ["drop", "relabel", "counterfactual"]
-    assert actions_for("confusion", 3) == ["relabel", "drop", "reweight"]
+    assert actions_for("confusion", 3) == ["drop", "relabel", "reweight"]
     assert ACTIONS["subpopulation"][0] == "relabel"  # the table itself is left alone
     assert {a for acts in ACTIONS.values() for a in acts} <= set(repair.ACTION_EDITS)

@@ -1,0 +1,76 @@
+"""Which training labels are likely wrong: the probabilities a bag-of-n-grams model gives
+each training input without having seen it (cross-fitted), as confident learning reads
+them (Northcutt et al. 2021).
+
+A model that trained on an input has learnt its label, right or wrong, so every input is
+scored by a model fitted on the other folds. The scorer is a logistic regression over the
+input's own tokens and token pairs (TF-IDF, sublinear): it is independent of the run's
+architecture, trains in seconds where the run's own model takes minutes per fold, and on
+``rotten_tomatoes3`` with a third of its ``rotten`` training labels turned ``fresh`` it
+ranks the turned inputs above the true ``fresh`` ones with an AUC of 0.84, where two
+cross-fitted LSTM folds reached 0.72 (``benchmarks/diagnosis.py``; docs/guide/diagnosis.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import pairwise
+
+import numpy as np
+
+from ...rnn_models.formats.errors import StateseerError
+
+__all__ = ["FOLDS", "held_out_bag_proba"]
+
+#: folds of the cross-fitting (fewer where a class has fewer training inputs)
+FOLDS = 10
+
+
+def _grams(tokens: list[str]) -> list[str]:
+    return [*tokens, *(f"{x} {y}" for x, y in pairwise(tokens))]
+
+
+def held_out_bag_proba(tokens: Sequence[list[str]], labels: np.ndarray, n_classes: int, *,
+                       folds: int = FOLDS, seed: int = 0) -> np.ndarray:
+    """Cross-fitted class probabilities of labelled inputs.
+
+    Parameters
+    ----------
+    tokens : sequence of list of str, length n
+        Each input's tokens, as the run's tokenizer gives them.
+    labels : ndarray of int, shape (n,)
+        The labels as given (possibly wrong: that is what is being scored).
+    n_classes : int
+    folds : int
+        Folds of the cross-fitting; at most the size of the smallest class present.
+    seed : int
+        Seeds the fold assignment.
+
+    Returns
+    -------
+    proba : ndarray, shape (n, n_classes)
+        Row ``i``: the probabilities of a model fitted on the folds without ``i``
+        (0 for a class no fitted fold saw).
+    """
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    labels = np.asarray(labels, np.int64)
+    counts = np.bincount(labels, minlength=n_classes)
+    present = counts[counts > 0]
+    k = min(folds, int(present.min())) if len(present) else 0
+    if k < 2 or len(present) < 2:
+        raise StateseerError(f"scoring the training labels needs two classes with two or "
+                             f"more training inputs each (counts {counts.tolist()}); "
+                             "choose an action that guesses no label")
+    docs = list(tokens)
+    try:  # a gram of one input only says nothing about the others
+        x = TfidfVectorizer(analyzer=_grams, sublinear_tf=True, min_df=2).fit_transform(docs)
+    except ValueError:  # no gram in two inputs (a handful of inputs): keep them all
+        x = TfidfVectorizer(analyzer=_grams, sublinear_tf=True).fit_transform(docs)
+    proba = np.zeros((len(labels), n_classes))
+    for fit, held in StratifiedKFold(k, shuffle=True, random_state=seed).split(x, labels):
+        model = LogisticRegression(C=1.0, max_iter=2000).fit(x[fit], labels[fit])
+        proba[np.ix_(held, model.classes_)] = model.predict_proba(x[held])
+    return proba
