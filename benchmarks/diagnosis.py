@@ -163,6 +163,23 @@ def oracle_rows(bug: Any, ds: Any) -> np.ndarray:
     return train[np.asarray(bug.labels)[train] != np.asarray(ds.labels)[train]]
 
 
+def edits_against_truth(new: Path, data: Path, bug: Any, wrong: np.ndarray
+                        ) -> dict[str, int] | None:
+    """Ground truth for a repair's suspects: of the training rows it relabelled or left
+    out (``new/repair_edits.json``, rows of the run's data file ``data``), how many are
+    rows whose label the bug changed (``wrong``, rows of ``bug``; matched by text and
+    label, since the run's data file orders its rows by itself). None where the repair
+    edited no rows by their label or the bug changed none."""
+    edits = json.loads((new / "repair_edits.json").read_text())
+    rows = edits.get("relabelled_rows", edits.get("dropped_rows"))
+    if rows is None or not len(wrong):
+        return None
+    bad = {(bug.texts[i], bug.classes[int(bug.labels[i])]) for i in wrong.tolist()}
+    ran = load_dataset(f"jsonl:{data}")
+    hits = sum((ran.texts[r], ran.classes[int(ran.labels[r])]) in bad for r in rows)
+    return {"edited_rows": len(rows), "edited_bug_rows": int(hits), "bug_rows": len(wrong)}
+
+
 def same_culprit(f: dict[str, Any], g: dict[str, Any]) -> bool:
     """Whether two findings (of two splits) name the same culprit: the same kind and
     tokens; a topic or words the vocabulary hides by any word in common (each split holds
@@ -284,6 +301,7 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
         print(f"  {family} seed {seed} {method}: rank {rank}", file=sys.stderr)
     repairs = []
     lost = clean_acc - acc
+    wrong = oracle_rows(bug, ds)
     k = _rank(doc["findings"], bug.culprit)
     if k is not None and doc["findings"][k - 1]["significant"] and not args.no_repair:
         f = doc["findings"][k - 1]
@@ -308,8 +326,8 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
                 "buggy_accuracy": round(acc, 4), "repaired_accuracy": after,
                 "delta_ci": out["delta_ci"], "per_class_delta": out["per_class_delta"],
                 "per_class_vs_clean": against_clean(new, clean_run),
-                "recovered": _recovered(after, acc, lost)})
-    wrong = oracle_rows(bug, ds)
+                "recovered": _recovered(after, acc, lost),
+                "suspects": edits_against_truth(new, where / "data.jsonl", bug, wrong)})
     if args.oracle and len(wrong) and not args.no_repair:
         # what a repair that knew exactly which labels the bug changed would recover by
         # leaving them out: the reference a repair's recovery is read against
@@ -349,6 +367,12 @@ def repair_summary(repairs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                 [r["recovered"] for r in mine])), 3),
             "pooled_recovered": round(gained / cost, 3) if cost > 0 else None,
             "at_least_0.8": sum(r["recovered"] >= 0.8 for r in mine)}
+        truth = [r["suspects"] for r in mine if r.get("suspects")]
+        if truth:  # the edited rows against the rows the bug changed, pooled
+            hit_ = sum(t["edited_bug_rows"] for t in truth)
+            out["/".join(key)]["suspects"] = {
+                "precision": round(hit_ / max(1, sum(t["edited_rows"] for t in truth)), 3),
+                "recall": round(hit_ / max(1, sum(t["bug_rows"] for t in truth)), 3)}
     return out
 
 
