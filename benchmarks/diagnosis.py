@@ -26,8 +26,10 @@ accuracy the bug cost is recovered: ``(repaired - buggy) / (clean - buggy)``. Tw
 references read those figures in the same run: ``--oracle`` retrains each label bug
 without exactly the rows it changed (what a repair that knew them would recover), and
 ``--spread`` retrains each clean control without a random 1 % of its training inputs
-(how far retraining alone moves the accuracy and single classes). On every injected run
-too, the findings significant on the validation split are checked on the test split.
+(how far retraining alone moves the accuracy and single classes), and ``--repeats R``
+trains the clean, buggy, repaired and oracle data R times each (other seeds) and reports
+the recovery of the mean accuracies too. On every injected run too, the findings
+significant on the validation split are checked on the test split.
 
 Usage: ``python benchmarks/diagnosis.py [--datasets rotten_tomatoes,...] [--families ...]
 [--seeds 0,1,2] [--epochs N] [--train-rows N] [--out DIR]``. Last line: JSON with ``runs``
@@ -41,9 +43,12 @@ test accuracy and its interval) and ``repairs``
 (``dataset``, ``family``, ``seed``, ``action``, ``first`` (the finding's first action),
 ``clean_accuracy``, ``buggy_accuracy``,
 ``repaired_accuracy``, ``recovered``, ``per_class_delta`` against the buggy model and
-``per_class_vs_clean`` against the clean one; ``oracle-drop`` rows with ``--oracle``);
-``summary`` adds ``repairs`` (per family and action: mean and pooled recovery, runs at
-0.8 or more), ``spread`` and ``replication``.
+``per_class_vs_clean`` against the clean one; ``suspects``: of the training rows the
+repair relabelled or left out, how many the bug had relabelled, against all it had;
+``oracle-drop`` rows with ``--oracle``; with ``--repeats``, ``repeats`` and
+``recovered_mean_of_seeds``); ``summary`` adds ``repairs`` (per family and action: mean
+and pooled recovery, runs at 0.8 or more, the suspects' pooled precision and recall,
+``mean_of_seeds``), ``spread`` and ``replication``.
 """
 
 from __future__ import annotations
@@ -302,6 +307,7 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
     repairs = []
     lost = clean_acc - acc
     wrong = oracle_rows(bug, ds)
+    trained = {"clean": Path(clean_run), "buggy": Path(run)}
     k = _rank(doc["findings"], bug.culprit)
     if k is not None and doc["findings"][k - 1]["significant"] and not args.no_repair:
         f = doc["findings"][k - 1]
@@ -320,6 +326,7 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
                 print(f"  {family}: repair by {action} failed ({exc})", file=sys.stderr)
                 continue
             after = out["after"]["test_accuracy"]
+            trained[action] = new
             repairs.append({
                 "dataset": ds.name, "family": family, "seed": seed, "action": action,
                 "first": action == f["actions"][0], "clean_accuracy": round(clean_acc, 4),
@@ -334,6 +341,7 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
         (where / "oracle").mkdir(exist_ok=True)
         new, after = _train(_without(bug, wrong), where / "oracle", seed, args.epochs,
                             abstract=False)
+        trained["oracle-drop"] = Path(new)
         repairs.append({
             "dataset": ds.name, "family": family, "seed": seed, "action": "oracle-drop",
             "first": False, "oracle": True, "changed_rows": len(wrong),
@@ -341,6 +349,7 @@ def bench_one(ds: Any, family: str, seed: int, work: Path, args: argparse.Namesp
             "repaired_accuracy": round(after, 4), "per_class_vs_clean": against_clean(
                 new, clean_run),
             "recovered": _recovered(after, acc, lost)})
+    _over_repeats(repairs, trained, args.repeats)
     return rows, repairs
 
 
@@ -348,6 +357,50 @@ def _recovered(after: float, buggy: float, lost: float) -> float | None:
     """``(repaired - buggy) / (clean - buggy)``; None where the bug cost less than half a
     point (no cost to recover)."""
     return round((after - buggy) / lost, 3) if lost > 0.005 else None
+
+
+#: the training seeds of ``--repeats``' extra models are the run's seed plus these steps
+REPEAT_STEP = 1000
+_RETRAINED: dict[Path, list[float]] = {}
+
+
+def retrained(run: Path, repeats: int) -> list[float]:
+    """Test accuracies of ``run``'s model and of ``repeats - 1`` more trained on the same
+    data with the same settings but other seeds (the run's seed + ``REPEAT_STEP``, + 2 x
+    ``REPEAT_STEP`` ...): one training's figure, and the spread of it. Cached per run (a
+    clean control serves every family)."""
+    from stateseer.app.workflows.repair import _train_config, training_settings
+    from stateseer.rnn_models.run import ModelRun
+
+    run = Path(run)
+    if run not in _RETRAINED:
+        src = ModelRun(run)
+        accs = [float(src.metrics()["test_accuracy"])]
+        data = Path(training_settings(src)["dataset"].split(":", 1)[1])  # jsonl:PATH
+        cfg = _train_config(src, data)
+        for r in range(1, repeats):
+            out = train_run(dataclasses.replace(cfg, seed=cfg.seed + r * REPEAT_STEP),
+                            run.parent / f"{run.name}-seed+{r * REPEAT_STEP}", force=True,
+                            progress=False)
+            accs.append(float(out.metrics()["test_accuracy"]))
+        _RETRAINED[run] = accs
+    return _RETRAINED[run]
+
+
+def _over_repeats(rows: list[dict[str, Any]], runs: dict[str, Path], repeats: int) -> None:
+    """With ``--repeats``: each repair row's ``repeats`` (the test accuracies of the
+    clean, buggy and repaired data each trained with ``repeats`` seeds) and
+    ``recovered_mean_of_seeds``, the recovery of their means (steadier than one
+    training's, whose spread is what the clean control's own seeds show)."""
+    if repeats < 2:
+        return
+    clean_, buggy = retrained(runs["clean"], repeats), retrained(runs["buggy"], repeats)
+    for r in rows:
+        accs = retrained(runs[r["action"]], repeats)
+        r["repeats"] = {"clean": clean_, "buggy": buggy, "repaired": accs}
+        r["recovered_mean_of_seeds"] = _recovered(
+            float(np.mean(accs)), float(np.mean(buggy)),
+            float(np.mean(clean_)) - float(np.mean(buggy)))
 
 
 def repair_summary(repairs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -367,6 +420,12 @@ def repair_summary(repairs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                 [r["recovered"] for r in mine])), 3),
             "pooled_recovered": round(gained / cost, 3) if cost > 0 else None,
             "at_least_0.8": sum(r["recovered"] >= 0.8 for r in mine)}
+        steady = [r["recovered_mean_of_seeds"] for r in mine
+                  if r.get("recovered_mean_of_seeds") is not None]
+        if steady:  # --repeats: the recovery of the seeds' mean accuracies
+            out["/".join(key)]["mean_of_seeds"] = {
+                "mean_recovered": round(float(np.mean(steady)), 3),
+                "at_least_0.8": sum(v >= 0.8 for v in steady), "n": len(steady)}
         truth = [r["suspects"] for r in mine if r.get("suspects")]
         if truth:  # the edited rows against the rows the bug changed, pooled
             hit_ = sum(t["edited_bug_rows"] for t in truth)
@@ -414,6 +473,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="data sets whose clean controls are repaired with their top finding")
     p.add_argument("--permutations", type=int, default=20,
                    help="shuffles of the misclassification flags per clean control")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="train the clean, buggy, repaired and oracle data this many times "
+                        "each (the run's seed, then + 1000, + 2000 ...) and also report the "
+                        "recovery of the mean accuracies")
     p.add_argument("--out", default=None, help="work directory (default: a temporary one)")
     args = p.parse_args(argv)
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="stateseer-diag-"))

@@ -5,10 +5,12 @@ them (Northcutt et al. 2021).
 A model that trained on an input has learnt its label, right or wrong, so every input is
 scored by a model fitted on the other folds. The scorer is a logistic regression over the
 input's own tokens and token pairs (TF-IDF, sublinear): it is independent of the run's
-architecture, trains in seconds where the run's own model takes minutes per fold, and on
-``rotten_tomatoes3`` with a third of its ``rotten`` training labels turned ``fresh`` it
-ranks the turned inputs above the true ``fresh`` ones with an AUC of 0.84, where two
-cross-fitted LSTM folds reached 0.72 (``benchmarks/diagnosis.py``; docs/guide/diagnosis.md).
+architecture and fits in seconds. On ``rotten_tomatoes3`` with a third of its ``rotten``
+training labels turned ``fresh`` (``benchmarks/suspect_scorers.py``, seeds 0-2) it ranks
+the turned inputs above the true ``fresh`` ones with an AUC of 0.835, and 55 % of the
+inputs at the top of its ranking (as many as were turned) are turned ones, against an
+AUC of 0.738 and 41 % for the run's own LSTM cross-fitted over two folds through the
+measured noise, 12 times slower (5 s against 59 s).
 """
 
 from __future__ import annotations

@@ -1,0 +1,118 @@
+"""Which training labels did a confusion bug change? Two scorers against the ground truth.
+
+``stateseer repair`` ranks the training inputs labelled B by how likely a model that never
+saw them finds them A's (a confusion of A called B), then relabels or leaves out the top
+of that ranking. This script injects the ``confusion`` bug of
+:mod:`stateseer.rnn_models.injection` (a third of one class's training labels turned into
+another's), so the changed rows are known, and scores the B-labelled training inputs with
+
+``bag``     :func:`stateseer.app.workflows.suspects.held_out_bag_proba`: a bag-of-n-grams
+            logistic regression cross-fitted over ten folds (what ``repair`` uses)
+``run``     the run's own model (an LSTM with the text defaults) cross-fitted over two
+            folds, each trained through the measured noise (forward correction): what
+            ``repair`` used before, via :func:`stateseer.rnn_models.train.held_out_proba`
+
+Per seed and scorer: the ROC AUC of the changed rows against the rest, the precision at
+the count the noise rate implies (what ``relabel`` takes) and at 1.5 times it (``drop``),
+and the seconds. Usage: ``python benchmarks/suspect_scorers.py [--dataset
+rotten_tomatoes3] [--seeds 0,1,2] [--train-rows N]``; last line: JSON with ``rows`` and
+``summary`` (the means per scorer, and ``run_over_bag_seconds``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+from stateseer import TrainConfig, load_dataset
+from stateseer.app.workflows.repair import DROP_SHARE
+from stateseer.app.workflows.suspects import held_out_bag_proba
+from stateseer.rnn_models.injection import inject
+from stateseer.rnn_models.train import held_out_proba
+
+
+def _noisy(ds, seed: int, train_rows: int | None, tmp: Path):
+    """The data set with the confusion bug, as the run would read it (``jsonl:``), the
+    two classes and which rows' labels the bug changed."""
+    if train_rows:
+        rng = np.random.default_rng(seed)
+        train = np.sort(rng.choice(ds.splits["train"], train_rows, replace=False))
+        ds = dataclasses.replace(ds, splits={**ds.splits, "train": train})
+    bug = inject("confusion", ds, np.random.default_rng(seed))
+    noisy = load_dataset(f"jsonl:{bug.write(tmp / 'data.jsonl')}")
+    right = dataclasses.replace(bug, labels=ds.labels).write(tmp / "clean.jsonl")
+    truth = load_dataset(f"jsonl:{right}")
+    named = np.asarray(noisy.classes, object)
+    changed = named[noisy.labels] != np.asarray(truth.classes, object)[truth.labels]
+    a, b = (list(noisy.classes).index(c) for c in bug.culprit["classes"])
+    return noisy, a, b, changed, tmp / "data.jsonl"
+
+
+def _scores(name: str, ds, a: int, b: int, seed: int, path: Path) -> np.ndarray:
+    """P(a) of every training row, from a model that never saw it."""
+    labels, train = np.asarray(ds.labels), np.asarray(ds.splits["train"])
+    if name == "bag":
+        return held_out_bag_proba([ds.tokens[i] for i in train.tolist()], labels[train],
+                                  len(ds.classes), seed=seed)[:, a]
+    val = np.asarray(ds.splits["val"])
+    rho = 1 - (labels[train] == a).mean() / (labels[val] == a).mean()
+    noise = np.eye(len(ds.classes))
+    noise[a, a], noise[a, b] = 1 - rho, rho
+    cfg = TrainConfig(dataset=f"jsonl:{path}", arch="lstm", seed=seed,
+                      label_noise=noise.tolist())
+    folds = np.array_split(np.random.default_rng(seed).permutation(train), 2)
+    proba, _ = held_out_proba(cfg, ds, folds)
+    out = np.empty(len(train))
+    out[np.searchsorted(train, np.concatenate(folds))] = proba[:, a]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--dataset", default="rotten_tomatoes3")
+    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--train-rows", type=int, default=None)
+    args = p.parse_args(argv)
+    rows = []
+    for seed in (int(s) for s in args.seeds.split(",")):
+        tmp = TemporaryDirectory()
+        ds, a, b, changed, path = _noisy(load_dataset(args.dataset, seed=seed), seed,
+                                         args.train_rows, Path(tmp.name))
+        labels, train, val = (np.asarray(ds.labels), np.asarray(ds.splits["train"]),
+                              np.asarray(ds.splits["val"]))
+        given_b = labels[train] == b
+        truth = changed[train][given_b]
+        rho = 1 - (labels[train] == a).mean() / (labels[val] == a).mean()
+        expected = round(rho / (1 - rho) * int((labels[train] == a).sum()))
+        for name in ("bag", "run"):
+            t0 = time.perf_counter()
+            score = _scores(name, ds, a, b, seed, path)[given_b]
+            seconds = time.perf_counter() - t0
+            order = np.argsort(-score, kind="stable")
+            at = {k: round(float(truth[order[:n]].mean()), 3) for k, n in (
+                ("precision_relabel", expected), ("precision_drop",
+                                                  round(DROP_SHARE * expected)))}
+            rows.append({"seed": seed, "scorer": name, "auc": round(float(
+                roc_auc_score(truth, score)), 3), **at, "changed": int(truth.sum()),
+                "candidates": int(given_b.sum()), "base_rate": round(float(truth.mean()), 3),
+                "seconds": round(seconds, 1)})
+            print(json.dumps(rows[-1]), flush=True)
+        tmp.cleanup()
+    summary = {name: {k: round(float(np.mean([r[k] for r in rows if r["scorer"] == name])), 3)
+                      for k in ("auc", "precision_relabel", "precision_drop", "seconds")}
+               for name in ("bag", "run")}
+    summary["run_over_bag_seconds"] = round(summary["run"]["seconds"] /
+                                            summary["bag"]["seconds"], 1)
+    print(json.dumps({"rows": rows, "summary": summary}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
