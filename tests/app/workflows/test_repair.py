@@ -251,12 +251,12 @@ def test_repair_retrains_with_the_prefix_loss_the_run_was_trained_with(tmp_path)
 def test_the_fittest_repair_comes_first_and_depends_on_the_classes():
     """A mislabelled topic of two classes is relabelled first (the right label is the
     other class); of three or more its suspects are left out first (the class would be a
-    guess); a confusion's likely relabelled inputs are left out first; every action
-    offered is one repair knows."""
+    guess); a confusion's suspects take the class it names first; every action offered
+    is one repair knows."""
     from stateseer.app.workflows.diagnose import ACTIONS, actions_for
 
     assert actions_for("subpopulation", 2)[0] == "relabel"
     assert actions_for("subpopulation", 3) == ["drop", "relabel", "counterfactual"]
-    assert actions_for("confusion", 3) == ["drop", "relabel", "reweight"]
+    assert actions_for("confusion", 3) == ["relabel", "drop", "reweight"]
     assert ACTIONS["subpopulation"][0] == "relabel"  # the table itself is left alone
     assert {a for acts in ACTIONS.values() for a in acts} <= set(repair.ACTION_EDITS)
