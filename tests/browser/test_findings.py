@@ -35,6 +35,12 @@ def test_findings_open_first_and_an_example_opens_its_trace(dash_duo, diagnosed_
     example.click()
     dash_duo.wait_for_contains_text("#trace-title", iid, timeout=20)
     assert "frankly" in dash_duo.find_element("#trace-tokens").text
+    # the training inputs that carry the word open too (in the training split)
+    carrier = first.find_element("css selector", ".examples.training button")
+    tid = carrier.text
+    carrier.click()
+    dash_duo.wait_for_contains_text("#trace-title", tid, timeout=20)
+    assert "frankly" in dash_duo.find_element("#trace-tokens").text
     assert dash_duo.get_logs() == []
 
 

@@ -67,10 +67,26 @@ def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
             f"{iv['purity']:.0%} of them with the word's usual label{lift}")
 
 
+#: the ``finding`` of an example button that opens a *training* input (and of the
+#: training inputs a finished repair edited): ``train-RANK``, ``train-edit``
+TRAIN = "train"
+
+
+def _example_buttons(iids: Any, rows_of: dict[int, int], finding: Any, limit: int = 8
+                     ) -> list[Any]:
+    """Buttons that open the inputs ``iids`` (those the split's traces hold)."""
+    return [html.Button(f"#{iid}", id=ids.finding_example(finding, rows_of[iid]), n_clicks=0,
+                        title="open this input's trace")
+            for iid in list(iids)[:limit] if iid in rows_of]
+
+
 def finding_card(f: dict[str, Any], classes: list[str], rows_of: dict[int, int],
-                 can_repair: bool = False) -> html.Div:
+                 can_repair: bool = False, train_rows: dict[int, int] | None = None
+                 ) -> html.Div:
     """One finding as a card (plain data in, components out; text only, so every string
-    the run brings is escaped by React). ``can_repair``: each fitting repair is a button."""
+    the run brings is escaped by React). ``can_repair``: each fitting repair is a button;
+    ``train_rows`` (the training split's input ids to rows): the training inputs that carry
+    the culprit are buttons too."""
     badge = html.Span("significant" if f["significant"] else "not significant",
                       className="badge " + ("sig" if f["significant"] else "muted"))
     tr = f.get("training") or {}
@@ -78,9 +94,9 @@ def finding_card(f: dict[str, Any], classes: list[str], rows_of: dict[int, int],
     training = (f"training inputs carrying it: {tr['n_inputs']} ("
                 + ", ".join(f"{classes[k]} {n}" for k, n in enumerate(labels) if n) + ")"
                 ) if tr.get("n_inputs") else ""
-    examples = [html.Button(f"#{iid}", id=ids.finding_example(f["rank"], rows_of[iid]), n_clicks=0,
-                            title="open this input's trace")
-                for iid in f.get("examples", ()) if iid in rows_of]
+    examples = _example_buttons(f.get("examples", ()), rows_of, f["rank"])
+    carriers = _example_buttons(tr.get("examples", ()), train_rows or {},
+                                f"{TRAIN}-{f['rank']}")
     return html.Div([
         html.Div([html.B(f"{f['rank']}. {f['kind']}: "), html.Code(_culprit(f)), " ", badge]),
         html.P(f["description"]),
@@ -89,6 +105,8 @@ def finding_card(f: dict[str, Any], classes: list[str], rows_of: dict[int, int],
                f"{_intervention(f.get('intervention'), f['kind'])}", className="muted"),
         html.P(training, className="muted") if training else None,
         html.Div(["examples: ", *examples] if examples else [], className="examples"),
+        html.Div(["in training: ", *carriers] if carriers else [],
+                 className="examples training"),
         _repairs(f, can_repair),
     ], className="finding")
 
@@ -132,11 +150,12 @@ def findings_panel(ctx: Any) -> list[Any]:
         head.children += (" None survives: on this split the errors have no single culprit "
                           "these checks can name; the list below is what came closest.")
     rows = _rows_of(ctx, split)
+    train_rows = _rows_of(ctx, TRAIN) if TRAIN in ctx.data.splits else {}
     can = _can_repair(ctx)
     note = [] if can or ctx.jobs is None else [html.P(
         "Repairs retrain the model, so they need a run of `stateseer train`; retrain your "
         "own model on edited data yourself.", className="muted")]
-    return [head, *note, *(finding_card(f, list(ctx.data.classes), rows, can)
+    return [head, *note, *(finding_card(f, list(ctx.data.classes), rows, can, train_rows)
                            for f in doc["findings"])]
 
 
@@ -181,10 +200,8 @@ def repair_result(ctx: Any, info: dict[str, Any]) -> list[Any]:
     rows = _rows_of(ctx, "test") if "test" in ctx.data.splits else {}
 
     def inputs(label: str, which: list[int], cls: str) -> html.Div:
-        shown = [html.Button(f"#{i}", id=ids.finding_example(0, rows[i]), n_clicks=0,
-                             title="open this input's trace") for i in which[:8] if i in rows]
-        return html.Div([html.Span(f"{len(which)} {label}", className=cls), ": ", *shown],
-                        className="examples")
+        return html.Div([html.Span(f"{len(which)} {label}", className=cls), ": ",
+                         *_example_buttons(which, rows, 0)], className="examples")
     per_class = ", ".join(f"{c} {d:+.1%}" for c, d in doc["per_class_delta"].items())
     return [html.Div([
         html.B(f"Repaired by {doc['action']} (finding {doc['finding']}): "),
@@ -197,9 +214,44 @@ def repair_result(ctx: Any, info: dict[str, Any]) -> list[Any]:
             className="wrong")] if doc.get("classes_hurt") else []),
         *_control_line(doc.get("control")),
         inputs("fixed", doc["fixed"], "ok"), inputs("broken", doc["broken"], "wrong"),
+        *_edits_line(ctx, out),
         html.P(["the new run: ", html.Code(str(out)), "; side by side: ",
                 html.Code(f"stateseer serve {out} --compare {ctx.data.run.path}")],
                className="muted")], className="repair-result")]
+
+
+#: ``repair_edits.json``'s lists of training rows, and how the page says what was done
+_EDITED = (("relabelled_rows", "relabelled"), ("dropped_rows", "left out"),
+           ("edited_rows", "with the culprit deleted"),
+           ("added_copies_of", "copied with the word"))
+
+
+def _edits_line(ctx: Any, out: Path) -> list[Any]:
+    """The training inputs the repair changed (``NEW/repair_edits.json``), the first of
+    them as buttons that open their traces in the source run: read them before keeping the
+    repair."""
+    from ....rnn_models.formats.errors import StateseerError
+    from ....rnn_models.formats.reading import load_json
+
+    try:
+        edits = load_json(out / "repair_edits.json")
+    except (OSError, StateseerError):
+        return []
+    key, verb = next(((k, v) for k, v in _EDITED if k in edits), (None, ""))
+    if key is None:  # a setting changed, not the data
+        changed = ", ".join(f"{k} {old!r} → {new!r}" for k, (old, new) in
+                            (edits.get("settings") or {}).items())
+        return [html.Div(f"no training input changed; the setting {changed}",
+                         className="muted")] if changed else []
+    rows = edits[key]
+    to = edits.get("to")
+    to = (f" to {to}" if isinstance(to, str) else
+          " (" + ", ".join(f"{c} {n}" for c, n in to.items()) + ")" if isinstance(to, dict)
+          else "")
+    train_rows = _rows_of(ctx, TRAIN) if TRAIN in ctx.data.splits else {}
+    return [html.Div([html.Span(f"{len(rows)} training inputs {verb}{to}"), ": ",
+                      *_example_buttons(rows, train_rows, f"{TRAIN}-edit")],
+                     className="examples edits")]
 
 
 def _control_line(control: dict[str, Any] | None) -> list[Any]:
@@ -285,11 +337,13 @@ def _start_repair(ctx: Any, k: int, action: str, *, control: bool = False) -> No
 
 def open_example(ctx, trigger: Trigger, _clicks, sel):
     """A click on an example input selects it (in the findings' split; a repaired input,
-    finding 0, in the test split the repair compares): its trace opens."""
+    finding 0, in the test split the repair compares; a training input, ``train-…``, in
+    the training split): its trace opens."""
     if not trigger.is_type(ids.FINDING_EXAMPLE_TYPE):
         return no_update, no_update
-    doc = load_findings(ctx.data.run.path)
-    split = "test" if trigger.id.get("finding") == 0 else (doc or {}).get("split")
+    finding = trigger.id.get("finding")
+    split = ("test" if finding == 0 else TRAIN if str(finding).startswith(TRAIN)
+             else (load_findings(ctx.data.run.path) or {}).get("split"))
     if split not in ctx.data.splits:
         return no_update, no_update
     sel = sel or EMPTY

@@ -526,3 +526,46 @@ def test_a_finished_repair_shows_its_control_beside_the_change(ctx, tmp_path):
         ctx, {"out": str(tmp_path)})], default=str)
     assert "retraining alone (a control: 86 random training inputs left out, no edit): " \
            "test accuracy +0.010, single classes by up to 3.1%" in shown
+
+
+def test_training_inputs_of_a_finding_and_of_a_repair_open_their_traces(ctx, tmp_path):
+    """Is the training data the cause? A finding's training inputs that carry its culprit,
+    and the training inputs a finished repair changed (NEW/repair_edits.json), are buttons
+    that select the input in the training split."""
+    from stateseer.app.explorer.views import findings
+    from stateseer.app.selection import EMPTY
+
+    assert "train" in ctx.data.splits
+    train_rows = findings._rows_of(ctx, "train")
+    iids = sorted(train_rows)[:3]
+    f = {"rank": 2, "kind": "shortcut", "tokens": ["w"], "description": "d", "q_value": 1e-5,
+         "error_rate_with": 0.9, "error_rate_without": 0.2, "significant": True,
+         "intervention": None, "actions": ["drop"], "examples": [],
+         "training": {"n_inputs": 3, "labels": [3, 0], "examples": [*iids, -1]}}
+    card = findings.finding_card(f, ["neg", "pos"], {}, train_rows=train_rows)
+    shown = [c for c in card.children if getattr(c, "className", "") == "examples training"]
+    buttons = shown[0].children[1:]
+    assert [b.id for b in buttons] == [ids.finding_example("train-2", train_rows[i])
+                                       for i in iids]  # -1 is no training input: left out
+    assert [b.children for b in buttons] == [f"#{i}" for i in iids]
+    # a click selects the input in the training split, whatever split the findings are on
+    new, query = findings.open_example(ctx, Trigger(buttons[1].id, 1), [1], EMPTY)
+    assert new["split"] == "train" and new["row"] == train_rows[iids[1]] and query
+    # a finished repair names the training inputs it changed, the first as buttons
+    doc = {"action": "relabel", "finding": 1, "before": {"test_accuracy": 0.7},
+           "after": {"test_accuracy": 0.75}, "delta": 0.05, "delta_ci": [0.02, 0.08],
+           "per_class_delta": {"neg": 0.0}, "finding_gone": True, "fixed": [], "broken": []}
+    (tmp_path / "repair.json").write_text(json.dumps(doc))
+    (tmp_path / "repair_edits.json").write_text(json.dumps(
+        {"action": "relabel", "relabelled_rows": sorted(train_rows)[:12], "to": "neg"}))
+    panel = findings.repair_result(ctx, {"out": str(tmp_path)})[0]
+    edits = next(c for c in panel.children if getattr(c, "className", "") == "examples edits")
+    assert edits.children[0].children == "12 training inputs relabelled to neg"
+    assert len(edits.children[2:]) == 8 and edits.children[2].id == ids.finding_example(
+        "train-edit", train_rows[iids[0]])
+    # a setting changed instead of the data: said so, no buttons
+    (tmp_path / "repair_edits.json").write_text(json.dumps(
+        {"action": "reconfigure", "settings": {"truncate": [20, None]}}))
+    panel = findings.repair_result(ctx, {"out": str(tmp_path)})[0]
+    assert any("no training input changed; the setting truncate 20 → None" in str(c.children)
+               for c in panel.children if hasattr(c, "children"))
