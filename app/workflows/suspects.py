@@ -65,7 +65,7 @@ def held_out_bag_proba(tokens: Sequence[list[str]], labels: np.ndarray, n_classe
     if k < 2 or len(present) < 2:
         raise StateseerError(f"scoring the training labels needs two classes with two or "
                              f"more training inputs each (counts {counts.tolist()}); "
-                             "choose an action that guesses no label")
+                             "choose reweight, which reads the noise without scoring inputs")
     docs = list(tokens)
     try:  # a gram of one input only says nothing about the others
         x = TfidfVectorizer(analyzer=_grams, sublinear_tf=True, min_df=2).fit_transform(docs)
