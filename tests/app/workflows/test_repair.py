@@ -134,6 +134,11 @@ def test_held_out_scores_find_the_labels_a_word_contradicts():
     pos = np.flatnonzero(given == 1)
     top = pos[np.argsort(-proba[pos, 0])[:15]]
     assert set(top.tolist()) == set(flipped.tolist())
+    # a class of one input is scored too (no fold without it has seen it: 0 for it)
+    odd = given.copy()
+    odd[0] = 2
+    proba3 = suspects.held_out_bag_proba(tokens, odd, 3, seed=0)
+    assert proba3.shape == (200, 3) and proba3[0, 2] == 0 and np.allclose(proba3.sum(1), 1)
     # one class: nothing to score against, one line
     with pytest.raises(StateseerError, match="two classes") as e:
         suspects.held_out_bag_proba(tokens, np.zeros(200, np.int64), 2)
