@@ -29,10 +29,11 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 import numpy as np
+from diagnosis import _subset  # the sibling benchmark script
 from sklearn.metrics import roc_auc_score
 
 from stateseer import TrainConfig, load_dataset
-from stateseer.app.workflows.repair import DROP_SHARE
+from stateseer.app.workflows.repair import DROP_SHARE, _flip_rate, _noise, expected_flips
 from stateseer.app.workflows.suspects import held_out_bag_proba
 from stateseer.rnn_models.injection import inject
 from stateseer.rnn_models.train import held_out_proba
@@ -41,10 +42,7 @@ from stateseer.rnn_models.train import held_out_proba
 def _noisy(ds, seed: int, train_rows: int | None, tmp: Path):
     """The data set with the confusion bug, as the run would read it (``jsonl:``), the
     two classes and which rows' labels the bug changed."""
-    if train_rows:
-        rng = np.random.default_rng(seed)
-        train = np.sort(rng.choice(ds.splits["train"], train_rows, replace=False))
-        ds = dataclasses.replace(ds, splits={**ds.splits, "train": train})
+    ds = _subset(ds, train_rows, seed)
     bug = inject("confusion", ds, np.random.default_rng(seed))
     noisy = load_dataset(f"jsonl:{bug.write(tmp / 'data.jsonl')}")
     right = dataclasses.replace(bug, labels=ds.labels).write(tmp / "clean.jsonl")
@@ -55,18 +53,16 @@ def _noisy(ds, seed: int, train_rows: int | None, tmp: Path):
     return noisy, a, b, changed, tmp / "data.jsonl"
 
 
-def _scores(name: str, ds, a: int, b: int, seed: int, path: Path) -> np.ndarray:
-    """P(a) of every training row, from a model that never saw it."""
+def _scores(name: str, ds, a: int, b: int, rho: float, seed: int, path: Path
+            ) -> np.ndarray:
+    """P(a) of every training row, from a model that never saw it (``rho``: the rate at
+    which ``a`` was labelled ``b``, read through by the run's model)."""
     labels, train = np.asarray(ds.labels), np.asarray(ds.splits["train"])
     if name == "bag":
         return held_out_bag_proba([ds.tokens[i] for i in train.tolist()], labels[train],
                                   len(ds.classes), seed=seed)[:, a]
-    val = np.asarray(ds.splits["val"])
-    rho = 1 - (labels[train] == a).mean() / (labels[val] == a).mean()
-    noise = np.eye(len(ds.classes))
-    noise[a, a], noise[a, b] = 1 - rho, rho
     cfg = TrainConfig(dataset=f"jsonl:{path}", arch="lstm", seed=seed,
-                      label_noise=noise.tolist())
+                      label_noise=_noise(len(ds.classes), a, b, rho))
     folds = np.array_split(np.random.default_rng(seed).permutation(train), 2)
     proba, _ = held_out_proba(cfg, ds, folds)
     out = np.empty(len(train))
@@ -85,15 +81,14 @@ def main(argv: list[str] | None = None) -> int:
         tmp = TemporaryDirectory()
         ds, a, b, changed, path = _noisy(load_dataset(args.dataset, seed=seed), seed,
                                          args.train_rows, Path(tmp.name))
-        labels, train, val = (np.asarray(ds.labels), np.asarray(ds.splits["train"]),
-                              np.asarray(ds.splits["val"]))
+        labels, train = np.asarray(ds.labels), np.asarray(ds.splits["train"])
         given_b = labels[train] == b
         truth = changed[train][given_b]
-        rho = 1 - (labels[train] == a).mean() / (labels[val] == a).mean()
-        expected = round(rho / (1 - rho) * int((labels[train] == a).sum()))
+        rho, _, _ = _flip_rate(ds, a, "scoring")
+        expected = expected_flips(ds, a, rho)
         for name in ("bag", "run"):
             t0 = time.perf_counter()
-            score = _scores(name, ds, a, b, seed, path)[given_b]
+            score = _scores(name, ds, a, b, rho, seed, path)[given_b]
             seconds = time.perf_counter() - t0
             order = np.argsort(-score, kind="stable")
             at = {k: round(float(truth[order[:n]].mean()), 3) for k, n in (

@@ -205,6 +205,13 @@ def _noise(n: int, a: int, b: int, rho: float) -> list[list[float]]:
 DROP_SHARE = 1.5
 
 
+def expected_flips(ds: Any, a: int, rho: float) -> int:
+    """How many of ``a``'s training inputs were labelled another class at the rate
+    ``rho``: ``rho / (1 - rho)`` times the training inputs still labelled ``a``."""
+    labels, train = np.asarray(ds.labels), np.asarray(ds.splits["train"])
+    return round(rho / (1.0 - rho) * int((labels[train] == a).sum()))
+
+
 def _confusion_suspects(ds: Any, a: int, b: int, rng: np.random.Generator, action: str
                         ) -> tuple[np.ndarray, dict]:
     """Training rows labelled ``b``, most likely ``a``'s first, as many as ``action``
@@ -221,7 +228,7 @@ def _confusion_suspects(ds: Any, a: int, b: int, rng: np.random.Generator, actio
     proba = held_out_bag_proba([ds.tokens[i] for i in train.tolist()], labels[train],
                                len(ds.classes), seed=int(rng.integers(2**31)))
     given_b = np.flatnonzero(labels[train] == b)
-    expected = min(round(rho / (1.0 - rho) * int((labels[train] == a).sum())), len(given_b))
+    expected = min(expected_flips(ds, a, rho), len(given_b))
     take = expected if action == "relabel" else \
         min(round(DROP_SHARE * expected), expected + (len(given_b) - expected) // 2)
     order = np.argsort(-proba[given_b, a], kind="stable")[:take]

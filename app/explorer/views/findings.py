@@ -126,6 +126,9 @@ def _repairs(f: dict[str, Any], can_repair: bool) -> Any:
 
 @lru_cache(maxsize=8)
 def _rows_of(ctx: Any, split: str) -> dict[int, int]:
+    """The split's input ids to their rows in its traces (none for a split the run lacks)."""
+    if split not in ctx.data.splits:
+        return {}
     rows = np.asarray(ctx.data.traces[split].rows)
     return {int(i): r for r, i in enumerate(rows.tolist())}
 
@@ -150,7 +153,7 @@ def findings_panel(ctx: Any) -> list[Any]:
         head.children += (" None survives: on this split the errors have no single culprit "
                           "these checks can name; the list below is what came closest.")
     rows = _rows_of(ctx, split)
-    train_rows = _rows_of(ctx, TRAIN) if TRAIN in ctx.data.splits else {}
+    train_rows = _rows_of(ctx, TRAIN)
     can = _can_repair(ctx)
     note = [] if can or ctx.jobs is None else [html.P(
         "Repairs retrain the model, so they need a run of `stateseer train`; retrain your "
@@ -197,7 +200,7 @@ def repair_result(ctx: Any, info: dict[str, Any]) -> list[Any]:
     except (OSError, StateseerError):
         return [html.Div(f"the repair ended without {out / 'repair.json'}", className="wrong")]
     lo, hi = doc["delta_ci"]
-    rows = _rows_of(ctx, "test") if "test" in ctx.data.splits else {}
+    rows = _rows_of(ctx, "test")
 
     def inputs(label: str, which: list[int], cls: str) -> html.Div:
         return html.Div([html.Span(f"{len(which)} {label}", className=cls), ": ",
@@ -248,7 +251,7 @@ def _edits_line(ctx: Any, out: Path) -> list[Any]:
     to = (f" to {to}" if isinstance(to, str) else
           " (" + ", ".join(f"{c} {n}" for c, n in to.items()) + ")" if isinstance(to, dict)
           else "")
-    train_rows = _rows_of(ctx, TRAIN) if TRAIN in ctx.data.splits else {}
+    train_rows = _rows_of(ctx, TRAIN)
     return [html.Div([html.Span(f"{len(rows)} training inputs {verb}{to}"), ": ",
                       *_example_buttons(rows, train_rows, f"{TRAIN}-edit")],
                      className="examples edits")]
