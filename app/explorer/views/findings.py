@@ -269,6 +269,17 @@ def _control_line(control: dict[str, Any] | None) -> list[Any]:
         className="muted control")]
 
 
+def _control_box(ctx: Any) -> dcc.Checklist:
+    """The box that asks for ``repair --control``; hidden until there are findings with
+    repair buttons beside it."""
+    repairable = _can_repair(ctx) and load_findings(ctx.data.run.path) is not None
+    return dcc.Checklist(id=ids.REPAIR_CONTROL, value=[], options=[{
+        "value": "control",
+        "label": " with a control: also retrain without a random 1 % of the training "
+                 "inputs, no edit (what retraining alone moves; doubles the time)"}],
+        className="repair-control", style=None if repairable else {"display": "none"})
+
+
 def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
     jobs = []
     if ctx.jobs is not None:
@@ -277,12 +288,7 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
         jobs = [html.Div([html.Div(job_panel(ctx, status), id=ids.REPAIR_JOB),
                           html.Button("cancel the repair", id=ids.REPAIR_CANCEL, n_clicks=0,
                                       disabled=not running),
-                          dcc.Checklist(id=ids.REPAIR_CONTROL, value=[], options=[{
-                              "value": "control",
-                              "label": " with a control: also retrain without a random 1 % "
-                                       "of the training inputs, no edit (what retraining "
-                                       "alone moves; doubles the time)"}],
-                                        className="repair-control"),
+                          _control_box(ctx),
                           dcc.Interval(id=ids.REPAIR_POLL, interval=1000,
                                        disabled=not running)], className="jobs")]
     return {"side": dcc.Tab(label="Findings", value=ids.TAB_FINDINGS, children=html.Div(

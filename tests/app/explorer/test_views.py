@@ -332,6 +332,12 @@ def test_repairs_are_buttons_only_where_the_page_may_start_jobs(ctx, tmp_path, m
     # study mode's context has no job runner: no repair callback, no buttons
     assert ctx.jobs is None and not findings._can_repair(ctx)
     live = dataclasses.replace(ctx, jobs=JobRunner(tmp_path))
+    # the control box is hidden until there are findings to repair
+    assert findings.load_findings(live.data.run.path) is None
+    tab = findings.layout(live, {})["side"]
+    (shown,) = [x for x in tab.children.children[0].children
+                if getattr(x, "id", None) == ids.REPAIR_CONTROL]
+    assert shown.style == {"display": "none"}
     # a request for a repair the run's findings do not offer is refused in one line
     panel, stop, off = findings.repair_job(
         live, Trigger(ids.repair_start(7, "drop"), 1), [1], 0, 0)
@@ -339,6 +345,8 @@ def test_repairs_are_buttons_only_where_the_page_may_start_jobs(ctx, tmp_path, m
     # the control box: ticked, the job runs `repair --control`; not ticked, without it
     started = []
     monkeypatch.setattr(findings, "load_findings", lambda run: {"findings": [f]})
+    monkeypatch.setattr(findings, "_can_repair", lambda c: True)
+    assert findings._control_box(live).style is None
     monkeypatch.setattr(live.jobs, "start", lambda kind, argv, info: started.append(
         (argv, info)))
     monkeypatch.setattr(live.jobs, "status", lambda: {"state": "idle"})
