@@ -698,16 +698,26 @@ def load_findings(run: str | Path) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) and doc.get("format") == FORMAT else None
 
 
+def _culprit_words(f: dict[str, Any]) -> str:
+    """A finding's culprit as the table prints it: a sequence or a confusion in reading
+    order (``not → moving``, ``rotten → fresh``), a topic's or a shortcut's words listed."""
+    if f["kind"] == "length":
+        return f"longer than {f.get('length_above')}"
+    words = f["tokens"] or f.get("classes", ())
+    joint = " → " if f["kind"] in ("sequence", "confusion") else ", "
+    return joint.join(words) or "<unk> words"
+
+
 def findings_table(doc: dict[str, Any]) -> str:
     """The findings as a plain-text table (``stateseer diagnose``'s stdout)."""
-    rows = [f"{'#':>2}  {'kind':9} {'sig':3} {'q':>8} {'fixed':>6} {'broken':>6}  culprit"]
+    wide = max([len("kind"), *(len(f["kind"]) for f in doc["findings"])])
+    rows = [f"{'#':>2}  {'kind':{wide}} {'sig':3} {'q':>8} {'fixed':>6} {'broken':>6}  culprit"]
     for f in doc["findings"]:
         iv = f.get("intervention") or {}
-        culprit = " → ".join(f["tokens"] or f.get("classes", ())) or (
-            f"longer than {f.get('length_above')}" if f["kind"] == "length" else "<unk> words")
-        rows.append(f"{f['rank']:>2}  {f['kind']:9} {'yes' if f['significant'] else 'no':3} "
+        rows.append(f"{f['rank']:>2}  {f['kind']:{wide}} "
+                    f"{'yes' if f['significant'] else 'no':3} "
                     f"{f['q_value']:8.1e} {iv.get('fixed', '-')!s:>6} "
-                    f"{iv.get('broken', '-')!s:>6}  {culprit}")
+                    f"{iv.get('broken', '-')!s:>6}  {_culprit_words(f)}")
     if not doc["n_significant"]:
         rows.append(f"no finding is significant (q < {doc['q_level']} and confirmed by its "
                     "intervention): on this split the errors have no single culprit these "

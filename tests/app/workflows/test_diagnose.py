@@ -308,3 +308,24 @@ def test_a_shortcut_on_a_word_of_a_significant_sequence_ranks_after_it():
     assert _ranked([word, weak, other, pair]) == [other, pair, word, weak]
     alone = f("sequence", ["not", "moving"], 25, significant=False)
     assert _ranked([alone, word])[0] is word  # no significant sequence: the word leads
+
+
+def test_the_table_keeps_its_columns_and_names_each_culprit_as_it_reads():
+    """A sequence and a confusion read in order (→); a topic's words are a list; the
+    kind column is as wide as its widest kind, so the q column stays aligned."""
+    from stateseer.app.workflows.diagnose import findings_table
+
+    def f(rank, kind, tokens, **extra):
+        return {"rank": rank, "kind": kind, "tokens": tokens, "significant": rank == 1,
+                "q_value": 10.0 ** -rank, "intervention": {"fixed": 3, "broken": 0},
+                **extra}
+
+    doc = {"n_significant": 1, "q_level": 0.05, "findings": [
+        f(1, "subpopulation", ["tea", "coffee"]), f(2, "sequence", ["not", "moving"]),
+        f(3, "confusion", [], classes=["rotten", "fresh"]),
+        f(4, "length", [], length_above=12), f(5, "unknown", [])]}
+    head, *rows = findings_table(doc).splitlines()
+    assert [r.split("  ")[-1] for r in rows] == [
+        "tea, coffee", "not → moving", "rotten → fresh", "longer than 12", "<unk> words"]
+    ends = [head.index(" q ") + 2, *(row.index("e-0") + 4 for row in rows)]
+    assert len(set(ends)) == 1, ends
