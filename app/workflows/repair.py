@@ -201,7 +201,7 @@ def _noise(n: int, a: int, b: int, rho: float) -> list[list[float]]:
 #: a confusion's ``drop`` leaves out this many times the inputs ``relabel`` relabels: on
 #: ``rotten_tomatoes3`` it leaves out 69 % of the labels the bug changed instead of 55 %,
 #: at the cost of 18 % of the class's right labels (nothing is guessed, so a wrong label
-#: left in costs more than a right one left out; docs/guide/diagnosis.md)
+#: left in costs more than a right one left out; docs/guide/diagnosis-measured.md)
 DROP_SHARE = 1.5
 
 

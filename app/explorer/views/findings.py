@@ -112,9 +112,17 @@ def finding_card(f: dict[str, Any], classes: list[str], rows_of: dict[int, int],
 
 
 def _repairs(f: dict[str, Any], can_repair: bool) -> Any:
+    """The repairs that fit the finding: buttons where the page may start jobs and the
+    finding survived its check (acting on one that did not is acting on noise; the command
+    line still does it, for whoever wants to measure that)."""
     actions = list(f.get("actions", ()))
     if not actions:
         return html.P("no repair fits this finding", className="muted")
+    if not f["significant"]:
+        return html.P(["no repair offered: the finding did not pass its q-value and check ("
+                       "to measure one anyway: ",
+                       html.Code(f"stateseer repair RUN --finding {f['rank']} --action "
+                                 f"{actions[0]} --out NEW"), ")"], className="muted")
     if not can_repair:
         return html.P("repairs that fit: " + ", ".join(actions), className="muted")
     return html.Div(["repair: ", *(html.Button(a, id=ids.repair_start(f["rank"], a),
@@ -145,7 +153,8 @@ def findings_panel(ctx: Any) -> list[Any]:
     if split not in ctx.data.splits:
         return [html.P(f"The findings are on split {split!r}, which this run no longer has; "
                        "diagnose it again.", className="muted")]
-    head = html.P(f"{doc['n_significant']} significant finding(s) on the {split} split "
+    n = doc["n_significant"]
+    head = html.P(f"{n} significant finding{'' if n == 1 else 's'} on the {split} split "
                   f"({doc['n_misclassified']} of {doc['n_inputs']} inputs misclassified; "
                   f"{doc['n_candidates']} candidates tested, q < {doc['q_level']}, each "
                   "checked with the model).")
@@ -271,8 +280,10 @@ def _control_line(control: dict[str, Any] | None) -> list[Any]:
 
 def _control_box(ctx: Any) -> dcc.Checklist:
     """The box that asks for ``repair --control``; hidden until there are findings with
-    repair buttons beside it."""
-    repairable = _can_repair(ctx) and load_findings(ctx.data.run.path) is not None
+    repair buttons beside it (significant ones with actions that fit)."""
+    doc = load_findings(ctx.data.run.path) if _can_repair(ctx) else None
+    repairable = doc is not None and any(f["significant"] and f.get("actions")
+                                         for f in doc["findings"])
     return dcc.Checklist(id=ids.REPAIR_CONTROL, value=[], options=[{
         "value": "control",
         "label": " with a control: also retrain without a random 1 % of the training "

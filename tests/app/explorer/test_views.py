@@ -329,6 +329,12 @@ def test_repairs_are_buttons_only_where_the_page_may_start_jobs(ctx, tmp_path, m
     buttons = [c for c in card.children[-1].children if hasattr(c, "id")]
     assert [b.id for b in buttons] == [ids.repair_start(2, "relabel"),
                                        ids.repair_start(2, "drop")]
+    # a finding that failed its check offers no button, only the command that measures it
+    weak = findings.finding_card({**f, "significant": False}, ["neg", "pos"], {},
+                                 can_repair=True)
+    text = json.dumps(weak.to_plotly_json(), default=str)
+    assert "no repair offered" in text and "--finding 2 --action relabel" in text
+    assert not [c for c in weak.children[-1].children if hasattr(c, "id")]
     # study mode's context has no job runner: no repair callback, no buttons
     assert ctx.jobs is None and not findings._can_repair(ctx)
     live = dataclasses.replace(ctx, jobs=JobRunner(tmp_path))
@@ -344,8 +350,11 @@ def test_repairs_are_buttons_only_where_the_page_may_start_jobs(ctx, tmp_path, m
     assert "no repair 'drop'" in panel[0].children and stop and off
     # the control box: ticked, the job runs `repair --control`; not ticked, without it
     started = []
-    monkeypatch.setattr(findings, "load_findings", lambda run: {"findings": [f]})
     monkeypatch.setattr(findings, "_can_repair", lambda c: True)
+    monkeypatch.setattr(findings, "load_findings", lambda run: {"findings": [
+        {**f, "significant": False}]})
+    assert findings._control_box(live).style == {"display": "none"}  # nothing to repair
+    monkeypatch.setattr(findings, "load_findings", lambda run: {"findings": [f]})
     assert findings._control_box(live).style is None
     monkeypatch.setattr(live.jobs, "start", lambda kind, argv, info: started.append(
         (argv, info)))
