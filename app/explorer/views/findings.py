@@ -15,6 +15,7 @@ fixed and broken, which open their traces).
 
 from __future__ import annotations
 
+import shlex
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -47,8 +48,9 @@ def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
                 if kind == "confusion"
                 else "not checked with the model (not among the most significant)")
     if iv["kind"] == "delete_tokens":
-        return (f"deleting it fixes {iv['fixed']} misclassification(s) and breaks "
-                f"{iv['broken']} of {iv['inputs']} inputs")
+        return (f"deleting it fixes {iv['fixed']} misclassification"
+                f"{'' if iv['fixed'] == 1 else 's'} and breaks {iv['broken']} of "
+                f"{iv['inputs']} inputs")
     if iv["kind"] == "cut":
         return (f"cutting the inputs after {iv['after_tokens']} tokens leaves "
                 f"{iv['unchanged']:.0%} of the predictions unchanged")
@@ -81,12 +83,13 @@ def _example_buttons(iids: Any, rows_of: dict[int, int], finding: Any, limit: in
 
 
 def finding_card(f: dict[str, Any], classes: list[str], rows_of: dict[int, int],
-                 can_repair: bool = False, train_rows: dict[int, int] | None = None
-                 ) -> html.Div:
+                 can_repair: bool = False, train_rows: dict[int, int] | None = None,
+                 run: str = "RUN") -> html.Div:
     """One finding as a card (plain data in, components out; text only, so every string
     the run brings is escaped by React). ``can_repair``: each fitting repair is a button;
     ``train_rows`` (the training split's input ids to rows): the training inputs that carry
-    the culprit are buttons too."""
+    the culprit are buttons too; ``run``: the run's directory, as the command to repair a
+    finding that is not significant names it."""
     badge = html.Span("significant" if f["significant"] else "not significant",
                       className="badge " + ("sig" if f["significant"] else "muted"))
     tr = f.get("training") or {}
@@ -107,11 +110,11 @@ def finding_card(f: dict[str, Any], classes: list[str], rows_of: dict[int, int],
         html.Div(["examples: ", *examples] if examples else [], className="examples"),
         html.Div(["in training: ", *carriers] if carriers else [],
                  className="examples training"),
-        _repairs(f, can_repair),
+        _repairs(f, can_repair, run),
     ], className="finding")
 
 
-def _repairs(f: dict[str, Any], can_repair: bool) -> Any:
+def _repairs(f: dict[str, Any], can_repair: bool, run: str = "RUN") -> Any:
     """The repairs that fit the finding: buttons where the page may start jobs and the
     finding survived its check (acting on one that did not is acting on noise; the command
     line still does it, for whoever wants to measure that)."""
@@ -121,8 +124,8 @@ def _repairs(f: dict[str, Any], can_repair: bool) -> Any:
     if not f["significant"]:
         return html.P(["no repair offered: the finding did not pass its q-value and check ("
                        "to measure one anyway: ",
-                       html.Code(f"stateseer repair RUN --finding {f['rank']} --action "
-                                 f"{actions[0]} --out NEW"), ")"], className="muted")
+                       html.Code(f"stateseer repair {shlex.quote(run)} --finding {f['rank']} "
+                                 f"--action {actions[0]} --out NEW"), ")"], className="muted")
     if not can_repair:
         return html.P("repairs that fit: " + ", ".join(actions), className="muted")
     return html.Div(["repair: ", *(html.Button(a, id=ids.repair_start(f["rank"], a),
@@ -167,8 +170,8 @@ def findings_panel(ctx: Any) -> list[Any]:
     note = [] if can or ctx.jobs is None else [html.P(
         "Repairs retrain the model, so they need a run of `stateseer train`; retrain your "
         "own model on edited data yourself.", className="muted")]
-    return [head, *note, *(finding_card(f, list(ctx.data.classes), rows, can, train_rows)
-                           for f in doc["findings"])]
+    return [head, *note, *(finding_card(f, list(ctx.data.classes), rows, can, train_rows,
+                                        str(ctx.data.run.path)) for f in doc["findings"])]
 
 
 def _can_repair(ctx: Any) -> bool:
