@@ -441,9 +441,10 @@ def _cmd_repair(args: argparse.Namespace) -> int:
     report = _progress_writer(args.progress_json)
     doc = repair_run(args.run, finding=args.finding, action=args.action, out=args.out,
                      seed=args.seed, progress=not args.quiet, log=_note, report=report,
-                     control=args.control)
+                     control=args.control, seeds=args.seeds)
     print(json.dumps({k: doc[k] for k in ("before", "after", "delta", "delta_ci",
-                                          "per_class_delta", "finding_gone", "control")
+                                          "per_class_delta", "finding_gone", "control",
+                                          "seeds")
                       if k in doc}))
     return 0
 
@@ -838,6 +839,11 @@ def _add_diagnose(sub: Any) -> None:
                    help="also train RUN's own data less a random 1%% of its training "
                    "inputs (OUT/control): how far retraining alone moves the accuracy and "
                    "single classes, to read the repair's change against")
+    r.add_argument("--seeds", type=_positive_int, default=1, metavar="N",
+                   help="also train RUN's data and the edited data with N-1 more seeds each "
+                   "and report the mean change with a 95%% interval over the seeds, and "
+                   "per class: one training's change holds that training's luck (N "
+                   "times the training time; default: 1, the repair alone)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--progress-json", metavar="FILE", help="keep FILE up to date with the "
                    "work's stage as JSON ({stage, done, total}), for a tool that shows it "

@@ -39,7 +39,7 @@ from .run import ModelRun
 from .tokenizers import Vocab
 
 __all__ = ["ARCH_DEFAULTS", "DEFAULTS", "OPTION_DEFAULTS", "TrainConfig", "default_drift",
-           "evaluate", "train_run"]
+           "evaluate", "fit_predict", "train_run"]
 
 IGNORE = -100
 
@@ -760,6 +760,29 @@ def _holds_cwd(path: Path) -> bool:
     except OSError:
         return False
     return cwd == path or path in cwd.parents
+
+
+def fit_predict(cfg: TrainConfig, split: str = "test", *,
+                progress: bool | Callable[[int, int], None] = False,
+                dataset: TextDataset | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Train a classifier exactly as :func:`train_run` would (the same code, settings and
+    seed) but write nothing: the predictions and labels of one split. For a model whose
+    only use is a figure, e.g. the same data trained with other seeds.
+
+    Returns
+    -------
+    predictions : ndarray of int, shape (n_split,)
+    labels : ndarray of int, shape (n_split,)
+        In the split's row order.
+    """
+    cfg.check()
+    data, hp = _prepare_data(cfg, dataset)
+    torch.manual_seed(cfg.seed)
+    model = _build(_model_section(cfg, hp, len(data.vocab), len(data.ds.classes),
+                                  data.init), hp, data.init)
+    _fit(model, data, hp, cfg, progress)
+    seqs, labels = data.encoded(split)
+    return evaluate(model, seqs, labels)[1], np.asarray(labels)
 
 
 def train_run(

@@ -171,11 +171,12 @@ def _last_line(path: Path, limit: int = 4096) -> str:
 
 
 def repair_command(run: str | Path, finding: int, action: str, out: str | Path, *,
-                   control: bool = False) -> list[str]:
+                   control: bool = False, seeds: int = 1) -> list[str]:
     """The ``stateseer repair`` command line a job runs (this Python, ``-m stateseer``;
-    ``control``: with ``--control``)."""
+    ``control``: with ``--control``; ``seeds`` > 1: with ``--seeds``)."""
     return [sys.executable, "-m", "stateseer", "repair", str(run), "--finding", str(finding),
             "--action", action, "--out", str(out), *(["--control"] if control else []),
+            *(["--seeds", str(seeds)] if seeds > 1 else []),
             "--quiet", "--progress-json", "{progress}"]
 
 

@@ -402,7 +402,7 @@ def _train_config(src: Any, data: Path, settings: dict[str, list] | None = None)
 
 def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
                seed: int = 0, progress: bool = True, control: bool = False,
-               log: Callable[[str], None] | None = None,
+               seeds: int = 1, log: Callable[[str], None] | None = None,
                report: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Repair ``run`` by ``action`` on its finding ``finding`` into the new run ``out``.
 
@@ -415,6 +415,14 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
     inputs (no edit of the finding; settings and seed as RUN's), in ``OUT/control``;
     ``repair.json`` gets ``control``: its test accuracy, change and per-class change
     against RUN. A change no larger than the control's is what retraining alone moves.
+
+    With ``seeds`` > 1, RUN's data and the edited data are each trained ``seeds - 1``
+    more times with other seeds (RUN's seed + :data:`SEED_STEP`, + 2 x ``SEED_STEP`` ...;
+    models kept only for their test predictions), and ``repair.json`` gets ``seeds``: the
+    test accuracies per seed before and after, the mean change with a 95 % t-interval
+    over the seeds' paired changes, and the mean change per class (``classes_hurt``: a
+    mean loss of more than a point). One training's change holds the luck of that
+    training; the mean over seeds much less of it.
 
     Returns
     -------
@@ -437,6 +445,8 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
         raise StateseerError(f"--action {action} does not fit finding {finding} "
                              f"({f['kind']}); choose one of: "
                              f"{', '.join(f['actions']) or 'none (no repair fits it)'}")
+    if seeds < 1:
+        raise StateseerError(f"--seeds {seeds}: give 1 (the repair alone) or more")
     new.require_new(False)
     _retrainable(src)  # refused before any edit
     ds = _whole(src)
@@ -447,16 +457,25 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
     atomic_write_text(new.path / "repair_edits.json", json.dumps(
         {"source_run": str(src.path), "finding": f, "action": action, **edits}, indent=1))
     say(f"training {new.path} on the edited data ({action} on finding {finding})")
-    steps = ["recording", "abstracting", "diagnosing", "comparing"] + ["control"] * control
+    steps = (["recording", "abstracting", "diagnosing", "comparing"] + ["control"] * control
+             + ["seeds"] * (seeds > 1))
     stage = report or (lambda _stage, _done, _total: None)
     doc = _retrain_and_compare(src, new, cfg, f, finding, action, edits, progress, say,
                                report, steps)
     if control:
-        stage("control", len(steps) - 1, len(steps))
+        stage("control", steps.index("control"), len(steps))
         doc["control"] = c = _control(src, new, ds, seed, progress and report is None, say)
         say(f"retraining alone (the control: {c['left_out']} random training inputs left "
             f"out, no edit) changes test accuracy by {c['delta']:+.3f} and single classes "
             f"by up to {max(map(abs, c['per_class_delta'].values()), default=0.0):.3f}")
+    if seeds > 1:
+        stage("seeds", steps.index("seeds"), len(steps))
+        doc["seeds"] = m = _over_seeds(src, new, ds, cfg, seeds, progress and report is None,
+                                       say)
+        say(f"over {seeds} seeds: test accuracy {np.mean(m['before']):.3f} -> "
+            f"{np.mean(m['after']):.3f} (mean change {m['delta_mean']:+.3f}, 95 % CI "
+            f"{m['delta_ci'][0]:+.3f} to {m['delta_ci'][1]:+.3f}); classes down more than "
+            f"a point on average: {', '.join(m['classes_hurt']) or 'none'}")
     atomic_write_text(new.path / "repair.json", json.dumps(doc, indent=1))
     stage("done", len(steps), len(steps))
     return doc
@@ -464,6 +483,50 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
 
 #: share of the training inputs the ``--control`` model leaves out at random
 CONTROL_SHARE = 0.01
+#: ``--seeds``: the extra models' seeds are RUN's seed plus multiples of this
+SEED_STEP = 1000
+
+
+def _over_seeds(src: Any, new: Any, ds: Any, cfg: Any, seeds: int, progress: bool,
+                say: Callable[[str], None]) -> dict[str, Any]:
+    """RUN's data and the edited data (``cfg``) each trained with ``seeds - 1`` more
+    seeds; their test outcomes beside RUN's and NEW's, paired by seed."""
+    from scipy import stats
+
+    from ...rnn_models.train import fit_predict
+
+    ok_a, ok_b, gold, classes, _rows = _test_outcomes(src, new)
+    before_cfg = _train_config(src, _write_data(ds, new.path / "seeds_source_data.jsonl"))
+    names = np.asarray(ds.classes, object)
+    outcomes = [(ok_a, ok_b, gold)]
+    used = [int(cfg.seed)]
+    for r in range(1, seeds):
+        s = int(cfg.seed) + r * SEED_STEP
+        say(f"seed {s}: training RUN's data and the edited data ({r} of {seeds - 1})")
+        pairs = []
+        for c in (before_cfg, cfg):
+            pred, labels = fit_predict(dataclasses.replace(c, seed=s), progress=progress)
+            pairs.append((pred == labels, names[labels]))
+        (ok_x, gold_x), (ok_y, gold_y) = pairs
+        if not np.array_equal(gold_x, gold_y):  # repair edits training inputs only
+            raise StateseerError("the edited data's test labels differ from RUN's; repair "
+                                 "only edits training inputs (a bug, please report it)")
+        outcomes.append((ok_x, ok_y, gold_x))
+        used.append(s)
+    (new.path / "seeds_source_data.jsonl").unlink()
+    before = [float(a.mean()) for a, _, _ in outcomes]
+    after = [float(b.mean()) for _, b, _ in outcomes]
+    delta = np.subtract(after, before)
+    half = float(stats.t.ppf(0.975, seeds - 1) * delta.std(ddof=1) / np.sqrt(seeds))
+    per_class = {c: round(float(np.mean([_per_class(a, b, g, [c]).get(c, np.nan)
+                                         for a, b, g in outcomes])), 4) for c in classes}
+    return {"seeds": used, "before": [round(x, 4) for x in before],
+            "after": [round(x, 4) for x in after],
+            "delta_mean": round(float(delta.mean()), 4),
+            "delta_ci": [round(float(delta.mean()) - half, 4),
+                         round(float(delta.mean()) + half, 4)],
+            "per_class_delta_mean": per_class,
+            "classes_hurt": sorted(c for c, d in per_class.items() if d < -0.01)}
 
 
 def _control(src: Any, new: Any, ds: Any, seed: int, progress: bool,

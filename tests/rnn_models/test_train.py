@@ -68,6 +68,26 @@ def test_training_is_deterministic_for_a_seed(tmp_path, text_csv):
     assert not all(torch.equal(a[k], c[k]) for k in a)
 
 
+def test_fit_predict_trains_as_train_run_does_and_writes_nothing(tmp_path, text_csv):
+    """``repair --seeds`` trains extra models only for their test predictions: the same
+    code, settings and seed as a run of ``train`` give the same predictions."""
+    from stateseer.rnn_models.train import fit_predict
+
+    cfg = TrainConfig(dataset=f"csv:{text_csv}", arch="gru", text_col="review",
+                      label_col="sentiment", epochs=2, hidden=8, embed=8, seed=3)
+    run = train_run(cfg, tmp_path / "run", progress=False)
+    before = set(tmp_path.rglob("*"))
+    pred, labels = fit_predict(cfg)
+    assert set(tmp_path.rglob("*")) == before
+    assert len(pred) == len(labels) == len(run.dataset().splits["test"])
+    assert float((pred == labels).mean()) == pytest.approx(
+        run.metrics()["test_accuracy"], abs=1e-12)
+    model, vocab = run.load_model(), run.vocab()
+    ds = run.dataset()
+    seqs = [vocab.encode(ds.tokens[i]) for i in ds.splits["test"].tolist()]
+    assert np.array_equal(evaluate(model, seqs, labels)[1], pred)
+
+
 def test_existing_run_is_not_overwritten_without_force(tomita_run):
     before = ModelRun(tomita_run).model_sha256()
     with pytest.raises(DataError, match="--force") as e:

@@ -228,6 +228,7 @@ def repair_result(ctx: Any, info: dict[str, Any]) -> list[Any]:
             f"{c} ({doc['per_class_delta'][c]:+.1%})" for c in doc["classes_hurt"]),
             className="wrong")] if doc.get("classes_hurt") else []),
         *_control_line(doc.get("control")),
+        *_seeds_line(doc.get("seeds")),
         inputs("fixed", doc["fixed"], "ok"), inputs("broken", doc["broken"], "wrong"),
         *_edits_line(ctx, out),
         html.P(["the new run: ", html.Code(str(out)), "; side by side: ",
@@ -281,16 +282,42 @@ def _control_line(control: dict[str, Any] | None) -> list[Any]:
         className="muted control")]
 
 
+#: the seeds a repair started with the *over seeds* box trains (``repair --seeds``)
+REPAIR_SEEDS = 3
+
+
+def _seeds_line(seeds: dict[str, Any] | None) -> list[Any]:
+    """``repair --seeds``' figures, when there are some: the mean change over the seeds
+    with its interval, and the classes that lose more than a point on average."""
+    if not seeds:
+        return []
+    lo, hi = seeds["delta_ci"]
+    per_class = ", ".join(f"{c} {d:+.1%}" for c, d in seeds["per_class_delta_mean"].items())
+    hurt = seeds["classes_hurt"]
+    return [html.Div([
+        html.B(f"Over {len(seeds['seeds'])} seeds: "),
+        f"test accuracy {np.mean(seeds['before']):.3f} → {np.mean(seeds['after']):.3f} on "
+        f"average (mean change {seeds['delta_mean']:+.3f}, 95 % CI {lo:+.3f} to {hi:+.3f}); "
+        f"per class {per_class}.",
+        html.Div("lost more than a point on average: " + ", ".join(hurt), className="wrong")
+        if hurt else html.Div("no class loses more than a point on average.",
+                              className="ok")], className="seeds")]
+
+
 def _control_box(ctx: Any) -> dcc.Checklist:
     """The box that asks for ``repair --control``; hidden until there are findings with
     repair buttons beside it (significant ones with actions that fit)."""
     doc = load_findings(ctx.data.run.path) if _can_repair(ctx) else None
     repairable = doc is not None and any(f["significant"] and f.get("actions")
                                          for f in doc["findings"])
-    return dcc.Checklist(id=ids.REPAIR_CONTROL, value=[], options=[{
-        "value": "control",
-        "label": " with a control: also retrain without a random 1 % of the training "
-                 "inputs, no edit (what retraining alone moves; doubles the time)"}],
+    return dcc.Checklist(id=ids.REPAIR_CONTROL, value=[], options=[
+        {"value": "control",
+         "label": " with a control: also retrain without a random 1 % of the training "
+                  "inputs, no edit (what retraining alone moves; doubles the time)"},
+        {"value": "seeds",
+         "label": f" over {REPAIR_SEEDS} seeds: train the run's data and the edited data "
+                  f"{REPAIR_SEEDS - 1} more times each and read the mean change (one "
+                  f"training's change holds its luck; {REPAIR_SEEDS} times the time)"}],
         className="repair-control", style=None if repairable else {"display": "none"})
 
 
@@ -319,7 +346,8 @@ def repair_job(ctx, trigger: Trigger, _starts, _cancel, _poll, control=None):
     if trigger.is_type(ids.REPAIR_START_TYPE):
         k, action = int(trigger.id["finding"]), str(trigger.id["action"])
         try:
-            _start_repair(ctx, k, action, control="control" in (control or ()))
+            _start_repair(ctx, k, action, control="control" in (control or ()),
+                          seeds=REPAIR_SEEDS if "seeds" in (control or ()) else 1)
         except StateseerError as exc:
             note = [html.Div(str(exc), className="job-status wrong")]
     elif trigger.id == ids.REPAIR_CANCEL and trigger.value:
@@ -339,9 +367,10 @@ def _discard(status: dict[str, Any]) -> None:
         shutil.rmtree(out, ignore_errors=True)
 
 
-def _start_repair(ctx: Any, k: int, action: str, *, control: bool = False) -> None:
+def _start_repair(ctx: Any, k: int, action: str, *, control: bool = False,
+                  seeds: int = 1) -> None:
     """Check the request against the run's findings, then start ``stateseer repair``
-    (``--control`` if asked) into a new sibling run folder."""
+    (``--control``, ``--seeds`` if asked) into a new sibling run folder."""
     from ....rnn_models.formats.errors import StateseerError
     from ...workflows.jobs import repair_command
 
@@ -354,8 +383,10 @@ def _start_repair(ctx: Any, k: int, action: str, *, control: bool = False) -> No
     n = 2
     while out.exists():
         out, n = src.with_name(f"{src.name}-repair-{k}-{action}-{n}"), n + 1
-    ctx.jobs.start("repair", repair_command(src, k, action, out, control=control),
-                   info={"finding": k, "action": action, "out": str(out), "control": control})
+    ctx.jobs.start("repair", repair_command(src, k, action, out, control=control,
+                                            seeds=seeds),
+                   info={"finding": k, "action": action, "out": str(out), "control": control,
+                         "seeds": seeds})
 
 
 def open_example(ctx, trigger: Trigger, _clicks, sel):

@@ -359,10 +359,13 @@ def test_repairs_are_buttons_only_where_the_page_may_start_jobs(ctx, tmp_path, m
     monkeypatch.setattr(live.jobs, "start", lambda kind, argv, info: started.append(
         (argv, info)))
     monkeypatch.setattr(live.jobs, "status", lambda: {"state": "idle"})
-    for ticked in (["control"], []):
+    for ticked in (["control"], [], ["seeds"]):
         findings.repair_job(live, Trigger(ids.repair_start(2, "drop"), 1), [1], 0, 0, ticked)
-    (with_, info), (without, _) = started
+    (with_, info), (without, _), (seeded, seeded_info) = started
     assert "--control" in with_ and info["control"] and "--control" not in without
+    assert "--seeds" not in with_ + without and "--control" not in seeded
+    assert seeded[seeded.index("--seeds") + 1] == str(findings.REPAIR_SEEDS) == "3"
+    assert seeded_info["seeds"] == 3
     assert with_[with_.index("--action") + 1] == "drop" and info["out"].endswith(
         "-repair-2-drop")
     monkeypatch.undo()
@@ -543,6 +546,20 @@ def test_a_finished_repair_shows_its_control_beside_the_change(ctx, tmp_path):
         ctx, {"out": str(tmp_path)})], default=str)
     assert "retraining alone (a control: 86 random training inputs left out, no edit): " \
            "test accuracy +0.010, single classes by up to 3.1%" in shown
+    assert "Over 3 seeds" not in shown
+    # `repair --seeds 3`: the mean change over the seeds, and whether a class loses on
+    # average (neg lost 2 points in the one training, 0.4 on average: not hurt)
+    doc["seeds"] = {"seeds": [0, 1000, 2000], "before": [0.7, 0.68, 0.72],
+                    "after": [0.75, 0.74, 0.73], "delta_mean": 0.04,
+                    "delta_ci": [-0.01, 0.09], "per_class_delta_mean": {"neg": -0.004,
+                                                                        "pos": 0.08},
+                    "classes_hurt": []}
+    (tmp_path / "repair.json").write_text(json.dumps(doc))
+    shown = json.dumps([c.to_plotly_json() for c in findings.repair_result(
+        ctx, {"out": str(tmp_path)})], default=str)
+    assert "Over 3 seeds" in shown and "0.700 \\u2192 0.740 on average" in shown
+    assert "95 % CI -0.010 to +0.090" in shown and "neg -0.4%" in shown
+    assert "no class loses more than a point on average" in shown
 
 
 def test_training_inputs_of_a_finding_and_of_a_repair_open_their_traces(ctx, tmp_path):

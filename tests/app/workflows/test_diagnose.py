@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from stateseer.app.cli import main
@@ -120,6 +121,38 @@ def test_repair_drops_the_shortcut_retrains_and_measures_the_change(shortcut_run
     assert doc["classes_hurt"] == sorted(c for c, d in doc["per_class_delta"].items()
                                          if d < -0.01)
     assert len(doc["fixed"]) > len(doc["broken"]) and doc["finding_gone"]
+
+
+def test_repair_over_seeds_pairs_each_seed_and_reports_the_mean_change(shortcut_run,
+                                                                       tmp_path):
+    """``--seeds 2``: RUN's data and the edited data are trained once more each, with the
+    same other seed; the first pair is RUN and NEW themselves."""
+    from stateseer.app.workflows.repair import SEED_STEP, repair_run
+
+    diagnose_run(shortcut_run)
+    stages = []
+    doc = repair_run(shortcut_run, finding=1, action="counterfactual",
+                     out=tmp_path / "new", progress=False, seeds=2,
+                     report=lambda *a: stages.append(a[0]) if a[0] != "training" else None)
+    assert stages[-2:] == ["seeds", "done"]
+    m = doc["seeds"]
+    assert m["seeds"] == [0, SEED_STEP]
+    assert m["before"][0] == doc["before"]["test_accuracy"]
+    assert m["after"][0] == doc["after"]["test_accuracy"]
+    deltas = np.subtract(m["after"], m["before"])
+    assert m["delta_mean"] == pytest.approx(deltas.mean(), abs=1e-4)
+    lo, hi = m["delta_ci"]
+    assert lo <= m["delta_mean"] <= hi and hi - lo > 0
+    assert (deltas > 0.05).all()  # deleting the shortcut helps under either seed
+    assert set(m["per_class_delta_mean"]) == set(doc["per_class_delta"])
+    assert m["classes_hurt"] == sorted(c for c, d in m["per_class_delta_mean"].items()
+                                       if d < -0.01)
+    assert sorted(p.name for p in (tmp_path / "new").iterdir() if p.suffix == ".jsonl") \
+        == ["data.jsonl"]  # the seeds' copy of RUN's data is gone
+    with pytest.raises(StateseerError, match="--seeds 0") as e:
+        repair_run(shortcut_run, finding=1, action="drop", out=tmp_path / "x", seeds=0)
+    one_line(e.value)
+    assert not (tmp_path / "x").exists()
 
 
 def test_repair_refuses_what_it_cannot_do_in_one_line_and_writes_nothing(shortcut_run,

@@ -75,4 +75,7 @@ def test_the_repair_command_is_the_command_line_with_a_progress_file(tmp_path):
 
     ticked = repair_command(tmp_path / "run", 2, "drop", tmp_path / "new", control=True)
     args = build_parser().parse_args(ticked[3:])  # the CLI takes what the job runs
-    assert args.control and args.action == "drop" and args.finding == 2
+    assert args.control and args.action == "drop" and args.finding == 2 and args.seeds == 1
+    over = repair_command(tmp_path / "run", 2, "drop", tmp_path / "new", seeds=3)
+    args = build_parser().parse_args(over[3:])
+    assert args.seeds == 3 and not args.control
