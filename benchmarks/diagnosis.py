@@ -45,10 +45,12 @@ test accuracy and its interval) and ``repairs``
 ``repaired_accuracy``, ``recovered``, ``per_class_delta`` against the buggy model and
 ``per_class_vs_clean`` against the clean one; ``suspects``: of the training rows the
 repair relabelled or left out, how many the bug had relabelled, against all it had;
-``oracle-drop`` rows with ``--oracle``; with ``--repeats``, ``repeats`` and
-``recovered_mean_of_seeds``); ``summary`` adds ``repairs`` (per family and action: mean
-and pooled recovery, runs at 0.8 or more, the suspects' pooled precision and recall,
-``mean_of_seeds``), ``spread`` and ``replication``.
+``oracle-drop`` rows with ``--oracle``; with ``--repeats``, ``repeats``,
+``recovered_mean_of_seeds`` and ``per_class_vs_clean_mean_of_seeds``); ``summary`` adds
+``repairs`` (per family and action: mean and pooled recovery, runs at 0.8 or more, the
+suspects' pooled precision and recall, ``mean_of_seeds`` with each run's worst class
+against the clean data over the seeds and how many runs lose no class more than a
+point), ``spread`` and ``replication``.
 """
 
 from __future__ import annotations
@@ -361,46 +363,62 @@ def _recovered(after: float, buggy: float, lost: float) -> float | None:
 
 #: the training seeds of ``--repeats``' extra models are the run's seed plus these steps
 REPEAT_STEP = 1000
-_RETRAINED: dict[Path, list[float]] = {}
+_RETRAINED: dict[Path, tuple[list[float], list[dict[str, float]]]] = {}
 
 
-def retrained(run: Path, repeats: int) -> list[float]:
-    """Test accuracies of ``run``'s model and of ``repeats - 1`` more trained on the same
-    data with the same settings but other seeds (the run's seed + ``REPEAT_STEP``, + 2 x
-    ``REPEAT_STEP`` ...): one training's figure, and the spread of it. Cached per run (a
-    clean control serves every family)."""
+def retrained(run: Path, repeats: int) -> tuple[list[float], list[dict[str, float]]]:
+    """Test accuracies, overall and per class, of ``run``'s model and of ``repeats - 1``
+    more trained on the same data with the same settings but other seeds (the run's seed
+    + ``REPEAT_STEP``, + 2 x ``REPEAT_STEP`` ...; trained as ``train`` would, nothing
+    written): one training's figure, and the spread of it. Cached per run (a clean control
+    serves every family)."""
     from stateseer.app.workflows.repair import _train_config, training_settings
     from stateseer.rnn_models.run import ModelRun
+    from stateseer.rnn_models.train import fit_predict
 
     run = Path(run)
     if run not in _RETRAINED:
         src = ModelRun(run)
-        accs = [float(src.metrics()["test_accuracy"])]
+        accs, per = [float(src.metrics()["test_accuracy"])], [per_class_accuracy(run)]
         data = Path(training_settings(src)["dataset"].split(":", 1)[1])  # jsonl:PATH
         cfg = _train_config(src, data)
+        classes = list(src.dataset().classes)
         for r in range(1, repeats):
-            out = train_run(dataclasses.replace(cfg, seed=cfg.seed + r * REPEAT_STEP),
-                            run.parent / f"{run.name}-seed+{r * REPEAT_STEP}", force=True,
-                            progress=False)
-            accs.append(float(out.metrics()["test_accuracy"]))
-        _RETRAINED[run] = accs
+            pred, labels = fit_predict(dataclasses.replace(
+                cfg, seed=cfg.seed + r * REPEAT_STEP))
+            accs.append(float((pred == labels).mean()))
+            per.append({c: round(float((pred[labels == k] == k).mean()), 4)
+                        for k, c in enumerate(classes) if (labels == k).any()})
+        _RETRAINED[run] = accs, per
     return _RETRAINED[run]
+
+
+def _mean_per_class(per: list[dict[str, float]]) -> dict[str, float]:
+    return {c: float(np.mean([p[c] for p in per if c in p])) for c in per[0]}
 
 
 def _over_repeats(rows: list[dict[str, Any]], runs: dict[str, Path], repeats: int) -> None:
     """With ``--repeats``: each repair row's ``repeats`` (the test accuracies of the
-    clean, buggy and repaired data each trained with ``repeats`` seeds) and
+    clean, buggy and repaired data each trained with ``repeats`` seeds),
     ``recovered_mean_of_seeds``, the recovery of their means (steadier than one
-    training's, whose spread is what the clean control's own seeds show)."""
+    training's, whose spread is what the clean control's own seeds show), and
+    ``per_class_vs_clean_mean_of_seeds``: per class, the repaired data's mean accuracy
+    over the seeds minus the clean data's ("no class loses more than a point", read
+    without one training's luck)."""
     if repeats < 2:
         return
-    clean_, buggy = retrained(runs["clean"], repeats), retrained(runs["buggy"], repeats)
+    (clean_, clean_per), (buggy, _) = (retrained(runs["clean"], repeats),
+                                       retrained(runs["buggy"], repeats))
+    reference = _mean_per_class(clean_per)
     for r in rows:
-        accs = retrained(runs[r["action"]], repeats)
+        accs, per = retrained(runs[r["action"]], repeats)
         r["repeats"] = {"clean": clean_, "buggy": buggy, "repaired": accs}
         r["recovered_mean_of_seeds"] = _recovered(
             float(np.mean(accs)), float(np.mean(buggy)),
             float(np.mean(clean_)) - float(np.mean(buggy)))
+        r["per_class_vs_clean_mean_of_seeds"] = {
+            c: round(v - reference[c], 4) for c, v in _mean_per_class(per).items()
+            if c in reference}
 
 
 def repair_summary(repairs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -423,9 +441,13 @@ def repair_summary(repairs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         steady = [r["recovered_mean_of_seeds"] for r in mine
                   if r.get("recovered_mean_of_seeds") is not None]
         if steady:  # --repeats: the recovery of the seeds' mean accuracies
+            worst = [min(r["per_class_vs_clean_mean_of_seeds"].values()) for r in mine
+                     if r.get("per_class_vs_clean_mean_of_seeds")]
             out["/".join(key)]["mean_of_seeds"] = {
                 "mean_recovered": round(float(np.mean(steady)), 3),
-                "at_least_0.8": sum(v >= 0.8 for v in steady), "n": len(steady)}
+                "at_least_0.8": sum(v >= 0.8 for v in steady), "n": len(steady),
+                "worst_class_points": [round(w * 100, 1) for w in worst],
+                "no_class_down_1pt": sum(w >= -0.01 for w in worst)}
         truth = [r["suspects"] for r in mine if r.get("suspects")]
         if truth:  # the edited rows against the rows the bug changed, pooled
             hit_ = sum(t["edited_bug_rows"] for t in truth)

@@ -224,7 +224,9 @@ def repair_result(ctx: Any, info: dict[str, Any]) -> list[Any]:
         f"{doc['after']['test_accuracy']:.3f} ({doc['delta']:+.3f}, 95 % CI {lo:+.3f} to "
         f"{hi:+.3f}); per class {per_class}; the finding is "
         f"{'gone' if doc['finding_gone'] else 'still there'}.",
-        *([html.Div("lost more than a point: " + ", ".join(
+        *([html.Div(("lost more than a point in this one training (the seeds below read "
+                     "it without that training's luck): " if doc.get("seeds") else
+                     "lost more than a point: ") + ", ".join(
             f"{c} ({doc['per_class_delta'][c]:+.1%})" for c in doc["classes_hurt"]),
             className="wrong")] if doc.get("classes_hurt") else []),
         *_control_line(doc.get("control")),
