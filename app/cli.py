@@ -834,7 +834,10 @@ def _add_diagnose(sub: Any) -> None:
                    "measured; reconfigure: a pipeline setting); the finding's actions, "
                    "the fittest first, are in findings.json")
     r.add_argument("--out", required=True, help="the new run directory (must not exist)")
-    r.add_argument("--seed", type=_seed, default=0, help="seed of the edits (augment)")
+    r.add_argument("--seed", type=_seed, default=0,
+                   help="seed of what the repair draws (the confusion suspects' folds, "
+                   "augment's copies, the control's 1%%); not the training seed, which "
+                   "stays RUN's")
     r.add_argument("--control", action="store_true",
                    help="also train RUN's own data less a random 1%% of its training "
                    "inputs (OUT/control): how far retraining alone moves the accuracy and "
