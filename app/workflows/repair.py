@@ -408,7 +408,8 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
 
     ``report(stage, done, total)`` follows the work (stages: ``training`` per epoch, then
     ``recording``, ``abstracting``, ``diagnosing``, ``comparing``, ``done``; with
-    ``control``, ``control`` before ``done``); with it, no progress bar is drawn.
+    ``control``, ``control`` before ``done``; with ``seeds``, then ``seeds`` per model
+    trained, ``2 (seeds - 1)`` of them); with it, no progress bar is drawn.
 
     With ``control``, a second model is trained as the spread of retraining to read the
     change against: RUN's own training data less a random :data:`CONTROL_SHARE` of its
@@ -469,9 +470,9 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
             f"out, no edit) changes test accuracy by {c['delta']:+.3f} and single classes "
             f"by up to {max(map(abs, c['per_class_delta'].values()), default=0.0):.3f}")
     if seeds > 1:
-        stage("seeds", steps.index("seeds"), len(steps))
+        stage("seeds", 0, 2 * (seeds - 1))
         doc["seeds"] = m = _over_seeds(src, new, ds, cfg, seeds, progress and report is None,
-                                       say)
+                                       say, lambda k: stage("seeds", k, 2 * (seeds - 1)))
         say(f"over {seeds} seeds: test accuracy {np.mean(m['before']):.3f} -> "
             f"{np.mean(m['after']):.3f} (mean change {m['delta_mean']:+.3f}, 95 % CI "
             f"{m['delta_ci'][0]:+.3f} to {m['delta_ci'][1]:+.3f}); classes down more than "
@@ -488,9 +489,11 @@ SEED_STEP = 1000
 
 
 def _over_seeds(src: Any, new: Any, ds: Any, cfg: Any, seeds: int, progress: bool,
-                say: Callable[[str], None]) -> dict[str, Any]:
+                say: Callable[[str], None], done: Callable[[int], None] | None = None
+                ) -> dict[str, Any]:
     """RUN's data and the edited data (``cfg``) each trained with ``seeds - 1`` more
-    seeds; their test outcomes beside RUN's and NEW's, paired by seed."""
+    seeds; their test outcomes beside RUN's and NEW's, paired by seed. ``done(k)`` is
+    called as the ``k``-th model is trained."""
     from scipy import stats
 
     from ...rnn_models.train import fit_predict
@@ -507,6 +510,8 @@ def _over_seeds(src: Any, new: Any, ds: Any, cfg: Any, seeds: int, progress: boo
         for c in (before_cfg, cfg):
             pred, labels = fit_predict(dataclasses.replace(c, seed=s), progress=progress)
             pairs.append((pred == labels, names[labels]))
+            if done is not None:
+                done(2 * (r - 1) + len(pairs))
         (ok_x, gold_x), (ok_y, gold_y) = pairs
         if not np.array_equal(gold_x, gold_y):  # repair edits training inputs only
             raise StateseerError("the edited data's test labels differ from RUN's; repair "

@@ -53,7 +53,9 @@ def test_a_repair_runs_in_the_background_and_ends_in_the_comparison(dash_duo, di
     first = dash_duo.find_element("#findings-list .finding")
     button = next(b for b in first.find_elements("css selector", ".repairs button")
                   if b.text == "counterfactual")
-    dash_duo.find_element("#repair-control input").click()  # with a control
+    control, seeds = dash_duo.find_elements("#repair-control input")
+    control.click()  # with a control
+    seeds.click()  # and over 3 seeds
     button.click()
     # the job shows its progress while the page stays usable: an example opens its trace
     dash_duo.wait_for_element("#repair-job progress", timeout=20)
@@ -66,8 +68,12 @@ def test_a_repair_runs_in_the_background_and_ends_in_the_comparison(dash_duo, di
     doc = __import__("json").loads((diagnosed_run.with_name(
         f"{diagnosed_run.name}-repair-1-counterfactual") / "repair.json").read_text())
     assert ("lost more than a point" in result) == bool(doc["classes_hurt"])
+    assert ("on average" in result) and (("lost more than a point on average" in result)
+                                         == bool(doc["seeds"]["classes_hurt"]))
     # the control trained beside the repair, and the comparison reads the change against it
     assert doc["control"]["left_out"] >= 1 and "retraining alone" in result
+    # the seeds: the run's data and the edited data trained twice more each
+    assert doc["seeds"]["seeds"] == [0, 1000, 2000] and "Over 3 seeds" in result
     out = diagnosed_run.with_name(f"{diagnosed_run.name}-repair-1-counterfactual")
     assert (out / "repair.json").exists() and str(out) in result
     fixed = dash_duo.find_element("#repair-job .examples button")

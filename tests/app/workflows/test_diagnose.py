@@ -133,8 +133,9 @@ def test_repair_over_seeds_pairs_each_seed_and_reports_the_mean_change(shortcut_
     stages = []
     doc = repair_run(shortcut_run, finding=1, action="counterfactual",
                      out=tmp_path / "new", progress=False, seeds=2,
-                     report=lambda *a: stages.append(a[0]) if a[0] != "training" else None)
-    assert stages[-2:] == ["seeds", "done"]
+                     report=lambda *a: stages.append(a) if a[0] != "training" else None)
+    assert stages[-4:] == [("seeds", 0, 2), ("seeds", 1, 2), ("seeds", 2, 2),
+                           ("done", 5, 5)]  # a step per model trained
     m = doc["seeds"]
     assert m["seeds"] == [0, SEED_STEP]
     assert m["before"][0] == doc["before"]["test_accuracy"]
