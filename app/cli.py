@@ -911,7 +911,7 @@ def _add_host_port(p: argparse.ArgumentParser) -> None:
 
 def _add_serving(sub: Any) -> None:
     d = sub.add_parser("demo", help="train or reuse the default LSTM on rotten_tomatoes, "
-                       "record, abstract and serve it")
+                       "record, abstract, diagnose and serve it")
     d.add_argument("--run", default="runs/rt", help="run directory")
     d.add_argument("--states", type=_positive_int, default=40, help="abstract states")
     _add_host_port(d)

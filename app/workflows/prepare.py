@@ -1,5 +1,6 @@
 """Prepare a run end to end (the demo's "trains or reuses"): train, record, abstract,
-force and index, each step skipped when its output is already there and up to date."""
+force, index and diagnose, each step skipped when its output is already there and up to
+date."""
 
 from __future__ import annotations
 
@@ -40,11 +41,26 @@ def _record_if_stale(run, log: Callable[[str], None]) -> bool:
     return not fresh
 
 
+def _diagnose_if_stale(run, log: Callable[[str], None]) -> None:
+    """Diagnose the test split unless its findings come from the run's current model."""
+    from .diagnose import diagnose_run, load_findings
+
+    doc = load_findings(run.path)
+    if doc is not None and doc.get("model_sha256") == run.model_sha256():
+        return
+    log("diagnosing the test split (the Findings tab)")
+    doc = diagnose_run(run.path)
+    n = doc["n_significant"]
+    log(f"{n} significant finding{'' if n == 1 else 's'} on the test split")
+
+
 def prepare_run(run_dir: str | Path, *, dataset: str = "rotten_tomatoes", arch: str = "lstm",
                 n_states: int | str = 40, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Train, record and abstract ``run_dir`` unless each step's output is already there
     and up to date; then the forcing figures (when the model allows) and the index
-    (:func:`~stateseer.app.workflows.abstract.abstract_workflow` with ``reuse``).
+    (:func:`~stateseer.app.workflows.abstract.abstract_workflow` with ``reuse``); then the
+    test split's findings (``stateseer diagnose``, the explorer's first tab) unless they
+    are there for the run's current model.
 
     Parameters
     ----------
@@ -69,6 +85,7 @@ def prepare_run(run_dir: str | Path, *, dataset: str = "rotten_tomatoes", arch: 
     recorded = _record_if_stale(run, log)
     out = abstract_workflow(run.path, n_states=n_states, reuse=not recorded, log=log,
                             progress=log)
+    _diagnose_if_stale(run, log)
     m = run.metrics()
     log(f"test accuracy {m.get('test_accuracy', float('nan')):.3f}; label fidelity "
         f"{out.get('label_fidelity', float('nan')):.3f}; simulation fidelity "

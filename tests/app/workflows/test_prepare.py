@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 def test_prepare_reuses_an_analysed_run(copy_run, analysed_run):
+    from stateseer.app.workflows.diagnose import load_findings
     from stateseer.app.workflows.prepare import prepare_run
 
     run = copy_run(analysed_run)
@@ -13,6 +14,13 @@ def test_prepare_reuses_an_analysed_run(copy_run, analysed_run):
     assert "reusing the model" in text
     assert not any(ln.startswith(("recording", "abstracting", "training ")) for ln in lines)
     assert "simulation fidelity" in lines[-1]
+    # the explorer's first tab has its findings, for this model; a second time reuses them
+    assert "diagnosing the test split (the Findings tab)" in lines
+    doc = load_findings(run)
+    assert doc is not None and doc["split"] == "test"
+    lines.clear()
+    prepare_run(run, n_states=12, log=lines.append)
+    assert not any(ln.startswith("diagnosing") for ln in lines)
 
 
 def test_prepare_names_defaults_that_changed_since_the_run_was_trained(copy_run,
