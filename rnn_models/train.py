@@ -386,9 +386,7 @@ def held_out_proba(cfg: TrainConfig, dataset: TextDataset, parts: list[np.ndarra
         ds = dataclasses.replace(dataset, splits={**dataset.splits,
                                                   "train": np.setdiff1d(train, part)})
         data, hp = _prepare_data(cfg, ds)
-        torch.manual_seed(cfg.seed)
-        model = _build(_model_section(cfg, hp, len(data.vocab), len(data.ds.classes),
-                                      data.init), hp, data.init)
+        model, _ = _seeded_model(cfg, data, hp)
         _fit(model, data, hp, cfg, False)
         scores.append(predict_proba(model, [data.seqs[i] for i in part.tolist()]))
         val.append(predict_proba(model, data.encoded("val")[0]))
@@ -762,6 +760,15 @@ def _holds_cwd(path: Path) -> bool:
     return cwd == path or path in cwd.parents
 
 
+def _seeded_model(cfg: TrainConfig, data: _Data, hp: dict) -> tuple[nn.Module, dict]:
+    """A new model for ``cfg`` (torch seeded with ``cfg.seed`` first, as every training
+    here starts) and its config section: the one start of ``train_run``, ``fit_predict``
+    and ``held_out_proba``."""
+    torch.manual_seed(cfg.seed)
+    section = _model_section(cfg, hp, len(data.vocab), len(data.ds.classes), data.init)
+    return _build(section, hp, data.init), section
+
+
 def fit_predict(cfg: TrainConfig, split: str = "test", *,
                 progress: bool | Callable[[int, int], None] = False,
                 dataset: TextDataset | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -777,9 +784,7 @@ def fit_predict(cfg: TrainConfig, split: str = "test", *,
     """
     cfg.check()
     data, hp = _prepare_data(cfg, dataset)
-    torch.manual_seed(cfg.seed)
-    model = _build(_model_section(cfg, hp, len(data.vocab), len(data.ds.classes),
-                                  data.init), hp, data.init)
+    model, _ = _seeded_model(cfg, data, hp)
     _fit(model, data, hp, cfg, progress)
     seqs, labels = data.encoded(split)
     return evaluate(model, seqs, labels)[1], np.asarray(labels)
@@ -815,9 +820,7 @@ def train_run(
     run = ModelRun(out)
     run.require_new(force)
     data, hp = _prepare_data(cfg, dataset)
-    torch.manual_seed(cfg.seed)
-    section = _model_section(cfg, hp, len(data.vocab), len(data.ds.classes), data.init)
-    model = _build(section, hp, data.init)
+    model, section = _seeded_model(cfg, data, hp)
     best, history, seconds = _fit(model, data, hp, cfg, progress)
     metrics = {**_accuracies(model, data), "best_epoch": best["epoch"],
                "epochs_run": len(history), "train_seconds": seconds, "history": history}
