@@ -461,8 +461,8 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
     steps = (["recording", "abstracting", "diagnosing", "comparing"] + ["control"] * control
              + ["seeds"] * (seeds > 1))
     stage = report or (lambda _stage, _done, _total: None)
-    doc = _retrain_and_compare(src, new, cfg, f, finding, action, edits, progress, say,
-                               report, steps)
+    doc, outcomes = _retrain_and_compare(src, new, cfg, f, finding, action, edits, progress,
+                                         say, report, steps)
     if control:
         stage("control", steps.index("control"), len(steps))
         doc["control"] = c = _control(src, new, ds, seed, progress and report is None, say)
@@ -471,8 +471,9 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
             f"by up to {max(map(abs, c['per_class_delta'].values()), default=0.0):.3f}")
     if seeds > 1:
         stage("seeds", 0, 2 * (seeds - 1))
-        doc["seeds"] = m = _over_seeds(src, new, ds, cfg, seeds, progress and report is None,
-                                       say, lambda k: stage("seeds", k, 2 * (seeds - 1)))
+        doc["seeds"] = m = _over_seeds(src, new, ds, cfg, seeds, outcomes,
+                                       progress and report is None, say,
+                                       lambda k: stage("seeds", k, 2 * (seeds - 1)))
         say(f"over {seeds} seeds: test accuracy {np.mean(m['before']):.3f} -> "
             f"{np.mean(m['after']):.3f} (mean change {m['delta_mean']:+.3f}, 95 % CI "
             f"{m['delta_ci'][0]:+.3f} to {m['delta_ci'][1]:+.3f}); classes down more than "
@@ -488,43 +489,49 @@ CONTROL_SHARE = 0.01
 SEED_STEP = 1000
 
 
-def _over_seeds(src: Any, new: Any, ds: Any, cfg: Any, seeds: int, progress: bool,
-                say: Callable[[str], None], done: Callable[[int], None] | None = None
-                ) -> dict[str, Any]:
+def _over_seeds(src: Any, new: Any, ds: Any, cfg: Any, seeds: int, first: tuple,
+                progress: bool, say: Callable[[str], None],
+                done: Callable[[int], None] | None = None) -> dict[str, Any]:
     """RUN's data and the edited data (``cfg``) each trained with ``seeds - 1`` more
-    seeds; their test outcomes beside RUN's and NEW's, paired by seed. ``done(k)`` is
-    called as the ``k``-th model is trained."""
+    seeds; their test outcomes beside RUN's and NEW's (``first``, as
+    :func:`_test_outcomes` gave them), paired by seed. ``done(k)`` is called as the
+    ``k``-th model is trained."""
     from scipy import stats
 
     from ...rnn_models.train import fit_predict
 
-    ok_a, ok_b, gold, classes, _rows = _test_outcomes(src, new)
-    before_cfg = _train_config(src, _write_data(ds, new.path / "seeds_source_data.jsonl"))
+    ok_a, ok_b, gold, classes, _rows = first
+    copy = new.path / "seeds_source_data.jsonl"  # RUN's data, as the edited data is read
+    before_cfg = _train_config(src, _write_data(ds, copy))
     names = np.asarray(ds.classes, object)
     outcomes = [(ok_a, ok_b, gold)]
     used = [int(cfg.seed)]
-    for r in range(1, seeds):
-        s = int(cfg.seed) + r * SEED_STEP
-        say(f"seed {s}: training RUN's data and the edited data ({r} of {seeds - 1})")
-        pairs = []
-        for c in (before_cfg, cfg):
-            pred, labels = fit_predict(dataclasses.replace(c, seed=s), progress=progress)
-            pairs.append((pred == labels, names[labels]))
-            if done is not None:
-                done(2 * (r - 1) + len(pairs))
-        (ok_x, gold_x), (ok_y, gold_y) = pairs
-        if not np.array_equal(gold_x, gold_y):  # repair edits training inputs only
-            raise StateseerError("the edited data's test labels differ from RUN's; repair "
-                                 "only edits training inputs (a bug, please report it)")
-        outcomes.append((ok_x, ok_y, gold_x))
-        used.append(s)
-    (new.path / "seeds_source_data.jsonl").unlink()
+    try:
+        for r in range(1, seeds):
+            s = int(cfg.seed) + r * SEED_STEP
+            say(f"seed {s}: training RUN's data and the edited data ({r} of {seeds - 1})")
+            pairs = []
+            for c in (before_cfg, cfg):
+                pred, labels = fit_predict(dataclasses.replace(c, seed=s), progress=progress)
+                pairs.append((pred == labels, names[labels]))
+                if done is not None:
+                    done(2 * (r - 1) + len(pairs))
+            (ok_x, gold_x), (ok_y, gold_y) = pairs
+            if not np.array_equal(gold_x, gold_y):  # repair edits training inputs only
+                raise StateseerError("the edited data's test labels differ from RUN's; "
+                                     "repair only edits training inputs (a bug, please "
+                                     "report it)")
+            outcomes.append((ok_x, ok_y, gold_x))
+            used.append(s)
+    finally:
+        copy.unlink(missing_ok=True)
     before = [float(a.mean()) for a, _, _ in outcomes]
     after = [float(b.mean()) for _, b, _ in outcomes]
     delta = np.subtract(after, before)
     half = float(stats.t.ppf(0.975, seeds - 1) * delta.std(ddof=1) / np.sqrt(seeds))
-    per_class = {c: round(float(np.mean([_per_class(a, b, g, [c]).get(c, np.nan)
-                                         for a, b, g in outcomes])), 4) for c in classes}
+    per_seed = [_per_class(a, b, g, classes) for a, b, g in outcomes]
+    per_class = {c: round(float(np.mean([p.get(c, np.nan) for p in per_seed])), 4)
+                 for c in classes}
     return {"seeds": used, "before": [round(x, 4) for x in before],
             "after": [round(x, 4) for x in after],
             "delta_mean": round(float(delta.mean()), 4),
@@ -599,10 +606,11 @@ def _write_data(ds: Any, path: Path) -> Path:
 def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, action: str,
                          edits: dict, progress: bool, say: Callable[[str], None],
                          report: Callable[[str, int, int], None] | None, steps: list[str]
-                         ) -> dict[str, Any]:
+                         ) -> tuple[dict[str, Any], tuple]:
     """Train NEW, record, abstract and diagnose it, and compare it with RUN on the test
-    split: the ``stateseer.repair`` document. ``report`` follows the epochs, then the
-    first four of ``steps``."""
+    split: the ``stateseer.repair`` document, and the per-input outcomes it was computed
+    from (:func:`_test_outcomes`). ``report`` follows the epochs, then the first four of
+    ``steps``."""
     from ...rnn_models.engine import record_run
     from ...rnn_models.train import train_run
     from .abstract import abstract_workflow
@@ -625,7 +633,7 @@ def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, ac
     stage(2)
     after_doc = diagnose_run(new.path, split="test")
     stage(3)
-    ok_a, ok_b, gold, classes, rows = _test_outcomes(src, new)
+    outcomes = ok_a, ok_b, gold, classes, rows = _test_outcomes(src, new)
     lo, hi = paired_bootstrap(ok_a, ok_b)
     per_class = _per_class(ok_a, ok_b, gold, classes)
     same = [g for g in after_doc["findings"] if g["significant"] and g["kind"] == f["kind"]
@@ -644,4 +652,4 @@ def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, ac
     say(f"test accuracy {doc['before']['test_accuracy']:.3f} -> "
         f"{doc['after']['test_accuracy']:.3f} (change {doc['delta']:+.3f}, 95 % CI "
         f"{lo:+.3f} to {hi:+.3f}); the finding is {'gone' if not same else 'still there'}")
-    return doc
+    return doc, outcomes
