@@ -70,7 +70,7 @@ import numpy as np
 from stateseer import TrainConfig, abstract_run, load_dataset, record_run, train_run
 from stateseer.abstraction.diagnosis import token_candidates
 from stateseer.app.workflows.diagnose import diagnose_run, permutation_null
-from stateseer.app.workflows.repair import repair_run
+from stateseer.app.workflows.repair import SEED_STEP, repair_run
 from stateseer.rnn_models.formats.errors import DataError, StateseerError
 from stateseer.rnn_models.formats.traces import Traces
 from stateseer.rnn_models.injection import BUGS, clean, hit, inject
@@ -228,13 +228,18 @@ def _replication(run: Path) -> dict[str, Any]:
             "diagnose_over_abstract": round(diagnose_s / abstract_s, 2)}
 
 
+def _per_class_of(pred: np.ndarray, labels: np.ndarray, classes: list[str]
+                  ) -> dict[str, float]:
+    """Accuracy per class (of the classes present among ``labels``)."""
+    return {c: round(float((pred[labels == k] == k).mean()), 4)
+            for k, c in enumerate(classes) if (labels == k).any()}
+
+
 def per_class_accuracy(run: Path) -> dict[str, float]:
     """Test accuracy per class of a recorded run."""
     t = Traces(Path(run) / "traces")
     tr = t["test"]
-    labels, pred = np.asarray(tr.labels), np.asarray(tr.predictions)
-    return {c: round(float((pred[labels == k] == k).mean()), 4)
-            for k, c in enumerate(t.classes) if (labels == k).any()}
+    return _per_class_of(np.asarray(tr.predictions), np.asarray(tr.labels), t.classes)
 
 
 def against_clean(repaired: Path, reference: Path) -> dict[str, float]:
@@ -362,7 +367,8 @@ def _recovered(after: float, buggy: float, lost: float) -> float | None:
 
 
 #: the training seeds of ``--repeats``' extra models are the run's seed plus these steps
-REPEAT_STEP = 1000
+#: (those of ``repair --seeds``)
+REPEAT_STEP = SEED_STEP
 _RETRAINED: dict[Path, tuple[list[float], list[dict[str, float]]]] = {}
 
 
@@ -387,8 +393,7 @@ def retrained(run: Path, repeats: int) -> tuple[list[float], list[dict[str, floa
             pred, labels = fit_predict(dataclasses.replace(
                 cfg, seed=cfg.seed + r * REPEAT_STEP))
             accs.append(float((pred == labels).mean()))
-            per.append({c: round(float((pred[labels == k] == k).mean()), 4)
-                        for k, c in enumerate(classes) if (labels == k).any()})
+            per.append(_per_class_of(pred, labels, classes))
         _RETRAINED[run] = accs, per
     return _RETRAINED[run]
 
