@@ -7,21 +7,22 @@ from __future__ import annotations
 
 # isort: off
 # The built-in abstractors register in this order, the order --method lists them.
-from .kmeans import KMeansAbstractor
-from .gmm import GMMAbstractor
-from .grid import GridAbstractor
+from stateseer.abstraction.abstractors.kmeans import KMeansAbstractor
+from stateseer.abstraction.abstractors.gmm import GMMAbstractor
+from stateseer.abstraction.abstractors.grid import GridAbstractor
 
 # isort: on
-from .abstractor import (
+from stateseer.abstraction.abstractors.base import (
     ABSTRACTORS,
     BaseAbstractor,
     abstractor_names,
     make_abstractor,
     register_abstractor,
 )
-from .dfa import ExtractedDFA, extract_dfa
-from .errors import AbstractionError
-from .fsm import FSM
+from stateseer.abstraction.automata.dfa.extract import extract_dfa
+from stateseer.abstraction.automata.dfa.extracted import ExtractedDFA
+from stateseer.abstraction.automata.fsm import FSM
+from stateseer.abstraction.errors import AbstractionError
 
 __all__ = [
     "ABSTRACTORS",

@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-__all__ = ["distinct", "worker_threads"]
+__all__ = ["distinct", "numpy_threads"]
 
 
 def distinct(a: np.ndarray) -> np.ndarray:
@@ -27,7 +27,7 @@ def distinct(a: np.ndarray) -> np.ndarray:
     return a[np.concatenate([[True], a[1:] != a[:-1]])] if len(a) else a
 
 
-def worker_threads(cap: int = 4) -> int:
+def numpy_threads(cap: int = 4) -> int:
     """Threads for numpy work: the cores this process may use, at most ``cap`` and at
     most ``$OMP_NUM_THREADS`` when set (a one-core measurement or test stays on one)."""
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

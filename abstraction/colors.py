@@ -1,7 +1,8 @@
 """The one colour scale of stateseer: diverging for two classes, a 20-colour qualitative
 palette otherwise.
 
-The DOT export (:meth:`stateseer.abstraction.fsm.FSM.to_dot`) and the explorer's views colour a
+The DOT export (:meth:`stateseer.abstraction.automata.fsm.FSM.to_dot`) and the explorer's views
+colour a
 state by its mean prediction with :func:`mix_color`, so a state looks the same in a
 rendered graph and in the browser. (``app`` imports it from here; ``abstraction`` never
 imports ``app``.) The palette (:data:`CATEGORICAL`) keeps every two of its 20 colours

@@ -1,12 +1,12 @@
 """The abstraction's user-facing error type.
 
-:class:`AbstractionError` is a :class:`stateseer.rnn_models.formats.errors.StateseerError`, so the
+:class:`AbstractionError` is a :class:`stateseer.core.errors.StateseerError`, so the
 command line prints its one-line message without a traceback.
 """
 
 from __future__ import annotations
 
-from ..rnn_models.formats.errors import StateseerError
+from stateseer.core.errors import StateseerError
 
 __all__ = ["AbstractionError"]
 

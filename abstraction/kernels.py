@@ -1,6 +1,7 @@
 """Compiled loops for the hot paths that numpy cannot vectorise well.
 
-The probabilistic FSM run (:meth:`stateseer.abstraction.fsm.FSM.simulate_distribution`) is a chain
+The probabilistic FSM run (:meth:`stateseer.abstraction.automata.fsm.FSM.simulate_distribution`) is
+a chain
 of sparse vector-matrix products, one per token, whose cost numpy/scipy spend on
 building and indexing a sparse matrix per position. Here it is one loop per input,
 compiled by `numba <https://numba.pydata.org>`_ (``nogil``: blocks of inputs run on

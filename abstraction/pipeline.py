@@ -32,20 +32,10 @@ import numpy as np
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
-from ..rnn_models.formats.atomic import atomic_write_text, swap_dir
-from ..rnn_models.formats.engine import Engine, SerialEngine, engine_scope
-from ..rnn_models.formats.errors import DAMAGED_NPY, StateseerError
-from ..rnn_models.formats.reading import load_json
-from ..rnn_models.formats.rundir import RunDir, claim, release
-from ..rnn_models.formats.traces import SplitTraces, Traces
-from . import sharded
-from .abstractor import BaseAbstractor, make_abstractor
-from .errors import AbstractionError
-from .features import shared_projections
-from .fsm import FSM
-from .kernels import warm_up
-from .metrics import (
-    AUTO_CAP,
+from stateseer.abstraction import sharded
+from stateseer.abstraction.abstractors.base import BaseAbstractor, make_abstractor
+from stateseer.abstraction.abstractors.features import shared_projections
+from stateseer.abstraction.analysis.metrics import (
     agreement_baseline,
     auto_candidates,
     bootstrap_ci,
@@ -53,6 +43,17 @@ from .metrics import (
     fidelity,
     quality,
 )
+from stateseer.abstraction.automata.fsm import FSM
+from stateseer.abstraction.errors import AbstractionError
+from stateseer.abstraction.kernels import warm_up
+from stateseer.core import layout
+from stateseer.core.atomic import atomic_write_text, swap_dir
+from stateseer.core.defaults import AUTO_CAP, N_STATES
+from stateseer.core.engine import Engine, SerialEngine, engine_scope
+from stateseer.core.errors import DAMAGED_NPY, StateseerError
+from stateseer.core.reading import load_json
+from stateseer.core.rundir import RunDir, claim, release
+from stateseer.core.traces import SplitTraces, Traces
 
 __all__ = ["Abstraction", "abstract_run", "fit_abstraction", "fresh_traces", "min_states"]
 FORMAT = "stateseer.abstraction"
@@ -66,7 +67,7 @@ class Abstraction:
     Attributes
     ----------
     abstractor : estimator
-        Fitted :class:`~stateseer.abstraction.abstractor.BaseAbstractor`.
+        Fitted :class:`~stateseer.abstraction.abstractors.base.BaseAbstractor`.
     fsm : FSM
     states, simulated : dict of str to ndarray of shape (n_steps,)
         FSM state after every step from the RNN's hidden states, and from running the
@@ -136,7 +137,7 @@ class Abstraction:
     def _repr_html_(self) -> str:
         """In a notebook: the FSM drawn small (the 2 heaviest edges per state) and the
         headline figures."""
-        from ..rnn_models.formats.reprs import figures_html
+        from stateseer.core.reprs import figures_html
 
         m = self.metrics
         rows = [("states", m.get("n_states", self.fsm.n_states - 1)),
@@ -146,7 +147,7 @@ class Abstraction:
                 ("forcing agreement", m.get("forcing_agreement")),
                 ("determinism", m.get("determinism"))]
         try:
-            from .export import export_data
+            from stateseer.abstraction.automata.export import export_data
 
             svg = export_data(self.fsm, "svg", top_k=2)
             svg = svg.decode() if isinstance(svg, bytes) else svg
@@ -161,22 +162,22 @@ class Abstraction:
         """Write into ``path`` via a temporary directory swapped in whole (never half-written)."""
         path = Path(path)
         tmp = claim(path.with_name(path.name + ".tmp"))
-        self.abstractor.save(tmp / "abstractor.npz")
-        self.fsm.save(tmp / "fsm.json")
+        self.abstractor.save(tmp / layout.ABSTRACTOR)
+        self.fsm.save(tmp / layout.FSM)
         for split, arr in self.states.items():
             np.save(tmp / f"{split}.states.npy", arr.astype(np.int32))
             np.save(tmp / f"{split}.simulated.npy", self.simulated[split].astype(np.int32))
             if split in self.sim_predictions:
                 np.save(tmp / f"{split}.simulated_prediction.npy",
                         self.sim_predictions[split].astype(np.int32))
-        (tmp / "patterns.json").write_text(json.dumps(self.patterns, ensure_ascii=False),
+        (tmp / layout.PATTERNS).write_text(json.dumps(self.patterns, ensure_ascii=False),
                                            encoding="utf-8")
         meta = {"format": FORMAT, "version": VERSION, "info": self.info,
                 "metrics": self.metrics, "splits": sorted(self.states)}
-        dfa = path / "dfa.json"  # an extracted DFA depends on the traces, not on this
+        dfa = path / layout.DFA  # an extracted DFA depends on the traces, not on this
         if dfa.exists():
-            shutil.copy2(dfa, tmp / "dfa.json")
-        atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=2))
+            shutil.copy2(dfa, tmp / layout.DFA)
+        atomic_write_text(tmp / layout.META, json.dumps(meta, indent=2))
         release(tmp)
         swap_dir(tmp, path)  # one atomic exchange: a crash leaves the old or the new whole
 
@@ -191,20 +192,20 @@ class Abstraction:
         """
         path = Path(path)
         fix = f"rerun `stateseer abstract {path.parent}`"
-        if not (path / "meta.json").exists():
+        if not (path / layout.META).exists():
             raise AbstractionError(
                 f"no abstraction in {path}; run `stateseer abstract {path.parent}`"
             )
-        meta = _read_json(path / "meta.json", fix)
+        meta = _read_json(path / layout.META, fix)
         if meta.get("format") != FORMAT or meta.get("version") != VERSION:
             raise AbstractionError(f"{path} holds an abstraction of another format; {fix}")
         splits, metrics, info = meta.get("splits"), meta.get("metrics"), meta.get("info")
         if not (isinstance(splits, list) and all(isinstance(x, str) for x in splits)
                 and isinstance(metrics, dict) and isinstance(info, dict)):
-            raise AbstractionError(f"{path / 'meta.json'} is corrupt (no split list, metrics "
+            raise AbstractionError(f"{path / layout.META} is corrupt (no split list, metrics "
                                    f"or info); {fix}")
-        abstractor = BaseAbstractor.load(path / "abstractor.npz")
-        fsm = FSM.load(path / "fsm.json")
+        abstractor = BaseAbstractor.load(path / layout.ABSTRACTOR)
+        fsm = FSM.load(path / layout.FSM)
         states = {s: _read_states(path / f"{s}.states.npy", fsm.n_states, fix) for s in splits}
         simulated = {s: _read_states(path / f"{s}.simulated.npy", fsm.n_states, fix)
                      for s in splits}
@@ -212,7 +213,7 @@ class Abstraction:
             if len(states[s]) != len(simulated[s]):
                 raise AbstractionError(f"{path / (s + '.simulated.npy')} does not match "
                                        f"{s}.states.npy in length; {fix}")
-        patterns = _read_json(path / "patterns.json", fix)
+        patterns = _read_json(path / layout.PATTERNS, fix)
         sim_pred = {}
         for s in splits:
             f = path / f"{s}.simulated_prediction.npy"
@@ -280,7 +281,7 @@ def fit_abstraction(
     traces: Traces,
     alphabet: list[str],
     *,
-    n_states: int = 40,
+    n_states: int = N_STATES,
     method: str | BaseAbstractor = "kmeans",
     pca: int = 20,
     features: str = "margin",
@@ -308,13 +309,14 @@ def fit_abstraction(
     n_states, pca, features, split_by_prediction, random_state, max_fit_samples
         Parameters of the abstractor built from ``method``.
     method : str or BaseAbstractor
-        A registered kind (:data:`stateseer.abstraction.abstractor.ABSTRACTORS`), or an abstractor
+        A registered kind (:data:`stateseer.abstraction.abstractors.base.ABSTRACTORS`), or an
+        abstractor
         instance: an unfitted copy of it is fitted with its own parameters (the ones
         above are then not used).
     fallback : str
         FSM simulation rule for unseen (state, token) pairs.
     simulation : {'probabilistic', 'argmax'}
-        How the FSM alone predicts (see :mod:`stateseer.abstraction.fsm`).
+        How the FSM alone predicts (see :mod:`stateseer.abstraction.automata.fsm`).
     splits : tuple of str, optional
         Splits to assign (default: all recorded).
     pool : ThreadPoolExecutor, optional
@@ -322,8 +324,8 @@ def fit_abstraction(
         rest; the patterns are then futures until :func:`_patterns`.
     cluster : str or Engine, optional
         Where the per-shard steps run: ``local``, ``local:N``, ``tcp://HOST:PORT`` or an
-        open :class:`~stateseer.rnn_models.formats.engine.Engine` (default: ``$STATESEER_CLUSTER``,
-        else this process; see :mod:`stateseer.rnn_models.formats.engine`).
+        open :class:`~stateseer.core.engine.Engine` (default: ``$STATESEER_CLUSTER``,
+        else this process; see :mod:`stateseer.core.engine`).
     out_dir : str or Path, optional
         Write the states and simulated paths into ``out_dir/SPLIT.states.npy`` /
         ``SPLIT.simulated.npy`` (int32, filled shard by shard) and hold them memory-mapped,
@@ -515,10 +517,10 @@ def _auto_states(traces: Traces, alphabet: list[str], method: str | BaseAbstract
                  cap: int, **params: Any) -> tuple[int, dict[str, Any]]:
     """The state count ``n_states='auto'`` picks and the record of why.
 
-    Candidates are :func:`~stateseer.abstraction.metrics.auto_candidates` (no fewer than
+    Candidates are :func:`~stateseer.abstraction.analysis.metrics.auto_candidates` (no fewer than
     the classes when states keep to one class, up to ``cap`` and ``cap`` itself); the pick
     is the knee of validation simulation fidelity against states
-    (:func:`~stateseer.abstraction.metrics.choose_knee`). The record is what goes to
+    (:func:`~stateseer.abstraction.analysis.metrics.choose_knee`). The record is what goes to
     ``metrics.json`` under ``abstraction.auto``: ``cap``, ``candidates``, ``reason`` and
     ``curve`` (one point per candidate, shaped as ``stateseer sweep`` writes them:
     ``n_states``, ``split``, ``label_fidelity``, ``simulation_fidelity``,
@@ -590,7 +592,7 @@ def _info(ab: Abstraction, traces: Traces, method: str | BaseAbstractor, feature
 def abstract_run(
     run: RunDir | str | Path,
     *,
-    n_states: int | str = 40,
+    n_states: int | str = N_STATES,
     method: str | BaseAbstractor = "kmeans",
     pca: int = 20,
     features: str = "margin",
@@ -609,7 +611,7 @@ def abstract_run(
     ----------
     n_states : int or 'auto'
         Abstract states (the FSM adds the initial state). ``'auto'`` tries the
-        :func:`~stateseer.abstraction.metrics.auto_candidates` up to ``cap`` and keeps the
+        :func:`~stateseer.abstraction.analysis.metrics.auto_candidates` up to ``cap`` and keeps the
         knee of the *validation* simulation fidelity curve (never above ``cap``); the
         candidates, the curve and the reason go to the metrics (``auto``).
         With an abstractor instance as ``method``, an int is ignored (the instance's own
@@ -620,7 +622,7 @@ def abstract_run(
     pca : int
         PCA components before clustering (``features='pca'``).
     features : {'margin', 'pca'}
-        The space states are clustered in (see :mod:`stateseer.abstraction.features`).
+        The space states are clustered in (see :mod:`stateseer.abstraction.abstractors.features`).
     layer : int, optional
         Must match the layer the traces were recorded from (re-record otherwise).
     fallback : {'displacement', 'nearest', 'token', 'stay'}

@@ -1,11 +1,11 @@
 """The abstraction as maps over trace shards and small reduces (in-process or on Dask).
 
-A split's traces are stored as shards of whole inputs (:mod:`stateseer.rnn_models.formats.traces`;
+A split's traces are stored as shards of whole inputs (:mod:`stateseer.core.traces`;
 a split recorded before shards existed is one shard). Every heavy step of
 :func:`stateseer.abstraction.pipeline.fit_abstraction` is a per-shard function here, mapped by an
-engine (:mod:`stateseer.rnn_models.formats.engine`: a plain loop in this process by default, or a
+engine (:mod:`stateseer.core.engine`: a plain loop in this process by default, or a
 Dask cluster), and the per-shard results are combined in a fixed binary tree
-(:func:`~stateseer.rnn_models.formats.engine.tree_reduce`):
+(:func:`~stateseer.core.engine.tree_reduce`):
 
 =====================  ==============================================================
 :func:`sample_shard`   the fit sample: runs of rows drawn per shard, the shard's quota
@@ -22,7 +22,7 @@ Dask cluster), and the per-shard results are combined in a fixed binary tree
 :func:`simulate_shard` the FSM run on the tokens alone, and its predictions
 :func:`mine_patterns`  DeepSeer's pattern lists: counts per shard (merged exactly), the
                        lists chosen on the driver, then their phrases and inputs per
-                       shard (the three phases of :mod:`stateseer.abstraction.patterns`)
+                       shard (the three phases of :mod:`stateseer.abstraction.analysis.patterns`)
 =====================  ==============================================================
 
 The in-process path uses these same functions, so for the same seed and shard layout the
@@ -48,10 +48,11 @@ from typing import Any
 
 import numpy as np
 
-from ..rnn_models.formats.traces import SplitTraces, Traces
-from . import patterns as pat
-from .features import check_finite, sample_rows
-from .kernels import HAVE_NUMBA
+from stateseer.abstraction.abstractors.features import check_finite, sample_rows
+from stateseer.abstraction.analysis import patterns as pat
+from stateseer.abstraction.kernels import HAVE_NUMBA
+from stateseer.core import layout
+from stateseer.core.traces import SplitTraces, Traces
 
 __all__ = [
     "TASKS_PER_WORKER",
@@ -132,7 +133,7 @@ def open_ref(ref: ShardRef) -> SplitTraces:
     Kept open per process (a worker runs several steps on the same shard), keyed by the
     traces' ``meta.json`` time stamp so that re-recorded traces are opened afresh.
     """
-    meta = Path(ref.traces) / "meta.json"
+    meta = Path(ref.traces) / layout.META
     try:
         stamp = meta.stat().st_mtime_ns
     except OSError:
@@ -143,7 +144,7 @@ def open_ref(ref: ShardRef) -> SplitTraces:
         if tr is not None:
             _OPEN.move_to_end(key)
             return tr
-    from ..rnn_models.formats import traces as fmt
+    from stateseer.core import traces as fmt
 
     opener = getattr(fmt, "open_shard", None)
     tr = (opener(ref.traces, ref.split, ref.index) if opener is not None
@@ -198,7 +199,8 @@ def sample_shard(item: tuple[ShardRef, int], *, random_state: int | None,
     -------
     S : ndarray of shape (n_rows, state_size), float32
     P : ndarray of shape (n_rows, n_classes)
-        Runs of 16 consecutive rows (:func:`stateseer.abstraction.features.sample_rows`).
+        Runs of 16 consecutive rows
+        (:func:`stateseer.abstraction.abstractors.features.sample_rows`).
     F : ndarray of shape (n_rows, n_classes)
         With ``final`` only: the final prediction of each row's input.
 
@@ -266,7 +268,7 @@ class PathStats:
         Steps per FSM state.
     sums : ndarray of shape (n_fsm_states, n_classes), int64
         Sum of the steps' intermediate predictions per state, in fixed point
-        (:func:`stateseer.abstraction.fsm.prediction_sums`).
+        (:func:`stateseer.abstraction.automata.fsm.prediction_sums`).
     n_inputs : int
         Inputs that start in the run (those of length 0 included).
     keys, counts : ndarray of shape (n_keys,), int64
@@ -304,10 +306,12 @@ def path_stats(states: np.ndarray, tr: SplitTraces, n_fsm_states: int, n_tokens:
     shard : int
         The shard's number (runs of different shards are never joined).
 
-    The keys are those :meth:`stateseer.abstraction.fsm.FSM.from_paths` counts on a whole split
-    (``np.unique`` of packed keys), the sums its :func:`~stateseer.abstraction.fsm.prediction_sums`.
+    The keys are those :meth:`stateseer.abstraction.automata.fsm.FSM.from_paths` counts on a whole
+    split
+    (``np.unique`` of packed keys), the sums its
+    :func:`~stateseer.abstraction.automata.fsm.prediction_sums`.
     """
-    from .fsm import prediction_sums
+    from stateseer.abstraction.automata.fsm import prediction_sums
 
     S = n_fsm_states
     n = tr.n_steps
@@ -362,7 +366,8 @@ def fsm_from_stats(stats: PathStats, initial_proba: np.ndarray, *, n_states: int
                    classes: Sequence[str], alphabet: Sequence[str],
                    coords: np.ndarray | None = None, fallback: str = "displacement",
                    simulation: str = "argmax", **kwargs: Any) -> Any:
-    """The FSM of :meth:`~stateseer.abstraction.fsm.FSM.from_paths`, from reduced statistics.
+    """The FSM of :meth:`~stateseer.abstraction.automata.fsm.FSM.from_paths`, from reduced
+    statistics.
 
     Parameters
     ----------
@@ -372,9 +377,10 @@ def fsm_from_stats(stats: PathStats, initial_proba: np.ndarray, *, n_states: int
     n_states : int
         Abstract states (the FSM has one more).
     **kwargs
-        Further :class:`~stateseer.abstraction.fsm.FSM` fields (``bandwidth``, ``info`` ...).
+        Further :class:`~stateseer.abstraction.automata.fsm.FSM` fields (``bandwidth``, ``info``
+        ...).
     """
-    from .fsm import FSM, mean_predictions
+    from stateseer.abstraction.automata.fsm import FSM, mean_predictions
 
     S, V = n_states + 1, len(alphabet)
     visits = stats.visits.copy()
@@ -652,7 +658,8 @@ def simulate_split(engine: Any, fsm: Any, refs: Sequence[ShardRef], *,
 # -- the context index -----------------------------------------------------------------------
 def index_shard(ref: ShardRef, *, index: Any) -> tuple[np.ndarray, np.ndarray]:
     """Codes (n_steps, n_components) and inverted-list number (n_steps,) of one shard's
-    steps under a fitted :class:`~stateseer.abstraction.neighbors.ContextIndex` projection."""
+    steps under a fitted :class:`~stateseer.abstraction.analysis.neighbors.ContextIndex`
+    projection."""
     return index_piece((ref, 0, ref.n_steps), index=index)
 
 
@@ -674,7 +681,8 @@ CONTEXTS_PER_STATE = 5
 
 
 def _pattern_part(item: tuple[ShardRef, np.ndarray], memo: dict | None = None) -> pat.Part:
-    """The shard's :class:`~stateseer.abstraction.patterns.Part`, kept in ``memo`` (one dict per
+    """The shard's :class:`~stateseer.abstraction.analysis.patterns.Part`, kept in ``memo`` (one
+    dict per
     :func:`mine_patterns` call): in this process its count and describe phases get the
     same part, so what one computed from the paths the other reuses (``None`` on a
     cluster: the dict would be scattered and fill on every worker)."""
@@ -696,7 +704,8 @@ def count_patterns_shard(item: tuple[ShardRef, np.ndarray], *, lists: tuple[str,
                          initial_proba: np.ndarray, memo: dict | None = None
                          ) -> dict[str, Any]:
     """The count phase of each pattern list on one shard (``item``: the shard and its
-    FSM states; ``stop``: :func:`stateseer.abstraction.patterns.stop_table`, for the n-grams;
+    FSM states; ``stop``: :func:`stateseer.abstraction.analysis.patterns.stop_table`, for the
+    n-grams;
     ``memo``: see :func:`_pattern_part`)."""
     part = _pattern_part(item, memo)
     out: dict[str, Any] = {}
@@ -740,7 +749,8 @@ def mine_patterns(engine: Any, refs: Sequence[ShardRef], states: np.ndarray,
                   lists: Sequence[str] = PATTERN_LISTS) -> dict[str, Any]:
     """DeepSeer's pattern lists of a split, mapped over its shards.
 
-    The same lists as :func:`stateseer.abstraction.patterns.state_ngrams`, ``state_contexts``,
+    The same lists as :func:`stateseer.abstraction.analysis.patterns.state_ngrams`,
+    ``state_contexts``,
     ``influential_patterns`` and ``buggy_patterns`` with their defaults on the whole
     split, whatever the shard layout or the engine.
 

@@ -22,9 +22,9 @@ from urllib.parse import urlparse
 from dash import Dash
 from flask import has_request_context, request
 
-from .explorer.context import ExplorerContext, RunView
-from .explorer.registry import REGISTRY, Registry
-from .security import (
+from stateseer.app.explorer.context import ExplorerContext
+from stateseer.app.explorer.registry import REGISTRY, Registry
+from stateseer.app.security import (
     CSP,
     MAX_REQUEST_BYTES,
     bind_warning,
@@ -32,7 +32,8 @@ from .security import (
     limit_request_bodies,
     secure_headers,
 )
-from .selection import from_query
+from stateseer.app.selection import from_query
+from stateseer.app.workflows.runview import RunView
 
 __all__ = ["allowed_hosts_from_env", "create_app", "initial_selection", "serve",
            "server_from_env"]

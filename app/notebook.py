@@ -157,8 +157,8 @@ def show(run: str | Path, *, port: int = 0, height: int = 820,
     """
     from werkzeug.serving import make_server
 
-    from .main import create_app
-    from .security import NOTEBOOK_FRAME_ANCESTORS
+    from stateseer.app.main import create_app
+    from stateseer.app.security import NOTEBOOK_FRAME_ANCESTORS
 
     key = str(Path(run).resolve())
     with _LOCK:
@@ -172,7 +172,7 @@ def show(run: str | Path, *, port: int = 0, height: int = 820,
     if proxied:  # Colab's proxy reaches the server under its own host name
         from urllib.parse import urlsplit
 
-        from .main import allowed_hosts_from_env
+        from stateseer.app.main import allowed_hosts_from_env
 
         hosts = create_app_kwargs.get("allowed_hosts") or allowed_hosts_from_env()
         create_app_kwargs["allowed_hosts"] = [*hosts, urlsplit(proxied).hostname or ""]

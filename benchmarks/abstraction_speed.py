@@ -40,9 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def build_run(run_dir: Path, steps: int, seed: int) -> None:
     import numpy as np
 
+    from stateseer.core.rundir import RunDir
     from stateseer.rnn_models.datasets import load_dataset
-    from stateseer.rnn_models.formats.rundir import RunDir
-    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.train import TrainConfig, train_run
 
     run = RunDir(run_dir)
@@ -107,10 +107,10 @@ def child_deepseer(run_dir: str) -> dict:
     from sklearn.decomposition import PCA
     from sklearn.mixture import GaussianMixture
 
-    from stateseer.abstraction.fsm import FSM
-    from stateseer.abstraction.metrics import fidelity
-    from stateseer.rnn_models.formats.rundir import RunDir
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.abstraction.analysis.metrics import fidelity
+    from stateseer.abstraction.automata.fsm import FSM
+    from stateseer.core.rundir import RunDir
+    from stateseer.core.traces import Traces
 
     run = RunDir(run_dir)
     traces = Traces(run.traces_dir)

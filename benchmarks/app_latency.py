@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def build_run(run_dir: Path, n_train: int, seed: int) -> None:
     from stateseer.abstraction.pipeline import abstract_run
     from stateseer.rnn_models.datasets import load_dataset
-    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.run import ModelRun
     from stateseer.rnn_models.train import TrainConfig, train_run
 

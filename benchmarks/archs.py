@@ -9,7 +9,7 @@ What is measured, in one run on the CPU, per architecture (``--archs``):
    a time budget makes the figures depend on the machine's load; ``train_seconds`` is
    measured):
    ``test_accuracy``; ``record_tok_s``, tokens per second of
-   :func:`stateseer.rnn_models.record.record_run`
+   :func:`stateseer.rnn_models.record.record_in_process`
    over every split at the arch's default ``--state`` (``state`` and ``state_size`` say
    which); ``simulation_fidelity`` of a ``--states`` (default 40) k-means abstraction
    (:func:`stateseer.abstraction.pipeline.abstract_run`, test split); ``forcing_agreement``, the
@@ -49,7 +49,7 @@ import numpy as np
 import torch
 
 from stateseer.rnn_models.archs import ARCHITECTURES, build_model
-from stateseer.rnn_models.record import record_run
+from stateseer.rnn_models.engine import record_run
 from stateseer.rnn_models.train import TrainConfig, train_run
 
 ARCHS = ("lstm", "gru", "rnn", "mingru", "minlstm", "mamba")

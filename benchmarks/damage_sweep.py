@@ -51,7 +51,7 @@ COMMANDS = [["force"], ["index"], ["export", "--format", "json", "--out", "{d}/f
             ["export", "--format", "traces-csv", "--out", "{d}/t.csv"],
             ["export", "--format", "graphml", "--out", "{d}/g.graphml"],
             ["abstract", "--states", "4", "--no-index"],
-            ["sweep", "--states", "3", "--out", "{d}/sw"],
+            ["sweep", "--candidates", "3", "--out", "{d}/sw"],
             ["compare", "{src}", "--out", "{d}/c.json"], ["record"]]
 
 
@@ -60,9 +60,9 @@ def build(root: Path) -> Path:
     from stateseer.abstraction.pipeline import abstract_run
     from stateseer.app.workflows.contexts import context_index
     from stateseer.app.workflows.forcing import measure_forcing
+    from stateseer.core.traces import Traces
     from stateseer.rnn_models.datasets import load_dataset
-    from stateseer.rnn_models.formats.traces import Traces
-    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.run import ModelRun
     from stateseer.rnn_models.train import TrainConfig, train_run
 
@@ -120,7 +120,7 @@ def main() -> None:
                    help="commands to try, separated by commas (default: all)")
     args = p.parse_args()
     chosen = set(args.commands.split(","))
-    from stateseer.app.cli import main as cli
+    from stateseer.app.cli.main import main as cli
 
     os.environ.pop("STATESEER_TRACEBACK", None)
     t0 = time.perf_counter()

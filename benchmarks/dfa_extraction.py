@@ -4,7 +4,8 @@ What is measured, in one run on the CPU:
 
 1. For each of ``tomita1`` … ``tomita7``: an LSTM trained with the project defaults
    (``TrainConfig(dataset=NAME, arch='lstm')``) is trained, or reused from ``--runs-dir``,
-   and its train and test splits are recorded. :func:`stateseer.abstraction.dfa.extract_dfa`
+   and its train and test splits are recorded.
+   :func:`stateseer.abstraction.automata.dfa.extract_dfa`
    (default
    parameters) then gives ``seconds`` (wall time of the whole call, evaluation included),
    ``n_states``, ``minimal_size_match`` (equal to the grammar's minimal DFA size) and
@@ -72,9 +73,9 @@ from typing import Any
 
 import numpy as np
 
-from stateseer.abstraction.dfa import ExtractedDFA, extract_dfa
+from stateseer.abstraction.automata.dfa import ExtractedDFA, extract_dfa
+from stateseer.core.traces import Traces
 from stateseer.rnn_models.formal import GRAMMARS, all_strings
-from stateseer.rnn_models.formats.traces import Traces
 
 GRAMMAR_NAMES = [f"tomita{i}" for i in range(1, 8)]
 IMPERFECT = ["tomita3", "tomita6", "tomita7"]
@@ -101,7 +102,7 @@ def get_traces(runs_dir: Path, name: str, arch: str, epochs: int | None,
             return Traces(out / "traces")
     import torch
 
-    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.train import TrainConfig, train_run
 
     torch.set_num_threads(threads)

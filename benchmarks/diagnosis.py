@@ -68,11 +68,11 @@ from typing import Any
 import numpy as np
 
 from stateseer import TrainConfig, abstract_run, load_dataset, record_run, train_run
-from stateseer.abstraction.diagnosis import token_candidates
+from stateseer.abstraction.analysis.diagnosis import token_candidates
 from stateseer.app.workflows.diagnose import diagnose_run, permutation_null
 from stateseer.app.workflows.repair import SEED_STEP, repair_run
-from stateseer.rnn_models.formats.errors import DataError, StateseerError
-from stateseer.rnn_models.formats.traces import Traces
+from stateseer.core.errors import DataError, StateseerError
+from stateseer.core.traces import Traces
 from stateseer.rnn_models.injection import BUGS, clean, hit, inject
 
 TOP = 10

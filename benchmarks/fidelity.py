@@ -13,7 +13,7 @@ its traces, then abstracts it three ways on the same traces and the same test sp
     plain k-means (``--states``) on PCA-20 features, no split, the argmax path;
 ``wfa``
     Wei et al.'s weighted automaton (ICFEM 2022 / JLAMP 2023,
-    :mod:`stateseer.abstraction.wfa`): ``--states`` k-means clusters of the intermediate
+    :mod:`stateseer.abstraction.automata.wfa`): ``--states`` k-means clusters of the intermediate
     predictions, per-token transition counts, weighted filling (beta 0.3), linear
     regularisation toward the identity (alpha 0.4), the identity for unseen tokens, a
     state distribution run over the tokens; no forcing (its states have no centroid in
@@ -107,8 +107,8 @@ def quick_csv(out: Path) -> str:
 
 def build_run(dataset: str, seed: int, out: Path, quick: bool) -> Path:
     """Train (unless ``out`` holds a run) and record traces."""
-    from stateseer.rnn_models.formats.rundir import RunDir
-    from stateseer.rnn_models.record import record_run
+    from stateseer.core.rundir import RunDir
+    from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.train import TrainConfig, default_drift, train_run
 
     extra = {"epochs": 2, "hidden": 32, "embed": 32} if quick else {}
@@ -130,9 +130,9 @@ def measure_wfa(run: Path, n_states: int, random_state: int = 0) -> dict:
     validation) with the RNN's predictions."""
     import numpy as np
 
-    from stateseer.abstraction.metrics import bootstrap_ci
-    from stateseer.abstraction.wfa import WeightedAutomaton
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.abstraction.analysis.metrics import bootstrap_ci
+    from stateseer.abstraction.automata.wfa import WeightedAutomaton
+    from stateseer.core.traces import Traces
 
     traces = Traces(run / "traces")
     tr = traces["train"]

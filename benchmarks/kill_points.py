@@ -10,7 +10,7 @@ for writing (a point before and one just after the file is created or truncated)
 them), ``os.unlink``/``os.remove``/``os.rmdir`` (``shutil.rmtree`` and ``Path.unlink``
 call them, one point per file removed), ``os.mkdir``, ``os.link``, ``os.chmod``,
 ``os.truncate``/``os.ftruncate`` and the atomic directory exchange of
-:mod:`stateseer.rnn_models.formats.atomic` — counts the calls that touch the trial's directory and
+:mod:`stateseer.core.atomic` — counts the calls that touch the trial's directory and
 sends itself ``SIGKILL`` at the k-th, then runs ``stateseer.main`` with the command.
 k = 1, 2, … until the command completes unkilled (that count is the command's write
 points).
@@ -214,7 +214,7 @@ class Injector:
             patch(os, name, two_paths(name))
         for name in ("fsync", "fdatasync", "ftruncate"):
             patch(os, name, fd_only(name))
-        from stateseer.rnn_models.formats import atomic
+        from stateseer.core import atomic
 
         if hasattr(atomic, "_exchange"):
             patch(atomic, "_exchange", two_paths("exchange"))
@@ -250,7 +250,7 @@ def _fork(fn: Callable[[], int], log: Path | None = None) -> tuple[int | None, i
 
 
 def _cli(argv: Sequence[str]) -> int:
-    from stateseer.app.cli import main
+    from stateseer.app.cli.main import main
 
     return main(list(argv))
 
@@ -299,8 +299,8 @@ def _fingerprint_model(run: Path) -> str:
 
 
 def _fingerprint_traces(run: Path) -> tuple[str, Any]:
-    from stateseer.rnn_models.formats.rundir import sha256_file
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.core.rundir import sha256_file
+    from stateseer.core.traces import Traces
 
     if not (run / "traces").exists():
         return "absent", None
@@ -337,7 +337,7 @@ def _fingerprint_abstraction(run: Path, traces: Any) -> tuple[str, Any]:
 
 def _snapshot(run: Path) -> dict[str, Any]:
     """Fingerprints of the run's parts and what failed to load (in the checking child)."""
-    from stateseer.rnn_models.formats.rundir import RunDir
+    from stateseer.core.rundir import RunDir
 
     out: dict[str, Any] = {"problems": []}
     traces = ab = None

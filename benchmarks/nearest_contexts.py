@@ -2,7 +2,8 @@
 
 Reuses (or builds) the run of ``abstraction_speed.py``: a real GRU (hidden 256) whose
 training split holds >= 1M recorded steps. Indexes every training step with
-:class:`stateseer.abstraction.neighbors.ContextIndex` (PCA-48 → inverted lists → exact re-rank from
+:class:`stateseer.abstraction.analysis.neighbors.ContextIndex` (PCA-48 → inverted lists → exact
+re-rank from
 the memory-mapped states), then answers the 10 nearest training steps for hidden states
 of real test steps, and runs the exact full scan (``brute_force_neighbors``: chunked BLAS
 over all states, held in RAM with their norms precomputed, so the baseline pays no
@@ -41,8 +42,8 @@ def main() -> None:
 
     from abstraction_speed import build_run
 
-    from stateseer.abstraction.neighbors import ContextIndex, brute_force_neighbors
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.abstraction.analysis.neighbors import ContextIndex, brute_force_neighbors
+    from stateseer.core.traces import Traces
 
     build_run(args.run, args.steps, args.seed)
     traces = Traces(args.run / "traces")

@@ -51,7 +51,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from stateseer.rnn_models.formats.traces import shard_layout
+from stateseer.core.traces import shard_layout
 from stateseer.rnn_models.models import RNNClassifier
 from stateseer.rnn_models.record import ShardInputs, record_shard, record_traces
 

@@ -49,7 +49,7 @@ def build_base(run_dir: Path, epochs: int) -> Path:
     """Train and record the base run once (GRU 256, float16 traces)."""
     if (run_dir / "traces" / "meta.json").exists():
         return run_dir
-    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.train import TrainConfig, train_run
 
     t0 = time.perf_counter()
@@ -127,9 +127,9 @@ def child(kind: str, run_dir: str, address: str | None) -> dict:
     import numpy as np
 
     from stateseer.abstraction.pipeline import fit_abstraction
-    from stateseer.rnn_models.formats.engine import DaskEngine, SerialEngine
-    from stateseer.rnn_models.formats.rundir import RunDir
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.core.engine import DaskEngine, SerialEngine
+    from stateseer.core.rundir import RunDir
+    from stateseer.core.traces import Traces
 
     run = RunDir(run_dir)
     traces = Traces(run.traces_dir)

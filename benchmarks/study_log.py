@@ -41,7 +41,7 @@ def find_run(run: str | None) -> Path:
     out = ROOT / "runs" / "study-bench"
     if not (out / "abstraction" / "meta.json").exists():
         from stateseer.abstraction.pipeline import abstract_run
-        from stateseer.rnn_models.record import record_run
+        from stateseer.rnn_models.engine import record_run
         from stateseer.rnn_models.train import TrainConfig, train_run
 
         train_run(TrainConfig(dataset="tomita3", arch="lstm"), out, force=True,

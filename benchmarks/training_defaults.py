@@ -43,8 +43,8 @@ VARIANTS: dict[str, dict] = {
 
 def measure(variant: str, seed: int, runs_dir: Path, n_states: int) -> dict:
     from stateseer.abstraction.pipeline import abstract_run
-    from stateseer.rnn_models.formats.rundir import RunDir
-    from stateseer.rnn_models.record import record_run
+    from stateseer.core.rundir import RunDir
+    from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.train import TrainConfig, train_run
 
     params = dict(VARIANTS[variant])

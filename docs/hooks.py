@@ -12,7 +12,7 @@ MARKER = "<!-- stateseer-cli -->"
 
 def cli_reference() -> str:
     """Markdown: every command's ``--help`` text, in the parser's order."""
-    from stateseer.app.cli import build_parser
+    from stateseer.app.cli.main import build_parser
 
     os.environ.setdefault("COLUMNS", "100")
     parser = build_parser()

@@ -85,7 +85,7 @@ class Architecture:
 def _rnn_builder(arch: str) -> Callable[..., Any]:
     def build(vocab_size: int, n_classes: int, *, embed: int = 128, hidden: int = 128,
               layers: int = 1, dropout: float = 0.0, state: str = "h") -> Any:
-        from .models import RNNClassifier
+        from stateseer.rnn_models.models import RNNClassifier
 
         return RNNClassifier(arch, vocab_size, n_classes, embed=embed, hidden=hidden,
                              layers=layers, dropout=dropout, state=state)
@@ -101,14 +101,14 @@ _GATE = ArchOption("positive", "transition values: positive (decays in (0, 1), t
 
 def _minrnn_builder(kind: str) -> Callable[..., Any]:
     def build(vocab_size: int, n_classes: int, **hp: Any) -> Any:
-        from .minrnn import MinRNNClassifier
+        from stateseer.rnn_models.minrnn import MinRNNClassifier
 
         return MinRNNClassifier(kind, vocab_size, n_classes, **hp)
     return build
 
 
 def _mamba(vocab_size: int, n_classes: int, **hp: Any) -> Any:
-    from .mamba import MambaClassifier
+    from stateseer.rnn_models.mamba import MambaClassifier
 
     return MambaClassifier(vocab_size, n_classes, **hp)
 
@@ -164,7 +164,7 @@ def build_model(section: dict[str, Any], run_dir: Any = None) -> Any:
         An unknown arch or a missing or invalid entry (loading turns them into one line).
     """
     if section["arch"] == "hf-mamba":
-        from .hf_mamba import build_hf_mamba
+        from stateseer.rnn_models.hf_mamba import build_hf_mamba
 
         return build_hf_mamba(section, run_dir).eval()
     arch = ARCHITECTURES.get(section["arch"])

@@ -37,8 +37,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .formats.errors import StateseerError
-from .protocol import EMBEDDINGS, has, model_device, require
+from stateseer.core.errors import StateseerError
+from stateseer.rnn_models.protocol import EMBEDDINGS, has, model_device, require
 
 __all__ = ["METHODS", "TARGETS", "Attribution", "aggregate", "attribute", "segments"]
 

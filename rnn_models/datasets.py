@@ -42,8 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from .formats.errors import DataError
-from .tokenizers import get_tokenizer
+from stateseer.core.errors import DataError
+from stateseer.rnn_models.tokenizers import get_tokenizer
 
 __all__ = ["DATASETS", "ENTRY_POINT_GROUP", "MAX_INPUT_TOKENS", "SPLITS", "DatasetEntry",
            "TextDataset", "dataset_names", "load_dataset", "register_dataset",
@@ -266,7 +266,8 @@ def _amazon_food(seed: int) -> TextDataset:
 
 
 def _formal(name: str, seed: int) -> TextDataset:
-    from .formal import GRAMMARS, all_strings, sample_strings
+    from stateseer.core.automaton import all_strings
+    from stateseer.rnn_models.formal import GRAMMARS, sample_strings
 
     grammar = GRAMMARS[name]
     dfa = grammar.dfa

@@ -1,7 +1,7 @@
 """The Dask engine, model side: ``--cluster`` addresses, and a model loaded once per worker.
 
 The engine itself (address parsing, :class:`SerialEngine`, :class:`DaskEngine`,
-:func:`tree_reduce`) is torch-free and lives in :mod:`stateseer.rnn_models.formats.engine`, so that
+:func:`tree_reduce`) is torch-free and lives in :mod:`stateseer.core.engine`, so that
 ``abstraction`` can map its per-shard functions with it; this module re-exports it and
 adds :func:`worker_model`, the per-process model cache recording and forcing use on the
 workers. Importing this module imports neither torch nor Dask.
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .formats.engine import (
+from stateseer.core.engine import (
     ENV,
     ClusterError,
     DaskEngine,
@@ -31,14 +31,25 @@ from .formats.engine import (
     tree_reduce,
 )
 
-__all__ = ["ENV", "ClusterError", "DaskEngine", "Engine", "SerialEngine", "engine_scope",
-           "open_engine", "parse_address", "record_run", "tree_reduce", "worker_model",
-           "worker_threads"]
+__all__ = [
+    "ENV",
+    "ClusterError",
+    "DaskEngine",
+    "Engine",
+    "SerialEngine",
+    "dask_worker_threads",
+    "engine_scope",
+    "open_engine",
+    "parse_address",
+    "record_run",
+    "tree_reduce",
+    "worker_model",
+]
 
 _MODELS: dict[str, tuple[str, Any]] = {}
 
 
-def worker_threads() -> int | None:
+def dask_worker_threads() -> int | None:
     """Threads of the Dask worker this runs on, or ``None`` outside a worker.
 
     Never imports Dask: outside a cluster ``distributed`` is not loaded at all.
@@ -70,12 +81,12 @@ def worker_model(run_path: str | Path, model_sha: str | None = None) -> Any:
     cached = _MODELS.get(key)
     if cached is not None and cached[0] == (model_sha or ""):
         return cached[1]
-    threads = worker_threads()
+    threads = dask_worker_threads()
     if threads:
         import torch
 
         torch.set_num_threads(threads)
-    from .run import ModelRun
+    from stateseer.rnn_models.run import ModelRun
 
     model = ModelRun(run_path).load_model()
     _MODELS[key] = (model_sha or "", model)
@@ -84,7 +95,7 @@ def worker_model(run_path: str | Path, model_sha: str | None = None) -> Any:
 
 def _with_threads(fn: Any, item: Any) -> Any:
     """``fn(item)`` with torch set to the worker's threads (once per process)."""
-    threads = worker_threads()
+    threads = dask_worker_threads()
     if threads and not _THREADS_SET:
         import torch
 
@@ -108,7 +119,8 @@ def cluster_map(engine: Engine) -> Any:
 
 
 def record_run(run: Any, *, cluster: str | Engine | None = None, **kwargs: Any) -> Any:
-    """:func:`stateseer.rnn_models.record.record_run` with its shards recorded on ``cluster``.
+    """:func:`stateseer.rnn_models.record.record_in_process` with its shards recorded on
+    ``cluster``.
 
     Parameters
     ----------
@@ -117,9 +129,9 @@ def record_run(run: Any, *, cluster: str | Engine | None = None, **kwargs: Any) 
         ``local``, ``local:N``, ``tcp://HOST:PORT`` or an open engine (default:
         ``$STATESEER_CLUSTER``, else in this process).
     **kwargs
-        As for :func:`stateseer.rnn_models.record.record_run` (``shard_size`` ...).
+        As for :func:`stateseer.rnn_models.record.record_in_process` (``shard_size`` ...).
     """
-    from .record import record_run as record
+    from stateseer.rnn_models.record import record_in_process as record
 
     with engine_scope(cluster) as engine:
         if not engine.is_cluster:

@@ -49,8 +49,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .formats.errors import CheckpointError, DataError, StateseerError
-from .formats.rundir import RunDir, sha256_file
+from stateseer.core import layout
+from stateseer.core.errors import CheckpointError, DataError, StateseerError
+from stateseer.core.rundir import RunDir, sha256_file
 
 __all__ = ["FactoryError", "ModuleChangedWarning", "check_protocol", "describe",
            "factory_section", "load_factory", "model_classes", "model_tokenizer", "model_vocab",
@@ -178,7 +179,7 @@ def check_protocol(model: Any, where: str) -> Any:
     object
         ``model``, in eval mode when it has an ``eval`` method.
     """
-    from .protocol import SIGNATURES
+    from stateseer.rnn_models.protocol import SIGNATURES
 
     for name in REQUIRED_ATTRS:
         value = getattr(model, name, None)
@@ -308,7 +309,7 @@ def load_factory(spec: dict[str, Any] | str, base_dir: str | Path | None = None,
     """
     spec = {"factory": spec} if isinstance(spec, str) else dict(spec)
     if str(spec.get("factory", "")).startswith(HF):
-        from .hf import load_hf
+        from stateseer.rnn_models.hf import load_hf
 
         where = spec.get("hf_path") or spec["factory"][len(HF):]
         return check_protocol(load_hf(where), spec["factory"])
@@ -347,8 +348,8 @@ def factory_section(spec: str, base_dir: str | Path | None = None) -> dict[str, 
         where = (Path(base) / spec[len(HF):]).resolve()
         return {"kind": "factory", "factory": spec, "hf_path": str(where),
                 "search_path": base,
-                "config_sha256": sha256_file(where / "config.json")
-                if (where / "config.json").is_file() else None}
+                "config_sha256": sha256_file(where / layout.CONFIG)
+                if (where / layout.CONFIG).is_file() else None}
     module, name = parse_spec(spec)
     _, file = _resolve(module, [os.getcwd(), base])
     out: dict[str, Any] = {"kind": "factory", "factory": f"{module}:{name}",

@@ -28,8 +28,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .formats.errors import StateseerError
-from .protocol import STEPPING, model_device, require
+from stateseer.core.errors import StateseerError
+from stateseer.rnn_models.protocol import STEPPING, model_device, require
 
 __all__ = ["ForcedRun", "forced_run"]
 

@@ -18,7 +18,7 @@ with an independent plain-Python ``reference`` recogniser used to verify it. The
 All Tomita grammars use the alphabet ``("0", "1")``; the empty string is a valid input.
 :func:`sample_strings` samples strings. The automaton machinery (:class:`DFA`,
 :func:`all_strings`, :func:`minimize`, :func:`minimal_size`) lives in the torch-free
-:mod:`stateseer.rnn_models.formats.automaton` and is re-exported here.
+:mod:`stateseer.core.automaton` and is re-exported here.
 
 This module needs numpy and the standard library only.
 """
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .formats.automaton import DFA, all_strings, minimal_size, minimize
-from .formats.errors import DataError
+from stateseer.core.automaton import DFA, all_strings, minimal_size, minimize
+from stateseer.core.errors import DataError
 
 __all__ = [
     "DFA",

@@ -37,10 +37,13 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
-from .formats.errors import CheckpointError
-from .models import TraceAdapter
+from stateseer.core.errors import CheckpointError
+from stateseer.rnn_models.models import TraceAdapter
 
 __all__ = ["HFClassifier", "checkpoint_dir", "load_hf", "tokenize_with", "tokenizer_vocab"]
+
+#: a Hugging Face checkpoint\'s own config (not the run layout\'s)
+HF_CONFIG = "config.json"
 
 UNK = "<unk>"
 
@@ -103,7 +106,7 @@ def checkpoint_dir(path: str | Path) -> tuple[Path, Any]:
         No ``config.json`` in it, or transformers is not installed (one line each).
     """
     path = Path(path)
-    if not (path / "config.json").is_file():
+    if not (path / HF_CONFIG).is_file():
         raise CheckpointError(f"{path} holds no Hugging Face checkpoint (config.json); give "
                               "the directory that save_pretrained wrote")
     return path, _require_transformers()

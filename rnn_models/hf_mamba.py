@@ -32,8 +32,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from .formats.errors import CheckpointError
-from .hf import (
+from stateseer.core.errors import CheckpointError
+from stateseer.rnn_models.hf import (
     _first_line,
     _quiet,
     _require_transformers,
@@ -41,8 +41,8 @@ from .hf import (
     tokenize_with,
     tokenizer_vocab,
 )
-from .layered import LayeredClassifier
-from .mamba import STATES, MambaClassifier, MambaLayer, MambaState
+from stateseer.rnn_models.layered import LayeredClassifier
+from stateseer.rnn_models.mamba import STATES, MambaClassifier, MambaLayer, MambaState
 
 __all__ = ["HF_MAMBA", "TOKENIZER_DIR", "HFMambaClassifier", "build_hf_mamba",
            "load_backbone"]

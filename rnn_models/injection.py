@@ -51,8 +51,8 @@ from typing import Any
 
 import numpy as np
 
-from .datasets import TextDataset
-from .formats.errors import DataError
+from stateseer.core.errors import DataError
+from stateseer.rnn_models.datasets import TextDataset
 
 __all__ = ["BUGS", "NEGATORS", "SUBPOPULATION_NOISE", "TOPICS", "Injected", "clean", "hit",
            "inject", "ratings", "register_bug"]

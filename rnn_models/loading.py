@@ -7,11 +7,11 @@
 - ``kind: "factory"`` (``stateseer create --model MODULE:FACTORY``): the factory is called
   again (:func:`stateseer.rnn_models.factory.load_factory`);
 - ``kind: "imported"`` (``stateseer import-traces``): there is no model; a one-line
-  :class:`~stateseer.rnn_models.formats.imported.NoModelError` says which features need one;
+  :class:`~stateseer.core.imported.NoModelError` says which features need one;
 - any other custom description (``create_run(..., model={"arch": "custom:..."})``): the
   model object must be passed to each feature; a one-line error says how.
 
-This is the only place that turns a run directory (:class:`stateseer.rnn_models.formats.RunDir`)
+This is the only place that turns a run directory (:class:`stateseer.core.rundir.RunDir`)
 into a torch model; the run directory itself is a torch-free file format.
 """
 
@@ -22,9 +22,9 @@ from typing import Any
 
 import torch
 
-from .formats.errors import CheckpointError
-from .formats.imported import NoModelError
-from .formats.rundir import MODEL_PATHS, RunDir, located_path
+from stateseer.core.errors import CheckpointError
+from stateseer.core.imported import NoModelError
+from stateseer.core.rundir import MODEL_PATHS, RunDir, located_path
 
 __all__ = ["load_model", "model_kind"]
 
@@ -70,7 +70,7 @@ def _check_vocab(run: RunDir) -> None:
     want = run.config.get("vocab_sha256")
     if not want or not run.vocab_path.exists():
         return  # runs trained before the hash was stored; a missing file is reported later
-    from .formats.rundir import sha256_file
+    from stateseer.core.rundir import sha256_file
 
     if sha256_file(run.vocab_path) != want:
         raise CheckpointError(
@@ -122,7 +122,7 @@ def load_model(run: RunDir | str | Path, *, device: str | torch.device = "cpu") 
     CheckpointError
         Missing, corrupt, or not matching the architecture in ``config.json``; a factory
         that cannot be imported or called (:class:`stateseer.rnn_models.factory.FactoryError`); an
-        imported run (:class:`~stateseer.rnn_models.formats.imported.NoModelError`); a custom run
+        imported run (:class:`~stateseer.core.imported.NoModelError`); a custom run
         whose model object was not passed.
     """
     run = run if isinstance(run, RunDir) else RunDir(run)
@@ -130,7 +130,7 @@ def load_model(run: RunDir | str | Path, *, device: str | torch.device = "cpu") 
     if kind == "imported":
         raise NoModelError.for_run(run.path)
     if kind == "factory":
-        from .factory import load_factory
+        from stateseer.rnn_models.factory import load_factory
 
         spec = dict(run.config["model"])  # its paths kept relative to the run
         spec.update({k: located_path(spec[k], run.path) for k in MODEL_PATHS
@@ -156,7 +156,7 @@ def _builtin(run: RunDir, device: str | torch.device) -> Any:
         raise CheckpointError(f"{run.config_path} has no 'model' section; retrain the run")
     _check_vocab(run)
     state = _state_dict(run)
-    from .archs import build_model
+    from stateseer.rnn_models.archs import build_model
 
     try:
         model = build_model(m, run.path)

@@ -55,7 +55,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .layered import LayeredClassifier
+from stateseer.rnn_models.layered import LayeredClassifier
 
 __all__ = ["STATES", "MambaClassifier", "MambaLayer", "MambaState", "linear_scan"]
 

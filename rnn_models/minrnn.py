@@ -49,9 +49,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .layered import LayeredClassifier
-from .mamba import linear_scan
-from .models import StackState
+from stateseer.rnn_models.layered import LayeredClassifier
+from stateseer.rnn_models.mamba import linear_scan
+from stateseer.rnn_models.models import StackState
 
 __all__ = ["KINDS", "MinRNNClassifier", "log_scan"]
 

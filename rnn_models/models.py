@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from .protocol import Traceable
+from stateseer.rnn_models.protocol import Traceable
 
 __all__ = ["ARCHS", "RNNClassifier", "RecurrentAdapter", "TraceAdapter", "Traceable"]
 

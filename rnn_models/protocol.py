@@ -54,7 +54,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import Tensor
 
-from .formats.errors import StateseerError
+from stateseer.core.errors import StateseerError
 
 __all__ = ["EMBEDDINGS", "STEPPING", "Embeddable", "ModelProtocolError", "Steppable",
            "Traceable", "has", "model_device", "require"]

@@ -6,8 +6,8 @@ into preallocated ``.npy`` memory maps, so recording 1M steps × 256 floats neve
 more than one batch in RAM. Padding sits after the last token and a unidirectional RNN
 never looks ahead, so padded steps cannot change the recorded ones.
 
-A run is recorded shard by shard (:mod:`stateseer.rnn_models.formats.traces` describes the layout):
-:func:`record_run` writes the run-wide files (``initial_*.npy``, ``surface.json``), maps
+A run is recorded shard by shard (:mod:`stateseer.core.traces` describes the layout):
+:func:`record_in_process` writes the run-wide files (``initial_*.npy``, ``surface.json``), maps
 :func:`record_job` over one :class:`ShardJob` per shard (in-process with the builtin
 ``map``, or any ``map``-like callable, e.g. one that submits to a Dask cluster), and
 writes ``meta.json`` with the manifest last. A job needs only paths: a worker process
@@ -33,13 +33,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import __version__
-from .batching import length_batches, pad_batch
-from .datasets import MAX_INPUT_TOKENS, SPLITS
-from .formats.atomic import atomic_write_text, swap_dir
-from .formats.errors import DataError
-from .formats.rundir import claim, release
-from .formats.traces import (
+from stateseer.core import layout
+from stateseer.core.atomic import atomic_write_text, swap_dir
+from stateseer.core.errors import DataError
+from stateseer.core.rundir import claim, release
+from stateseer.core.traces import (
     DEFAULT_SHARD_SIZE,
     FORMAT,
     SHARDS,
@@ -52,12 +50,15 @@ from .formats.traces import (
     shard_layout,
     shard_name,
 )
-from .models import Traceable
-from .run import ModelRun
-from .tokenizers import Vocab, get_tokenizer
+from stateseer.core.version import __version__
+from stateseer.rnn_models.batching import length_batches, pad_batch
+from stateseer.rnn_models.datasets import MAX_INPUT_TOKENS, SPLITS
+from stateseer.rnn_models.protocol import Traceable
+from stateseer.rnn_models.run import ModelRun
+from stateseer.rnn_models.tokenizers import Vocab, get_tokenizer
 
 __all__ = ["DEFAULT_SHARD_SIZE", "ShardInputs", "ShardJob", "WorkerContext", "predict_ids",
-           "record_job", "record_run", "record_shard", "record_texts", "record_traces",
+           "record_in_process", "record_job", "record_shard", "record_texts", "record_traces",
            "shard_inputs", "worker_context"]
 
 DTYPES = {"float32": np.float32, "float16": np.float16}
@@ -131,7 +132,7 @@ def record_traces(
     # cores, and far steadier on a busy machine). Batches write disjoint rows.
     from concurrent.futures import ThreadPoolExecutor
 
-    from .threads import torch_threads
+    from stateseer.rnn_models.threads import torch_threads
 
     batches.sort(key=lambda idx: -int(lengths[idx].max()) * len(idx))  # longest first
     with torch_threads(1), ThreadPoolExecutor(workers) as pool:
@@ -250,7 +251,7 @@ def shard_inputs(run: WorkerContext | ModelRun | str | Path, split: str, start: 
         A path uses the per-process cache of :func:`worker_context`.
     split : str
     start, stop : int
-        A range from :func:`~stateseer.rnn_models.formats.traces.shard_layout`.
+        A range from :func:`~stateseer.core.traces.shard_layout`.
     """
     ctx = run if isinstance(run, WorkerContext) else (
         WorkerContext(run) if isinstance(run, ModelRun) else worker_context(run))
@@ -397,7 +398,7 @@ MapFn = Callable[[Callable[[ShardJob], dict[str, Any]], Iterable[ShardJob]],
                  Iterable[dict[str, Any]]]
 
 
-def record_run(
+def record_in_process(
     run: ModelRun | str | Path,
     *,
     splits: Sequence[str] = SPLITS,
@@ -429,7 +430,7 @@ def record_run(
         handed to ``map_fn`` build theirs from the run directory).
     shard_size : int, optional
         Inputs per shard (default ``$STATESEER_SHARD_SIZE``, else
-        :data:`~stateseer.rnn_models.formats.traces.DEFAULT_SHARD_SIZE`, one shard for ordinary
+        :data:`~stateseer.core.traces.DEFAULT_SHARD_SIZE`, one shard for ordinary
         runs). The layout depends on this and the data only.
     map_fn : callable, optional
         ``map_fn(record_job, jobs)`` with the signature of the builtin :func:`map`; it
@@ -491,7 +492,7 @@ def record_run(
         "shard_size": int(shard_size or DEFAULT_SHARD_SIZE),
         "splits": _manifest(splits, jobs, results),
     }
-    atomic_write_text(tmp / "meta.json", json.dumps(meta, indent=2))  # written last
+    atomic_write_text(tmp / layout.META, json.dumps(meta, indent=2))  # written last
     release(tmp)
     swap_dir(tmp, run.traces_dir)  # old or new traces, whole, at every instant
     check_expected_accuracy(run.config.get("model", {}).get("expect_accuracy"),

@@ -1,7 +1,7 @@
 """A run directory with its model: :class:`ModelRun`, and the two ways to create one
 for a model trained outside stateseer.
 
-The run directory's file format is :class:`~stateseer.rnn_models.formats.rundir.RunDir`
+The run directory's file format is :class:`~stateseer.core.rundir.RunDir`
 (torch-free; ``abstraction`` reads it). :class:`ModelRun` adds what needs the model side:
 the model itself (built in, a user's factory, or an object), the vocabulary, and the data
 set as the model reads it (its class order, its own tokeniser). Importing this module does
@@ -22,7 +22,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .factory import (
+from stateseer.core.atomic import atomic_write_text
+from stateseer.core.errors import StateseerError
+from stateseer.core.rundir import MODEL_PATHS, RunDir, data_section, portable_path
+from stateseer.rnn_models.factory import (
     FactoryError,
     model_classes,
     model_tokenizer,
@@ -30,13 +33,10 @@ from .factory import (
     reorder_classes,
     vocabulary_of,
 )
-from .formats.atomic import atomic_write_text
-from .formats.errors import StateseerError
-from .formats.rundir import MODEL_PATHS, RunDir, data_section, portable_path
 
 if TYPE_CHECKING:
-    from .datasets import TextDataset
-    from .tokenizers import Vocab
+    from stateseer.rnn_models.datasets import TextDataset
+    from stateseer.rnn_models.tokenizers import Vocab
 
 __all__ = ["ModelRun", "create_model_run", "create_run"]
 
@@ -46,7 +46,7 @@ class ModelRun(RunDir):
 
     ``dataset()`` applies the class order of ``config.json`` (the model's) and, for
     ``data.tokenizer == "model"``, tokenises with the model's own ``tokenize``; the model
-    is loaded once and cached. Pass it to :func:`stateseer.rnn_models.record.record_run`.
+    is loaded once and cached. Pass it to :func:`stateseer.rnn_models.record.record_in_process`.
 
     Parameters
     ----------
@@ -68,7 +68,7 @@ class ModelRun(RunDir):
         """
         key = (self._stamp(), tuple(sorted(kwargs.items())))
         if self._model is None or (self._model_key is not None and key != self._model_key):
-            from .loading import load_model
+            from stateseer.rnn_models.loading import load_model
 
             self._model, self._model_key = load_model(self, **kwargs), key
         return self._model
@@ -85,13 +85,13 @@ class ModelRun(RunDir):
 
     def vocab(self) -> Vocab:
         """The run's vocabulary (``vocab.json``)."""
-        from .tokenizers import Vocab
+        from stateseer.rnn_models.tokenizers import Vocab
 
         return Vocab.load(self.vocab_path)
 
     def dataset(self) -> TextDataset:
         """The run's data set as the model reads it (the options of ``config.json``)."""
-        from .datasets import load_dataset, truncated
+        from stateseer.rnn_models.datasets import load_dataset, truncated
 
         d = self.data
         model_tok = d.get("tokenizer") == "model"
@@ -119,7 +119,7 @@ def _load_data(dataset: Any, text_col: str, label_col: str, tokenizer: str, seed
                max_tokens: int | None) -> Any:
     if not isinstance(dataset, str):
         return dataset
-    from .datasets import load_dataset
+    from stateseer.rnn_models.datasets import load_dataset
 
     kind, sep, rest = dataset.partition(":")
     if sep and kind in ("csv", "jsonl") and rest:  # later commands may run elsewhere
@@ -229,8 +229,8 @@ def own_agreement(obj: Any, tokens: list[str], ds: Any, n: int = 256
     import numpy as np
     import torch
 
-    from .batching import pad_batch
-    from .tokenizers import Vocab
+    from stateseer.rnn_models.batching import pad_batch
+    from stateseer.rnn_models.tokenizers import Vocab
 
     predict = getattr(obj, "predict", None)
     if not callable(predict):

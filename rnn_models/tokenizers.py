@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .formats.errors import DataError
+from stateseer.core.errors import DataError
 
 __all__ = ["PAD", "TOKENIZERS", "UNK", "Vocab", "get_tokenizer", "tokenize"]
 
@@ -159,7 +159,7 @@ class Vocab:
 
     def save(self, path: str | Path) -> None:
         """Write ``{"tokens": [...]}`` atomically (a crash leaves the old file or the new)."""
-        from .formats.atomic import atomic_write_text
+        from stateseer.core.atomic import atomic_write_text
 
         text = json.dumps({"tokens": self.tokens}, ensure_ascii=False)
         atomic_write_text(path, text)

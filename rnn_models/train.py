@@ -29,14 +29,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from .archs import ARCHITECTURES
-from .batching import length_batches, pad_batch
-from .datasets import MAX_INPUT_TOKENS, TextDataset, load_dataset, truncated
-from .formats.atomic import atomic_write, atomic_write_text, fsync_dir, swap_dir
-from .formats.errors import DataError
-from .formats.rundir import data_section, portable, portable_path, sha256_file
-from .run import ModelRun
-from .tokenizers import Vocab
+from stateseer.core.atomic import atomic_write, atomic_write_text, fsync_dir, swap_dir
+from stateseer.core.errors import DataError
+from stateseer.core.rundir import data_section, portable, portable_path, sha256_file
+from stateseer.rnn_models.archs import ARCHITECTURES
+from stateseer.rnn_models.batching import length_batches, pad_batch
+from stateseer.rnn_models.datasets import MAX_INPUT_TOKENS, TextDataset, load_dataset, truncated
+from stateseer.rnn_models.run import ModelRun
+from stateseer.rnn_models.tokenizers import Vocab
 
 __all__ = ["ARCH_DEFAULTS", "DEFAULTS", "OPTION_DEFAULTS", "TrainConfig", "default_drift",
            "evaluate", "fit_predict", "train_run"]
@@ -300,7 +300,7 @@ def _prefix_targets(ds: TextDataset, idx: np.ndarray, mode: str) -> list[np.ndar
     if mode == "off" or (mode == "auto" and ds.tokenizer == "word"):
         return None
     if ds.grammar is not None:
-        from .formal import GRAMMARS
+        from stateseer.rnn_models.formal import GRAMMARS
 
         dfa = GRAMMARS[ds.grammar].dfa
         texts = [ds.texts[i] for i in idx]
@@ -440,7 +440,7 @@ def _prepare_data(cfg: TrainConfig, dataset: TextDataset | None) -> tuple[_Data,
     _check_splits(ds)
     init = _checkpoint(cfg.init) if cfg.init is not None else None
     if init is not None:  # the checkpoint's tokenizer and vocabulary
-        from .hf import tokenize_with, tokenizer_vocab
+        from stateseer.rnn_models.hf import tokenize_with, tokenizer_vocab
 
         ds = dataclasses.replace(ds, tokenizer="model",
                                  _tokens=[tokenize_with(init[1], t) for t in ds.texts])
@@ -466,7 +466,7 @@ def _prepare_data(cfg: TrainConfig, dataset: TextDataset | None) -> tuple[_Data,
 
 def _checkpoint(init: str) -> tuple[Any, Any]:
     """``--init hf:PATH``'s backbone and tokenizer."""
-    from .hf_mamba import load_backbone
+    from stateseer.rnn_models.hf_mamba import load_backbone
 
     return load_backbone(init[3:])
 
@@ -475,7 +475,7 @@ def _model_section(cfg: TrainConfig, hp: dict, vocab_size: int, n_classes: int,
                    init: tuple[Any, Any] | None = None) -> dict:
     """``config.json``'s ``model`` section: everything :func:`build_model` needs."""
     if init is not None:
-        from .hf_mamba import HF_MAMBA
+        from stateseer.rnn_models.hf_mamba import HF_MAMBA
 
         c = init[0].config
         return {"arch": HF_MAMBA, "init": cfg.init, "vocab_size": vocab_size,
@@ -492,7 +492,7 @@ def _build(section: dict, hp: dict, init: tuple[Any, Any] | None = None) -> nn.M
     """The untrained model, seeded by the caller, with the training dropout (``init``:
     the checkpoint's backbone and tokenizer, with a new head)."""
     if init is not None:
-        from .hf_mamba import HFMambaClassifier
+        from stateseer.rnn_models.hf_mamba import HFMambaClassifier
 
         return HFMambaClassifier(init[0], section["n_classes"], state=section["state"],
                                  dropout=hp["dropout"], tokenizer=init[1])
@@ -695,7 +695,7 @@ def _write_run(run: ModelRun, model: nn.Module, cfg: TrainConfig, data: _Data, h
     ``vocab.json``'s sha256); files the user kept in an earlier run are carried over, its
     traces, abstraction and index (derived from the old model) are not; then the
     directory replaces the old one in one atomic exchange
-    (:func:`~stateseer.rnn_models.formats.atomic.swap_dir`). A crash at any point leaves the old
+    (:func:`~stateseer.core.atomic.swap_dir`). A crash at any point leaves the old
     run or the new one, whole.
     """
     target = run.path.resolve()  # `--out .` has a name; a symlinked run stays a link
@@ -709,7 +709,7 @@ def _write_run(run: ModelRun, model: nn.Module, cfg: TrainConfig, data: _Data, h
         _carry_over(target, tmp.path)
     data.vocab.save(tmp.vocab_path)
     if data.init is not None:  # the run keeps the checkpoint's tokenizer
-        from .hf_mamba import TOKENIZER_DIR
+        from stateseer.rnn_models.hf_mamba import TOKENIZER_DIR
 
         data.init[1].save_pretrained(str(tmp.path / TOKENIZER_DIR))
     state = model.state_dict()

@@ -30,13 +30,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from stateseer.core.version import __version__
 
 #: public name → the module (under ``stateseer.``) that defines it
 _API: dict[str, str] = {
     # errors (one line, naming the fix)
-    "StateseerError": "rnn_models.formats.errors", "DataError": "rnn_models.formats.errors",
-    "CheckpointError": "rnn_models.formats.errors", "TraceError": "rnn_models.formats.errors",
+    "StateseerError": "core.errors", "DataError": "core.errors",
+    "CheckpointError": "core.errors", "TraceError": "core.errors",
     "AbstractionError": "abstraction.errors",
     # data
     "load_dataset": "rnn_models.datasets", "TextDataset": "rnn_models.datasets",
@@ -47,18 +47,21 @@ _API: dict[str, str] = {
     "RNNClassifier": "rnn_models.models", "RecurrentAdapter": "rnn_models.models",
     "TraceAdapter": "rnn_models.models", "Traceable": "rnn_models.protocol",
     # runs: open, train, create, import, record
-    "RunDir": "rnn_models.formats.rundir", "ModelRun": "rnn_models.run",
+    "RunDir": "core.rundir", "ModelRun": "rnn_models.run",
     "load_model": "rnn_models.loading", "TrainConfig": "rnn_models.train",
     "train_run": "rnn_models.train", "create_run": "rnn_models.run",
-    "create_model_run": "rnn_models.run", "import_traces": "rnn_models.formats.imported",
+    "create_model_run": "rnn_models.run", "import_traces": "core.imported",
     "record_run": "rnn_models.engine", "record_texts": "rnn_models.record",
-    "Traces": "rnn_models.formats.traces",
+    "Traces": "core.traces",
     # abstraction
     "abstract_run": "abstraction.pipeline", "Abstraction": "abstraction.pipeline",
-    "KMeansAbstractor": "abstraction.kmeans", "GMMAbstractor": "abstraction.gmm",
-    "GridAbstractor": "abstraction.grid", "ABSTRACTORS": "abstraction.abstractor",
-    "make_abstractor": "abstraction.abstractor", "FSM": "abstraction.fsm",
-    "extract_dfa": "abstraction.dfa", "ExtractedDFA": "abstraction.dfa",
+    "KMeansAbstractor": "abstraction.abstractors.kmeans",
+    "GMMAbstractor": "abstraction.abstractors.gmm",
+    "GridAbstractor": "abstraction.abstractors.grid",
+    "ABSTRACTORS": "abstraction.abstractors.base",
+    "make_abstractor": "abstraction.abstractors.base", "FSM": "abstraction.automata.fsm",
+    "extract_dfa": "abstraction.automata.dfa.extract",
+    "ExtractedDFA": "abstraction.automata.dfa.extracted",
     # run-level work
     "sweep_run": "app.workflows.sweep", "extract_run_dfa": "app.workflows.dfa",
     "measure_forcing": "app.workflows.forcing", "export_run": "app.workflows.exports",

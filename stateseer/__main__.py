@@ -2,7 +2,7 @@
 
 import sys
 
-from stateseer.app.cli import main
+from stateseer.app.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -34,7 +34,7 @@ def explored_tomita(tmp_path_factory, tomita_run) -> Path:
     """The Tomita 3 LSTM recorded and abstracted into 8 states (no DFA extracted yet);
     copy it before changing it."""
     from stateseer.abstraction.pipeline import abstract_run
-    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.engine import record_run
 
     dst = tmp_path_factory.mktemp("runs") / "t3-explored"
     shutil.copytree(tomita_run, dst)
@@ -86,7 +86,7 @@ def copy_run(tmp_path):
 def explored_run(tmp_path_factory, text_run) -> Path:
     """The small text run, recorded and abstracted into 12 states (for app tests)."""
     from stateseer.abstraction.pipeline import abstract_run
-    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.engine import record_run
 
     dst = tmp_path_factory.mktemp("runs") / "explored"
     shutil.copytree(text_run, dst)
@@ -117,7 +117,7 @@ def analysed_run(tmp_path_factory, explored_run) -> Path:
     """The explored run plus forcing figures and its nearest-context index."""
     from stateseer.app.workflows.contexts import context_index
     from stateseer.app.workflows.forcing import measure_forcing
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.core.traces import Traces
     from stateseer.rnn_models.run import ModelRun
 
     dst = tmp_path_factory.mktemp("runs") / "analysed"

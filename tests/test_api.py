@@ -51,14 +51,14 @@ def test_the_command_runs_under_the_package_name():
 
 @pytest.mark.parametrize(("modules", "absent"), [
     # the formats layer and the numpy-only modules: abstraction can read traces
-    ("stateseer.rnn_models, stateseer.rnn_models.formats, stateseer.rnn_models.formats."
+    ("stateseer.rnn_models, stateseer.core, stateseer.core."
      "automaton, stateseer.rnn_models.run, stateseer.rnn_models.datasets, "
      "stateseer.rnn_models.formal, stateseer.rnn_models.tokenizers, "
      "stateseer.rnn_models.factory", ("torch",)),
     # DESIGN.md's one-way imports, at run time (tests/test_architecture.py: statically)
-    ("stateseer.abstraction, stateseer.abstraction.pipeline, stateseer.abstraction.dfa, "
-     "stateseer.abstraction.abstractor, stateseer.abstraction.export, "
-     "stateseer.abstraction.patterns, stateseer.abstraction.metrics, "
+    ("stateseer.abstraction, stateseer.abstraction.pipeline, stateseer.abstraction.automata.dfa, "
+     "stateseer.abstraction.abstractors.base, stateseer.abstraction.automata.export, "
+     "stateseer.abstraction.analysis.patterns, stateseer.abstraction.analysis.metrics, "
      "stateseer.abstraction.sharded", ("torch", "dash")),
 ])
 def test_layers_load_without_what_they_must_not_import(modules, absent):
@@ -69,6 +69,7 @@ def test_layers_load_without_what_they_must_not_import(modules, absent):
 
 
 def test_the_formal_module_reexports_the_automaton_types():
-    from stateseer.rnn_models import formal, formats
+    from stateseer.core import automaton
+    from stateseer.rnn_models import formal
 
-    assert formal.DFA is formats.DFA and formal.minimize is formats.minimize
+    assert formal.DFA is automaton.DFA and formal.minimize is automaton.minimize

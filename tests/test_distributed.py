@@ -23,8 +23,8 @@ import pytest
 
 from stateseer.abstraction import sharded
 from stateseer.abstraction.pipeline import Abstraction, abstract_run
+from stateseer.core.traces import Traces
 from stateseer.rnn_models.engine import DaskEngine, SerialEngine, record_run
-from stateseer.rnn_models.formats.traces import Traces
 
 SHARD = 150  # inputs per shard: several shards on the small fixtures
 
@@ -159,7 +159,7 @@ def test_a_worker_killed_mid_command_leaves_identical_results_and_no_partial_sha
         command, text_pair, tmp_path, engine, dask_client):
     """SIGKILL of a busy worker during ``record`` or ``abstract`` on the cluster: Dask
     reruns its tasks, the run equals the in-process one and no temporary shard is left."""
-    from stateseer.rnn_models.formats.traces import TMP_MARK
+    from stateseer.core.traces import TMP_MARK
 
     a, _ = text_pair
     run = _fresh(a, tmp_path / "killed")
@@ -302,7 +302,7 @@ def test_one_shard_runs_on_every_worker_in_pieces_with_identical_results(tmp_pat
     pieces and simulation in input pieces, run by both workers, with the in-process bits."""
     from distributed import get_task_stream
 
-    from stateseer.abstraction.kmeans import KMeansAbstractor
+    from stateseer.abstraction.abstractors.kmeans import KMeansAbstractor
 
     run = _fresh(text_run, tmp_path / "one")
     record_run(run)
@@ -317,7 +317,7 @@ def test_one_shard_runs_on_every_worker_in_pieces_with_identical_results(tmp_pat
                or str(t["key"]).startswith("_apply")}
     assert len(workers) == 2
     # the context index encodes a one-shard split in chunk-aligned pieces too
-    from stateseer.abstraction.neighbors import ContextIndex
+    from stateseer.abstraction.analysis.neighbors import ContextIndex
 
     refs = sharded.shard_refs(Traces(run / "traces"), "train")
     ia = ContextIndex(n_components=8, chunk_size=256).fit_shards(refs, SerialEngine())
@@ -348,8 +348,8 @@ def http_port():
 
 def test_an_address_that_is_no_scheduler_is_refused_alike_by_every_command(
         explored_run, http_port, capsys, monkeypatch):
-    from stateseer.app.cli import main
-    from stateseer.rnn_models.formats import engine as E
+    from stateseer.app.cli.main import main
+    from stateseer.core import engine as E
 
     real = E.connect
     monkeypatch.setattr(E, "connect", lambda address, timeout=10.0: real(address, 2.0))

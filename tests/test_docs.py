@@ -69,7 +69,7 @@ def test_the_site_builds_strictly(tmp_path):
     for page in ("guide/diagnosis", "guide/study", "tutorials"):
         assert (tmp_path / "site" / page / "index.html").exists(), page
     cli = (tmp_path / "site" / "cli" / "index.html").read_text(encoding="utf-8")
-    from stateseer.app.cli import build_parser
+    from stateseer.app.cli.main import build_parser
 
     for name in build_parser()._subparsers._group_actions[0].choices:  # every command
         assert f"stateseer {name}</code>" in cli, name
@@ -98,7 +98,7 @@ def test_every_command_in_the_docs_is_one_the_tools_accept(page):
     import json
     import shlex
 
-    from stateseer.app.cli import build_parser
+    from stateseer.app.cli.main import build_parser
 
     parser = build_parser()
     targets = set(re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), re.M))

@@ -9,7 +9,7 @@ import pkgutil
 
 import pytest
 
-LAYERS = ("stateseer.rnn_models", "stateseer.abstraction", "stateseer.app")
+LAYERS = ("stateseer.core", "stateseer.rnn_models", "stateseer.abstraction", "stateseer.app")
 
 
 def _modules() -> list[str]:

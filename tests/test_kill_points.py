@@ -4,7 +4,7 @@ A reduced run of ``benchmarks/kill_points.py`` on a 120-string Tomita-1 run: SIG
 every write point of ``record``, ``abstract`` and ``train --force`` that touches a path a
 reader opens, and at one other point of each, then the run must load in its old or its
 new state, commands on it must not crash and a rerun must succeed. The directory swap it
-relies on (:func:`stateseer.rnn_models.formats.atomic.swap_dir`) is tested directly too.
+relies on (:func:`stateseer.core.atomic.swap_dir`) is tested directly too.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _tree(path: Path) -> dict[str, str]:
 
 
 def test_swap_dir_exchanges_a_directory_whole(tmp_path):
-    from stateseer.rnn_models.formats.atomic import swap_dir
+    from stateseer.core.atomic import swap_dir
 
     target, new = tmp_path / "traces", tmp_path / "traces.tmp"
     (target / "a").mkdir(parents=True)
@@ -48,7 +48,7 @@ def test_swap_dir_exchanges_a_directory_whole(tmp_path):
 
 
 def test_swap_dir_replaces_a_link_not_what_it_points_to(tmp_path):
-    from stateseer.rnn_models.formats.atomic import swap_dir
+    from stateseer.core.atomic import swap_dir
 
     real, link, new = tmp_path / "real", tmp_path / "traces", tmp_path / "traces.tmp"
     real.mkdir()
@@ -62,7 +62,7 @@ def test_swap_dir_replaces_a_link_not_what_it_points_to(tmp_path):
 
 
 def test_swap_dir_without_an_atomic_exchange_renames_aside(tmp_path, monkeypatch):
-    from stateseer.rnn_models.formats import atomic
+    from stateseer.core import atomic
 
     monkeypatch.setattr(atomic, "_exchange", lambda a, b: False)  # e.g. not Linux
     target, new = tmp_path / "abstraction", tmp_path / "abstraction.tmp"

@@ -34,7 +34,7 @@ SCRIPT = textwrap.dedent('''
 
     here = Path.cwd()
     assert Path(stateseer.__file__).is_relative_to(Path(sys.prefix)), stateseer.__file__
-    for name in ("app", "abstraction", "rnn_models"):
+    for name in ("app", "abstraction", "rnn_models", "core"):
         assert importlib.util.find_spec(name) is None, f"{name} is importable"
     cfg = stateseer.TrainConfig(dataset=f"csv:{tomita1_csv(here / 't1.csv')}", arch="gru",
                                 epochs=1, embed=4, hidden=4, tokenizer="char")
@@ -73,14 +73,14 @@ def test_the_wheel_holds_one_top_level_name_and_the_assets(wheel):
     tops = {n.split("/")[0] for n in names}
     assert tops == {"stateseer", next(t for t in tops if t.endswith(".dist-info"))}, tops
     for needed in ("stateseer/__init__.py", "stateseer/py.typed",
-                   "stateseer/app/cli.py", "stateseer/abstraction/fsm.py",
-                   "stateseer/rnn_models/formats/traces.py",
+                   "stateseer/app/cli/main.py", "stateseer/abstraction/automata/fsm.py",
+                   "stateseer/core/traces.py",
                    "stateseer/app/study/study.js", "stateseer/app/assets/explorer.js"):
         assert needed in names, needed
     assert any(n.startswith("stateseer/app/assets/vendor/") for n in names)
     entry = zipfile.ZipFile(wheel).read(
         next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "stateseer = stateseer.app.cli:main" in entry
+    assert "stateseer = stateseer.app.cli.main:main" in entry
 
 
 def test_installed_wheel_runs_end_to_end_outside_the_repository(wheel, tmp_path):

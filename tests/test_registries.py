@@ -3,7 +3,7 @@
 Each test adds an entry the way a contributor (or a third-party package) would, with one
 registration call, and then finds it everywhere it belongs: the command line's choices, the
 workflows, the explorer. The abstractor registry has its own test
-(``tests/abstraction/test_abstractor_plugin.py``), the view registry too
+(``tests/abstraction/abstractors/test_base_plugin.py``), the view registry too
 (``tests/app/explorer/test_registry.py``).
 """
 
@@ -17,8 +17,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from stateseer.abstraction import export
-from stateseer.app.cli import build_parser, main
+from stateseer.abstraction.automata import export
+from stateseer.app.cli.main import build_parser, main
 from stateseer.rnn_models import datasets
 
 
@@ -81,7 +81,7 @@ def test_a_data_set_is_one_registration(monkeypatch, capsys):
 
 PLUGIN = textwrap.dedent('''
     import numpy as np
-    from stateseer.abstraction.abstractor import BaseAbstractor
+    from stateseer.abstraction.abstractors.base import BaseAbstractor
     from stateseer.rnn_models.datasets import TextDataset, stratified_splits
 
 
@@ -108,7 +108,7 @@ def test_an_installed_package_adds_a_data_set_and_an_abstractor(tmp_path):
         "[stateseer.datasets]\nplugged = plugged:load\n\n"
         "[stateseer.abstractors]\nfirst-axis = plugged:FirstAxis\n")
     probe = ("import stateseer\n"
-             "from stateseer.abstraction.abstractor import abstractor_names\n"
+             "from stateseer.abstraction.abstractors.base import abstractor_names\n"
              "print(stateseer.load_dataset('plugged').classes, 'plugged' in "
              "stateseer.DATASETS, 'first-axis' in abstractor_names())\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

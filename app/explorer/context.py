@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..workflows.comparison import RunComparison
-from ..workflows.jobs import JobRunner
-from ..workflows.runview import RunView
-from .services import ContextService, ModelService
+from stateseer.app.explorer.services import ContextService, ModelService
+from stateseer.app.workflows.comparison import RunComparison
+from stateseer.app.workflows.jobs import JobRunner
+from stateseer.app.workflows.runview import RunView
 
 __all__ = ["ExplorerContext", "RunView"]
 

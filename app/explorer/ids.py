@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...abstraction.export import EXPORT_FORMATS
+from stateseer.abstraction.automata.export import EXPORT_FORMATS
 
 # -- stores shared by the views (the page's per-user state) ------------------------------
 URL = "url"

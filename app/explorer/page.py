@@ -15,8 +15,8 @@ from typing import Any
 
 from dash import dcc, html
 
-from . import ids
-from .context import ExplorerContext
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.context import ExplorerContext
 
 __all__ = ["REGIONS", "box", "header", "page"]
 
@@ -53,7 +53,7 @@ NO_MODEL = "needs the model, which this run does not have (see the note at the t
 def model_message(exc: Exception) -> str:
     """What a view shows for a model error: the short line for a run without a model (the
     header explains it once), the error itself otherwise."""
-    from ...rnn_models.formats.imported import NoModelError
+    from stateseer.core.imported import NoModelError
 
     return NO_MODEL if isinstance(exc, NoModelError) else str(exc)
 

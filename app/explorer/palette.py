@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...abstraction.colors import CATEGORICAL, class_color, mix_color
+from stateseer.abstraction.colors import CATEGORICAL, class_color, mix_color
 
 __all__ = ["COMPARE_COLOR", "PALETTE", "PATH_COLOR", "SELECTED_COLOR", "class_color",
            "delta_e", "mix_color"]

@@ -14,11 +14,11 @@ from typing import Any
 from dash import Dash, Input, Output, State, no_update
 from dash.exceptions import PreventUpdate
 
-from .context import ExplorerContext
-from .page import REGIONS, page
-from .tree import walk
-from .view import Callback, Trigger, View
-from .views import (
+from stateseer.app.explorer.context import ExplorerContext
+from stateseer.app.explorer.page import REGIONS, page
+from stateseer.app.explorer.tree import walk
+from stateseer.app.explorer.view import Callback, Trigger, View
+from stateseer.app.explorer.views import (
     attribution,
     automaton,
     card,

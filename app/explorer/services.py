@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from ...rnn_models.datasets import MAX_INPUT_TOKENS
-from ...rnn_models.formats.errors import StateseerError
-from ...rnn_models.threads import torch_threads
-from ..workflows.contexts import context_index, nearest_contexts, projection_sample
-from ..workflows.forcing import forced_trace, load_centroids, load_model
-from ..workflows.records import TraceRecord
-from ..workflows.runview import RunView
-from .cache import LRUCache
+from stateseer.app.explorer.cache import LRUCache
+from stateseer.app.workflows.contexts import context_index, nearest_contexts, projection_sample
+from stateseer.app.workflows.forcing import forced_trace, load_centroids
+from stateseer.app.workflows.records import TraceRecord
+from stateseer.app.workflows.runview import RunView
+from stateseer.core.errors import StateseerError
+from stateseer.rnn_models.datasets import MAX_INPUT_TOKENS
+from stateseer.rnn_models.threads import torch_threads
 
 __all__ = ["MAX_ATTRIBUTION_TOKENS", "MAX_INPUT_CHARS", "MAX_INPUT_TOKENS", "ContextService",
            "ModelService"]
@@ -56,12 +56,12 @@ class ModelService:
         """``(model, vocabulary)``, loaded once (thread-safe)."""
         with self._lock:
             if self._model is None:
-                self._model = (load_model(self.data.run), self.data.run.vocab())
+                self._model = (self.data.run.load_model(), self.data.run.vocab())
         return self._model
 
     def _record(self, text: str):
         """``record_texts`` of one text (cached by text)."""
-        from ...rnn_models.record import record_texts
+        from stateseer.rnn_models.record import record_texts
 
         def compute():
             model, vocab = self.load()
@@ -118,7 +118,7 @@ class ModelService:
     def attribution(self, tr: TraceRecord, method: str = "ig", target: str = "predicted",
                     baseline: str = "pad"):
         """:func:`stateseer.rnn_models.attribution.attribute` of a trace, cached by text."""
-        from ...rnn_models.attribution import attribute
+        from stateseer.rnn_models.attribution import attribute
 
         if not tr.tokens:
             raise StateseerError("the input is empty; there is nothing to attribute")

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from dash import Input, Output, State
 from dash.exceptions import PreventUpdate
 
-from ..workflows.records import StoreError
+from stateseer.app.workflows.records import StoreError
 
 if TYPE_CHECKING:
-    from .context import ExplorerContext
+    from stateseer.app.explorer.context import ExplorerContext
 
 __all__ = ["Callback", "Layout", "Trigger", "View", "js", "select_outputs"]
 
@@ -176,7 +176,7 @@ def select_outputs() -> list[Output]:
     """The outputs of a callback that changes the selection: the selection store and the
     page URL (every view that handles its own clicks writes both; new objects for every
     callback, as Dash marks duplicate outputs in place)."""
-    from . import ids
+    from stateseer.app.explorer import ids
 
     return [Output(ids.SELECTION, "data", allow_duplicate=True),
             Output(ids.URL, "search", allow_duplicate=True)]

@@ -24,6 +24,6 @@ Simulated participants for load tests live in :mod:`stateseer.testing`. This pac
 imports nothing heavy; Dash comes in with ``server``.
 """
 
-from .spec import Study, StudyError, load_study
+from stateseer.app.study.spec import Study, StudyError, load_study
 
 __all__ = ["Study", "StudyError", "load_study"]

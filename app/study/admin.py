@@ -19,7 +19,7 @@ compared in constant time (``hmac.compare_digest``).
 ``POST /study/admin/links``                           ``{"pids": [...]}`` or ``{"n": 5}``
                                                       -> new links (JSON)
 
-CSV cells are escaped against formula injection (:mod:`stateseer.rnn_models.formats.csvsafe`).
+CSV cells are escaped against formula injection (:mod:`stateseer.core.csvsafe`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from urllib.parse import quote
 
 from flask import Flask, Response, abort, jsonify, redirect, render_template_string, request
 
-from .context import StudyContext, current
-from .export import (
+from stateseer.app.study.context import StudyContext, current
+from stateseer.app.study.export import (
     ANSWER_COLUMNS,
     EVENT_COLUMNS,
     SUMMARY_COLUMNS,
@@ -43,7 +43,7 @@ from .export import (
     summary_rows,
     to_csv,
 )
-from .spec import StudyError, check_pid
+from stateseer.app.study.spec import StudyError, check_pid
 
 __all__ = ["MIN_TOKEN_CHARS", "MIN_TOKEN_DISTINCT", "check_token_strength", "given_token",
            "register", "session_value", "token_ok"]

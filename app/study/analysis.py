@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from ...rnn_models.formats.atomic import atomic_write_text
-from .export import long_rows
-from .instruments import NO_EXPLORER, QUESTIONNAIRES
-from .spec import StudyError
-from .store import connect_log
+from stateseer.app.study.export import long_rows
+from stateseer.app.study.instruments import NO_EXPLORER, QUESTIONNAIRES
+from stateseer.app.study.spec import StudyError
+from stateseer.app.study.store import connect_log
+from stateseer.core.atomic import atomic_write_text
 
 __all__ = ["analyze_rows", "analyze_study", "condition_effect", "per_condition"]
 

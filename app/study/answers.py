@@ -6,8 +6,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .instruments import QUESTIONNAIRES, check_items
-from .spec import AGREE, StudyError, Task
+from stateseer.app.study.instruments import QUESTIONNAIRES, check_items
+from stateseer.app.study.spec import AGREE, StudyError, Task
 
 __all__ = ["add_selected", "check_answer", "grade", "parse_ids"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from .designs import schedule
-from .spec import ORDER_SEP, Assignment
+from stateseer.app.study.designs import schedule
+from stateseer.app.study.spec import ORDER_SEP, Assignment
 
 __all__ = ["choose_condition"]
 

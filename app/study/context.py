@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from flask import current_app, has_request_context
 
-from .assign import choose_condition
-from .identity import request_secret
-from .instruments import NO_EXPLORER
-from .spec import DECLINE, Study, StudyError, Task
-from .store import StudyLog
+from stateseer.app.study.assign import choose_condition
+from stateseer.app.study.identity import request_secret
+from stateseer.app.study.instruments import NO_EXPLORER
+from stateseer.app.study.spec import DECLINE, Study, StudyError, Task
+from stateseer.app.study.store import StudyLog
 
 if TYPE_CHECKING:
-    from ..explorer.context import ExplorerContext
-    from ..workflows.runview import RunView
+    from stateseer.app.explorer.context import ExplorerContext
+    from stateseer.app.workflows.runview import RunView
 
 __all__ = ["EXTENSION", "Now", "StudyContext", "current"]
 

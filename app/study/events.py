@@ -17,9 +17,9 @@ from typing import Any
 
 from dash import ALL, Input, Output, State, no_update
 
-from ..explorer.ids import DIAGRAM_CONTROLS, EXPORTS, FILTERS, SELECTION
-from ..explorer.view import Callback, Trigger
-from .spec import StudyError
+from stateseer.app.explorer.ids import DIAGRAM_CONTROLS, EXPORTS, FILTERS, SELECTION
+from stateseer.app.explorer.view import Callback, Trigger
+from stateseer.app.study.spec import StudyError
 
 __all__ = ["DIAGRAM_CONTROLS", "EVENT_CALLBACKS", "EXPORTS", "FILTERS", "page_turned_by_app",
            "selection_events"]

@@ -8,7 +8,7 @@ answers for two coders, without their condition. Given back filled in (``--codin
 coders' agreement per task (Cohen's kappa beside the chance agreement) goes to
 ``coding_agreement.csv``. The admin page serves the same tables as CSV. CSV cells that a
 spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab, CR at the start) get
-a leading ``'`` (:mod:`stateseer.rnn_models.formats.csvsafe`); Parquet keeps the values as
+a leading ``'`` (:mod:`stateseer.core.csvsafe`); Parquet keeps the values as
 stored. Participant link secrets are never exported (only :func:`links_csv`, for the
 researcher).
 """
@@ -20,11 +20,11 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from ...rnn_models.formats.csvsafe import rows_to_csv
-from .identity import link_path
-from .instruments import CHECKS
-from .spec import ORDER_SEP, StudyError
-from .store import connect_log
+from stateseer.app.study.identity import link_path
+from stateseer.app.study.instruments import CHECKS
+from stateseer.app.study.spec import ORDER_SEP, StudyError
+from stateseer.app.study.store import connect_log
+from stateseer.core.csvsafe import rows_to_csv
 
 __all__ = ["ANSWER_COLUMNS", "CODING_COLUMNS", "EVENT_COLUMNS", "LONG_COLUMNS",
            "SUMMARY_COLUMNS", "answer_rows", "coding_agreement", "coding_rows", "event_rows",

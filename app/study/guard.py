@@ -33,12 +33,12 @@ from typing import Any
 
 from flask import Flask, Response, current_app, g, jsonify, request
 
-from ..explorer.ids import ACTIVE_TRACE, SELECTION
-from ..explorer.registry import REGISTRY
-from ..explorer.tree import children
-from . import views as study_views
-from .context import current
-from .spec import VIEWS
+from stateseer.app.explorer.ids import ACTIVE_TRACE, SELECTION
+from stateseer.app.explorer.registry import REGISTRY
+from stateseer.app.explorer.tree import children
+from stateseer.app.study import views as study_views
+from stateseer.app.study.context import current
+from stateseer.app.study.spec import VIEWS
 
 __all__ = ["DASH_UPDATE", "STATE_VIEWS", "blank_excluded", "callback_ids", "component_ids",
            "excluded_ids", "register", "relay", "strip_states", "unregistered"]

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .spec import AGREE, DECLINE, StudyError, Task
+from stateseer.app.study.spec import AGREE, DECLINE, StudyError, Task
 
 __all__ = ["AGREE", "CHECKS", "DECLINE", "NO_EXPLORER", "QUESTIONNAIRES", "SUS_ITEMS",
            "TLX_SCALES", "check_items", "items_of", "score"]

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .spec import StudyError
+from stateseer.app.study.spec import StudyError
 
 __all__ = ["deepseer_study", "flip_inputs"]
 
@@ -83,7 +83,7 @@ def deepseer_study(run: str | Path, *, per_block: int = 2, seed: int = 0,
     StudyError
         The run has too few misclassified test inputs that turn once (one line).
     """
-    from ..workflows.runview import RunView
+    from stateseer.app.workflows.runview import RunView
 
     rv = RunView(run)
     tr = rv.traces["test"]

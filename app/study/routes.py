@@ -37,10 +37,15 @@ from urllib.parse import quote
 from flask import Flask, Response, jsonify, redirect, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from .context import StudyContext, current
-from .identity import link_path, request_secret, secret_from_url, set_secret_cookie
-from .spec import StudyError
-from .store import MAX_PAYLOAD_BYTES, StudyLimitError, UnknownParticipant
+from stateseer.app.study.context import StudyContext, current
+from stateseer.app.study.identity import (
+    link_path,
+    request_secret,
+    secret_from_url,
+    set_secret_cookie,
+)
+from stateseer.app.study.spec import StudyError
+from stateseer.app.study.store import MAX_PAYLOAD_BYTES, StudyLimitError, UnknownParticipant
 
 __all__ = ["MAX_BODY", "MAX_EVENTS", "MAX_PAYLOAD", "parse_event_request", "register"]
 

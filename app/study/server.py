@@ -30,22 +30,35 @@ from urllib.parse import parse_qs
 from dash import ALL, Dash, Input, Output, State, dcc, html, no_update
 from flask import g, has_request_context, request
 
-from ..explorer.context import ExplorerContext
-from ..explorer.ids import SELECTION
-from ..explorer.registry import REGISTRY
-from ..explorer.view import Callback, Trigger
-from ..main import ASSETS, initial_selection
-from ..security import MAX_REQUEST_BYTES, bind_warning, limit_request_bodies, secure_headers
-from ..selection import to_query
-from . import admin, guard, routes
-from .answers import add_selected, check_answer, grade
-from .context import EXTENSION, StudyContext
-from .events import EVENT_CALLBACKS
-from .identity import link_path, secret_from_url
-from .instruments import items_of, score
-from .spec import Study, StudyError, Task, load_study
-from .store import StudyLog, seconds_between, utc_now
-from .views import done_page, landing_page, message_page, restrict_views, study_frame, task_panel
+from stateseer.app.explorer.context import ExplorerContext
+from stateseer.app.explorer.ids import SELECTION
+from stateseer.app.explorer.registry import REGISTRY
+from stateseer.app.explorer.view import Callback, Trigger
+from stateseer.app.main import ASSETS, initial_selection
+from stateseer.app.security import (
+    MAX_REQUEST_BYTES,
+    bind_warning,
+    limit_request_bodies,
+    secure_headers,
+)
+from stateseer.app.selection import to_query
+from stateseer.app.study import admin, guard, routes
+from stateseer.app.study.answers import add_selected, check_answer, grade
+from stateseer.app.study.context import EXTENSION, StudyContext
+from stateseer.app.study.events import EVENT_CALLBACKS
+from stateseer.app.study.identity import link_path, secret_from_url
+from stateseer.app.study.instruments import items_of, score
+from stateseer.app.study.spec import Study, StudyError, Task, load_study
+from stateseer.app.study.store import StudyLog, seconds_between, utc_now
+from stateseer.app.study.views import (
+    done_page,
+    landing_page,
+    message_page,
+    restrict_views,
+    study_frame,
+    task_panel,
+)
+from stateseer.core import layout
 
 __all__ = ["STUDY_CALLBACKS", "StudyApp", "StudyContext", "create_study_app", "serve_study"]
 
@@ -350,7 +363,7 @@ def create_study_app(study: Study | str | Path, *, db: str | Path,
         study = load_study(study)
     admin.check_token_strength(admin_token)
     if context is None:
-        if not (study.run / "config.json").exists():
+        if not (study.run / layout.CONFIG).exists():
             raise StudyError(f"study file: run {str(study.run)!r} is not a stateseer run — "
                              "fix 'run' (relative paths start at the study file's folder) "
                              "or pass --run")
@@ -429,7 +442,7 @@ def serve_study(study_file: str | Path, *, db: str | Path | None = None,
 
 def write_links(sc: StudyContext, path: Path, base_url: str) -> Path:
     """Write every participant link to ``path`` (CSV, mode 0600: links are secrets)."""
-    from .export import links_csv
+    from stateseer.app.study.export import links_csv
 
     text = links_csv(sc.log.links(), base_url)
     tmp = path.with_name(path.name + ".tmp")

@@ -54,8 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...rnn_models.formats.errors import StateseerError
-from ..explorer.registry import REGISTRY
+from stateseer.app.explorer.registry import REGISTRY
+from stateseer.core.errors import StateseerError
 
 __all__ = ["AGREE", "ANSWER_TYPES", "DECLINE", "ORDER_SEP", "PID_PATTERN", "PRESETS", "VIEWS",
            "Assignment", "Study", "StudyError", "Task", "check_pid", "load_study", "parse_study"]

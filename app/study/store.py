@@ -48,7 +48,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .spec import StudyError
+from stateseer.app.study.spec import StudyError
 
 __all__ = ["FORMAT", "MAX_PAYLOAD_BYTES", "StudyLimitError", "StudyLog", "UnknownParticipant",
            "connect_log", "new_secret", "utc_now"]

@@ -13,10 +13,10 @@ from typing import Any
 
 from dash import dcc, html
 
-from ..explorer.registry import REGISTRY, Registry
-from ..explorer.tree import children, walk
-from .instruments import CHECKS, items_of
-from .spec import VIEWS, Study, Task
+from stateseer.app.explorer.registry import REGISTRY, Registry
+from stateseer.app.explorer.tree import children, walk
+from stateseer.app.study.instruments import CHECKS, items_of
+from stateseer.app.study.spec import VIEWS, Study, Task
 
 __all__ = ["component_ids", "done_page", "hidden_views", "landing_page",
            "message_page", "restrict_views", "study_frame", "task_panel", "view_targets"]

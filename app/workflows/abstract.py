@@ -13,8 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...abstraction.metrics import AUTO_CAP
-from ...rnn_models.formats.errors import StateseerError
+from stateseer.core import layout
+from stateseer.core.defaults import AUTO_CAP, N_STATES
+from stateseer.core.errors import StateseerError
 
 __all__ = ["SUMMARY_KEYS", "abstract_workflow", "has_predictions", "imported_params"]
 
@@ -26,7 +27,7 @@ SUMMARY_KEYS = ("n_states", "label_fidelity", "simulation_fidelity", "simulation
 
 def has_predictions(run: str | Path) -> bool:
     """False for a run imported without per-step probabilities (no predictions)."""
-    meta = Path(run) / "traces" / "meta.json"
+    meta = Path(run) / layout.TRACES / layout.META
     try:
         return json.loads(meta.read_text()).get("proba", True) is not False
     except (OSError, ValueError, AttributeError):
@@ -47,7 +48,7 @@ def imported_params(run: str | Path, params: dict[str, Any],
     return {**params, "features": "pca", "split_by_prediction": False}
 
 
-def abstract_workflow(run: str | Path, *, n_states: int | str = 40, cap: int = AUTO_CAP,
+def abstract_workflow(run: str | Path, *, n_states: int | str = N_STATES, cap: int = AUTO_CAP,
                       forcing: bool = True, index: bool = True, reuse: bool = False,
                       cluster: Any = None, log: Callable[[str], None] | None = None,
                       progress: Callable[[str], None] | None = None,
@@ -83,8 +84,8 @@ def abstract_workflow(run: str | Path, *, n_states: int | str = 40, cap: int = A
         count was chosen, ``forcing_agreement`` when measured, and ``predictions: False``
         (with the fidelity keys None) for a run without predictions.
     """
-    from ...abstraction.pipeline import abstract_run
-    from ...rnn_models.engine import engine_scope
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.core.engine import engine_scope
 
     say = log or (lambda _line: None)
     step = progress or (lambda _line: None)
@@ -111,7 +112,7 @@ def abstract_workflow(run: str | Path, *, n_states: int | str = 40, cap: int = A
             out["forcing_agreement"] = kept["forcing_agreement"]
         elif forcing:
             step("forcing states to their centroids (interventional faithfulness)")
-            from .forcing import measure_forcing
+            from stateseer.app.workflows.forcing import measure_forcing
 
             try:
                 out["forcing_agreement"] = measure_forcing(
@@ -120,9 +121,9 @@ def abstract_workflow(run: str | Path, *, n_states: int | str = 40, cap: int = A
                 say(f"state forcing skipped ({exc})")
         if index:
             step("indexing training contexts")
-            from ...rnn_models.formats.traces import Traces
-            from ...rnn_models.run import ModelRun
-            from .contexts import context_index
+            from stateseer.app.workflows.contexts import context_index
+            from stateseer.core.traces import Traces
+            from stateseer.rnn_models.run import ModelRun
 
             r = ModelRun(run)
             context_index(r, Traces(r.traces_dir), cluster=engine)
@@ -132,13 +133,13 @@ def abstract_workflow(run: str | Path, *, n_states: int | str = 40, cap: int = A
 def _current_figures(run: str | Path) -> dict[str, Any] | None:
     """The run's abstraction figures when its saved abstraction came from the current
     model's current traces, else None."""
-    from ...rnn_models.run import ModelRun
+    from stateseer.rnn_models.run import ModelRun
 
     r = ModelRun(run)
     try:
         sha = r.model_sha256()
-        traces = json.loads((r.traces_dir / "meta.json").read_text())
-        info = json.loads((r.abstraction_dir / "meta.json").read_text())["info"]
+        traces = json.loads((r.traces_dir / layout.META).read_text())
+        info = json.loads((r.abstraction_dir / layout.META).read_text())["info"]
         figures = r.metrics().get("abstraction")
     except (OSError, ValueError, KeyError, TypeError, StateseerError):
         return None

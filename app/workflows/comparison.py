@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...rnn_models.formats.errors import StateseerError
+from stateseer.core.errors import StateseerError
 
 if TYPE_CHECKING:
-    from .records import TraceRecord
-    from .runview import RunView
+    from stateseer.app.workflows.records import TraceRecord
+    from stateseer.app.workflows.runview import RunView
 
 __all__ = ["RunComparison", "compare_runs", "compare_split", "comparison_doc"]
 
@@ -27,7 +27,8 @@ def compare_split(a: RunView, b: RunView, split: str) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``matching`` (:class:`stateseer.abstraction.compare.StateMatching`), ``changed`` (per
+        ``matching`` (:class:`stateseer.abstraction.analysis.compare.StateMatching`), ``changed``
+        (per
         input arrays), ``summary`` (figures), ``pred_b`` (run b's predictions).
 
     Raises
@@ -35,8 +36,8 @@ def compare_split(a: RunView, b: RunView, split: str) -> dict[str, Any]:
     StateseerError
         The runs hold different inputs, tokenise them differently, or lack ``split``.
     """
-    from ...abstraction.compare import changed_inputs, match_states
-    from .inputs import input_difference
+    from stateseer.abstraction.analysis.compare import changed_inputs, match_states
+    from stateseer.app.workflows.inputs import input_difference
 
     if split not in b.splits:
         raise StateseerError(f"the compared run has no split {split!r}")
@@ -144,8 +145,8 @@ def compare_runs(run_a: Any, run_b: Any, split: str = "test", *,
     import json
     from pathlib import Path
 
-    from ...rnn_models.formats.atomic import atomic_write_text
-    from .runview import RunView
+    from stateseer.app.workflows.runview import RunView
+    from stateseer.core.atomic import atomic_write_text
 
     a, b = RunView(run_a), RunView(run_b)
     cmp_ = compare_split(a, b, split)

@@ -17,19 +17,20 @@ from typing import Any
 
 import numpy as np
 
-from ...abstraction.neighbors import ContextIndex
-from ...rnn_models.formats.atomic import atomic_write_text
-from ...rnn_models.formats.errors import StateseerError
-from ...rnn_models.formats.traces import SplitTraces, Traces
-from ...rnn_models.run import ModelRun
+from stateseer.abstraction.analysis.neighbors import ContextIndex
+from stateseer.core import layout
+from stateseer.core.atomic import atomic_write_text
+from stateseer.core.errors import StateseerError
+from stateseer.core.traces import SplitTraces, Traces
+from stateseer.rnn_models.run import ModelRun
 
 __all__ = ["context_index", "nearest_contexts", "projection_sample"]
 
 
 # -- nearest training contexts ------------------------------------------------------------
 def _index_paths(run: ModelRun) -> tuple[Path, Path]:
-    d = run.path / "index"
-    return d / "train.contexts.npz", d / "train.contexts.json"
+    d = run.path / layout.INDEX
+    return d / layout.CONTEXTS_NPZ, d / layout.CONTEXTS_JSON
 
 
 def context_index(run: ModelRun, traces: Traces, *, build: bool = True,
@@ -60,8 +61,8 @@ def context_index(run: ModelRun, traces: Traces, *, build: bool = True,
     if train.n_steps == 0:
         raise StateseerError("the training split has no steps to index")
     t0 = time.perf_counter()
-    from ...abstraction.sharded import shard_refs
-    from ...rnn_models.engine import engine_scope
+    from stateseer.abstraction.sharded import shard_refs
+    from stateseer.core.engine import engine_scope
 
     with engine_scope(cluster) as engine:
         index = ContextIndex().fit_shards(shard_refs(traces, "train"), engine)

@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from ...abstraction.dfa import ExtractedDFA, extract_dfa, training_alphabet
-from ...abstraction.pipeline import fresh_traces
-from ...rnn_models.formal import GRAMMARS
-from ...rnn_models.formats.errors import StateseerError
-from ...rnn_models.formats.rundir import RunDir
+from stateseer.abstraction.automata.dfa.extract import extract_dfa, training_alphabet
+from stateseer.abstraction.automata.dfa.extracted import ExtractedDFA
+from stateseer.abstraction.pipeline import fresh_traces
+from stateseer.core.errors import StateseerError
+from stateseer.core.rundir import RunDir
+from stateseer.rnn_models.formal import GRAMMARS
 
 __all__ = ["DFA_FILE", "extract_run_dfa", "read_examples"]
 
@@ -90,9 +91,9 @@ def read_examples(path: str | Path, classes: list[str], alphabet: tuple[str, ...
 
 def _trace_examples(run: RunDir, texts: list[str], tokenizer: str) -> Any:
     """The examples run through the run's model (hidden states, per-prefix predictions)."""
-    from ...rnn_models.loading import load_model
-    from ...rnn_models.record import record_texts
-    from ...rnn_models.tokenizers import Vocab
+    from stateseer.rnn_models.loading import load_model
+    from stateseer.rnn_models.record import record_texts
+    from stateseer.rnn_models.tokenizers import Vocab
 
     vocab = Vocab.load(run.vocab_path)
     return record_texts(load_model(run), vocab, texts, tokenizer=tokenizer,
@@ -102,7 +103,7 @@ def _trace_examples(run: RunDir, texts: list[str], tokenizer: str) -> Any:
 def extract_run_dfa(run: RunDir | str | Path, *, max_states: int = 200,
                     random_state: int = 0, examples: str | Path | None = None,
                     states: int | None = None) -> ExtractedDFA:
-    """Extract the run's DFA, save ``abstraction/dfa.json`` and record its report in
+    """Extract the run's DFA, save ``abstraction/automata/dfa.json`` and record its report in
     ``metrics.json["abstraction"]["dfa"]``.
 
     When the run's data set is a built-in grammar, the report compares the automaton with
@@ -111,7 +112,7 @@ def extract_run_dfa(run: RunDir | str | Path, *, max_states: int = 200,
     the training prefixes with a weight above the whole training set, so refinement treats
     them as counterexamples first; ``report["examples"]`` then says how many the DFA and
     the RNN itself classify as labelled. ``states`` caps the automaton's size
-    (:func:`stateseer.abstraction.dfa.extract_dfa`).
+    (:func:`stateseer.abstraction.automata.dfa.extract_dfa`).
     """
     run = run if isinstance(run, RunDir) else RunDir(run)
     traces = fresh_traces(run)

@@ -1,6 +1,6 @@
 """``stateseer diagnose``: why a run's model errs, each finding checked on the model.
 
-Candidates come from :mod:`stateseer.abstraction.diagnosis` (tokens, token sequences,
+Candidates come from :mod:`stateseer.abstraction.analysis.diagnosis` (tokens, token sequences,
 unknown words, input length, class confusions, subpopulations), with Benjamini–Yekutieli
 q-values over every candidate tested. The most promising are then checked with the model
 itself, on the inputs that carry the culprit:
@@ -13,7 +13,7 @@ itself, on the inputs that carry the culprit:
                    95 % of the long inputs stays the same (the model sees nothing past N);
 ``unread_tail``    (a run whose pipeline truncates inputs, ``train --truncate N``) the
                    words the model never read, after token N, weighed as evidence by the
-                   training data (naive Bayes, :func:`~stateseer.abstraction.diagnosis.
+                   training data (naive Bayes, :func:`~stateseer.abstraction.analysis.diagnosis.
                    tail_evidence`): among the long inputs' errors, those whose unread tail
                    favours the true class over the prediction against those whose tail
                    favours the prediction. The candidate's p-value is that sign test's (a
@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from ...abstraction.diagnosis import (
+from stateseer.abstraction.analysis.diagnosis import (
     Candidate,
     by_qvalues,
     confusion_candidates,
@@ -75,9 +75,10 @@ from ...abstraction.diagnosis import (
     token_candidates,
     unknown_candidates,
 )
-from ...rnn_models.formats.atomic import atomic_write_text
-from ...rnn_models.formats.errors import StateseerError
-from ...rnn_models.formats.reading import load_json
+from stateseer.core import layout
+from stateseer.core.atomic import atomic_write_text
+from stateseer.core.errors import StateseerError
+from stateseer.core.reading import load_json
 
 __all__ = ["ACTIONS", "FORMAT", "Q_LEVEL", "actions_for", "diagnose_run", "findings_table",
            "load_findings", "permutation_null"]
@@ -136,7 +137,7 @@ def _split_data(tr: Any) -> tuple[list[list[str]], np.ndarray, list[np.ndarray]]
 def _written(r: Any, tr: Any) -> list[list[str]] | None:
     """Each input's tokens as written, when the run's pipeline cuts inputs (``data.truncate``)
     and its tokenizer is stateseer's; else None (the recorded tokens are the whole input)."""
-    from ...rnn_models.tokenizers import get_tokenizer
+    from stateseer.rnn_models.tokenizers import get_tokenizer
 
     name = r.data.get("tokenizer")
     if r.truncate is None or name not in ("word", "char", "space"):
@@ -176,7 +177,7 @@ def _intervene(model: Any, tr: Any, c: Candidate, layer: int) -> dict[str, Any] 
                 "lift": sig.get("lift", 0.0), "p_value": sig.get("p_value", 1.0),
                 "confirmed": sig.get("inputs", 0) >= 5 and sig.get("p_value", 1.0) < 1e-3
                 and sig.get("lift", 0.0) >= UNKNOWN_LIFT}
-    from ...rnn_models.record import predict_ids
+    from stateseer.rnn_models.record import predict_ids
 
     rows = c.affected
     before = np.asarray(tr.predictions)[rows]
@@ -370,8 +371,8 @@ def permutation_null(run: str | Path, *, split: str = "test", n: int = 20, seed:
     findings (those also need their check); the confusion candidates, which read the
     predicted classes rather than the flags, are left out.
     """
-    from ...abstraction.pipeline import fresh_traces
-    from ...rnn_models.run import ModelRun
+    from stateseer.abstraction.pipeline import fresh_traces
+    from stateseer.rnn_models.run import ModelRun
 
     r = ModelRun(run)
     traces = fresh_traces(r)
@@ -607,8 +608,8 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
     StateseerError
         No model, no traces, or no recorded ``split`` (one line each).
     """
-    from ...abstraction.pipeline import fresh_traces
-    from ...rnn_models.run import ModelRun
+    from stateseer.abstraction.pipeline import fresh_traces
+    from stateseer.rnn_models.run import ModelRun
 
     t0 = time.perf_counter()
     r = ModelRun(run)
@@ -651,7 +652,7 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
            "model_sha256": traces.meta.get("model_sha256"),
            "n_significant": sum(f["significant"] for f in findings), "findings": findings}
     if save:
-        out = r.path / "diagnosis" / "findings.json"
+        out = r.path / layout.DIAGNOSIS / layout.FINDINGS
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out, json.dumps(doc, indent=1, ensure_ascii=False))
     return doc
@@ -691,7 +692,7 @@ def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str],
 
 def load_findings(run: str | Path) -> dict[str, Any] | None:
     """``RUN/diagnosis/findings.json``, or None when the run has not been diagnosed."""
-    path = Path(run) / "diagnosis" / "findings.json"
+    path = Path(run) / layout.DIAGNOSIS / layout.FINDINGS
     try:
         doc = load_json(path)
     except (OSError, StateseerError):  # absent, not JSON, not a file, too large or deep

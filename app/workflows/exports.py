@@ -1,6 +1,7 @@
 """``stateseer export``: pick the FSM (or DFA) of a run and write it in a format.
 
-The writers themselves are pure functions of :mod:`stateseer.abstraction.export`; this module reads
+The writers themselves are pure functions of :mod:`stateseer.abstraction.automata.export`; this
+module reads
 the run directory.
 """
 
@@ -11,20 +12,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...abstraction.errors import AbstractionError
-from ...abstraction.export import EXPORT_FORMATS, drawn_top_k, export_data, write_export
-from ...abstraction.fsm import FSM
-from ...abstraction.pipeline import Abstraction
-from ...rnn_models.formats.rundir import RunDir
-from ...rnn_models.formats.traces import Traces
-from .dfa import DFA_FILE
+from stateseer.abstraction.automata.export import (
+    EXPORT_FORMATS,
+    drawn_top_k,
+    export_data,
+    write_export,
+)
+from stateseer.abstraction.automata.fsm import FSM
+from stateseer.abstraction.errors import AbstractionError
+from stateseer.abstraction.pipeline import Abstraction
+from stateseer.app.workflows.dfa import DFA_FILE
+from stateseer.core import layout
+from stateseer.core.rundir import RunDir
+from stateseer.core.traces import Traces
 
 __all__ = ["drawing_note", "export_run", "load_run_fsm"]
 
 def load_run_fsm(run: RunDir, dfa: bool = False) -> tuple[FSM, Any]:
     """The run's FSM (and the DFA object when ``dfa``)."""
     if dfa:
-        from ...abstraction.dfa import ExtractedDFA
+        from stateseer.abstraction.automata.dfa.extracted import ExtractedDFA
 
         path = run.abstraction_dir / DFA_FILE
         if not path.exists():
@@ -34,7 +41,7 @@ def load_run_fsm(run: RunDir, dfa: bool = False) -> tuple[FSM, Any]:
             )
         d = ExtractedDFA.load(path)
         return FSM.from_dict(d.to_dict()), d
-    path = run.abstraction_dir / "fsm.json"
+    path = run.abstraction_dir / layout.FSM
     if not path.exists():
         raise AbstractionError(
             f"no FSM in {run.abstraction_dir}; run `stateseer abstract {run.path}` first"
@@ -49,14 +56,14 @@ def export_run(run: RunDir | str | Path, fmt: str, out: str | Path, *, dfa: bool
     """Export the run's FSM/DFA (or its traces) as ``fmt`` to ``out`` (``-``: stdout).
 
     A drawn FSM (dot/svg/png/pdf) keeps ``top_k`` edges per state (default
-    :data:`~stateseer.abstraction.export.RENDERED_TOP_K`; ``0``: every edge); ``log``
+    :data:`~stateseer.abstraction.automata.export.RENDERED_TOP_K`; ``0``: every edge); ``log``
     hears what it left out (:func:`drawing_note`). ``html`` is one self-contained page
     (:mod:`~stateseer.app.workflows.html_export`): the FSM, or with ``input_id`` that
     input's trace (in ``split``, default test)."""
     run = run if isinstance(run, RunDir) else RunDir(run)
     _ = run.config  # a clear error if this is not a run
     if fmt == "html":
-        from .html_export import fsm_html, trace_html
+        from stateseer.app.workflows.html_export import fsm_html, trace_html
 
         if dfa:
             raise AbstractionError("--format html draws the FSM; export the DFA as "

@@ -23,30 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from ...abstraction.arrays import distinct
-from ...abstraction.centroids import state_centroids
-from ...abstraction.pipeline import Abstraction
-from ...rnn_models.formats.errors import DAMAGED_NPY, StateseerError
-from ...rnn_models.formats.traces import SplitTraces, Traces
-from ...rnn_models.run import ModelRun
+from stateseer.abstraction.abstractors.centroids import state_centroids
+from stateseer.abstraction.arrays import distinct
+from stateseer.abstraction.pipeline import Abstraction
+from stateseer.core import layout
+from stateseer.core.errors import DAMAGED_NPY, StateseerError
+from stateseer.core.traces import SplitTraces, Traces
+from stateseer.rnn_models.run import ModelRun
 
 __all__ = ["forced_trace", "forcing_figures", "forcing_survival", "load_centroids",
-           "load_model", "measure_forcing"]
-
-
-def load_model(run: ModelRun) -> Any:
-    """The run's model in eval mode, through the project's model loader.
-
-    Raises
-    ------
-    StateseerError
-        Missing, corrupt or mismatching model files (one line, from the loader).
-    """
-    try:
-        from ...rnn_models.loading import load_model as _load
-    except ImportError:  # the loader before it moved out of Run
-        return run.load_model()
-    return _load(run)
+           "measure_forcing"]
 
 
 # -- centroids ----------------------------------------------------------------------------
@@ -60,7 +46,7 @@ def load_centroids(run: ModelRun, ab: Abstraction, traces: Traces) -> np.ndarray
     -------
     ndarray of shape (n_fsm_states, state_size)
     """
-    path = run.abstraction_dir / "centroids.npy"
+    path = run.abstraction_dir / layout.CENTROIDS
     train = traces["train"]
     shape = (ab.fsm.n_states, train.hidden.shape[1])
     if path.exists():
@@ -86,7 +72,7 @@ def _batches(tr: SplitTraces, idx: np.ndarray, batch_size: int) -> Iterator[tupl
     """Padded id batches ``(positions, ids, lengths)`` of inputs ``idx`` (length-sorted)."""
     import torch
 
-    from ...rnn_models.batching import length_batches, pad_batch
+    from stateseer.rnn_models.batching import length_batches, pad_batch
 
     seqs = [np.asarray(tr.token_ids[tr.steps(int(i))], np.int64) for i in idx]
     for b in length_batches(np.array([len(s) for s in seqs]), batch_size):
@@ -116,7 +102,7 @@ def _per_state_counts(model: Any, ab: Abstraction, centroids: np.ndarray, tr: Sp
                       ) -> tuple[np.ndarray, np.ndarray]:
     """Per FSM state: inputs of ``tr`` visiting it, and how many of them survive forcing
     it alone; shapes (n_fsm_states,). ``states`` (n_steps,) are ``tr``'s FSM states."""
-    from ...rnn_models.forcing import forced_run
+    from stateseer.rnn_models.forcing import forced_run
 
     states = np.asarray(states)
     # inputs visiting each state, from the (state, input) pairs of every step
@@ -144,7 +130,7 @@ def forcing_survival(model: Any, ab: Abstraction, centroids: np.ndarray, tr: Spl
     ndarray of bool, shape (n_nonempty_inputs,)
         In input order, empty inputs left out (they have no hidden state to force).
     """
-    from ...rnn_models.forcing import forced_run  # runs without autograd
+    from stateseer.rnn_models.forcing import forced_run  # runs without autograd
 
     nonempty = np.flatnonzero(tr.lengths > 0)
     survived = np.zeros(tr.n_inputs, bool)
@@ -198,8 +184,8 @@ def _force_shard(item: tuple[Any, np.ndarray], *, run: str, model_sha: str | Non
                  batch_size: int, model: Any = None) -> dict[str, Any]:
     """Forcing figures of one shard (``item``: its ShardRef and its FSM states); the model
     is ``model`` or the one loaded once per worker process."""
-    from ...abstraction.sharded import open_ref
-    from ...rnn_models.engine import worker_model
+    from stateseer.abstraction.sharded import open_ref
+    from stateseer.rnn_models.engine import worker_model
 
     ref, states = item
     model = model if model is not None else worker_model(run, model_sha)
@@ -217,8 +203,8 @@ def _forcing_on_shards(engine: Any, run: ModelRun, traces: Traces, ab: Abstracti
                        batch_size: int = 512) -> dict[str, Any]:
     """:func:`forcing_figures` mapped over the shards of ``split`` on ``engine`` (in-process
     or Dask, the same figures), the per-state counts summed."""
-    from ...abstraction.pipeline import Abstraction as Ab
-    from ...abstraction.sharded import shard_refs
+    from stateseer.abstraction.pipeline import Abstraction as Ab
+    from stateseer.abstraction.sharded import shard_refs
 
     t0 = time.perf_counter()
     if split not in ab.states:
@@ -232,7 +218,7 @@ def _forcing_on_shards(engine: Any, run: ModelRun, traces: Traces, ab: Abstracti
               "ab": light, "centroids": centroids, "layer": traces.meta.get("layer", -1),
               "per_state": per_state, "batch_size": batch_size}
     if not engine.is_cluster:
-        shared["model"] = load_model(run)
+        shared["model"] = run.load_model()
     parts = engine.map(_force_shard, items, **shared)
     survived = np.concatenate([p["survived"] for p in parts])
     out: dict[str, Any] = {
@@ -256,7 +242,7 @@ def measure_forcing(run_dir: str | Path, *, split: str = "test", per_state: bool
     (``local``, ``local:N``, ``tcp://HOST:PORT`` or an open engine; default
     ``$STATESEER_CLUSTER``); workers load the model once each. Same figures either way.
     """
-    from ...rnn_models.engine import engine_scope
+    from stateseer.core.engine import engine_scope
 
     run = ModelRun(run_dir)
     traces = Traces(run.traces_dir)
@@ -293,7 +279,7 @@ def forced_trace(model: Any, ab: Abstraction, centroids: np.ndarray, ids: np.nda
     """
     import torch
 
-    from ...rnn_models.forcing import forced_run
+    from stateseer.rnn_models.forcing import forced_run
 
     ids = np.asarray(ids, np.int64)
     if len(ids) == 0:

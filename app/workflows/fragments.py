@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ...abstraction.colors import class_color, mix_color, text_color_on
+from stateseer.abstraction.colors import class_color, mix_color, text_color_on
 
 __all__ = ["probability_svg", "token_chips", "trace_fragment"]
 

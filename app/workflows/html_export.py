@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from ...abstraction.colors import class_color, mix_color, text_color_on
-from ...abstraction.export import export_data
-from ...rnn_models.formats.errors import StateseerError
-from .fragments import probability_svg, token_chips
-from .runview import RunView
+from stateseer.abstraction.automata.export import export_data
+from stateseer.abstraction.colors import class_color, mix_color, text_color_on
+from stateseer.app.workflows.fragments import probability_svg, token_chips
+from stateseer.app.workflows.runview import RunView
+from stateseer.core.errors import StateseerError
 
 __all__ = ["fsm_html", "trace_html"]
 
@@ -173,7 +173,7 @@ def _attribution(rv: RunView, tr: Any) -> list[float] | None:
     """Integrated-gradients attribution of the trace's prediction, or None when the run
     cannot load its model."""
     try:
-        from ...rnn_models.attribution import attribute
+        from stateseer.rnn_models.attribution import attribute
 
         model, vocab = rv.run.load_model(), rv.run.vocab()
     except (StateseerError, OSError, ImportError):

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...rnn_models.formats.errors import StateseerError
+from stateseer.core.errors import StateseerError
 
 __all__ = ["Job", "JobRunner", "dfa_command", "force_command", "repair_command",
            "sweep_command"]

@@ -8,11 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from stateseer.core import layout
+from stateseer.core.defaults import N_STATES
+
 __all__ = ["prepare_run"]
 
 
 def _train_or_reuse(run, dataset: str, arch: str, log: Callable[[str], None]) -> None:
-    from ...rnn_models.train import TrainConfig, default_drift, train_run
+    from stateseer.rnn_models.train import TrainConfig, default_drift, train_run
 
     if run.exists() and run.model_path.exists():
         log(f"reusing the model in {run.path}")
@@ -30,10 +33,10 @@ def _train_or_reuse(run, dataset: str, arch: str, log: Callable[[str], None]) ->
 
 def _record_if_stale(run, log: Callable[[str], None]) -> bool:
     """Record the run unless its traces come from its current model; whether it did."""
-    from ...rnn_models.engine import record_run
-    from ...rnn_models.formats.traces import Traces
+    from stateseer.core.traces import Traces
+    from stateseer.rnn_models.engine import record_run
 
-    fresh = (run.traces_dir / "meta.json").exists() and \
+    fresh = (run.traces_dir / layout.META).exists() and \
         Traces(run.traces_dir).meta.get("model_sha256") == run.model_sha256()
     if not fresh:
         log("recording traces")
@@ -43,7 +46,7 @@ def _record_if_stale(run, log: Callable[[str], None]) -> bool:
 
 def _diagnose_if_stale(run, log: Callable[[str], None]) -> None:
     """Diagnose the test split unless its findings come from the run's current model."""
-    from .diagnose import diagnose_run, load_findings
+    from stateseer.app.workflows.diagnose import diagnose_run, load_findings
 
     doc = load_findings(run.path)
     if doc is not None and doc.get("model_sha256") == run.model_sha256():
@@ -55,7 +58,8 @@ def _diagnose_if_stale(run, log: Callable[[str], None]) -> None:
 
 
 def prepare_run(run_dir: str | Path, *, dataset: str = "rotten_tomatoes", arch: str = "lstm",
-                n_states: int | str = 40, log: Callable[[str], None] = print) -> dict[str, Any]:
+                n_states: int | str = N_STATES, log: Callable[[str], None] = print,
+                ) -> dict[str, Any]:
     """Train, record and abstract ``run_dir`` unless each step's output is already there
     and up to date; then the forcing figures (when the model allows) and the index
     (:func:`~stateseer.app.workflows.abstract.abstract_workflow` with ``reuse``); then the
@@ -77,8 +81,8 @@ def prepare_run(run_dir: str | Path, *, dataset: str = "rotten_tomatoes", arch: 
     dict
         The abstraction's summary (:func:`abstract_workflow`'s).
     """
-    from ...rnn_models.run import ModelRun
-    from .abstract import abstract_workflow
+    from stateseer.app.workflows.abstract import abstract_workflow
+    from stateseer.rnn_models.run import ModelRun
 
     run = ModelRun(run_dir)
     _train_or_reuse(run, dataset, arch, log)

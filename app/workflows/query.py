@@ -12,9 +12,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ...abstraction.arrays import distinct
-from ...abstraction.patterns import collapsed_paths, window_keys
-from ...rnn_models.formats.traces import SplitTraces
+from stateseer.abstraction.analysis.patterns import collapsed_paths, window_keys
+from stateseer.abstraction.arrays import distinct
+from stateseer.core.traces import SplitTraces
 
 __all__ = ["MAX_SEARCH_CHARS", "InstanceQuery", "SplitIndex", "compile_search", "page_of",
            "query_instances"]

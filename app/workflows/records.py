@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from ...rnn_models.formats.errors import StateseerError
+from stateseer.core.errors import StateseerError
 
 __all__ = ["MAX_STORE_CHARS", "MAX_STORE_TOKENS", "StoreError", "TraceRecord", "record_of"]
 
@@ -80,7 +80,7 @@ class TraceRecord:
         """In a notebook: the tokens coloured by the running prediction with their states,
         and the probability chart (:func:`~stateseer.app.workflows.fragments.
         trace_fragment`)."""
-        from .fragments import trace_fragment
+        from stateseer.app.workflows.fragments import trace_fragment
 
         return trace_fragment(self)
 

@@ -53,9 +53,11 @@ from typing import Any
 
 import numpy as np
 
-from ...rnn_models.formats.atomic import atomic_write_text
-from ...rnn_models.formats.errors import StateseerError
-from ...rnn_models.formats.rundir import RELATIVE, located, located_path
+from stateseer.core import layout
+from stateseer.core.atomic import atomic_write_text
+from stateseer.core.defaults import N_STATES
+from stateseer.core.errors import StateseerError
+from stateseer.core.rundir import RELATIVE, located, located_path
 
 __all__ = ["ACTIONS", "ACTION_EDITS", "paired_bootstrap", "repair_run", "training_settings"]
 
@@ -69,7 +71,7 @@ def _holds(toks: list[str], f: dict, window: int = 3) -> bool:
     """Whether an input's tokens carry the finding's culprit (a sequence: its first token
     followed within ``window`` tokens by its second)."""
     if f["kind"] == "sequence":
-        from ...abstraction.diagnosis import pair_positions
+        from stateseer.abstraction.analysis.diagnosis import pair_positions
 
         return bool(pair_positions(np.asarray(toks, object), *f["tokens"], window).any())
     return bool(set(f["tokens"]) & set(toks))
@@ -166,7 +168,7 @@ def _relabel(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any,
 
 def _held_out(ds: Any, src: Any, parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """:func:`held_out_proba` with the run's own training settings."""
-    from ...rnn_models.train import held_out_proba
+    from stateseer.rnn_models.train import held_out_proba
 
     return held_out_proba(_train_config(src, Path("held-out")), ds, parts)
 
@@ -220,7 +222,7 @@ def _confusion_suspects(ds: Any, a: int, b: int, rng: np.random.Generator, actio
     times the rows labelled ``a``; for ``drop`` :data:`DROP_SHARE` times that, never more
     than half of the rest. They are ranked by the probability of ``a`` that a model which
     never saw them gives (:func:`~.suspects.held_out_bag_proba`, cross-fitted)."""
-    from .suspects import held_out_bag_proba
+    from stateseer.app.workflows.suspects import held_out_bag_proba
 
     rho, _, _ = _flip_rate(ds, a, action)
     labels = np.asarray(ds.labels)
@@ -350,7 +352,7 @@ def paired_bootstrap(before: np.ndarray, after: np.ndarray, *, n_boot: int = 200
 
 
 def _finding_of(run: Path, k: int) -> dict[str, Any]:
-    from .diagnose import load_findings
+    from stateseer.app.workflows.diagnose import load_findings
 
     doc = load_findings(run)
     if doc is None:
@@ -389,7 +391,7 @@ def _retrainable(src: Any) -> dict[str, Any]:
 
 
 def _train_config(src: Any, data: Path, settings: dict[str, list] | None = None) -> Any:
-    from ...rnn_models.train import TrainConfig, reproducing_prefix_loss
+    from stateseer.rnn_models.train import TrainConfig, reproducing_prefix_loss
 
     cfg = _retrainable(src)
     names = {f.name for f in dataclasses.fields(TrainConfig)}
@@ -437,7 +439,7 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
         a run whose model stateseer cannot retrain, or an existing ``out`` (one line each,
         checked before anything is written).
     """
-    from ...rnn_models.run import ModelRun
+    from stateseer.rnn_models.run import ModelRun
 
     say = log or (lambda _line: None)
     src, new = ModelRun(run), ModelRun(out)
@@ -455,7 +457,7 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
     new.path.mkdir(parents=True)
     data = _write_data(edited, new.path / "data.jsonl")
     cfg = _train_config(src, data, edits.get("settings"))
-    atomic_write_text(new.path / "repair_edits.json", json.dumps(
+    atomic_write_text(new.path / layout.REPAIR_EDITS, json.dumps(
         {"source_run": str(src.path), "finding": f, "action": action, **edits}, indent=1))
     say(f"training {new.path} on the edited data ({action} on finding {finding})")
     steps = (["recording", "abstracting", "diagnosing", "comparing"] + ["control"] * control
@@ -478,7 +480,7 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
             f"{np.mean(m['after']):.3f} (mean change {m['delta_mean']:+.3f}, 95 % CI "
             f"{m['delta_ci'][0]:+.3f} to {m['delta_ci'][1]:+.3f}); classes down more than "
             f"a point on average: {', '.join(m['classes_hurt']) or 'none'}")
-    atomic_write_text(new.path / "repair.json", json.dumps(doc, indent=1))
+    atomic_write_text(new.path / layout.REPAIR, json.dumps(doc, indent=1))
     stage("done", len(steps), len(steps))
     return doc
 
@@ -498,7 +500,7 @@ def _over_seeds(src: Any, new: Any, ds: Any, cfg: Any, seeds: int, first: tuple,
     ``k``-th model is trained."""
     from scipy import stats
 
-    from ...rnn_models.train import fit_predict
+    from stateseer.rnn_models.train import fit_predict
 
     ok_a, ok_b, gold, classes, _rows = first
     copy = new.path / "seeds_source_data.jsonl"  # RUN's data, as the edited data is read
@@ -545,15 +547,15 @@ def _control(src: Any, new: Any, ds: Any, seed: int, progress: bool,
              say: Callable[[str], None]) -> dict[str, Any]:
     """Train RUN's data less a random :data:`CONTROL_SHARE` of its training inputs with
     RUN's settings into ``NEW/control`` and compare its test predictions with RUN's."""
-    from ...rnn_models.engine import record_run
-    from ...rnn_models.run import ModelRun
-    from ...rnn_models.train import train_run
+    from stateseer.rnn_models.engine import record_run
+    from stateseer.rnn_models.run import ModelRun
+    from stateseer.rnn_models.train import train_run
 
     train = np.asarray(ds.splits["train"])
     rng = np.random.default_rng(10_000 + seed)
     gone = np.sort(rng.choice(train, max(1, round(CONTROL_SHARE * len(train))),
                               replace=False))
-    where = ModelRun(new.path / "control")
+    where = ModelRun(new.path / layout.CONTROL)
     where.path.mkdir()
     data = _write_data(_subset(ds, np.setdiff1d(np.arange(len(ds)), gone)),
                        where.path / "data.jsonl")
@@ -570,7 +572,7 @@ def _test_outcomes(src: Any, new: Any
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list, np.ndarray]:
     """Per test input: RUN's prediction right, ``new``'s prediction right, the gold class
     name; the classes; and the test inputs' rows in the data set."""
-    from ...abstraction.pipeline import fresh_traces
+    from stateseer.abstraction.pipeline import fresh_traces
 
     before, after = fresh_traces(src), fresh_traces(new)
     a, b = before["test"], after["test"]
@@ -597,7 +599,7 @@ def _whole(src: Any) -> Any:
 
 
 def _write_data(ds: Any, path: Path) -> Path:
-    from ...rnn_models.injection import Injected
+    from stateseer.rnn_models.injection import Injected
 
     return Injected("repair", list(ds.texts), np.asarray(ds.labels), list(ds.classes),
                     dict(ds.splits)).write(path)
@@ -611,10 +613,10 @@ def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, ac
     split: the ``stateseer.repair`` document, and the per-input outcomes it was computed
     from (:func:`_test_outcomes`). ``report`` follows the epochs, then the first four of
     ``steps``."""
-    from ...rnn_models.engine import record_run
-    from ...rnn_models.train import train_run
-    from .abstract import abstract_workflow
-    from .diagnose import diagnose_run
+    from stateseer.app.workflows.abstract import abstract_workflow
+    from stateseer.app.workflows.diagnose import diagnose_run
+    from stateseer.rnn_models.engine import record_run
+    from stateseer.rnn_models.train import train_run
 
     # train_run writes the run whole (config, model, vocabulary) over the folder repair
     # started; the edited data and its provenance are kept
@@ -628,7 +630,7 @@ def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, ac
     stage(0)
     record_run(new.path)
     stage(1)
-    n_states = src.metrics().get("abstraction", {}).get("n_states_requested", 40)
+    n_states = src.metrics().get("abstraction", {}).get("n_states_requested", N_STATES)
     abstract_workflow(new.path, n_states=n_states, forcing=False, index=False)
     stage(2)
     after_doc = diagnose_run(new.path, split="test")

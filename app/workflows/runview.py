@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from ...abstraction.pipeline import Abstraction
-from ...rnn_models.formats.errors import StateseerError
-from ...rnn_models.formats.traces import Traces
-from ...rnn_models.run import ModelRun
-from .query import SplitIndex
-from .records import TraceRecord
+from stateseer.abstraction.pipeline import Abstraction
+from stateseer.app.workflows.query import SplitIndex
+from stateseer.app.workflows.records import TraceRecord
+from stateseer.core.errors import StateseerError
+from stateseer.core.traces import Traces
+from stateseer.rnn_models.run import ModelRun
 
 __all__ = ["RunView"]
 
@@ -85,7 +85,7 @@ class RunView:
     @cached_property
     def positions(self) -> dict[int, tuple[float, float]]:
         """Stable diagram positions, computed once."""
-        from ...abstraction.layout import fixed_positions
+        from stateseer.abstraction.automata.layout import fixed_positions
 
         return fixed_positions(self.fsm)
 

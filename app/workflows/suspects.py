@@ -21,7 +21,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from ...rnn_models.formats.errors import StateseerError
+from stateseer.core.errors import StateseerError
 
 __all__ = ["FOLDS", "held_out_bag_proba"]
 

@@ -3,7 +3,8 @@
 For every candidate count the abstraction is fitted on the training split and measured
 on one split (the test split by default) with the two figures that discriminate. The
 candidates share one feature fit (the projection is fitted once,
-:func:`stateseer.abstraction.features.shared_projections`); the clustering runs per candidate.
+:func:`stateseer.abstraction.abstractors.features.shared_projections`); the clustering runs per
+candidate.
 
 * **simulation fidelity** — the FSM alone, run on the tokens, ends in a state whose
   label is the RNN's final prediction — with a 95 % bootstrap interval over inputs;
@@ -33,9 +34,15 @@ from typing import Any
 
 import numpy as np
 
-from ...abstraction.features import shared_projections
-from ...abstraction.metrics import AUTO_CAP, agreement_baseline, bootstrap_ci, choose_knee
-from ...rnn_models.formats.errors import StateseerError
+from stateseer.abstraction.abstractors.features import shared_projections
+from stateseer.abstraction.analysis.metrics import (
+    agreement_baseline,
+    bootstrap_ci,
+    choose_knee,
+)
+from stateseer.core import layout
+from stateseer.core.defaults import AUTO_CAP
+from stateseer.core.errors import StateseerError
 
 __all__ = [
     "AUTO_CAP",
@@ -82,8 +89,8 @@ def simulated_predictions(ab: Any, tr: Any) -> np.ndarray:
 
 
 def _forcing_agreement(model: Any, ab: Any, traces: Any, split: str) -> float:
-    from ...abstraction.centroids import state_centroids
-    from .forcing import forcing_survival
+    from stateseer.abstraction.abstractors.centroids import state_centroids
+    from stateseer.app.workflows.forcing import forcing_survival
 
     cent, _ = state_centroids(traces["train"].hidden, ab.states["train"], ab.fsm.n_states,
                               initial=traces.initial_hidden)
@@ -93,8 +100,8 @@ def _forcing_agreement(model: Any, ab: Any, traces: Any, split: str) -> float:
 
 
 def _load(run: Any, split: str) -> tuple[Any, Any, list[str]]:
-    from ...abstraction.pipeline import fresh_traces
-    from ...rnn_models.run import ModelRun
+    from stateseer.abstraction.pipeline import fresh_traces
+    from stateseer.rnn_models.run import ModelRun
 
     run = run if isinstance(run, ModelRun) else ModelRun(run)
     if not run.exists():
@@ -169,7 +176,7 @@ def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str = "te
         ``simulation_fidelity_ci`` [low, high], ``forcing_agreement``, ``seconds`` (fitting
         and simulating the abstraction) and ``forcing_seconds``.
     """
-    from ...abstraction.pipeline import fit_abstraction, min_states
+    from stateseer.abstraction.pipeline import fit_abstraction, min_states
 
     counts = sorted({int(k) for k in (DEFAULT_STATES if states is None else states)})
     if not counts or counts[0] < 1:
@@ -183,10 +190,9 @@ def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str = "te
         counts = [k for k in counts if k >= need] or [need]
     model = None
     if forcing:
-        from .forcing import load_model
 
         try:
-            model = load_model(run)
+            model = run.load_model()
         except StateseerError as exc:
             if log:
                 log(f"forcing agreement skipped ({exc})")
@@ -318,7 +324,7 @@ def write_sweep(points: Sequence[dict[str, Any]], out_dir: str | Path, *,
     dict
         ``json``, ``html`` and ``png`` (``None`` without matplotlib) paths.
     """
-    from ...rnn_models.formats.atomic import atomic_write_text
+    from stateseer.core.atomic import atomic_write_text
 
     out = Path(out_dir)
     try:
@@ -326,9 +332,9 @@ def write_sweep(points: Sequence[dict[str, Any]], out_dir: str | Path, *,
     except OSError as exc:
         raise StateseerError(f"cannot create {out} ({exc.strerror}); choose another --out") \
             from None
-    atomic_write_text(out / "sweep.json", json.dumps(list(points), indent=1))
-    png = out / "sweep.png"
+    atomic_write_text(out / layout.SWEEP_JSON, json.dumps(list(points), indent=1))
+    png = out / layout.SWEEP_PNG
     has_png = _png(points, png, chosen)
-    _html(points, out / "sweep.html", chosen)
-    return {"json": str(out / "sweep.json"), "png": str(png) if has_png else None,
-            "html": str(out / "sweep.html")}
+    _html(points, out / layout.SWEEP_HTML, chosen)
+    return {"json": str(out / layout.SWEEP_JSON), "png": str(png) if has_png else None,
+            "html": str(out / layout.SWEEP_HTML)}

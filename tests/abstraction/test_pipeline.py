@@ -12,15 +12,15 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from stateseer.abstraction import metrics
+from stateseer.abstraction.analysis import metrics
+from stateseer.abstraction.analysis.metrics import choose_knee
+from stateseer.abstraction.automata.export import read_dot, write_traces_csv
+from stateseer.abstraction.automata.fsm import FSM
 from stateseer.abstraction.errors import AbstractionError
-from stateseer.abstraction.export import read_dot, write_traces_csv
-from stateseer.abstraction.fsm import FSM
-from stateseer.abstraction.metrics import choose_knee
 from stateseer.abstraction.pipeline import Abstraction, abstract_run
 from stateseer.app.workflows.exports import export_run
-from stateseer.rnn_models.formats.traces import Traces
-from stateseer.rnn_models.record import record_run
+from stateseer.core.traces import Traces
+from stateseer.rnn_models.engine import record_run
 from stateseer.rnn_models.run import ModelRun
 from tests.conftest import REQUIRE_BROWSER, one_line
 

@@ -8,9 +8,9 @@ from itertools import pairwise
 import numpy as np
 
 from stateseer.abstraction import sharded
-from stateseer.abstraction.fsm import FSM
-from stateseer.rnn_models.formats.engine import SerialEngine, tree_reduce
-from stateseer.rnn_models.formats.traces import SplitTraces
+from stateseer.abstraction.automata.fsm import FSM
+from stateseer.core.engine import SerialEngine, tree_reduce
+from stateseer.core.traces import SplitTraces
 
 
 def _split(rng: np.random.Generator, n_inputs: int, V: int = 7, C: int = 3) -> SplitTraces:
@@ -106,15 +106,15 @@ def test_patterns_mined_over_shards_equal_the_whole_split_at_any_shard_size(
     same for one shard or many (contexts are a seeded sample keyed by step number)."""
     import shutil
 
-    from stateseer.abstraction.patterns import (
+    from stateseer.abstraction.analysis.patterns import (
         buggy_patterns,
         influential_patterns,
         state_contexts,
         state_ngrams,
     )
     from stateseer.abstraction.pipeline import abstract_run
-    from stateseer.rnn_models.formats.traces import Traces
-    from stateseer.rnn_models.record import record_run
+    from stateseer.core.traces import Traces
+    from stateseer.rnn_models.engine import record_run
 
     docs = []
     for size in (None, 97):
@@ -153,8 +153,8 @@ def test_shards_open_from_many_threads_at_once(tmp_path, text_run):
     import shutil
     from concurrent.futures import ThreadPoolExecutor
 
-    from stateseer.rnn_models.formats.traces import Traces
-    from stateseer.rnn_models.record import record_run
+    from stateseer.core.traces import Traces
+    from stateseer.rnn_models.engine import record_run
 
     run = tmp_path / "many"
     shutil.copytree(text_run, run, ignore=shutil.ignore_patterns("traces*", "abstraction*"))
@@ -199,7 +199,7 @@ def test_pieces_cover_each_shard_on_chunk_boundaries_and_inputs_in_order():
 
 
 def test_predict_of_chunk_aligned_rows_is_the_whole_predict_bit_for_bit():
-    from stateseer.abstraction.kmeans import KMeansAbstractor
+    from stateseer.abstraction.abstractors.kmeans import KMeansAbstractor
 
     rng = np.random.default_rng(3)
     tr = _split(rng, 300)
@@ -223,11 +223,11 @@ def test_a_cluster_cuts_few_shards_into_pieces_with_the_whole_shard_results(tmp_
     simulated paths and predictions are those of the whole shard, bit for bit."""
     import shutil
 
-    from stateseer.abstraction.kmeans import KMeansAbstractor
+    from stateseer.abstraction.abstractors.kmeans import KMeansAbstractor
     from stateseer.abstraction.pipeline import fit_abstraction
+    from stateseer.core.rundir import RunDir
+    from stateseer.core.traces import Traces
     from stateseer.rnn_models.engine import record_run
-    from stateseer.rnn_models.formats.rundir import RunDir
-    from stateseer.rnn_models.formats.traces import Traces
 
     run = tmp_path / "one"
     shutil.copytree(text_run, run, ignore=shutil.ignore_patterns("traces*", "abstraction*"))
@@ -262,8 +262,8 @@ def test_the_fit_sample_carries_each_steps_final_prediction(tmp_path, text_run):
     ``final_proba`` of the input the row's step belongs to."""
     import shutil
 
-    from stateseer.rnn_models.formats.traces import Traces
-    from stateseer.rnn_models.record import record_run
+    from stateseer.core.traces import Traces
+    from stateseer.rnn_models.engine import record_run
 
     run = tmp_path / "final"
     shutil.copytree(text_run, run, ignore=shutil.ignore_patterns("traces*", "abstraction*"))
@@ -276,7 +276,7 @@ def test_the_fit_sample_carries_each_steps_final_prediction(tmp_path, text_run):
     rows = [int(np.flatnonzero((np.asarray(tr.hidden) == s).all(1))[0]) for s in S[:10]]
     want = np.asarray(tr.final_proba)[np.asarray(tr.step_input)[rows]]
     assert np.allclose(F[:10], want)
-    from stateseer.abstraction.kmeans import KMeansAbstractor
+    from stateseer.abstraction.abstractors.kmeans import KMeansAbstractor
 
     seen = {}
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stateseer.app.cli import main
-from stateseer.rnn_models.formats.errors import StateseerError
+from stateseer.app.cli.main import main
+from stateseer.core.errors import StateseerError
 
 
 def test_train_and_record_from_the_command_line(tmp_path, capsys):
@@ -60,7 +60,7 @@ def test_console_script_help_is_fast_and_lists_commands():
 
 
 def test_cli_force_and_index(analysed_run, copy_run, capsys):
-    from stateseer.app.cli import main
+    from stateseer.app.cli.main import main
 
     run = copy_run(analysed_run)
     assert main(["force", str(run)]) == 0
@@ -74,7 +74,7 @@ def test_abstract_keeps_its_result_when_forcing_is_impossible(analysed_run, copy
                                                               monkeypatch, capsys):
     """A run of a user's own model cannot be forced by the CLI; the abstraction stays and
     the reason is one line on stderr."""
-    import stateseer.app.cli as cli
+    import stateseer.app.cli.main as cli
     import stateseer.app.workflows.forcing as forcing
 
     def refuse(run, split="test", **_):
@@ -90,7 +90,7 @@ def test_abstract_keeps_its_result_when_forcing_is_impossible(analysed_run, copy
 
 def test_cli_compare_writes_the_matching_and_changed_inputs(analysed_run, tmp_path, capsys):
     from stateseer.abstraction.pipeline import abstract_run
-    from stateseer.app.cli import main
+    from stateseer.app.cli.main import main
 
     other = tmp_path / "other"
     shutil.copytree(analysed_run, other)
@@ -133,7 +133,7 @@ def _one_line_error(capsys, rc: int) -> str:
         (["study", "s.json", "--port", "0"], "between 1 and 65535"),
         (["abstract", "{tmp}/r", "--method", "dbscan"], "invalid choice"),
         (["abstract", "{tmp}/r", "--states", "many"], "not an integer"),
-        (["sweep", "{tmp}/r", "--states", "4,x"], "not an integer"),
+        (["sweep", "{tmp}/r", "--candidates", "4,x"], "not an integer"),
         (["export", "{tmp}/r", "--format", "xlsx", "--out", "{tmp}/o"], "invalid choice"),
         (["nonsense"], "invalid choice"),
     ],
@@ -203,13 +203,13 @@ def test_unexpected_loader_failures_are_one_line(tmp_path, capsys, monkeypatch):
     def broken(*a, **kw):
         raise ValueError("cannot reshape array of size 7 into shape (3,)\nmore detail")
 
-    monkeypatch.setattr(record, "record_run", broken)
+    monkeypatch.setattr(record, "record_in_process", broken)
     line = _one_line_error(capsys, main(["record", str(tmp_path)]))
     assert "ValueError: cannot reshape" in line and "more detail" not in line
 
 
 def test_every_help_shows_its_defaults(capsys):
-    from stateseer.app.cli import build_parser
+    from stateseer.app.cli.main import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
@@ -239,7 +239,7 @@ def test_compare_says_which_input_differs(analysed_run, copy_run, capsys):
 # -- sweep and --states auto --------------------------------------------------------------
 def test_sweep_writes_json_png_html_and_a_table(explored_run, tmp_path, capsys):
     out = tmp_path / "sw"
-    assert main(["sweep", str(explored_run), "--states", "3,6", "--out", str(out)]) == 0
+    assert main(["sweep", str(explored_run), "--candidates", "3,6", "--out", str(out)]) == 0
     stdout = capsys.readouterr().out
     assert "simulation fidelity" in stdout and json.loads(stdout.splitlines()[-1])["written"]
     pts = json.loads((out / "sweep.json").read_text())
@@ -332,7 +332,7 @@ _RUN_FILES = ["config.json", "metrics.json", "vocab.json", "model.pt", "traces/m
 _DAMAGE = st.sampled_from(["delete", "empty", "garbage", "json-list", "truncate"])
 _COMMANDS = [["force"], ["index"], ["export", "--format", "json", "--out", "{d}/fsm.json"],
              ["export", "--format", "traces-csv", "--out", "{d}/t.csv"],
-             ["abstract", "--states", "4", "--no-index"], ["sweep", "--states", "3",
+             ["abstract", "--states", "4", "--no-index"], ["sweep", "--candidates", "3",
                                                            "--out", "{d}/sw"],
              ["record", "--splits", "test"], ["compare", "{src}", "--out", "{d}/c.json"]]
 
@@ -388,7 +388,7 @@ def test_empty_or_cut_numpy_files_are_recomputed_not_unexpected(tmp_path, capsys
 
 
 def test_allowed_hosts_on_every_command_that_serves(capsys):
-    from stateseer.app.cli import build_parser
+    from stateseer.app.cli.main import build_parser
 
     parser = build_parser()
     for argv in (["serve", "runs/x"], ["demo"], ["study", "study.json"]):
@@ -401,7 +401,7 @@ def test_allowed_hosts_on_every_command_that_serves(capsys):
 
 
 def test_export_says_what_a_drawing_left_out(analysed_run, tmp_path, capsys):
-    from stateseer.app.cli import main
+    from stateseer.app.cli.main import main
 
     assert main(["export", str(analysed_run), "--format", "dot", "--out",
                  str(tmp_path / "a.dot")]) == 0
@@ -412,3 +412,25 @@ def test_export_says_what_a_drawing_left_out(analysed_run, tmp_path, capsys):
     assert "of the FSM's" not in capsys.readouterr().err
     assert (tmp_path / "b.dot").read_text().count("->") > \
         (tmp_path / "a.dot").read_text().count("->")
+
+
+def test_states_means_one_thing_and_the_old_spellings_warn(capsys):
+    """``--states`` is a count (or auto) everywhere; sweep's list is ``--candidates``,
+    extract-dfa's cap ``--merge-to``; their old ``--states`` still parses, with a warning."""
+    import warnings
+
+    from stateseer.app.cli.main import build_parser
+    from stateseer.app.cli.options import RenamedOptionWarning
+
+    p = build_parser()
+    assert p.parse_args(["demo", "--states", "auto"]).states == "auto"
+    assert p.parse_args(["abstract", "r", "--states", "12"]).states == 12
+    assert p.parse_args(["sweep", "r", "--candidates", "8,4"]).candidates == [4, 8]
+    assert p.parse_args(["extract-dfa", "r", "--merge-to", "5"]).merge_to == 5
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert p.parse_args(["sweep", "r", "--states", "6,3"]).candidates == [3, 6]
+        assert p.parse_args(["extract-dfa", "r", "--states", "7"]).merge_to == 7
+    said = [str(w.message) for w in caught if issubclass(w.category, RenamedOptionWarning)]
+    assert len(said) == 2 and "--candidates" in said[0] and "--merge-to" in said[1]
+    assert "--states" not in p._subparsers._group_actions[0].choices["sweep"].format_help()

@@ -50,7 +50,7 @@ def multiclass_run(tmp_path_factory):
 
     from stateseer.abstraction.pipeline import abstract_run
     from stateseer.rnn_models.datasets import load_dataset
-    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.train import TrainConfig, train_run
 
     ds = load_dataset("rotten_tomatoes")

@@ -209,7 +209,7 @@ def test_html_pages_open_offline_from_file(dash_duo, explored_run):
     """The explorer's HTML downloads (the FSM page, and a recorded input's trace page)
     open from file:// with the network off: no console error, the diagram drawn, a click
     on a state opens its card, the trace drawn with its chart."""
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.core.traces import Traces
 
     _start(dash_duo, explored_run)
     d = dash_duo.driver
@@ -263,7 +263,7 @@ def _page_shown(dash_duo) -> str:
 def test_a_linked_input_is_shown_on_its_page_of_the_table(dash_duo, explored_run):
     """A URL naming an input on a later page opens the table at that page, the input's
     row highlighted; paging away by hand afterwards stays where the user went."""
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.core.traces import Traces
 
     n = Traces(explored_run / "traces")["test"].n_inputs
     last = n - 1

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
+from stateseer.core.errors import DataError
 from stateseer.rnn_models.archs import ARCHITECTURES, build_model
 from stateseer.rnn_models.attribution import attribute
 from stateseer.rnn_models.forcing import forced_run
-from stateseer.rnn_models.formats.errors import DataError
 from stateseer.rnn_models.mamba import MambaClassifier, linear_scan
 from stateseer.rnn_models.minrnn import MinRNNClassifier, log_scan
 from stateseer.rnn_models.train import TrainConfig, train_run
@@ -46,7 +46,7 @@ def _loaded(run) -> torch.nn.Module:
 
 @pytest.fixture(scope="module", params=MODERN)
 def trained(request, tmp_path_factory):
-    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.engine import record_run
 
     arch = request.param
     # the formal defaults (2 layers for the min-RNNs); 100 % from the first epoch on
@@ -237,7 +237,7 @@ def test_states_and_arguments_are_checked():
 def test_the_whole_pipeline_runs_unchanged_on_a_modern_run(trained):
     """abstract, extract-dfa, forcing, the context index and the explorer's views (typed
     input, attribution, nearest contexts, diagram tap) on the trained run, as on an LSTM."""
-    from stateseer.abstraction.dfa import extract_dfa
+    from stateseer.abstraction.automata.dfa import extract_dfa
     from stateseer.abstraction.pipeline import abstract_run
     from stateseer.app.explorer.context import ExplorerContext
     from stateseer.app.explorer.views import diagram
@@ -272,10 +272,10 @@ def test_mamba_learns_tomita_7_and_its_minimal_dfa_is_extracted(tmp_path):
     """The star-free ceiling: Mamba at its formal defaults is exact on Tomita 7
     (0*1*0*1*), and so is the automaton extracted from its traces (119 states before
     the lossless merge of states that only remember recent symbols)."""
-    from stateseer.abstraction.dfa import extract_dfa
+    from stateseer.abstraction.automata.dfa import extract_dfa
+    from stateseer.core.traces import Traces
+    from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.formal import GRAMMARS
-    from stateseer.rnn_models.formats.traces import Traces
-    from stateseer.rnn_models.record import record_run
 
     run = train_run(TrainConfig(dataset="tomita7", arch="mamba"), tmp_path / "t7",
                     progress=False)
@@ -290,10 +290,10 @@ def test_a_signed_mamba_at_its_formal_defaults_extracts_tomita_5s_minimal_dfa(tm
     """Beyond star-free: an even number of 0s and of 1s, two parities at once. The signed
     Mamba's formal default (two layers) learns it and the 4-state minimal DFA is
     extracted; one layer did not (0.856 test accuracy, 21 states)."""
-    from stateseer.abstraction.dfa import extract_dfa
+    from stateseer.abstraction.automata.dfa import extract_dfa
+    from stateseer.core.traces import Traces
+    from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.formal import GRAMMARS
-    from stateseer.rnn_models.formats.traces import Traces
-    from stateseer.rnn_models.record import record_run
 
     run = train_run(TrainConfig(dataset="tomita5", arch="mamba",
                                 arch_options={"gate": "signed"}), tmp_path / "t5",

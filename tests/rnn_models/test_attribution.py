@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from stateseer.core.errors import StateseerError
 from stateseer.rnn_models.attribution import aggregate, attribute, segments
-from stateseer.rnn_models.formats.errors import StateseerError
 from tests.conftest import one_line
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from stateseer.core.errors import DataError
 from stateseer.rnn_models.datasets import (
     DATASETS,
     SPLITS,
@@ -18,7 +19,6 @@ from stateseer.rnn_models.datasets import (
     stratified_splits,
 )
 from stateseer.rnn_models.formal import GRAMMARS, all_strings
-from stateseer.rnn_models.formats.errors import DataError
 
 FORMAL_NAMES = [*(f"tomita{i}" for i in range(1, 8)), "parens", "parity"]
 

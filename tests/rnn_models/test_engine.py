@@ -51,7 +51,7 @@ def test_an_unreachable_scheduler_is_one_line_naming_the_fix():
 
 
 def test_the_cli_reports_a_bad_cluster_in_one_line(capsys, tmp_path):
-    from stateseer.app.cli import main
+    from stateseer.app.cli.main import main
 
     assert main(["index", str(tmp_path), "--cluster", "local:none"]) == 2
     err = capsys.readouterr().err.strip()

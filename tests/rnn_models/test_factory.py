@@ -8,6 +8,8 @@ import warnings
 
 import pytest
 
+from stateseer.core.imported import NoModelError
+from stateseer.core.rundir import RunDir
 from stateseer.rnn_models.factory import (
     FactoryError,
     ModuleChangedWarning,
@@ -19,8 +21,6 @@ from stateseer.rnn_models.factory import (
     parse_spec,
     reorder_classes,
 )
-from stateseer.rnn_models.formats import RunDir
-from stateseer.rnn_models.formats.imported import NoModelError
 from stateseer.rnn_models.loading import load_model
 from tests.conftest import one_line
 
@@ -211,7 +211,7 @@ def test_design_contract_recorded_accuracy_equals_the_users_own(tmp_path, monkey
 
     import torch
 
-    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.run import create_model_run
 
     name = f"contract_{abs(hash(str(tmp_path))) % 10**8}"
@@ -248,7 +248,7 @@ def test_design_contract_recorded_accuracy_equals_the_users_own(tmp_path, monkey
 def test_record_texts_with_the_models_own_tokeniser(tmp_path, monkeypatch):
     import importlib
 
-    from stateseer.rnn_models.formats.errors import DataError
+    from stateseer.core.errors import DataError
     from stateseer.rnn_models.record import record_texts
     from stateseer.rnn_models.tokenizers import Vocab
 

@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 import torch
 
+from stateseer.core.errors import StateseerError
 from stateseer.rnn_models.forcing import forced_run
-from stateseer.rnn_models.formats.errors import StateseerError
 from tests.conftest import one_line
 
 
 def _setup(run_dir, split="test", n=40):
-    from stateseer.abstraction.centroids import state_centroids
+    from stateseer.abstraction.abstractors.centroids import state_centroids
     from stateseer.abstraction.pipeline import Abstraction
+    from stateseer.core.traces import Traces
     from stateseer.rnn_models.batching import pad_batch
-    from stateseer.rnn_models.formats.traces import Traces
     from stateseer.rnn_models.run import ModelRun
 
     run = ModelRun(run_dir)

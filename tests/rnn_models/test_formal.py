@@ -267,7 +267,7 @@ def test_dfa_validation() -> None:
 
 
 def test_grammar_dfa_is_an_automaton_with_reset_step_run() -> None:
-    from stateseer.rnn_models.formats.automaton import Automaton
+    from stateseer.core.automaton import Automaton
 
     dfa = GRAMMARS["tomita2"].dfa
     assert isinstance(dfa, Automaton)

@@ -12,7 +12,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from stateseer.rnn_models.formats.errors import CheckpointError
+from stateseer.core.errors import CheckpointError
 from stateseer.rnn_models.protocol import ModelProtocolError
 from stateseer.testing import sentiment_csv, tiny_hf_classifier
 from tests.conftest import one_line

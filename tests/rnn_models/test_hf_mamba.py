@@ -16,7 +16,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from stateseer.rnn_models.formats.errors import CheckpointError, DataError
+from stateseer.core.errors import CheckpointError, DataError
 from stateseer.testing import sentiment_csv, tiny_hf_classifier, tiny_hf_mamba
 from tests.conftest import one_line
 

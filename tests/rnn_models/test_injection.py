@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from stateseer.core.errors import DataError
 from stateseer.rnn_models.datasets import load_dataset
-from stateseer.rnn_models.formats.errors import DataError
 from stateseer.rnn_models.injection import (
     NEGATORS,
     SUBPOPULATION_NOISE,

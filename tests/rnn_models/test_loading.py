@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from stateseer.core.errors import CheckpointError
 from stateseer.rnn_models.archs import build_model
-from stateseer.rnn_models.formats.errors import CheckpointError
 from stateseer.rnn_models.loading import load_model
 from stateseer.rnn_models.train import TrainConfig, train_run
 from tests.conftest import one_line
@@ -45,7 +45,7 @@ def test_unknown_arch_is_one_line(tmp_path):
 
 
 def test_train_stores_the_vocab_hash_and_loading_refuses_another_vocab(tmp_path):
-    from stateseer.rnn_models.formats.rundir import sha256_file
+    from stateseer.core.rundir import sha256_file
     from stateseer.rnn_models.tokenizers import Vocab
 
     run = train_run(TrainConfig(dataset="tomita1", arch="gru", epochs=1, embed=4, hidden=3),
@@ -61,7 +61,7 @@ def test_train_stores_the_vocab_hash_and_loading_refuses_another_vocab(tmp_path)
 
 
 def test_record_swaps_the_traces_directory_in(tmp_path):
-    from stateseer.rnn_models.formats.atomic import swap_dir as _swap_in
+    from stateseer.core.atomic import swap_dir as _swap_in
 
     target, new = tmp_path / "traces", tmp_path / "traces.tmp"
     target.mkdir()

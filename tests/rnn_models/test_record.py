@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from stateseer.rnn_models.formats.errors import DataError, TraceError
-from stateseer.rnn_models.formats.traces import Traces
-from stateseer.rnn_models.record import record_run, record_texts
+from stateseer.core.errors import DataError, TraceError
+from stateseer.core.traces import Traces
+from stateseer.rnn_models.engine import record_run
+from stateseer.rnn_models.record import record_texts
 from stateseer.rnn_models.run import ModelRun
 from tests.conftest import one_line
 

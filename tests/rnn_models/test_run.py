@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from stateseer.rnn_models.formats.errors import DataError, StateseerError
+from stateseer.core.errors import DataError, StateseerError
 from tests.conftest import one_line
 
 
@@ -16,8 +16,8 @@ def test_create_run_reloads_the_same_splits_and_records_an_adapter(tmp_path, tex
     from torch import nn
 
     from stateseer.rnn_models.datasets import load_dataset
+    from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.models import RecurrentAdapter
-    from stateseer.rnn_models.record import record_run
     from stateseer.rnn_models.run import create_run
     from stateseer.rnn_models.tokenizers import Vocab
 
@@ -51,7 +51,7 @@ def test_create_run_reloads_the_same_splits_and_records_an_adapter(tmp_path, tex
                                                 ("metrics.json", "[]"),
                                                 ("metrics.json", "{oops")])
 def test_run_files_that_are_not_json_objects(tmp_path, name, content):
-    from stateseer.rnn_models.formats.rundir import RunDir
+    from stateseer.core.rundir import RunDir
 
     (tmp_path / name).write_bytes(content.encode("utf-8", "surrogateescape"))
     run = RunDir(tmp_path)
@@ -61,8 +61,8 @@ def test_run_files_that_are_not_json_objects(tmp_path, name, content):
 
 
 def test_traces_meta_that_is_a_list(tmp_path):
-    from stateseer.rnn_models.formats.errors import TraceError
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.core.errors import TraceError
+    from stateseer.core.traces import Traces
 
     (tmp_path / "meta.json").write_text("[]")
     with pytest.raises(TraceError, match=r"not a JSON object.*stateseer record") as e:
@@ -72,7 +72,7 @@ def test_traces_meta_that_is_a_list(tmp_path):
 
 def test_atomic_writes_get_the_mode_of_an_ordinary_file(tmp_path):
     """mkstemp creates 0600 files; config.json and friends must not differ from the rest."""
-    from stateseer.rnn_models.formats.atomic import atomic_write_text
+    from stateseer.core.atomic import atomic_write_text
 
     ordinary = tmp_path / "plain.txt"
     ordinary.write_text("x")

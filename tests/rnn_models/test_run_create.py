@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from stateseer.app.cli import main
-from stateseer.rnn_models.formats.traces import Traces
+from stateseer.app.cli.main import main
+from stateseer.core.traces import Traces
 
 # What a user writes in mymodel.py. The regex tokeniser keeps "a/c" and "don't" whole,
 # which stateseer's `word` tokeniser would split; the head's order is (rotten, fresh),
@@ -207,13 +207,13 @@ def test_unknown_module_and_attribute_are_one_line(user_dir, text_csv, tmp_path,
 
 
 def test_python_api_takes_a_factory_path_or_a_model_object(user_dir, text_csv, tmp_path):
-    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.run import create_model_run
 
     d, name = user_dir
     run = create_model_run(tmp_path / "api", f"csv:{text_csv}", f"{d / name}.py:build",
                            text_col="review", label_col="sentiment")
-    from stateseer.rnn_models.formats.rundir import located_path
+    from stateseer.core.rundir import located_path
 
     kept = run.config["model"]["module_path"]  # relative to the run
     assert located_path(kept, run.path) == str((d / f"{name}.py").resolve())
@@ -287,7 +287,7 @@ def test_a_created_run_names_no_absolute_path_and_moves_with_its_project(tmp_pat
     moved = tmp_path / "elsewhere" / "p2"
     moved.parent.mkdir()
     shutil.move(project, moved)
-    from stateseer.rnn_models.formats.rundir import located_path
+    from stateseer.core.rundir import located_path
 
     model = json.loads(text)["model"]  # where a fresh process looks for the module
     assert located_path(model["search_path"], moved / "runs" / "mine") == str(moved / "code")

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from stateseer.rnn_models.formats.errors import DataError, StateseerError
+from stateseer.core.errors import DataError, StateseerError
 from stateseer.rnn_models.tokenizers import PAD, TOKENIZERS, UNK, Vocab, get_tokenizer, tokenize
 
 

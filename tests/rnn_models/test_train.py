@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from stateseer.core.errors import CheckpointError, DataError, StateseerError
 from stateseer.rnn_models.formal import GRAMMARS, all_strings, sample_strings
-from stateseer.rnn_models.formats.errors import CheckpointError, DataError, StateseerError
 from stateseer.rnn_models.run import ModelRun
 from stateseer.rnn_models.train import DEFAULTS, TrainConfig, default_drift, evaluate, train_run
 from tests.conftest import one_line
@@ -227,8 +227,8 @@ def test_mamba_on_text_trains_every_prefix_towards_its_label_by_default():
 
 
 def test_truncate_and_vocab_exclude_are_pipeline_settings_kept_everywhere(tmp_path, text_csv):
+    from stateseer.core.traces import Traces
     from stateseer.rnn_models.engine import record_run
-    from stateseer.rnn_models.formats.traces import Traces
     from stateseer.rnn_models.record import record_texts
 
     cfg = TrainConfig(dataset=f"csv:{text_csv}", arch="gru", text_col="review",

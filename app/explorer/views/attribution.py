@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 from dash import Input, Output, dcc, html
 
-from ....rnn_models.formats.errors import StateseerError
-from .. import ids
-from ..page import box, model_message
-from ..palette import class_color
-from ..view import Callback, View
-from .core import active_of
+from stateseer.abstraction.colors import class_color
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.page import box, model_message
+from stateseer.app.explorer.view import Callback, View
+from stateseer.app.explorer.views.core import active_of
+from stateseer.core.errors import StateseerError
 
 __all__ = ["VIEW", "attribution", "attribution_note", "attribution_strip"]
 
@@ -116,7 +116,7 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
 
 def attribution(ctx, active, method, target, level, regex, intensity, baseline):
     """The strip and its note for the trace on display (nothing when "off")."""
-    from ....rnn_models.attribution import aggregate, segments
+    from stateseer.rnn_models.attribution import aggregate, segments
 
     tr, _ = active_of(active)
     if tr is None or method == "off":

@@ -1,7 +1,8 @@
 """The exact automaton of a formal-language run (a tab of the side panel).
 
 ``stateseer extract-dfa RUN`` refines the abstraction into a deterministic, complete, minimal
-automaton (``RUN/abstraction/dfa.json``, :mod:`stateseer.abstraction.dfa`). This tab draws it
+automaton (``RUN/abstraction/dfa.json``, :mod:`stateseer.abstraction.automata.dfa`). This tab draws
+it
 — states coloured by class, the initial one ringed, one arrow per pair of states labelled
 with its symbols — with the report's headline: states, agreement with the RNN on the test
 split, and for a built-in grammar whether it is the grammar's minimal DFA. Where the explorer
@@ -20,9 +21,10 @@ from typing import Any
 import dash_cytoscape as cyto
 from dash import Input, Output, dcc, html, no_update
 
-from .. import ids
-from ..palette import class_color
-from ..view import Callback, Trigger, View
+from stateseer.abstraction.colors import class_color
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.view import Callback, Trigger, View
+from stateseer.core import layout as run_layout
 
 __all__ = ["AUTOMATON", "MAX_DRAWN", "TAB_AUTOMATON", "VIEW", "automaton_elements",
            "automaton_panel", "load_automaton", "positions"]
@@ -37,11 +39,11 @@ MAX_LABEL = 6
 
 def load_automaton(run_dir: str | Path) -> tuple[Any, str | None]:
     """The run's extracted automaton, or None and why not (no file yet: None, None)."""
-    from ....abstraction.dfa import ExtractedDFA
-    from ....rnn_models.formats.errors import StateseerError
-    from ...workflows.dfa import DFA_FILE
+    from stateseer.abstraction.automata.dfa.extracted import ExtractedDFA
+    from stateseer.app.workflows.dfa import DFA_FILE
+    from stateseer.core.errors import StateseerError
 
-    path = Path(run_dir) / "abstraction" / DFA_FILE
+    path = Path(run_dir) / run_layout.ABSTRACTION / DFA_FILE
     if not path.is_file():
         return None, None
     try:
@@ -205,8 +207,8 @@ def dfa_job(ctx, trigger: Trigger, _start, _cancel, _poll_n):
     """Start, follow or cancel the background extraction: its status, whether polling
     stops, whether cancel is off, whether start is off, and the tab's body (redrawn once
     the job is done)."""
-    from ....rnn_models.formats.errors import StateseerError
-    from ...workflows.jobs import dfa_command
+    from stateseer.app.workflows.jobs import dfa_command
+    from stateseer.core.errors import StateseerError
 
     note: list[Any] = []
     if trigger.id == ids.DFA_START and trigger.value:

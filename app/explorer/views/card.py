@@ -8,11 +8,10 @@ from typing import Any
 
 from dash import Input, Output, State, dcc, html, no_update
 
-from ....abstraction.colors import text_color_on
-from ....abstraction.fsm import FSM
-from .. import ids
-from ..palette import mix_color
-from ..view import Callback, Trigger, View
+from stateseer.abstraction.automata.fsm import FSM
+from stateseer.abstraction.colors import mix_color, text_color_on
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.view import Callback, Trigger, View
 
 __all__ = ["VIEW", "show_card", "state_card"]
 

@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 from dash import Input, Output, State, dcc, html, no_update
 
-from ...workflows.records import TraceRecord
-from .. import ids
-from ..palette import class_color
-from ..view import Callback, View
-from .core import active_of
-from .forcing import forced_for
-from .trace import flips
+from stateseer.abstraction.colors import class_color
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.view import Callback, View
+from stateseer.app.explorer.views.core import active_of
+from stateseer.app.explorer.views.forcing import forced_for
+from stateseer.app.explorer.views.trace import flips
+from stateseer.app.workflows.records import TraceRecord
 
 __all__ = ["VIEW", "figure_html", "hover_state", "probability_figure", "show_chart"]
 
@@ -184,7 +184,7 @@ def figure_html(ctx, n_clicks, active):
     if not n_clicks or main is None:
         return no_update
     if main.recorded and main.id is not None and cmp_ is None:
-        from ...workflows.html_export import trace_html
+        from stateseer.app.workflows.html_export import trace_html
 
         def scores(tr):
             return [float(x) for x in ctx.models.attribution(tr).scores]

@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 from dash import ALL, Input, Output, State, dcc, html, no_update
 
-from ....rnn_models.formats.errors import StateseerError
-from ...selection import EMPTY, apply_event, to_query
-from .. import ids
-from ..view import Callback, Trigger, View, select_outputs
-from .core import active_of
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.view import Callback, Trigger, View, select_outputs
+from stateseer.app.explorer.views.core import active_of
+from stateseer.app.selection import EMPTY, apply_event, to_query
+from stateseer.core.errors import StateseerError
 
 __all__ = ["VIEW", "compare_panel", "comparison", "edit", "open_changed", "pin"]
 

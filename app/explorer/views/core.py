@@ -15,12 +15,12 @@ from typing import Any
 
 from dash import Input, Output, State, dcc, no_update
 
-from ....rnn_models.formats.errors import StateseerError
-from ...selection import EMPTY
-from ...workflows.records import TraceRecord, record_of
-from .. import ids
-from ..page import model_message
-from ..view import Callback, Trigger, View
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.page import model_message
+from stateseer.app.explorer.view import Callback, Trigger, View
+from stateseer.app.selection import EMPTY
+from stateseer.app.workflows.records import TraceRecord, record_of
+from stateseer.core.errors import StateseerError
 
 __all__ = ["VIEW", "active_of", "active_store", "choose_trace"]
 

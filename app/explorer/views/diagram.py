@@ -17,17 +17,16 @@ import dash_cytoscape as cyto
 import numpy as np
 from dash import Input, Output, State, dcc, html, no_update
 
-from ....abstraction.colors import text_color_on
-from ....abstraction.export import EXPORT_FORMATS, export_data
-from ....abstraction.fsm import FSM
-from ....abstraction.layout import fixed_positions, node_size
-from ....rnn_models.formats.errors import StateseerError
-from ...selection import apply_event, to_query
-from .. import ids
-from ..page import box
-from ..palette import class_color, mix_color
-from ..view import Callback, Trigger, View, select_outputs
-from .core import active_of
+from stateseer.abstraction.automata.export import EXPORT_FORMATS, export_data
+from stateseer.abstraction.automata.fsm import FSM
+from stateseer.abstraction.automata.layout import fixed_positions, node_size
+from stateseer.abstraction.colors import class_color, mix_color, text_color_on
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.page import box
+from stateseer.app.explorer.view import Callback, Trigger, View, select_outputs
+from stateseer.app.explorer.views.core import active_of
+from stateseer.app.selection import apply_event, to_query
+from stateseer.core.errors import StateseerError
 
 __all__ = ["LAYOUTS", "VIEW", "diagram_elements", "forcing_colors", "stylesheet"]
 
@@ -342,7 +341,7 @@ def download(ctx, trigger: Trigger, *values):
     (:func:`~stateseer.app.workflows.html_export.fsm_html`)."""
     *_, topk, mincount, loops = values
     if trigger.id == ids.DL_FSM_HTML:
-        from ...workflows.html_export import fsm_html
+        from stateseer.app.workflows.html_export import fsm_html
 
         return {"content": fsm_html(ctx.data, top_k=int(topk or 3)),
                 "filename": f"{ctx.data.name}-fsm.html"}

@@ -23,10 +23,11 @@ from typing import Any
 import numpy as np
 from dash import ALL, Input, Output, State, dcc, html, no_update
 
-from ...selection import EMPTY, apply_event, to_query
-from ...workflows.diagnose import load_findings
-from .. import ids
-from ..view import Callback, Trigger, View, select_outputs
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.view import Callback, Trigger, View, select_outputs
+from stateseer.app.selection import EMPTY, apply_event, to_query
+from stateseer.app.workflows.diagnose import load_findings
+from stateseer.core import layout as run_layout
 
 __all__ = ["VIEW", "finding_card", "findings_panel", "job_panel", "open_example",
            "repair_job", "repair_result"]
@@ -175,7 +176,7 @@ def findings_panel(ctx: Any) -> list[Any]:
 
 
 def _can_repair(ctx: Any) -> bool:
-    from ...workflows.repair import training_settings
+    from stateseer.app.workflows.repair import training_settings
 
     return ctx.jobs is not None and training_settings(ctx.data.run) is not None
 
@@ -203,14 +204,14 @@ def job_panel(ctx: Any, status: dict[str, Any]) -> list[Any]:
 
 def repair_result(ctx: Any, info: dict[str, Any]) -> list[Any]:
     """A finished repair: ``NEW/repair.json`` and the two runs compared."""
-    from ....rnn_models.formats.errors import StateseerError
-    from ....rnn_models.formats.reading import load_json
+    from stateseer.core.errors import StateseerError
+    from stateseer.core.reading import load_json
 
     out = Path(info["out"])
     try:
-        doc = load_json(out / "repair.json")
+        doc = load_json(out / run_layout.REPAIR)
     except (OSError, StateseerError):
-        return [html.Div(f"the repair ended without {out / 'repair.json'}", className="wrong")]
+        return [html.Div(f"the repair ended without {out / run_layout.REPAIR}", className="wrong")]
     lo, hi = doc["delta_ci"]
     rows = _rows_of(ctx, "test")
 
@@ -248,11 +249,11 @@ def _edits_line(ctx: Any, out: Path) -> list[Any]:
     """The training inputs the repair changed (``NEW/repair_edits.json``), the first of
     them as buttons that open their traces in the source run: read them before keeping the
     repair."""
-    from ....rnn_models.formats.errors import StateseerError
-    from ....rnn_models.formats.reading import load_json
+    from stateseer.core.errors import StateseerError
+    from stateseer.core.reading import load_json
 
     try:
-        edits = load_json(out / "repair_edits.json")
+        edits = load_json(out / run_layout.REPAIR_EDITS)
     except (OSError, StateseerError):
         return []
     key, verb = next(((k, v) for k, v in _EDITED if k in edits), (None, ""))
@@ -342,7 +343,7 @@ def repair_job(ctx, trigger: Trigger, _starts, _cancel, _poll, control=None):
     """Start (with ``repair --control`` where the box is ticked), follow or cancel the
     repair job; returns the job panel, whether polling stops, and whether the cancel
     button is off."""
-    from ....rnn_models.formats.errors import StateseerError
+    from stateseer.core.errors import StateseerError
 
     note = []
     if trigger.is_type(ids.REPAIR_START_TYPE):
@@ -365,7 +366,7 @@ def _discard(status: dict[str, Any]) -> None:
     import shutil
 
     out = status.get("info", {}).get("out")
-    if status.get("state") == "cancelled" and out and not (Path(out) / "repair.json").exists():
+    if status.get("state") == "cancelled" and out and not (Path(out) / run_layout.REPAIR).exists():
         shutil.rmtree(out, ignore_errors=True)
 
 
@@ -373,8 +374,8 @@ def _start_repair(ctx: Any, k: int, action: str, *, control: bool = False,
                   seeds: int = 1) -> None:
     """Check the request against the run's findings, then start ``stateseer repair``
     (``--control``, ``--seeds`` if asked) into a new sibling run folder."""
-    from ....rnn_models.formats.errors import StateseerError
-    from ...workflows.jobs import repair_command
+    from stateseer.app.workflows.jobs import repair_command
+    from stateseer.core.errors import StateseerError
 
     doc = load_findings(ctx.data.run.path) or {"findings": []}
     f = next((f for f in doc["findings"] if f["rank"] == k), None)

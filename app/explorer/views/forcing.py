@@ -8,12 +8,12 @@ from typing import Any
 
 from dash import Input, Output, State, dcc, html, no_update
 
-from ....rnn_models.formats.errors import StateseerError
-from ...workflows.records import TraceRecord
-from .. import ids
-from ..page import model_message
-from ..view import Callback, Trigger, View
-from .core import active_of
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.page import model_message
+from stateseer.app.explorer.view import Callback, Trigger, View
+from stateseer.app.explorer.views.core import active_of
+from stateseer.app.workflows.records import TraceRecord
+from stateseer.core.errors import StateseerError
 
 __all__ = ["VIEW", "force", "forced_for", "reset"]
 

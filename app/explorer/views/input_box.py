@@ -8,8 +8,8 @@ from typing import Any
 
 from dash import dcc, html
 
-from .. import ids
-from ..view import View
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.view import View
 
 __all__ = ["VIEW"]
 

@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 from dash import ALL, Input, Output, State, dcc, html, no_update
 
-from ....rnn_models.formats.errors import StateseerError
-from ...selection import apply_event, to_query
-from .. import ids
-from ..page import box
-from ..palette import mix_color
-from ..view import Callback, Trigger, View, js, select_outputs
-from .core import active_of
+from stateseer.abstraction.colors import mix_color
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.page import box
+from stateseer.app.explorer.view import Callback, Trigger, View, js, select_outputs
+from stateseer.app.explorer.views.core import active_of
+from stateseer.app.selection import apply_event, to_query
+from stateseer.core.errors import StateseerError
 
 __all__ = ["VIEW", "nearest", "nearest_list", "open_neighbour", "projection_figure"]
 

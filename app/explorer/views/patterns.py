@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 from dash import ALL, Input, Output, State, dcc, html, no_update
 
-from ....abstraction.patterns import confusion_pair
-from ...selection import apply_event, pattern_items, to_query
-from .. import ids
-from ..view import Callback, Trigger, View, select_outputs
+from stateseer.abstraction.analysis.patterns import confusion_pair
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.view import Callback, Trigger, View, select_outputs
+from stateseer.app.selection import apply_event, pattern_items, to_query
 
 __all__ = ["VIEW", "pattern_list", "pattern_lists", "select_pattern"]
 

@@ -20,8 +20,9 @@ from typing import Any
 
 from dash import Input, Output, dcc, html, no_update
 
-from .. import ids
-from ..view import Callback, Trigger, View
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.view import Callback, Trigger, View
+from stateseer.core import layout as run_layout
 
 __all__ = ["SWEEP_GRAPH", "TAB_SWEEP", "VIEW", "sweep_curve", "sweep_figure", "sweep_panel"]
 
@@ -72,7 +73,7 @@ def sweep_curve(run_dir: str | Path, metrics: Mapping[str, Any]
         ``"sweep"`` (test split), ``"auto"`` (validation split), ``"run"`` (the run's own
         point only) or ``"none"``.
     """
-    path = Path(run_dir) / "sweep" / "sweep.json"
+    path = Path(run_dir) / run_layout.SWEEP / run_layout.SWEEP_JSON
     try:
         points = _clean(json.loads(path.read_text(encoding="utf-8")), "simulation_fidelity")
     except (OSError, ValueError):
@@ -204,8 +205,8 @@ def sweep_job(ctx, trigger: Trigger, _start, _force, _cancel, _poll):
     state): the job's status, whether polling stops, whether cancel is off, whether the
     start buttons are off, and the curve (redrawn, and the run's figures read again, once
     a job is done)."""
-    from ....rnn_models.formats.errors import StateseerError
-    from ...workflows.jobs import force_command, sweep_command
+    from stateseer.app.workflows.jobs import force_command, sweep_command
+    from stateseer.core.errors import StateseerError
 
     note: list[Any] = []
     start = {ids.SWEEP_START: ("sweep", sweep_command),

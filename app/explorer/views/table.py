@@ -9,12 +9,12 @@ from typing import Any
 
 from dash import Input, Output, State, dash_table, dcc, html, no_update
 
-from ....rnn_models.formats.csvsafe import rows_to_csv
-from ...selection import EMPTY, apply_event, to_query
-from ...workflows.query import MAX_SEARCH_CHARS, InstanceQuery, page_of, query_instances
-from .. import ids
-from ..page import box
-from ..view import Callback, Trigger, View, select_outputs
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.page import box
+from stateseer.app.explorer.view import Callback, Trigger, View, select_outputs
+from stateseer.app.selection import EMPTY, apply_event, to_query
+from stateseer.app.workflows.query import MAX_SEARCH_CHARS, InstanceQuery, page_of, query_instances
+from stateseer.core.csvsafe import rows_to_csv
 
 __all__ = ["COLUMNS", "VIEW", "instance_query", "marked_row", "select_row", "select_split",
            "sync_split", "table_csv", "update_table"]
@@ -161,7 +161,7 @@ def sync_split(ctx, sel, current):
 
 def table_csv(ctx, trigger: Trigger, _n, sel, search, regex, label, pred, correct):
     """The filtered table (every page) as CSV (cells a spreadsheet would run as formulas
-    escaped, see :mod:`stateseer.rnn_models.formats.csvsafe`)."""
+    escaped, see :mod:`stateseer.core.csvsafe`)."""
     if trigger.id != ids.DL_TABLE:
         return no_update
     sel = sel or EMPTY

@@ -14,12 +14,11 @@ from typing import Any
 import numpy as np
 from dash import ALL, Input, Output, State, html, no_update
 
-from ....abstraction.colors import text_color_on
-from ...workflows.records import TraceRecord
-from .. import ids
-from ..palette import mix_color
-from ..view import Callback, Trigger, View, js
-from .core import active_of
+from stateseer.abstraction.colors import mix_color, text_color_on
+from stateseer.app.explorer import ids
+from stateseer.app.explorer.view import Callback, Trigger, View, js
+from stateseer.app.explorer.views.core import active_of
+from stateseer.app.workflows.records import TraceRecord
 
 __all__ = ["VIEW", "click_token", "flips", "pattern_steps", "show_trace", "state_differences",
            "token_strip", "trace_title"]

@@ -53,7 +53,7 @@ def test_the_legend_has_a_swatch_per_class_beyond_two():
 
 
 def test_buggy_patterns_are_grouped_by_confusion_pair_with_their_q_value():
-    from stateseer.abstraction.patterns import confusion_pair
+    from stateseer.abstraction.analysis.patterns import confusion_pair
     from stateseer.app.explorer.views.patterns import pattern_list
 
     labels, pred = np.array([0, 1, 2, 2, 0]), np.array([1, 2, 1, 1, 0])

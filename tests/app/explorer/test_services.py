@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from stateseer.rnn_models.formats.errors import StateseerError
+from stateseer.core.errors import StateseerError
 from tests.conftest import one_line
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from dash import no_update
 
-from stateseer.abstraction import layout
+from stateseer.abstraction.automata import layout
 from stateseer.app.explorer import ids
 from stateseer.app.explorer.view import Trigger
 from stateseer.app.explorer.views import chart, core, diagram, patterns, table, trace
@@ -453,7 +453,7 @@ def test_forcing_per_state_runs_in_the_background_and_colours_the_diagram(explor
 
 
 def test_the_automaton_is_drawn_left_to_right_one_arrow_per_pair_of_states():
-    from stateseer.abstraction.dfa import ExtractedDFA
+    from stateseer.abstraction.automata.dfa import ExtractedDFA
     from stateseer.app.explorer.views import automaton
 
     # Tomita 7 (0*1*0*1*): a chain of four accepting states and a rejecting sink

@@ -90,7 +90,7 @@ def test_failed_checks_can_leave_participants_out_and_names_are_escaped():
 
 
 def test_bad_input_is_one_line(tmp_path, capsys):
-    from stateseer.app.cli import main
+    from stateseer.app.cli.main import main
     from stateseer.app.study.store import StudyLog
 
     log = StudyLog(tmp_path / "empty.sqlite", study="s")
@@ -106,7 +106,7 @@ def test_bad_input_is_one_line(tmp_path, capsys):
 
 
 def test_the_command_prints_each_outcome(context, tmp_path, capsys):
-    from stateseer.app.cli import main
+    from stateseer.app.cli.main import main
     from stateseer.testing import simulated_study
 
     simulated_study(context, tmp_path / "c.sqlite", n_participants=6, d=1.0, seed=0)

@@ -554,7 +554,7 @@ def test_csv_cells_are_escaped_in_exports_and_admin_downloads(sec_app, tmp_path)
 
 def test_the_explorer_table_download_escapes_formulas(monkeypatch):
     """M5 in the explorer: the table's CSV download goes through
-    stateseer.rnn_models.formats.csvsafe."""
+    stateseer.core.csvsafe."""
     import csv as _csv
     from types import SimpleNamespace
 
@@ -618,7 +618,7 @@ def test_study_beyond_loopback_warns_once(explored_run, tmp_path, monkeypatch, c
 
     from dash import Dash
 
-    from stateseer.app.cli import main
+    from stateseer.app.cli.main import main
 
     monkeypatch.setattr(Dash, "run", lambda self, **kw: None)  # do not serve
     monkeypatch.setattr(signal, "signal", lambda *a: None)

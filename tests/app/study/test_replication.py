@@ -64,7 +64,7 @@ def test_the_study_runs_on_its_model_and_is_refused_on_another(shortcut_run, tmp
 
 def test_the_template_command_writes_a_study_the_server_reads(shortcut_run, tmp_path,
                                                               capsys):
-    from stateseer.app.cli import main
+    from stateseer.app.cli.main import main
 
     out = tmp_path / "sub" / "study.json"
     out.parent.mkdir()

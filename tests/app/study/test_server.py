@@ -341,7 +341,7 @@ def test_study_checked_against_the_run(explored_run, tmp_path):
 
 
 def test_study_command_binds_to_localhost_by_default():
-    from stateseer.app.cli import build_parser
+    from stateseer.app.cli.main import build_parser
 
     args = build_parser().parse_args(["study", "s.json"])
     assert args.host == "127.0.0.1" and args.admin_token is None and args.db is None

@@ -208,7 +208,7 @@ def test_answers_are_checked_by_type():
 
 
 def test_study_command_errors_are_one_line(tmp_path, capsys):
-    from stateseer.app.cli import main
+    from stateseer.app.cli.main import main
 
     bad = tmp_path / "s.json"
     bad.write_text(json.dumps({**GOOD, "tasks": [{"prompt": "?", "answer": "essay"}]}))

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from stateseer.app.cli import main
+from stateseer.app.cli.main import main
 from stateseer.app.study.assign import choose_condition
 from stateseer.app.study.export import export_study
 from stateseer.app.study.spec import Assignment, StudyError

@@ -8,7 +8,7 @@ import shutil
 
 def test_context_index_is_reused_then_rebuilt_for_new_traces(copy_run, analysed_run):
     from stateseer.app.workflows.contexts import context_index
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.core.traces import Traces
     from stateseer.rnn_models.run import ModelRun
 
     run_dir = copy_run(analysed_run)
@@ -26,9 +26,9 @@ def test_context_index_is_reused_then_rebuilt_for_new_traces(copy_run, analysed_
 
 
 def test_an_index_that_cannot_be_saved_is_still_used(copy_run, analysed_run, monkeypatch):
-    from stateseer.abstraction.neighbors import ContextIndex
+    from stateseer.abstraction.analysis.neighbors import ContextIndex
     from stateseer.app.workflows.contexts import context_index
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.core.traces import Traces
     from stateseer.rnn_models.run import ModelRun
 
     run_dir = copy_run(analysed_run)
@@ -49,7 +49,7 @@ def test_nearest_contexts_and_projection_of_a_training_step(analysed_run):
 
     from stateseer.abstraction.pipeline import Abstraction
     from stateseer.app.workflows.contexts import context_index, nearest_contexts, projection_sample
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.core.traces import Traces
     from stateseer.rnn_models.run import ModelRun
 
     run = ModelRun(analysed_run)
@@ -70,7 +70,7 @@ def test_nearest_contexts_and_projection_of_a_training_step(analysed_run):
 
 def test_a_damaged_index_is_rebuilt(copy_run, analysed_run):
     from stateseer.app.workflows.contexts import context_index
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.core.traces import Traces
     from stateseer.rnn_models.run import ModelRun
 
     run_dir = copy_run(analysed_run)

@@ -1,4 +1,4 @@
-"""``stateseer extract-dfa --examples FILE`` and ``--states N`` on a real (tiny) Tomita run.
+"""``stateseer extract-dfa --examples FILE`` and ``--merge-to N`` on a real (tiny) Tomita run.
 
 The run is the session's Tomita 3 LSTM (tests/conftest.py), recorded once here. A small
 state budget makes the plain extraction wrong on some strings the RNN gets right; those
@@ -12,11 +12,11 @@ import json
 import numpy as np
 import pytest
 
-from stateseer.app.cli import main
+from stateseer.app.cli.main import main
 from stateseer.app.workflows.dfa import extract_run_dfa, read_examples
+from stateseer.core.errors import StateseerError
+from stateseer.core.traces import Traces
 from stateseer.rnn_models.formal import GRAMMARS
-from stateseer.rnn_models.formats.errors import StateseerError
-from stateseer.rnn_models.formats.traces import Traces
 from tests.conftest import one_line
 
 BUDGET = 3  # few enough states that the plain automaton misclassifies strings
@@ -29,7 +29,7 @@ def recorded(tmp_path_factory, tomita_run):
 
     import torch
 
-    from stateseer.rnn_models.record import record_run
+    from stateseer.rnn_models.engine import record_run
 
     run = tmp_path_factory.mktemp("dfa_examples") / "t3"
     shutil.copytree(tomita_run, run)
@@ -95,7 +95,7 @@ def test_an_example_the_rnn_disagrees_with_is_reported_not_forced(recorded, tmp_
 def test_cli_examples_and_states(recorded, tmp_path, capsys):
     path = tmp_path / "examples.tsv"
     path.write_text("0110\taccept\n\taccept\n", encoding="utf-8")
-    assert main(["extract-dfa", str(recorded), "--examples", str(path), "--states", "4"]) == 0
+    assert main(["extract-dfa", str(recorded), "--examples", str(path), "--merge-to", "4"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["n_states"] <= 4
     assert out["examples"]["n"] == 2 and out["examples"]["rnn_correct"] == 2

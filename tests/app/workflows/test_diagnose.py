@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from stateseer.app.cli import main
+from stateseer.app.cli.main import main
 from stateseer.app.workflows.diagnose import diagnose_run, load_findings
-from stateseer.rnn_models.formats.errors import StateseerError
+from stateseer.core.errors import StateseerError
 from stateseer.testing import sentiment_csv
 from tests.conftest import one_line
 
@@ -235,7 +235,7 @@ def test_tokens_the_model_reads_as_unknown_are_no_shortcut_but_the_unknown_findi
 def test_a_confusion_is_confirmed_by_training_labels_that_contradict_the_model_one_way():
     import numpy as np
 
-    from stateseer.abstraction.diagnosis import Candidate
+    from stateseer.abstraction.analysis.diagnosis import Candidate
     from stateseer.app.workflows.diagnose import _label_check
 
     class Split:
@@ -305,7 +305,7 @@ def test_a_common_word_does_not_join_a_topic_by_the_few_topic_inputs_it_hides():
     the group's inputs is at least half the group's own, as a topic word's is."""
     import numpy as np
 
-    from stateseer.abstraction.diagnosis import Candidate
+    from stateseer.abstraction.analysis.diagnosis import Candidate
     from stateseer.app.workflows.diagnose import _shift_beyond
 
     rng = np.random.default_rng(0)

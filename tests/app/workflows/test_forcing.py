@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from stateseer.rnn_models.formats.errors import StateseerError
+from stateseer.core.errors import StateseerError
 from tests.conftest import one_line
 
 
@@ -36,7 +36,7 @@ def test_centroids_file_is_dropped_when_the_abstraction_is_rewritten(copy_run, a
 def test_a_damaged_centroids_file_is_recomputed(copy_run, analysed_run):
     from stateseer.abstraction.pipeline import Abstraction
     from stateseer.app.workflows.forcing import load_centroids
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.core.traces import Traces
     from stateseer.rnn_models.run import ModelRun
 
     run_dir = copy_run(analysed_run)
@@ -51,14 +51,14 @@ def test_a_damaged_centroids_file_is_recomputed(copy_run, analysed_run):
 
 def test_forcing_survival_matches_the_agreement_figure(analysed_run):
     from stateseer.abstraction.pipeline import Abstraction
-    from stateseer.app.workflows.forcing import forcing_survival, load_centroids, load_model
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.app.workflows.forcing import forcing_survival, load_centroids
+    from stateseer.core.traces import Traces
     from stateseer.rnn_models.run import ModelRun
 
     run = ModelRun(analysed_run)
     traces = Traces(run.traces_dir)
     ab = Abstraction.load(run.abstraction_dir)
-    ok = forcing_survival(load_model(run), ab, load_centroids(run, ab, traces),
+    ok = forcing_survival(run.load_model(), ab, load_centroids(run, ab, traces),
                           traces["test"], layer=traces.meta.get("layer", -1))
     m = json.loads((analysed_run / "metrics.json").read_text())["abstraction"]
     assert ok.dtype == bool and len(ok) == m["forcing"]["n_inputs"]
@@ -67,14 +67,14 @@ def test_forcing_survival_matches_the_agreement_figure(analysed_run):
 
 def test_forced_trace_refuses_empty_input_and_missing_step(analysed_run):
     from stateseer.abstraction.pipeline import Abstraction
-    from stateseer.app.workflows.forcing import forced_trace, load_centroids, load_model
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.app.workflows.forcing import forced_trace, load_centroids
+    from stateseer.core.traces import Traces
     from stateseer.rnn_models.run import ModelRun
 
     run = ModelRun(analysed_run)
     traces = Traces(run.traces_dir)
     ab = Abstraction.load(run.abstraction_dir)
-    model, cent = load_model(run), load_centroids(run, ab, traces)
+    model, cent = run.load_model(), load_centroids(run, ab, traces)
     with pytest.raises(StateseerError) as e:
         forced_trace(model, ab, cent, np.zeros(0, np.int64))
     assert "empty input" in one_line(e.value)

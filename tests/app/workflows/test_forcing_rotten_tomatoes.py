@@ -18,12 +18,12 @@ pytestmark = pytest.mark.slow
 
 
 def test_forcing_agreement_on_rotten_tomatoes(tmp_path):
-    from stateseer.abstraction.centroids import state_centroids
+    from stateseer.abstraction.abstractors.centroids import state_centroids
     from stateseer.abstraction.pipeline import abstract_run
-    from stateseer.app.workflows.forcing import load_model, measure_forcing
+    from stateseer.app.workflows.forcing import measure_forcing
     from stateseer.rnn_models.batching import length_batches, pad_batch
+    from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.forcing import forced_run
-    from stateseer.rnn_models.record import record_run
     from stateseer.rnn_models.train import TrainConfig, train_run
 
     out = tmp_path / "rt"
@@ -39,7 +39,7 @@ def test_forcing_agreement_on_rotten_tomatoes(tmp_path):
     train, test = traces["train"], traces["test"]
     cent, counts = state_centroids(train.hidden, ab.states["train"], ab.fsm.n_states)
     assert (counts[1:] > 0).all()
-    model = load_model(run)
+    model = run.load_model()
     seqs = [np.asarray(test.token_ids[test.steps(i)], np.int64) for i in range(test.n_inputs)]
     survived = []
     with torch.no_grad():

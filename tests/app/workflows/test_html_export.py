@@ -9,9 +9,9 @@ import shutil
 
 import pytest
 
-from stateseer.app.cli import main
+from stateseer.app.cli.main import main
 from stateseer.app.workflows.html_export import fsm_html, trace_html
-from stateseer.rnn_models.formats.errors import StateseerError
+from stateseer.core.errors import StateseerError
 from tests.conftest import one_line
 
 EVIL = "<img src=x onerror=alert(1)>"
@@ -92,7 +92,7 @@ def test_the_export_command_writes_both_pages(run40, tmp_path, capsys):
     out = tmp_path / "fsm.html"
     assert main(["export", str(run40), "--format", "html", "--out", str(out)]) == 0
     assert out.read_text().startswith("<!doctype html>")
-    from stateseer.rnn_models.formats.traces import Traces
+    from stateseer.core.traces import Traces
 
     iid = int(Traces(run40 / "traces")["test"].rows[0])
     one = tmp_path / "one.html"

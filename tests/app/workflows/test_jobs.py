@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from stateseer.app.workflows.jobs import JobRunner, repair_command
-from stateseer.rnn_models.formats.errors import StateseerError
+from stateseer.core.errors import StateseerError
 from tests.conftest import one_line
 
 # a command that reports progress, starts a grandchild, and sleeps
@@ -71,7 +71,7 @@ def test_the_repair_command_is_the_command_line_with_a_progress_file(tmp_path):
     assert argv[argv.index("--progress-json") + 1] == "{progress}"
     assert json.loads(json.dumps(argv)) == argv
     assert "--control" not in argv
-    from stateseer.app.cli import build_parser
+    from stateseer.app.cli.main import build_parser
 
     ticked = repair_command(tmp_path / "run", 2, "drop", tmp_path / "new", control=True)
     args = build_parser().parse_args(ticked[3:])  # the CLI takes what the job runs

@@ -15,7 +15,7 @@ from stateseer.app.explorer.views.trace import flips, token_strip
 from stateseer.app.selection import EMPTY, apply_event, from_query, to_query
 from stateseer.app.workflows.query import InstanceQuery, query_instances
 from stateseer.app.workflows.records import TraceRecord
-from stateseer.rnn_models.formats.errors import StateseerError
+from stateseer.core.errors import StateseerError
 from tests.conftest import one_line
 
 

@@ -81,7 +81,7 @@ def test_attribution_and_typed_inputs_are_bounded(ctx):
     import pytest
 
     from stateseer.app.explorer.services import MAX_ATTRIBUTION_TOKENS, MAX_INPUT_CHARS
-    from stateseer.rnn_models.formats.errors import StateseerError
+    from stateseer.core.errors import StateseerError
 
     n = MAX_ATTRIBUTION_TOKENS + 1
     long = TraceRecord(text="a " * n, tokens=("a",) * n, known=(True,) * n,

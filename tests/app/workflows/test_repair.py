@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from stateseer.app.workflows import repair, suspects
+from stateseer.core.errors import StateseerError
 from stateseer.rnn_models.datasets import TextDataset
-from stateseer.rnn_models.formats.errors import StateseerError
 from tests.conftest import one_line
 
 

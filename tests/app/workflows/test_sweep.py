@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stateseer.app.workflows.sweep import bootstrap_ci, choose_knee, sweep_table, write_sweep
-from stateseer.rnn_models.formats.errors import StateseerError
+from stateseer.core.errors import StateseerError
 
 
 def test_bootstrap_interval_covers_a_known_probability():
@@ -97,7 +97,7 @@ def test_sweep_files_and_table(tmp_path):
 def test_sweep_fits_the_features_once_and_matches_separate_fits(explored_run, monkeypatch):
     """Three candidates, one projection fit; each candidate's figures equal those of a
     sweep of that candidate alone (sharing changes nothing but the work)."""
-    import stateseer.abstraction.features as F
+    import stateseer.abstraction.abstractors.features as F
     from stateseer.app.workflows.sweep import sweep_run
 
     calls = []
@@ -143,7 +143,7 @@ def test_sweep_honours_the_simulation(explored_run):
 
 
 def test_projection_cache_keys_on_the_inputs():
-    from stateseer.abstraction.features import Projection, shared_projections
+    from stateseer.abstraction.abstractors.features import Projection, shared_projections
 
     rng = np.random.default_rng(0)
     S = rng.normal(size=(300, 6)).astype(np.float32)
@@ -243,7 +243,7 @@ def test_too_few_states_for_the_classes_are_left_out_or_refused_before_any_work(
     import stateseer.abstraction.pipeline as P
     from stateseer.abstraction.pipeline import fresh_traces, min_states
     from stateseer.app.workflows.sweep import sweep_run
-    from stateseer.rnn_models.formats.errors import StateseerError
+    from stateseer.core.errors import StateseerError
     from stateseer.rnn_models.run import ModelRun
     from tests.conftest import one_line
 

@@ -1,0 +1,312 @@
+"""Nearest training contexts: an inverted-file index over recorded hidden states.
+
+For any step of any trace, :class:`ContextIndex` finds the recorded training steps whose
+hidden states are closest (Euclidean), the way exBERT and Seq2Seq-Vis show the nearest
+training contexts of a representation. Exact search over a million 256-dimensional states
+reads a gigabyte per query; the index instead
+
+1. projects the states onto their top principal axes (``n_components``, 48 by default),
+2. partitions the projected states with (mini-batch) k-means into ``n_lists`` inverted
+   lists, stored contiguously,
+3. at query time scans only the ``n_probe`` lists nearest to the query, keeps the best
+   ``rerank`` candidates in the projected space, and re-ranks them exactly in the full
+   hidden space (a handful of rows read from the memory-mapped traces).
+
+``benchmarks/nearest_contexts.py`` measures its latency and recall against brute force.
+Plain arrays only: :meth:`save` writes an ``.npz`` without pickles.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.cluster import MiniBatchKMeans
+from sklearn.decomposition import PCA
+
+from stateseer.abstraction.abstractors.features import as_2d, iter_rows, sample_rows
+from stateseer.abstraction.errors import AbstractionError
+from stateseer.core.atomic import atomic_save_npz
+from stateseer.core.errors import DAMAGED_NPY
+
+__all__ = ["ContextIndex", "brute_force_neighbors"]
+
+FORMAT = "stateseer.neighbors"
+VERSION = 1
+
+
+def _sq_dists(Z: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Squared distances of rows of ``Z`` (n, d) to ``q`` (d,), float32 BLAS."""
+    diff = Z - q
+    return np.einsum("ij,ij->i", diff, diff)
+
+
+def brute_force_neighbors(X, q: np.ndarray, k: int = 10, chunk_size: int = 131_072,
+                          norms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact k nearest rows of ``X`` to ``q`` by a full scan (the baseline).
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+    q : ndarray of shape (d,)
+    k : int
+    norms : ndarray of shape (n,), optional
+        Precomputed squared norms of the rows (saves a pass over ``X`` per query).
+
+    Returns
+    -------
+    dist : ndarray of shape (k,)
+        Euclidean distances, ascending.
+    idx : ndarray of shape (k,)
+    """
+    q = np.asarray(q, np.float32)
+    best_d, best_i = np.zeros(0, np.float32), np.zeros(0, np.int64)
+    for start, block in iter_rows(X, chunk_size):
+        sq = (np.einsum("ij,ij->i", block, block) if norms is None
+              else norms[start : start + len(block)])
+        d = sq - 2.0 * (block @ q)  # + |q|² later: same ranking
+        kk = min(k, len(d))
+        part = np.argpartition(d, kk - 1)[:kk]
+        best_d = np.concatenate([best_d, d[part]])
+        best_i = np.concatenate([best_i, part + start])
+        keep = np.argsort(best_d, kind="stable")[:k]
+        best_d, best_i = best_d[keep], best_i[keep]
+    dist = np.sqrt(np.maximum(best_d + float(q @ q), 0.0))
+    return dist, best_i
+
+
+class ContextIndex(BaseEstimator):
+    """Approximate nearest-neighbour index over hidden states (PCA → IVF → exact re-rank).
+
+    Parameters
+    ----------
+    n_components : int, default 48
+        Principal axes the coarse search runs in.
+    n_lists : int or None, default None
+        Inverted lists; ``None`` uses ``n / 2,000`` clipped to [1, 256]. Hidden states
+        form long, thin clouds, so a few coarse lists with many probes find more true
+        neighbours than many small ones.
+    n_probe : int, default 64
+        Lists scanned per query.
+    rerank : int, default 1024
+        Candidates re-ranked exactly in the full space (when the full states are given).
+    max_fit_samples : int, default 60_000
+        Rows the PCA and the k-means are fitted on.
+    chunk_size : int, default 131_072
+    random_state : int, default 0
+
+    Attributes
+    ----------
+    mean_, components_ : ndarray
+        The projection, shapes (d,) and (n_components, d).
+    centers_ : ndarray of shape (n_lists, n_components)
+    list_ptr_ : ndarray of shape (n_lists + 1,)
+        List ``j`` holds rows ``order_[list_ptr_[j]:list_ptr_[j + 1]]``.
+    order_ : ndarray of shape (n,)
+        Original row of every stored vector.
+    codes_ : ndarray of shape (n, n_components)
+        Projected states in list order.
+    """
+
+    def __init__(self, n_components: int = 48, n_lists: int | None = None, n_probe: int = 64,
+                 rerank: int = 1024, max_fit_samples: int = 60_000,
+                 chunk_size: int = 131_072, random_state: int = 0) -> None:
+        self.n_components = n_components
+        self.n_lists = n_lists
+        self.n_probe = n_probe
+        self.rerank = rerank
+        self.max_fit_samples = max_fit_samples
+        self.chunk_size = chunk_size
+        self.random_state = random_state
+
+    # fitting ------------------------------------------------------------------------------
+    def fit(self, X, y=None) -> ContextIndex:
+        """Build the index over the rows of ``X`` (n_steps, state_size); memmaps welcome."""
+        X = as_2d(X)
+        n, d = X.shape
+        if n == 0:
+            raise AbstractionError("no hidden states to index: the split is empty")
+        rng = np.random.default_rng(self.random_state)
+        S = np.asarray(X[sample_rows(n, self.max_fit_samples, rng)], np.float32)
+        self._fit_lists(S, n, d)
+        codes, lists = self.encode(X)
+        return self._store(codes, lists)
+
+    def fit_shards(self, refs, engine) -> ContextIndex:
+        """:meth:`fit` over the shards of a split (:mod:`stateseer.abstraction.sharded`): the sample
+        drawn per shard, the projection and the lists fitted here, every shard encoded
+        by ``engine`` (in-process or Dask; on a cluster in pieces of shards), the inverted
+        lists built from the shards' codes in shard order. With one shard it is :meth:`fit`
+        on the whole split, bit for bit.
+
+        Parameters
+        ----------
+        refs : list of ShardRef
+        engine : Engine
+        """
+        from stateseer.abstraction.sharded import (
+            fit_quotas,
+            index_piece,
+            open_ref,
+            pieces_per_shard,
+            sample_shard,
+            step_pieces,
+        )
+
+        n = sum(r.n_steps for r in refs)
+        if n == 0:
+            raise AbstractionError("no hidden states to index: the split is empty")
+        quotas = fit_quotas([r.n_steps for r in refs], int(self.max_fit_samples))
+        items = [(r, int(q)) for r, q in zip(refs, quotas, strict=True) if q > 0]
+        try:
+            parts = engine.map(sample_shard, items, random_state=self.random_state)
+        except AbstractionError:
+            raise AbstractionError("hidden states contain NaN or infinity; re-record the "
+                                   "run") from None
+        S = np.concatenate([p[0] for p in parts])
+        self._fit_lists(S, n, open_ref(refs[0]).hidden.shape[1])
+        # on a cluster, pieces of shards in runs of whole chunks: the same chunks as the
+        # whole shard's encoding, so the same codes (one shard no longer runs on one worker)
+        k = pieces_per_shard(engine, len(refs))
+        coded = engine.map(index_piece, [p for r in refs
+                                         for p in step_pieces(r, k, int(self.chunk_size))],
+                           index=self)
+        return self._store(np.concatenate([c[0] for c in coded]),
+                           np.concatenate([c[1] for c in coded]))
+
+    def _fit_lists(self, S: np.ndarray, n: int, d: int) -> None:
+        """Projection and list centres from the sample ``S`` of ``n`` rows of width ``d``."""
+        if not np.isfinite(S).all():
+            raise AbstractionError("hidden states contain NaN or infinity; re-record the run")
+        n_comp = int(min(self.n_components, d, len(S)))
+        pca = PCA(n_components=n_comp, svd_solver="covariance_eigh",
+                  random_state=self.random_state).fit(S)
+        self.mean_ = pca.mean_.astype(np.float32)
+        self.components_ = pca.components_.astype(np.float32)
+        n_lists = self.n_lists or int(np.clip(n // 2000, 1, 256))
+        n_lists = int(min(n_lists, len(S)))
+        km = MiniBatchKMeans(n_clusters=n_lists, n_init=1, batch_size=4096, max_iter=50,
+                             random_state=self.random_state).fit(self.transform(S))
+        self.centers_ = km.cluster_centers_.astype(np.float32)
+        self.n_features_in_ = d
+
+    def encode(self, X, rows: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Projected codes (n, n_components) float32 and list (n,) int32 of rows ``X``
+        (only rows ``lo`` to ``hi`` with ``rows=(lo, hi)``), read chunk by chunk from the
+        first row asked for."""
+        lo, hi = (0, X.shape[0]) if rows is None else (int(rows[0]), int(rows[1]))
+        n = max(hi - lo, 0)
+        codes = np.empty((n, self.components_.shape[0]), np.float32)
+        lists = np.empty(n, np.int32)
+        c2 = (self.centers_ ** 2).sum(1)
+        for start, block in iter_rows(X, self.chunk_size, lo=lo, hi=hi):
+            z = self.transform(block)
+            at = start - lo
+            codes[at : at + len(z)] = z
+            lists[at : at + len(z)] = (c2[None, :] - 2.0 * (z @ self.centers_.T)).argmin(1)
+        return codes, lists
+
+    def _store(self, codes: np.ndarray, lists: np.ndarray) -> ContextIndex:
+        """The inverted lists: codes in list order (stable: step order within a list)."""
+        self.order_ = np.argsort(lists, kind="stable").astype(np.int64)
+        self.codes_ = codes[self.order_]
+        self.norms_ = np.einsum("ij,ij->i", self.codes_, self.codes_)
+        self.list_ptr_ = np.searchsorted(lists[self.order_], np.arange(len(self.centers_) + 1))
+        self.n_indexed_ = len(lists)
+        return self
+
+    def transform(self, X) -> np.ndarray:
+        """Projected coordinates, shape (n, n_components)."""
+        # float64 products rounded once to float32: the same bits whatever BLAS kernel
+        # or thread count computes them (in this process or on a one-thread Dask worker)
+        X = np.asarray(X, np.float32)
+        return ((X - self.mean_).astype(np.float64)
+                @ self.components_.T.astype(np.float64)).astype(np.float32)
+
+    # querying -----------------------------------------------------------------------------
+    def kneighbors(self, q: np.ndarray, k: int = 10, X=None,
+                   n_probe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` indexed rows nearest to one hidden state.
+
+        Parameters
+        ----------
+        q : ndarray of shape (state_size,)
+        k : int
+        X : array-like of shape (n_indexed, state_size), optional
+            The indexed states themselves; with them the candidates are re-ranked exactly
+            and the distances are true Euclidean distances (otherwise projected ones).
+        n_probe : int, optional
+            Lists to scan (default the estimator's).
+
+        Returns
+        -------
+        dist : ndarray of shape (k',)
+            Ascending; ``k' = min(k, n_indexed)``.
+        idx : ndarray of shape (k',)
+            Row numbers in the indexed array.
+        """
+        q = np.asarray(q, np.float32).ravel()
+        if q.shape[0] != self.n_features_in_:
+            raise AbstractionError(f"the query has {q.shape[0]} dimensions but the index was "
+                                   f"built on {self.n_features_in_}; rebuild it for this model")
+        if not np.isfinite(q).all():
+            raise AbstractionError("the query hidden state contains NaN or infinity")
+        z = self.transform(q[None])[0]
+        probe = int(min(n_probe or self.n_probe, len(self.centers_)))
+        cd = _sq_dists(self.centers_, z)
+        order = np.argsort(cd)
+        ptr = self.list_ptr_
+        while probe < len(cd) and ptr[order[:probe] + 1].sum() - ptr[order[:probe]].sum() < k:
+            probe = min(2 * probe, len(cd))  # tiny lists: widen the search
+        # one matrix-vector product per probed list, on the stored (contiguous) codes
+        pos = np.concatenate([np.arange(ptr[j], ptr[j + 1]) for j in order[:probe]])
+        d = np.concatenate([self.norms_[ptr[j] : ptr[j + 1]]
+                            - 2.0 * (self.codes_[ptr[j] : ptr[j + 1]] @ z)
+                            for j in order[:probe]]) + float(z @ z)
+        r = int(min(max(self.rerank, k), len(d))) if X is not None else int(min(k, len(d)))
+        cand = np.argpartition(d, r - 1)[:r] if r < len(d) else np.arange(len(d))
+        rows = self.order_[pos[cand]]
+        if X is not None:
+            srt = np.argsort(rows)  # sorted reads are kinder to a memory map
+            full = np.asarray(X[rows[srt]], np.float32)
+            dd = np.empty(len(rows), np.float32)
+            dd[srt] = _sq_dists(full, q)
+        else:
+            dd = d[cand]
+        top = np.argsort(dd, kind="stable")[:k]
+        return np.sqrt(np.maximum(dd[top], 0.0)), rows[top]
+
+    # persistence --------------------------------------------------------------------------
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {"format": np.array(FORMAT), "version": np.array(VERSION),
+                "params": np.array([self.n_components, len(self.centers_), self.n_probe,
+                                    self.rerank, self.random_state]),
+                "mean": self.mean_, "components": self.components_, "centers": self.centers_,
+                "list_ptr": self.list_ptr_, "order": self.order_, "codes": self.codes_}
+
+    def save(self, path: str | Path) -> None:
+        """Write the index as an ``.npz`` atomically (no pickles)."""
+        atomic_save_npz(path, **self.to_arrays())
+
+    @classmethod
+    def load(cls, path: str | Path) -> ContextIndex:
+        """Read an index written by :meth:`save`."""
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                if str(z["format"]) != FORMAT or int(z["version"]) != VERSION:
+                    raise AbstractionError(f"{path} is not a stateseer neighbour index v1; "
+                                           "delete it to rebuild it")
+                n_comp, n_lists, n_probe, rerank, seed = (int(v) for v in z["params"])
+                ix = cls(n_components=n_comp, n_lists=n_lists, n_probe=n_probe,
+                         rerank=rerank, random_state=seed)
+                ix.mean_, ix.components_ = z["mean"], z["components"]
+                ix.centers_, ix.list_ptr_ = z["centers"], z["list_ptr"]
+                ix.order_, ix.codes_ = z["order"], z["codes"]
+                ix.norms_ = np.einsum("ij,ij->i", ix.codes_, ix.codes_)
+        except (*DAMAGED_NPY, KeyError) as exc:
+            raise AbstractionError(f"cannot read the neighbour index {path} ({exc}); delete "
+                                   "it to rebuild it") from None
+        ix.n_indexed_ = len(ix.order_)
+        ix.n_features_in_ = ix.mean_.shape[0]
+        return ix

@@ -1,0 +1,34 @@
+"""Writing and reading exports: a path (never silently replaced) or an open file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO
+
+from stateseer.abstraction.errors import AbstractionError
+from stateseer.core.atomic import atomic_write_bytes
+
+__all__ = ["read_text", "write_output"]
+
+
+def write_output(data: bytes | str, out: str | Path | IO, *, overwrite: bool = False) -> None:
+    """Write ``data`` to an open file, or to a path atomically
+    (:func:`stateseer.core.atomic.atomic_write`).
+
+    Raises
+    ------
+    AbstractionError
+        ``out`` is an existing path and ``overwrite`` is False.
+    """
+    if hasattr(out, "write"):
+        out.write(data)
+        return
+    p = Path(out)
+    if p.exists() and not overwrite:
+        raise AbstractionError(f"{p} exists; pass overwrite=True (or --force) to replace it")
+    atomic_write_bytes(p, data if isinstance(data, bytes) else data.encode("utf-8"))
+
+
+def read_text(source: str | Path | IO[str]) -> str:
+    """The text of a path or an open file."""
+    return source.read() if hasattr(source, "read") else Path(source).read_text("utf-8")

@@ -1,0 +1,82 @@
+"""Nearest-context index: exactness when every list is probed, recall, persistence."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stateseer.abstraction.abstractors.centroids import state_centroids
+from stateseer.abstraction.analysis.neighbors import ContextIndex, brute_force_neighbors
+from stateseer.abstraction.errors import AbstractionError
+from tests.conftest import one_line
+
+
+@pytest.fixture(scope="module")
+def cloud():
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(30, 24)) * 3
+    X = (centers[rng.integers(0, 30, 20_000)] + rng.normal(size=(20_000, 24))).astype(
+        np.float32)
+    Q = (centers[rng.integers(0, 30, 50)] + rng.normal(size=(50, 24))).astype(np.float32)
+    return X, Q
+
+
+def test_brute_force_is_exact(cloud):
+    X, Q = cloud
+    d, i = brute_force_neighbors(X, Q[0], 7, chunk_size=3000)
+    full = np.sqrt(((X - Q[0]) ** 2).sum(1))
+    np.testing.assert_allclose(d, np.sort(full)[:7], rtol=1e-4)
+    np.testing.assert_allclose(full[i], d, rtol=1e-4)
+
+
+def test_probing_every_list_with_full_rerank_is_exact(cloud):
+    X, Q = cloud
+    ix = ContextIndex(n_components=8, n_lists=16, rerank=len(X)).fit(X)
+    for q in Q[:10]:
+        d, _ = ix.kneighbors(q, 10, X=X, n_probe=16)
+        want, _ = brute_force_neighbors(X, q, 10)
+        np.testing.assert_allclose(d, want, rtol=1e-4)
+
+
+def test_default_index_recall(cloud):
+    X, Q = cloud
+    ix = ContextIndex().fit(X)
+    hits = []
+    for q in Q:
+        d, i = ix.kneighbors(q, 10, X=X)
+        assert np.all(np.diff(d) >= -1e-6) and len(set(i.tolist())) == 10
+        want, _ = brute_force_neighbors(X, q, 10)
+        hits.append(np.mean(d <= want[-1] * (1 + 1e-4) + 1e-6))
+    assert np.mean(hits) >= 0.95
+
+
+def test_save_load_round_trip_and_errors(cloud, tmp_path):
+    X, Q = cloud
+    ix = ContextIndex(n_lists=8).fit(X)
+    ix.save(tmp_path / "ix.npz")
+    back = ContextIndex.load(tmp_path / "ix.npz")
+    for q in Q[:5]:
+        a, b = ix.kneighbors(q, 5, X=X), back.kneighbors(q, 5, X=X)
+        np.testing.assert_array_equal(a[1], b[1])
+    with pytest.raises(AbstractionError) as e:
+        back.kneighbors(np.zeros(3), 5)
+    assert "dimensions" in one_line(e.value)
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    with pytest.raises(AbstractionError) as e:
+        ContextIndex.load(tmp_path / "bad.npz")
+    assert "delete it" in one_line(e.value)
+    with pytest.raises(AbstractionError):
+        ContextIndex().fit(np.zeros((0, 4), np.float32))
+
+
+def test_centroids_are_member_means():
+    rng = np.random.default_rng(1)
+    H = rng.normal(size=(1000, 5)).astype(np.float32)
+    s = rng.integers(1, 6, 1000)
+    c, n = state_centroids(H, s, 7, initial=np.full(5, 9.0), chunk_size=128)
+    for k in range(1, 6):
+        np.testing.assert_allclose(c[k], H[s == k].mean(0), atol=1e-5)
+    assert n[6] == 0 and (c[6] == 0).all() and (c[0] == 9).all()
+    with pytest.raises(AbstractionError) as e:
+        state_centroids(H, s[:10], 7)
+    assert "re-run" in one_line(e.value)
