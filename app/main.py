@@ -12,7 +12,9 @@ bound host, an IP address or a name of ``allowed_hosts`` / ``$STATESEER_ALLOWED_
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -28,14 +30,16 @@ from stateseer.app.security import (
     CSP,
     MAX_REQUEST_BYTES,
     bind_warning,
+    brief_errors,
     framed_csp,
     limit_request_bodies,
     secure_headers,
 )
 from stateseer.app.selection import from_query
 from stateseer.app.workflows.runview import RunView
+from stateseer.core.errors import StateseerError
 
-__all__ = ["allowed_hosts_from_env", "create_app", "initial_selection", "serve",
+__all__ = ["allowed_hosts_from_env", "check_port", "create_app", "initial_selection", "serve",
            "server_from_env"]
 
 ASSETS = Path(__file__).parent / "assets"
@@ -106,6 +110,7 @@ def create_app(run_dir: str | Path | None = None, *,
     app.layout = serve_layout
     registry.register(app, context)
     limit_request_bodies(app.server, max_request_bytes)
+    brief_errors(app.server)
     secure_headers(app.server, allowed_hosts_from_env() if allowed_hosts is None
                    else allowed_hosts, bind_host=bind_host,
                    csp=framed_csp(frame_ancestors) if frame_ancestors else CSP)
@@ -173,11 +178,37 @@ def serve(run_dir: str | Path, host: str = "127.0.0.1", port: int = 8050, *,
     if warning:
         print(warning, file=sys.stderr)
     t0 = time.perf_counter()
+    check_port(host, port)
     app = create_app(run_dir, compare=compare, allowed_hosts=allowed_hosts, bind_host=host)
+    check_port(host, port)  # still free once the app is built: only now is it "ready"
     print(f"stateseer: serving {run_dir} on http://{host}:{port}/ (ready in "
           f"{time.perf_counter() - t0:.1f} s; Ctrl+C to stop)", file=sys.stderr)
     app.run(host=host, port=port, debug=debug)
     return 0
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse, in one line, a ``host:port`` this process cannot listen on (another server
+    holds it, or the interface is not this machine's), before anything says "ready".
+
+    Raises
+    ------
+    StateseerError
+        The port is in use (naming it and suggesting ``--port``), or the bind fails.
+    """
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does
+            s.bind(addr)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise StateseerError(f"port {port} on {host} is in use (another server holds "
+                                 f"it); stop that server or pass --port {port + 1}"
+                                 ) from None
+        raise StateseerError(f"cannot serve on {host}:{port} ({exc.strerror or exc}); pass "
+                             "another --host or --port") from None
 
 
 def server_from_env():

@@ -13,6 +13,9 @@ Three reusable pieces, each a function of the Flask server (``app.server`` of a 
   same-origin ``Referrer-Policy``.
 - :func:`bind_warning` is the one-line warning printed when a server binds beyond
   loopback (whatever it serves then crosses the network as plain HTTP).
+- :func:`brief_errors` logs a request that fails as one bounded, escaped line (never the
+  request's own megabytes, twice, with a traceback) and at most :data:`ERRORS_PER_MINUTE`
+  of them a minute, then how many it left out; the access log's lines are bounded too.
 
 Examples
 --------
@@ -32,14 +35,24 @@ Examples
 from __future__ import annotations
 
 import ipaddress
+import logging
+import os
+import re
 import socket
+import threading
+import time
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
 
-__all__ = ["CSP", "LOOPBACK_NAMES", "MAX_REQUEST_BYTES", "NOTEBOOK_FRAME_ANCESTORS",
-           "allowed_host_set", "bind_warning", "framed_csp", "host_allowed", "is_loopback",
+from stateseer.core.heap import trim
+
+__all__ = ["CSP", "ERRORS_PER_MINUTE", "LOG_LINE", "LOOPBACK_NAMES", "MAX_REQUEST_BYTES",
+           "NOTEBOOK_FRAME_ANCESTORS", "RateLimit", "allowed_host_set", "bind_warning",
+           "brief", "brief_errors", "framed_csp", "host_allowed", "is_loopback",
            "limit_request_bodies", "secure_headers"]
 
 MAX_REQUEST_BYTES = 8 * 1024 * 1024
@@ -201,3 +214,122 @@ def secure_headers(server: Flask, allowed_hosts: Iterable[str] | None = None, *,
         return resp
 
     return allowed
+
+
+#: the longest line a request writes to the server's log
+LOG_LINE = 300
+#: failed requests logged a minute (then one line says how many more there were)
+ERRORS_PER_MINUTE = 30
+
+
+def brief(text: object, limit: int = LOG_LINE) -> str:
+    """``text`` as one bounded, printable log line (control characters escaped).
+
+    >>> brief("x" * 1000, 20)
+    'xxxxxxxxxxxxxxxxxxxx… (1,000 characters)'
+    >>> brief("a\\nb\\x1b[31m")
+    'a\\\\nb\\\\x1b[31m'
+    """
+    s = str(text)
+    cut = s[:limit].encode("unicode_escape").decode("ascii", "replace")
+    cut = "".join(ch if ch.isprintable() else "?" for ch in cut)
+    return cut + (f"… ({len(s):,} characters)" if len(s) > limit else "")
+
+
+class RateLimit:
+    """At most ``per_minute`` events a minute pass; :meth:`allow` says whether this one
+    does and how many were held back since the last that did (thread-safe)."""
+
+    def __init__(self, per_minute: int = ERRORS_PER_MINUTE) -> None:
+        self.per_minute = per_minute
+        self._lock = threading.Lock()
+        self._start, self._count, self._held = time.monotonic(), 0, 0
+
+    def allow(self) -> tuple[bool, int]:
+        with self._lock:
+            now = time.monotonic()
+            if now - self._start >= 60.0:
+                self._start, self._count = now, 0
+            self._count += 1
+            if self._count > self.per_minute:
+                self._held += 1
+                return False, 0
+            held, self._held = self._held, 0
+            return True, held
+
+
+#: werkzeug's own colours in its access lines (dropped before the line is escaped)
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class _BoundedAccessLog(logging.Filter):
+    """The access log (werkzeug's) as bounded lines; failed requests rate-limited."""
+
+    def __init__(self, limit: RateLimit) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        code = str(args[1]) if len(args) > 1 else ""
+        if code[:1] in ("4", "5"):
+            ok, _held = self.limit.allow()
+            if not ok:
+                return False
+        record.msg, record.args = brief(_SGR.sub("", record.getMessage())), ()
+        return True
+
+
+class _Soon:
+    """Call ``fn`` once, ``delay`` seconds after the last of a burst of :meth:`soon`
+    calls started the wait (at most one timer at a time)."""
+
+    def __init__(self, fn: Any, delay: float = 0.5) -> None:
+        self.fn, self.delay = fn, delay
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+
+    def soon(self) -> None:
+        with self._lock:
+            if self._timer is None or not self._timer.is_alive():
+                self._timer = threading.Timer(self.delay, self.fn)
+                self._timer.daemon = True
+                self._timer.start()
+
+
+def brief_errors(server: Flask, *, per_minute: int = ERRORS_PER_MINUTE) -> None:
+    """Log each request ``server`` fails on as one bounded line, rate-limited.
+
+    Flask logs an unhandled exception with its traceback and message; a request naming an
+    unknown megabyte-long output would write that megabyte twice per request. Here the
+    line holds the method, the path, the exception's type and the start of its message,
+    escaped; past ``per_minute`` lines a minute the rest are counted and the next line
+    that is written says how many were left out. ``STATESEER_TRACEBACK=1`` keeps Flask's
+    full log (for a developer chasing a callback's own bug). The response is a short
+    500 that names nothing of the request. The access log's lines are bounded alike.
+    """
+    limit, later = RateLimit(per_minute), _Soon(trim)
+    access = logging.getLogger("werkzeug")
+    if not any(isinstance(f, _BoundedAccessLog) for f in access.filters):  # once a process
+        access.addFilter(_BoundedAccessLog(RateLimit(per_minute)))
+    if os.environ.get("STATESEER_TRACEBACK"):
+        return
+    log = server.logger
+
+    @server.errorhandler(Exception)
+    def _brief(exc: Exception):  # type: ignore[no-untyped-def]
+        if isinstance(exc, HTTPException):
+            return exc
+        ok, held = limit.allow()
+        if ok:
+            where = exc.__traceback__
+            while where is not None and where.tb_next is not None:
+                where = where.tb_next
+            at = (f" at {os.path.basename(where.tb_frame.f_code.co_filename)}:"
+                  f"{where.tb_lineno}" if where is not None else "")
+            more = f" ({held:,} more failed requests not logged)" if held else ""
+            log.error("%s", brief(f"{request.method} {request.path}: "
+                                  f"{type(exc).__name__}{at}: {exc}{more}"))
+        later.soon()  # the heap the failed requests grew goes back once they stop
+        return Response("the request failed; the server's log says why\n", status=500,
+                        mimetype="text/plain")

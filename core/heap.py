@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["array_heap"]
+__all__ = ["array_heap", "trim"]
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (malloc.h)
 MMAP_THRESHOLD_MAX = 32 << 20  # glibc's upper limit on 64-bit systems
@@ -65,3 +65,12 @@ def array_heap() -> Iterator[None]:
                 lib.mallopt(M_TRIM_THRESHOLD, _env("MALLOC_TRIM_THRESHOLD_", 128 << 10))
                 lib.mallopt(M_MMAP_THRESHOLD, _env("MALLOC_MMAP_THRESHOLD_", 128 << 10))
                 lib.malloc_trim(0)
+
+
+def trim() -> None:
+    """Give the heap's free memory back to the system (glibc's ``malloc_trim``; no effect
+    elsewhere). A server's threads each take a malloc arena, and large requests leave
+    them holding freed memory that a plain ``free`` keeps."""
+    lib = _lib()
+    if lib is not None:
+        lib.malloc_trim(0)

@@ -28,7 +28,7 @@ from typing import Any
 
 from stateseer.core.errors import DataError
 
-__all__ = ["JSON_LIMIT", "load_json", "read_bounded"]
+__all__ = ["JSON_LIMIT", "load_json", "read_bounded", "regular_size"]
 
 JSON_LIMIT = 4 << 30
 """The largest JSON or text file read (4 GiB: the token lists of a very large import)."""
@@ -45,18 +45,34 @@ def read_bounded(path: str | Path, limit: int = JSON_LIMIT) -> bytes:
         It is not a regular file, or is larger than ``limit`` (one line).
     """
     path = Path(path)
-    st = os.stat(path)  # follows a symlink: its target is what would be read
-    if not stat.S_ISREG(st.st_mode):
-        raise DataError(f"{path} is not a regular file (a device, a pipe or a directory); "
-                        "point it at a file")
-    if st.st_size > limit:
-        raise DataError(f"{path} holds {st.st_size:,} bytes, more than the {limit:,} read; "
-                        "split or shrink it")
+    regular_size(path, limit)
     with open(path, "rb") as fh:
         data = fh.read(limit + 1)
     if len(data) > limit:  # it grew while being read
         raise DataError(f"{path} holds more than the {limit:,} bytes read; split or shrink it")
     return data
+
+
+def regular_size(path: str | Path, limit: int | None = None) -> int:
+    """The size of the regular file ``path`` (a symbolic link is followed: its target is
+    what would be read).
+
+    Raises
+    ------
+    FileNotFoundError
+        It does not exist (callers say what to write).
+    DataError
+        It is not a regular file (a device, a pipe, a directory), or is larger than
+        ``limit`` (one line).
+    """
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise DataError(f"{path} is not a regular file (a device, a pipe or a directory); "
+                        "point it at a file")
+    if limit is not None and st.st_size > limit:
+        raise DataError(f"{path} holds {st.st_size:,} bytes, more than the {limit:,} read; "
+                        "split or shrink it")
+    return st.st_size
 
 
 def load_json(path: str | Path, limit: int = JSON_LIMIT) -> Any:

@@ -37,7 +37,7 @@ from typing import Any
 from stateseer.core import layout
 from stateseer.core.atomic import atomic_write_text
 from stateseer.core.errors import CheckpointError, DataError, StateseerError
-from stateseer.core.reading import load_json
+from stateseer.core.reading import load_json, regular_size
 
 SMALL = 256 << 20  # config.json and metrics.json: settings and figures, never data
 
@@ -46,11 +46,27 @@ __all__ = ["MODEL_PATHS", "RELATIVE", "RunDir", "data_section", "located", "loca
 
 
 def sha256_file(path: str | Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB blocks."""
+    """Hex SHA-256 of a regular file, read in 1 MiB blocks up to the size it had when
+    opened (a link to a device or a pipe would be read forever).
+
+    Raises
+    ------
+    DataError
+        ``path`` is not a regular file, or grew while it was read (one line).
+    """
+    size = regular_size(path)
     h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
+        left = size
+        while left > 0:
+            chunk = fh.read(min(1 << 20, left))
+            if not chunk:
+                break
             h.update(chunk)
+            left -= len(chunk)
+        if fh.read(1):
+            raise DataError(f"{path} grew while it was read; let the command writing it "
+                            "finish, then run this again")
     return h.hexdigest()
 
 

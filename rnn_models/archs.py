@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ARCHITECTURES", "ArchOption", "Architecture", "build_model"]
+__all__ = ["ARCHITECTURES", "ArchOption", "Architecture", "build_model", "check_sizes"]
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,43 @@ ARCHITECTURES: dict[str, Architecture] = {
 }
 
 
+#: the range of each size a ``model`` section may give (a damaged or hostile
+#: ``config.json`` would otherwise ask for terabytes before the checkpoint is compared)
+SIZE_LIMITS = {"vocab_size": 10_000_000, "n_classes": 100_000, "embed": 65_536,
+               "hidden": 65_536, "layers": 64}
+#: the most parameters the sizes may imply together (the embedding alone: vocab x embed)
+MAX_PARAMETERS = 4_000_000_000
+
+
+def check_sizes(section: dict[str, Any]) -> None:
+    """Refuse sizes out of range before anything is allocated.
+
+    Raises
+    ------
+    ValueError
+        A size that is not an integer in ``1 .. SIZE_LIMITS[name]``, or an embedding and
+        recurrent layers of more than :data:`MAX_PARAMETERS` together.
+
+    Examples
+    --------
+    >>> check_sizes({"vocab_size": 100, "n_classes": 2, "embed": 8, "hidden": 8, "layers": 1})
+    >>> check_sizes({"vocab_size": 100, "n_classes": 2, "embed": 8, "hidden": 10**9,
+    ...              "layers": 1})
+    Traceback (most recent call last):
+    ...
+    ValueError: hidden is 1000000000, outside 1 .. 65536
+    """
+    for name, top in SIZE_LIMITS.items():
+        v = section[name]
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= top:
+            raise ValueError(f"{name} is {str(v)[:20]}, outside 1 .. {top}")
+    e, h, n = section["embed"], section["hidden"], section["layers"]
+    params = section["vocab_size"] * e + 4 * (e * h + (n - 1) * h * h + n * h * h)
+    if params > MAX_PARAMETERS:
+        raise ValueError(f"the sizes imply {params:,} parameters, more than "
+                         f"{MAX_PARAMETERS:,}")
+
+
 def build_model(section: dict[str, Any], run_dir: Any = None) -> Any:
     """Build the (untrained) model a run's ``config.json`` ``model`` section describes.
 
@@ -171,6 +208,7 @@ def build_model(section: dict[str, Any], run_dir: Any = None) -> Any:
     if arch is None:
         raise ValueError(f"unknown arch {section['arch']!r}; choose one of "
                          f"{', '.join(ARCHITECTURES)}")
+    check_sizes(section)
     extra = {k: section[k] for k in arch.options if k in section}
     model = arch(section["vocab_size"], section["n_classes"], embed=section["embed"],
                  hidden=section["hidden"], layers=section["layers"], dropout=0.0,

@@ -22,8 +22,9 @@ from typing import Any
 
 import torch
 
-from stateseer.core.errors import CheckpointError
+from stateseer.core.errors import CheckpointError, DataError
 from stateseer.core.imported import NoModelError
+from stateseer.core.reading import regular_size
 from stateseer.core.rundir import MODEL_PATHS, RunDir, located_path
 
 __all__ = ["load_model", "model_kind"]
@@ -42,12 +43,20 @@ def model_kind(run: RunDir) -> str:
     return "builtin"
 
 
+#: the largest ``model.pt`` loaded (64 GiB; a recurrent classifier is far smaller)
+MODEL_LIMIT = 64 << 30
+
+
 def _state_dict(run: RunDir) -> dict[str, Any]:
     """``model.pt`` as a state_dict of tensors, loaded with ``weights_only=True``."""
     if not run.model_path.exists():
         raise CheckpointError(
             f"{run.model_path} not found; train the run first with `stateseer train`"
         )
+    try:
+        regular_size(run.model_path, MODEL_LIMIT)
+    except DataError as exc:
+        raise CheckpointError(f"{exc}; restore the run's model.pt") from None
     try:
         state = torch.load(run.model_path, map_location="cpu", weights_only=True)
     except Exception as exc:  # any failure to unpickle untrusted bytes means "corrupt"
@@ -62,6 +71,12 @@ def _state_dict(run: RunDir) -> dict[str, Any]:
             f"{run.model_path} does not hold a state_dict of tensors; save "
             "model.state_dict(), not the model object"
         )
+    bad = next((k for k, v in state.items()
+                if v.is_floating_point() and not bool(torch.isfinite(v).all())), None)
+    if bad is not None:
+        raise CheckpointError(
+            f"{run.model_path} holds NaN or infinite values in {bad}: the training "
+            "diverged; retrain the run (e.g. with a lower --lr)")
     return state
 
 

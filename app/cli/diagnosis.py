@@ -34,12 +34,21 @@ def _cmd_repair(args: argparse.Namespace) -> int:
     report = _progress_writer(args.progress_json)
     doc = repair_run(args.run, finding=args.finding, action=args.action, out=args.out,
                      seed=args.seed, progress=not args.quiet, log=_note, report=report,
-                     control=args.control, seeds=args.seeds)
+                     control=args.control, seeds=args.seeds, force=args.force)
     print(json.dumps({k: doc[k] for k in ("before", "after", "delta", "delta_ci",
                                           "per_class_delta", "finding_gone", "control",
                                           "seeds")
                       if k in doc}))
     return 0
+
+
+def _seeds(text: str) -> int:
+    from stateseer.app.workflows.repair import MAX_SEEDS
+
+    n = _positive_int(text)
+    if n > MAX_SEEDS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_SEEDS} (each seed trains two models)")
+    return n
 
 
 def _add_diagnose(sub: Any) -> None:
@@ -65,7 +74,10 @@ def _add_diagnose(sub: Any) -> None:
                    "the training settings (reweight: the labels read through the noise "
                    "measured; reconfigure: a pipeline setting); the finding's actions, "
                    "the fittest first, are in findings.json")
-    r.add_argument("--out", required=True, help="the new run directory (must not exist)")
+    r.add_argument("--out", required=True, help="the new run directory (built beside it "
+                   "as OUT.tmp and renamed into place when whole)")
+    r.add_argument("--force", action="store_true", help="replace a run already at --out "
+                   "(only once the repair is whole)")
     r.add_argument("--seed", type=_seed, default=0,
                    help="seed of what the repair draws (the confusion suspects' folds, "
                    "augment's copies, the control's 1%%); not the training seed, which "
@@ -74,7 +86,7 @@ def _add_diagnose(sub: Any) -> None:
                    help="also train RUN's own data less a random 1%% of its training "
                    "inputs (OUT/control): how far retraining alone moves the accuracy and "
                    "single classes, to read the repair's change against")
-    r.add_argument("--seeds", type=_positive_int, default=1, metavar="N",
+    r.add_argument("--seeds", type=_seeds, default=1, metavar="N",
                    help="also train RUN's data and the edited data with N-1 more seeds each "
                    "and report the mean change with a 95%% interval over the seeds, and "
                    "per class: one training's change holds that training's luck (N "

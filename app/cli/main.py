@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import unicodedata
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -51,7 +52,7 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"stateseer: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(2, f"stateseer: error: {printable(message)} (see `{self.prog} --help`)\n")
 
 
 COMMANDS = (_add_train, _add_create, _add_record, _add_abstract, _add_sweep,
@@ -76,9 +77,21 @@ def _unexpected(command: str, exc: Exception) -> str:
             "step that wrote it (STATESEER_TRACEBACK=1 shows where)")
 
 
+def printable(text: str) -> str:
+    """``text`` with its control characters written as escapes: what a user's input
+    carries (a terminal colour code in a file name, a newline in a column name) cannot
+    colour, move or split the one line an error is.
+
+    >>> printable("no column 'x\\x1b[31m' here\\nreally")
+    "no column 'x\\\\x1b[31m' here\\\\nreally"
+    """
+    return "".join(ch if unicodedata.category(ch) != "Cc" else
+                   ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
 def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any,
                       **__: Any) -> str:
-    return f"stateseer: warning: {message}\n"
+    return f"stateseer: warning: {printable(str(message))}\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -97,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_cluster(args.cluster)
         return int(args.func(args) or 0)
     except StateseerError as exc:
-        print(f"stateseer: error: {exc}", file=sys.stderr)
+        print(f"stateseer: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("stateseer: interrupted", file=sys.stderr)
@@ -105,7 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a loader that did not wrap its failure: still one line
         if os.environ.get("STATESEER_TRACEBACK"):
             raise
-        print(f"stateseer: error: {_unexpected(args.command, exc)}", file=sys.stderr)
+        print(f"stateseer: error: {printable(_unexpected(args.command, exc))}",
+              file=sys.stderr)
         return 2
     finally:
         warnings.formatwarning = previous  # type: ignore[assignment]

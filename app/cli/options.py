@@ -289,6 +289,14 @@ def _progress_writer(path: str | None) -> Callable[[str, int, int], None] | None
         return None
     from stateseer.core.atomic import atomic_write_text
 
+    where = Path(path)
+    if where.is_dir() or not where.parent.is_dir():
+        raise StateseerError(f"--progress-json {path}: "
+                             + ("is a directory; give a file path" if where.is_dir() else
+                                f"the folder {where.parent} does not exist; create it or "
+                                "give another file path"))
+    _writable_ancestor(where)
+
     def report(stage: str, done: int, total: int) -> None:
         atomic_write_text(Path(path), json.dumps({"stage": stage, "done": done,
                                                   "total": total}))

@@ -80,8 +80,17 @@ from stateseer.core.atomic import atomic_write_text
 from stateseer.core.errors import StateseerError
 from stateseer.core.reading import load_json
 
-__all__ = ["ACTIONS", "FORMAT", "Q_LEVEL", "actions_for", "diagnose_run", "findings_table",
-           "load_findings", "permutation_null"]
+__all__ = [
+    "ACTIONS",
+    "FORMAT",
+    "Q_LEVEL",
+    "actions_for",
+    "check_findings",
+    "diagnose_run",
+    "findings_table",
+    "load_findings",
+    "permutation_null",
+]
 
 FORMAT, VERSION = "stateseer.findings", 1
 Q_LEVEL = 0.05
@@ -114,6 +123,47 @@ def actions_for(kind: str, n_classes: int) -> list[str]:
         acts.remove("drop")
         acts.insert(0, "drop")
     return acts
+
+
+def check_findings(doc: Any, path: str | Path, *, n_classes: int) -> dict[str, Any]:
+    """``doc`` (a ``findings.json``) as :func:`diagnose_run` writes it, or one line naming
+    what breaks the schema. A finding's ``actions`` are what fits its ``kind`` here, not
+    what the file says: an edited or foreign file cannot run a repair that does not fit.
+
+    Raises
+    ------
+    StateseerError
+        Not a findings document, an unknown kind, a culprit that is not a list of
+        strings, a rank or a flag of the wrong type (the fix: rerun ``diagnose``).
+    """
+    def bad(what: str) -> StateseerError:
+        return StateseerError(f"{path} is not a findings file stateseer wrote ({what}); run "
+                              "`stateseer diagnose RUN` again")
+
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise bad(f"its format is not {FORMAT}")
+    if doc.get("version") != VERSION:
+        raise bad(f"version {doc.get('version')!r}, this stateseer reads {VERSION}")
+    found = doc.get("findings")
+    if not isinstance(found, list):
+        raise bad("no list of findings")
+    out = []
+    for k, g in enumerate(found, 1):
+        if not isinstance(g, dict):
+            raise bad(f"finding {k} is not an object")
+        if g.get("kind") not in ACTIONS:
+            raise bad(f"finding {k} has the unknown kind {str(g.get('kind'))[:40]!r}")
+        tokens = g.get("tokens")
+        if not (isinstance(tokens, list) and all(isinstance(w, str) for w in tokens)):
+            raise bad(f"finding {k}'s tokens are not a list of strings")
+        if not isinstance(g.get("rank"), int) or isinstance(g.get("rank"), bool):
+            raise bad(f"finding {k}'s rank is not a number")
+        if not isinstance(g.get("significant"), bool):
+            raise bad(f"finding {k}'s 'significant' is not true or false")
+        fits = actions_for(g["kind"], n_classes)
+        listed = g.get("actions") if isinstance(g.get("actions"), list) else []
+        out.append({**g, "actions": [a for a in fits if a in listed]})
+    return {**doc, "findings": out}
 
 
 EXAMPLES = 5

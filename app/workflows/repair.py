@@ -47,6 +47,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -54,10 +56,11 @@ from typing import Any
 import numpy as np
 
 from stateseer.core import layout
-from stateseer.core.atomic import atomic_write_text
+from stateseer.core.atomic import atomic_write_text, swap_dir
 from stateseer.core.defaults import N_STATES
 from stateseer.core.errors import StateseerError
-from stateseer.core.rundir import RELATIVE, located, located_path
+from stateseer.core.reading import load_json
+from stateseer.core.rundir import RELATIVE, claim, located, located_path, release
 
 __all__ = ["ACTIONS", "ACTION_EDITS", "paired_bootstrap", "repair_run", "training_settings"]
 
@@ -351,17 +354,49 @@ def paired_bootstrap(before: np.ndarray, after: np.ndarray, *, n_boot: int = 200
     return float(lo), float(hi)
 
 
-def _finding_of(run: Path, k: int) -> dict[str, Any]:
-    from stateseer.app.workflows.diagnose import load_findings
+def _finding_of(src: Any, k: int) -> dict[str, Any]:
+    """Finding ``k`` of ``src``'s ``findings.json``, checked against the file's schema and
+    against the model it was made for (one line naming the fix otherwise)."""
+    from stateseer.app.workflows.diagnose import check_findings
 
-    doc = load_findings(run)
-    if doc is None:
-        raise StateseerError(f"{run} has no findings; run `stateseer diagnose {run}` first")
-    ranks = [f["rank"] for f in doc["findings"]]
+    path = layout.RunLayout(src.path).findings
+    if not path.exists():
+        raise StateseerError(f"{src.path} has no findings; run `stateseer diagnose "
+                             f"{src.path}` first")
+    doc = check_findings(load_json(path), path,
+                         n_classes=len(src.config["data"]["classes"]))
+    current = src.model_sha256() if src.model_path.exists() else None
+    if doc.get("model_sha256") != current:
+        raise StateseerError(f"{path} was made for another model than {src.path}'s "
+                             f"model.pt (or before findings named their model); run "
+                             f"`stateseer diagnose {src.path}` again, then repair")
+    ranks = [g["rank"] for g in doc["findings"]]
     if k not in ranks:
-        raise StateseerError(f"there is no finding {k} in {run}/diagnosis/findings.json; "
-                             f"choose one of {ranks}")
+        raise StateseerError(f"there is no finding {k} in {path}; choose one of {ranks}")
     return doc["findings"][ranks.index(k)]
+
+
+def check_out(src: Path, out: Path, force: bool) -> None:
+    """Refuse an ``--out`` that repair cannot write whole (one line each): inside the run
+    or the run itself, a dangling symbolic link, a file, a folder that holds something
+    other than a run, or a run without ``force``."""
+    where = Path(os.path.abspath(out))
+    if out.is_symlink() and not out.exists():
+        raise StateseerError(f"--out {out} is a symbolic link to {os.readlink(out)}, which "
+                             "does not exist; give a new path")
+    real, run = where.resolve(), src.resolve()
+    if real == run or run in real.parents:
+        raise StateseerError(f"--out {out} is inside the run {src} it repairs; choose a path "
+                             "outside it")
+    if out.exists() and not out.is_dir():
+        raise StateseerError(f"--out {out} is a file; give the path of a new run directory")
+    if out.is_dir() and any(out.iterdir()):
+        if not (out / layout.CONFIG).exists():
+            raise StateseerError(f"--out {out} is a folder that holds files but no run; "
+                                 "choose a new path (repair replaces only a run)")
+        if not force:
+            raise StateseerError(f"{out} already holds a run; pass --force to replace it "
+                                 "(only once the repair is whole) or choose another --out")
 
 
 def training_settings(run: Any) -> dict[str, Any] | None:
@@ -405,7 +440,8 @@ def _train_config(src: Any, data: Path, settings: dict[str, list] | None = None)
 def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
                seed: int = 0, progress: bool = True, control: bool = False,
                seeds: int = 1, log: Callable[[str], None] | None = None,
-               report: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+               report: Callable[[str, int, int], None] | None = None,
+               force: bool = False) -> dict[str, Any]:
     """Repair ``run`` by ``action`` on its finding ``finding`` into the new run ``out``.
 
     ``report(stage, done, total)`` follows the work (stages: ``training`` per epoch, then
@@ -435,26 +471,54 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
     Raises
     ------
     StateseerError
-        No findings, an unknown finding number, an action that does not fit the finding,
-        a run whose model stateseer cannot retrain, or an existing ``out`` (one line each,
-        checked before anything is written).
+        No findings, findings that break their schema or were made for another model, an
+        unknown finding number, an action that does not fit the finding, a run whose model
+        stateseer cannot retrain, or an ``out`` it cannot write whole (an existing run
+        without ``force``, a folder that holds something else, a path inside the run, a
+        dangling link; one line each, checked before anything is written). The new run
+        is built in ``OUT.tmp`` and renamed into place when whole, so a killed repair
+        leaves no half-written ``OUT``; with ``force`` an existing run at ``out`` is
+        replaced only then.
     """
     from stateseer.rnn_models.run import ModelRun
 
     say = log or (lambda _line: None)
-    src, new = ModelRun(run), ModelRun(out)
-    f = _finding_of(src.path, finding)
+    src, out = ModelRun(run), Path(out)
+    f = _finding_of(src, finding)
+    check_out(src.path, out, force)
     if action not in f["actions"]:
         raise StateseerError(f"--action {action} does not fit finding {finding} "
                              f"({f['kind']}); choose one of: "
                              f"{', '.join(f['actions']) or 'none (no repair fits it)'}")
     if seeds < 1:
         raise StateseerError(f"--seeds {seeds}: give 1 (the repair alone) or more")
-    new.require_new(False)
+    if seeds > MAX_SEEDS:
+        raise StateseerError(f"--seeds {seeds}: at most {MAX_SEEDS} (each seed trains two "
+                             "models)")
     _retrainable(src)  # refused before any edit
     ds = _whole(src)
     edited, edits = ACTION_EDITS[action](ds, f, np.random.default_rng(seed), src)
-    new.path.mkdir(parents=True)
+    # the new run is built in OUT.tmp and renamed into place whole: a killed repair leaves
+    # no half-written OUT, and the next one removes the stray OUT.tmp (its writer is dead)
+    work = claim(layout.RunLayout.work(out))
+    try:
+        doc = _repair_into(ModelRun(work), src, ds, edited, edits, f, finding, action, seed,
+                           progress, control, seeds, say, report)
+        release(work)
+        swap_dir(work, out)  # with --force, the old run is replaced only now
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    n_steps = 4 + control + (seeds > 1)
+    (report or (lambda *_: None))("done", n_steps, n_steps)
+    return doc
+
+
+def _repair_into(new: Any, src: Any, ds: Any, edited: Any, edits: dict, f: dict,
+                 finding: int, action: str, seed: int, progress: bool, control: bool,
+                 seeds: int, say: Callable[[str], None],
+                 report: Callable[[str, int, int], None] | None) -> dict[str, Any]:
+    """:func:`repair_run`'s work, into the run ``new`` (the folder it is built in)."""
     data = _write_data(edited, new.path / "data.jsonl")
     cfg = _train_config(src, data, edits.get("settings"))
     atomic_write_text(new.path / layout.REPAIR_EDITS, json.dumps(
@@ -481,7 +545,6 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
             f"{m['delta_ci'][0]:+.3f} to {m['delta_ci'][1]:+.3f}); classes down more than "
             f"a point on average: {', '.join(m['classes_hurt']) or 'none'}")
     atomic_write_text(new.path / layout.REPAIR, json.dumps(doc, indent=1))
-    stage("done", len(steps), len(steps))
     return doc
 
 
@@ -489,6 +552,8 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
 CONTROL_SHARE = 0.01
 #: ``--seeds``: the extra models' seeds are RUN's seed plus multiples of this
 SEED_STEP = 1000
+#: ``--seeds``: the most it takes (each seed trains two models)
+MAX_SEEDS = 20
 
 
 def _over_seeds(src: Any, new: Any, ds: Any, cfg: Any, seeds: int, first: tuple,

@@ -434,3 +434,57 @@ def test_states_means_one_thing_and_the_old_spellings_warn(capsys):
     said = [str(w.message) for w in caught if issubclass(w.category, RenamedOptionWarning)]
     assert len(said) == 2 and "--candidates" in said[0] and "--merge-to" in said[1]
     assert "--states" not in p._subparsers._group_actions[0].choices["sweep"].format_help()
+
+
+# -- #53: endless and odd files, damaged sizes, weights that diverged, bounds ----------------
+def _cli_line(args: list[str], timeout: int = 120) -> str:
+    """Run the command in a child (a hang fails here instead of blocking the suite) and
+    return its one stderr line."""
+    done = subprocess.run([sys.executable, "-m", "stateseer.app.cli", *args],
+                          capture_output=True, text=True, timeout=timeout)
+    err = done.stderr.strip()
+    assert done.returncode == 2 and err.count("\n") == 0, err
+    return err
+
+
+@pytest.mark.parametrize("name", ["vocab.json", "model.pt"])
+def test_a_run_file_pointing_at_an_endless_device_is_refused(tomita_run, copy_run, name):
+    run = copy_run(tomita_run)
+    (run / name).unlink()
+    (run / name).symlink_to("/dev/zero")
+    err = _cli_line(["record", str(run)])
+    assert "not a regular file" in err and name in err
+
+
+def test_weights_that_diverged_are_refused_at_record_naming_the_tensor(tomita_run, copy_run):
+    import torch
+
+    run = copy_run(tomita_run)
+    state = torch.load(run / "model.pt", weights_only=True)
+    name = next(k for k, v in state.items() if v.is_floating_point())
+    state[name][0] = float("nan")
+    torch.save(state, run / "model.pt")
+    err = _cli_line(["record", str(run)])
+    assert "NaN or infinite" in err and name in err and not (run / "traces").exists()
+
+
+def test_config_sizes_out_of_range_are_refused_before_anything_is_allocated(tomita_run,
+                                                                           copy_run):
+    run = copy_run(tomita_run)
+    cfg = json.loads((run / "config.json").read_text())
+    for key, value, needle in (("hidden", 10**9, "hidden is 1000000000"),
+                               ("layers", -3, "layers is -3"),
+                               ("embed", "wide", "embed is wide")):
+        (run / "config.json").write_text(json.dumps(
+            {**cfg, "model": {**cfg["model"], key: value}}))
+        assert needle in _cli_line(["record", str(run)])
+
+
+def test_seeds_are_bounded_and_control_characters_are_escaped(tmp_path, capsys):
+    err = _cli_line(["repair", str(tmp_path), "--finding", "1", "--action", "drop",
+                     "--out", str(tmp_path / "x"), "--seeds", "1000"])
+    assert "--seeds" in err and "at most" in err
+    code = main(["train", "--dataset", "csv:/no/such\x1b[31mfile.csv", "--out",
+                 str(tmp_path / "r")])
+    line = capsys.readouterr().err.strip()
+    assert code == 2 and "\x1b" not in line and "\\x1b[31m" in line, line

@@ -81,3 +81,137 @@ def test_serve_warns_beyond_loopback(ctx, monkeypatch, capsys, explored_run):
     assert "warning: the explorer listens on 0.0.0.0" in capsys.readouterr().err
     assert main.serve(explored_run, "127.0.0.1", 8050) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+# -- #53: the server under junk --------------------------------------------------------------
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rss_anon_mb(pid: int) -> float:
+    for line in open(f"/proc/{pid}/status", encoding="ascii"):
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no RssAnon")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="/proc")
+def test_a_flood_of_junk_requests_keeps_the_log_small_and_memory_flat(explored_tomita,
+                                                                      tmp_path):
+    """Requests naming an unknown 1 MB output used to write ~2 MB each to the log (the
+    name twice, with a traceback). Now each is one bounded line, at most 30 a minute, and
+    the server's anonymous memory after a few seconds of them is where it was."""
+    import json
+    import subprocess
+    import sys
+    import threading
+    import time
+    import urllib.request
+
+    from stateseer.app.security import ERRORS_PER_MINUTE, LOG_LINE
+
+    port, log = _free_port(), tmp_path / "serve.log"
+    url = f"http://127.0.0.1:{port}"
+    with open(log, "wb") as sink:
+        server = subprocess.Popen([sys.executable, "-m", "stateseer.app.cli", "serve",
+                                   str(explored_tomita), "--port", str(port)],
+                                  stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(url + "/", timeout=5).read()
+                break
+            except OSError:
+                time.sleep(0.1)
+        settled, last = 0, -1.0
+        for _ in range(120):  # the first page warms the model in the background
+            time.sleep(0.5)
+            now = _rss_anon_mb(server.pid)
+            settled = settled + 1 if abs(now - last) < 1 else 0
+            last = now
+            if settled >= 4:
+                break
+        before, size_before = _rss_anon_mb(server.pid), log.stat().st_size
+        body = json.dumps({"output": "x" * 1_000_000 + ".children",
+                           "outputs": {"id": "x", "property": "children"}, "inputs": [],
+                           "changedPropIds": []}).encode()
+        sent = []
+
+        def flood() -> None:
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 3:
+                req = urllib.request.Request(url + "/_dash-update-component", data=body,
+                                             headers={"Content-Type": "application/json"})
+                try:
+                    urllib.request.urlopen(req, timeout=10)
+                except OSError as exc:  # the 500 the junk gets
+                    assert getattr(exc, "code", None) == 500, exc
+                sent.append(1)
+
+        threads = [threading.Thread(target=flood) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        time.sleep(1.5)
+        after = _rss_anon_mb(server.pid)
+    finally:
+        server.kill()
+        server.wait()
+    written = log.read_bytes()[size_before:].decode("utf-8", "replace")
+    assert len(sent) > 40  # a flood, not a trickle
+    assert len(written) < 2 * ERRORS_PER_MINUTE * (LOG_LINE + 200), len(written)
+    assert max(map(len, written.splitlines())) < LOG_LINE + 200
+    assert "KeyError" in written and "Traceback" not in written and "\x1b" not in written
+    assert after - before < 100, (before, after)
+
+
+def test_serve_on_a_busy_port_says_so_before_any_ready(explored_tomita):
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "stateseer.app.cli", "serve",
+                               str(explored_tomita), "--port", str(port)],
+                              capture_output=True, text=True, timeout=120)
+    err = done.stderr.strip()
+    assert done.returncode == 2 and err.count("\n") == 0, err
+    assert f"port {port}" in err and f"--port {port + 1}" in err and "serving" not in err
+
+
+def test_brief_errors_bounds_escapes_and_rate_limits(ctx):
+    import logging
+
+    from stateseer.app.main import create_app
+    from stateseer.app.security import brief
+
+    app = create_app(ctx.data.run.path)
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record.getMessage())
+
+    app.server.logger.addHandler(keep := Keep())
+    try:
+        client = app.server.test_client()
+        for _ in range(40):
+            r = client.post("/_dash-update-component", json={
+                "output": "\x1b[31m" + "y" * 5000 + ".children",
+                "outputs": {"id": "y", "property": "children"}, "inputs": [],
+                "changedPropIds": []})
+            assert r.status_code == 500 and b"y" * 100 not in r.data
+    finally:
+        app.server.logger.removeHandler(keep)
+    assert len(records) == 30  # ERRORS_PER_MINUTE
+    assert all(len(m) < 400 and "\x1b" not in m and "KeyError" in m for m in records)
+    assert brief("a" * 10, 4) == "aaaa… (10 characters)"

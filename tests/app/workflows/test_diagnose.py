@@ -363,3 +363,76 @@ def test_the_table_keeps_its_columns_and_names_each_culprit_as_it_reads():
         "tea, coffee", "not → moving", "rotten → fresh", "longer than 12", "<unk> words"]
     ends = [head.index(" q ") + 2, *(row.index("e-0") + 4 for row in rows)]
     assert len(set(ends)) == 1, ends
+
+
+def test_repair_refuses_outs_it_cannot_write_whole_in_one_line(shortcut_run, tmp_path):
+    """#53: an existing folder, a dangling link, a path inside the run and an existing run
+    without --force are each one line, before anything is written."""
+    from stateseer.app.workflows.repair import repair_run
+
+    diagnose_run(shortcut_run)
+    full = tmp_path / "full"
+    (full / "notes").mkdir(parents=True)
+    dangling = tmp_path / "link"
+    dangling.symlink_to(tmp_path / "nowhere")
+    run_like = tmp_path / "old_run"
+    run_like.mkdir()
+    (run_like / "config.json").write_text("{}")
+    for out, needle in ((full, "holds files but no run"), (dangling, "does not exist"),
+                        (shortcut_run / "inner", "inside the run"),
+                        (shortcut_run, "inside the run"),
+                        (run_like, "pass --force")):
+        with pytest.raises(StateseerError, match=needle) as e:
+            repair_run(shortcut_run, finding=1, action="counterfactual", out=out,
+                       progress=False)
+        one_line(e.value)
+    assert sorted(p.name for p in full.iterdir()) == ["notes"]
+    assert not (shortcut_run / "inner").exists() and dangling.is_symlink()
+    assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
+
+
+def test_findings_are_checked_against_their_schema_and_their_model(shortcut_run, tmp_path):
+    """#53: an unknown kind, tokens that are not strings, or findings made for another
+    model never reach a repair; the fix (rerun diagnose) is named."""
+    from stateseer.app.workflows.repair import repair_run
+
+    diagnose_run(shortcut_run)
+    path = shortcut_run / "diagnosis" / "findings.json"
+    good = json.loads(path.read_text())
+    try:
+        for edit, needle in (
+                (lambda d: d["findings"][0].update(kind="wizardry"), "unknown kind"),
+                (lambda d: d["findings"][0].update(tokens=[1, {"x": 2}]), "list of strings"),
+                (lambda d: d["findings"][0].update(rank="1"), "rank"),
+                (lambda d: d.update(format="other"), "format"),
+                (lambda d: d.update(model_sha256="0" * 64), "another model")):
+            doc = json.loads(json.dumps(good))
+            edit(doc)
+            path.write_text(json.dumps(doc))
+            with pytest.raises(StateseerError, match=needle) as e:
+                repair_run(shortcut_run, finding=1, action="counterfactual",
+                           out=tmp_path / "new", progress=False)
+            assert "diagnose" in one_line(e.value)
+            assert not (tmp_path / "new").exists()
+        # an action the file lists but the kind does not fit is refused all the same
+        doc = json.loads(json.dumps(good))
+        doc["findings"][0]["actions"] = ["relabel", *doc["findings"][0]["actions"]]
+        path.write_text(json.dumps(doc))
+        assert good["findings"][0]["kind"] == "shortcut"
+        with pytest.raises(StateseerError, match="does not fit"):
+            repair_run(shortcut_run, finding=1, action="relabel", out=tmp_path / "new",
+                       progress=False)
+    finally:
+        path.write_text(json.dumps(good))
+
+
+def test_repair_command_refuses_a_bad_progress_file_in_one_line(shortcut_run, tmp_path,
+                                                               capsys):
+    diagnose_run(shortcut_run)
+    for bad in (tmp_path / "no" / "such" / "p.json", tmp_path):
+        code = main(["repair", str(shortcut_run), "--finding", "1", "--action",
+                     "counterfactual", "--out", str(tmp_path / "new"), "--progress-json",
+                     str(bad)])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and err.count("\n") == 0 and "--progress-json" in err, err
+    assert not (tmp_path / "new").exists()
