@@ -353,6 +353,19 @@ class RunDir:
                                  "it and rerun the step that wrote it")
         return m
 
+    def update_config(self, **keys: Any) -> dict[str, Any]:
+        """Set top-level keys of ``config.json`` (atomically; ``None`` removes one) and
+        return the result: settings that change no recorded number, such as the class
+        ``colors``."""
+        cfg = self.config
+        for k, v in keys.items():
+            if v is None:
+                cfg.pop(k, None)
+            else:
+                cfg[k] = v
+        atomic_write_text(self.config_path, json.dumps(cfg, indent=2))
+        return cfg
+
     def update_metrics(self, **sections: Any) -> dict[str, Any]:
         """Merge top-level keys into ``metrics.json`` (atomically) and return the result."""
         m = self.metrics()

@@ -223,7 +223,8 @@ def worker_context(run: str | Path) -> WorkerContext:
     rebuilt when the run's config, vocabulary or weights change on disk), so a worker
     loads the model once for all the shards it records."""
     path = Path(run).resolve()
-    key = (str(path), *(_stamp(path / n) for n in ("config.json", "vocab.json", "model.pt")))
+    key = (str(path), *(_stamp(path / n) for n in (layout.CONFIG, layout.VOCAB,
+                                                    layout.MODEL)))
     if key not in _CONTEXTS:
         if len(_CONTEXTS) >= 4:
             _CONTEXTS.pop(next(iter(_CONTEXTS)))

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from stateseer.core.errors import DataError
-from stateseer.core.reading import load_json
+from stateseer.core.reading import load_json, regular_size
 
 __all__ = ["PAD", "TOKENIZERS", "UNK", "Vocab", "get_tokenizer", "tokenize"]
 
@@ -169,12 +169,16 @@ class Vocab:
     def load(cls, path: str | Path) -> Vocab:
         path = Path(path)
         try:
-            data = load_json(path)  # a regular file, bounded: never a device read forever
-            return cls(list(data["tokens"]))
+            regular_size(path)  # a regular file: never a device read forever
         except FileNotFoundError:
             raise DataError(f"vocabulary {path} not found; run `stateseer train` first") from None
         except DataError as exc:
             raise DataError(f"vocabulary {exc}") from None
+        try:
+            data = load_json(path)
+            return cls(list(data["tokens"]))
+        except FileNotFoundError:
+            raise DataError(f"vocabulary {path} not found; run `stateseer train` first") from None
         except (ValueError, KeyError, TypeError) as exc:
             raise DataError(f"vocabulary {path} is corrupt ({exc}); retrain the run") from None
         except OSError as exc:

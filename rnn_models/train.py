@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from stateseer.core import layout
 from stateseer.core.atomic import atomic_write, atomic_write_text, fsync_dir, swap_dir
 from stateseer.core.errors import DataError
 from stateseer.core.rundir import data_section, portable, portable_path, sha256_file
@@ -560,7 +561,7 @@ def _every_prefix_loss(model: nn.Module, ids: torch.Tensor, lengths: torch.Tenso
 
 def _epoch(model: nn.Module, opt: torch.optim.Optimizer, data: _Data, hp: dict,
            rng: np.random.Generator, deadline: float | None = None,
-           noise: torch.Tensor | None = None) -> float:
+           noise: torch.Tensor | None = None, tick: Callable[[], Any] | None = None) -> float:
     """One pass over the training split in shuffled length buckets; the mean loss.
 
     With a ``deadline`` (``time.perf_counter()`` value) the pass ends early once it is
@@ -579,6 +580,8 @@ def _epoch(model: nn.Module, opt: torch.optim.Optimizer, data: _Data, hp: dict,
         opt.step()
         total += loss.item()
         n_batches += 1
+        if tick is not None:
+            tick()
     return total / max(n_batches, 1)
 
 
@@ -616,18 +619,24 @@ def _fit(model: nn.Module, data: _Data, hp: dict, cfg: TrainConfig,
     else:  # tqdm.auto warns in notebooks without ipywidgets even when disabled
         from tqdm.std import tqdm
 
-    bar = tqdm(range(1, hp["epochs"] + 1), desc=f"train {cfg.arch} on {data.ds.name}",
-               disable=not progress, unit="epoch")
+    # the bar counts batches, so its ETA moves within an epoch (a slow machine's first
+    # epoch can take minutes); with a time budget the ETA is at most what is left of it
+    per_epoch = -(-len(data.encoded("train")[0]) // hp["batch_size"])
+    cap = "" if cfg.max_seconds is None else f", at most {cfg.max_seconds:.0f} s"
+    bar = tqdm(total=hp["epochs"] * per_epoch, desc=f"train {cfg.arch} on {data.ds.name}"
+               f" ({hp['epochs']} epochs{cap})", disable=not progress, unit="batch")
     deadline = None if cfg.max_seconds is None else t0 + cfg.max_seconds
     noise = _noise_matrix(cfg, data)
     model.train()
-    for epoch in bar:
-        loss_avg = _epoch(model, opt, data, hp, rng, deadline, noise)
+    for epoch in range(1, hp["epochs"] + 1):
+        loss_avg = _epoch(model, opt, data, hp, rng, deadline, noise,
+                          tick=lambda: bar.update(1))
         val_acc, _ = evaluate(model, va_seqs, va_labels)
         history.append({"epoch": epoch, "loss": loss_avg, "val_accuracy": val_acc})
         if report is not None:
             report(epoch, hp["epochs"])
-        bar.set_postfix(loss=f"{loss_avg:.4f}", val_acc=f"{val_acc:.4f}")
+        bar.set_postfix(epoch=f"{epoch}/{hp['epochs']}", loss=f"{loss_avg:.4f}",
+                        val_acc=f"{val_acc:.4f}")
         if val_acc > best["val_accuracy"] or (
             val_acc == best["val_accuracy"] and loss_avg < best["loss"]
         ):  # ties go to the better-fitted model
@@ -657,10 +666,11 @@ def _accuracies(model: nn.Module, data: _Data) -> dict[str, float]:
 
 
 #: what a new model makes stale in a run directory it replaces (and temporary leftovers)
-_MODEL_FILES = frozenset({"config.json", "model.pt", "vocab.json", "metrics.json",
+_MODEL_FILES = frozenset({layout.CONFIG, layout.MODEL, layout.VOCAB, layout.METRICS,
                           "tokenizer"})
-_DERIVED = frozenset({"traces", "abstraction", "index", "traces.tmp", "traces.old",
-                      "abstraction.tmp", "abstraction.old"})
+_DERIVED = frozenset({layout.TRACES, layout.ABSTRACTION, layout.INDEX,
+                      *(f"{d}{end}" for d in (layout.TRACES, layout.ABSTRACTION)
+                        for end in (layout.WORK_SUFFIX, ".old"))})
 
 
 def _carry_over(old: Path, new: Path) -> None:

@@ -273,11 +273,12 @@ def test_no_import_goes_through_a_reexport():
 
 
 def test_the_reexport_check_finds_one():
-    # stateseer.abstraction re-exports FSM from its automata.fsm module
+    # stateseer.rnn_models.engine re-exports engine_scope from stateseer.core.engine
     probe = ROOT / "app" / "_probe_reexport.py"
-    probe.write_text("from stateseer.abstraction import FSM\n", encoding="utf-8")
+    probe.write_text("from stateseer.rnn_models.engine import engine_scope\n", encoding="utf-8")
     try:
-        assert reexport_imports([probe]) == ["app/_probe_reexport.py:1: stateseer.abstraction.FSM"]
+        assert reexport_imports([probe]) == [
+            "app/_probe_reexport.py:1: stateseer.rnn_models.engine.engine_scope"]
     finally:
         probe.unlink()
 

@@ -57,8 +57,8 @@ from stateseer.core.atomic import atomic_save_npz
 from stateseer.core.defaults import N_STATES
 from stateseer.core.errors import DAMAGED_NPY
 
-__all__ = ["ABSTRACTORS", "ENTRY_POINT_GROUP", "BaseAbstractor", "abstractor_names",
-           "make_abstractor", "register_abstractor"]
+__all__ = ["ABSTRACTORS", "BUILTINS", "ENTRY_POINT_GROUP", "BaseAbstractor", "abstractor_names",
+           "load_builtins", "make_abstractor", "register_abstractor"]
 
 ABSTRACTORS: dict[str, type[BaseAbstractor]] = {}
 """Registered abstractors by ``kind`` (the ``--method`` name): the built-in ones, then those of
@@ -116,9 +116,23 @@ def register_abstractor(cls: type[BaseAbstractor]) -> type[BaseAbstractor]:
     return cls
 
 
+#: the built-in abstractors' modules, in the order ``--method`` lists them
+BUILTINS = ("kmeans", "gmm", "grid")
+
+
+def load_builtins() -> None:
+    """Register the built-in abstractors (importing their modules, in :data:`BUILTINS`
+    order); every reader of the registry calls it first."""
+    import importlib
+
+    for name in BUILTINS:
+        importlib.import_module(f"stateseer.abstraction.abstractors.{name}")
+
+
 def abstractor_names() -> list[str]:
     """Every registered ``kind``, the installed packages' included (``--method`` choices)."""
     global _plugins_loaded
+    load_builtins()
     if not _plugins_loaded:
         _plugins_loaded = True
         from importlib.metadata import entry_points

@@ -55,7 +55,7 @@ import numpy as np
 
 from stateseer.abstraction.arrays import numpy_threads
 from stateseer.abstraction.automata.io import read_text, write_output
-from stateseer.abstraction.colors import mix_color
+from stateseer.abstraction.colors import ClassColors
 from stateseer.abstraction.errors import AbstractionError
 from stateseer.abstraction.kernels import HAVE_NUMBA, pfa_run
 from stateseer.core.automaton import Automaton
@@ -214,6 +214,9 @@ class FSM(Automaton):
     bandwidth: float = 0.5
     simulation: str = "argmax"
     smoothing: float = 0.0
+    #: the run's class colours for drawings (:class:`~stateseer.abstraction.colors.ClassColors`;
+    #: default stateseer's scale); not part of the exchange format
+    palette: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.fallback not in FALLBACKS:
@@ -727,11 +730,12 @@ class FSM(Automaton):
         carrying ``visits``, ``prediction``, ``class_label`` (and ``coords``) so that
         :func:`stateseer.abstraction.automata.export.read_dot` loads the file back."""
         max_visits = max(int(self.visits.max(initial=1)), 1)
+        pal = self.palette or ClassColors(len(self.classes))
         nodes = []
         for s in range(self.n_states):
             pred = self.prediction[s]
             label = self.classes[int(self.labels[s])]
-            attrs = {"label": f"{s}\n{label}", "fillcolor": mix_color(pred),
+            attrs = {"label": f"{s}\n{label}", "fillcolor": pal.mix(pred),
                      "width": f"{0.4 + 0.8 * np.sqrt(self.visits[s] / max_visits):.2f}",
                      "visits": str(int(self.visits[s])),
                      "prediction": json.dumps([round(float(p), 6) for p in pred]),

@@ -24,7 +24,7 @@ from stateseer.app.cli.abstraction import (
     _add_sweep,
 )
 from stateseer.app.cli.diagnosis import _add_diagnose
-from stateseer.app.cli.models import _add_create, _add_record, _add_train
+from stateseer.app.cli.models import _add_colors_command, _add_create, _add_record, _add_train
 from stateseer.app.cli.serving import _add_serving
 from stateseer.app.cli.study import _add_study
 from stateseer.core.errors import StateseerError
@@ -55,7 +55,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"stateseer: error: {printable(message)} (see `{self.prog} --help`)\n")
 
 
-COMMANDS = (_add_train, _add_create, _add_record, _add_abstract, _add_sweep,
+COMMANDS = (_add_train, _add_create, _add_colors_command, _add_record, _add_abstract, _add_sweep,
             _add_force_compare_index, _add_diagnose, _add_dfa_export, _add_serving,
             _add_study)
 

@@ -16,6 +16,7 @@ from stateseer.app.cli.options import (
     _add_cluster,
     _arch_options,
     _check_out_dir,
+    _colors_arg,
     _dataset_names,
     _dropout,
     _fraction,
@@ -25,6 +26,7 @@ from stateseer.app.cli.options import (
     _positive_float,
     _positive_int,
     _seed,
+    _set_colors,
 )
 from stateseer.core.errors import StateseerError
 
@@ -50,6 +52,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
                       if getattr(args, k, None) is not None},
     )
     run = train_run(cfg, args.out, force=args.force, progress=not args.quiet)
+    if args.colors:
+        _set_colors(run.path, args.colors)
     m = run.metrics()
     print(json.dumps({"run": str(run.path), **{k: m[k] for k in (
         "train_accuracy", "val_accuracy", "test_accuracy", "best_epoch", "train_seconds")}}))
@@ -65,6 +69,8 @@ def _cmd_create(args: argparse.Namespace) -> int:
                            tokenizer=args.tokenizer, seed=args.seed,
                            max_tokens=args.max_tokens, force=args.force,
                            expect_accuracy=args.expect_accuracy)
+    if args.colors:
+        _set_colors(run.path, args.colors)
     cfg = run.config
     if cfg["model"].get("hf_path"):
         _note(f"every command that needs the model loads the checkpoint in "
@@ -126,9 +132,35 @@ def _cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_colors(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--colors", type=_colors_arg, metavar="NAME=#RRGGBB,...",
+                   help="the classes' own colours in every view and export (e.g. a party's "
+                   "or a sentiment convention: rotten=#d62728,fresh=#2ca02c; or colours "
+                   "alone, in the class order); default: stateseer's scale; change them "
+                   "later with `stateseer colors`")
+
+
+def _cmd_colors(args: argparse.Namespace) -> int:
+    if not args.clear and not args.colors:
+        raise StateseerError("give the colours (NAME=#rrggbb,...) or --clear")
+    colors = _set_colors(args.run, None if args.clear else args.colors)
+    print(json.dumps({"run": args.run, "colors": colors}))
+    return 0
+
+
+def _add_colors_command(sub: Any) -> None:
+    c = sub.add_parser("colors", help="set (or --clear) the colours of a run's classes")
+    c.add_argument("run", help="run directory")
+    c.add_argument("colors", nargs="?", type=_colors_arg, metavar="NAME=#RRGGBB,...",
+                   help="rotten=#d62728,fresh=#2ca02c, or colours alone in the class order")
+    c.add_argument("--clear", action="store_true", help="back to stateseer's scale")
+    c.set_defaults(func=_cmd_colors)
+
+
 def _add_train(sub: Any) -> None:
     t = sub.add_parser("train", help="train a recurrent classifier (LSTM, GRU, Elman, minGRU, "
                            "minLSTM, Mamba) into a run directory")
+    _add_colors(t)
     t.add_argument("--dataset", required=True,
                    help=f"a built-in data set ({_dataset_names()}), csv:PATH or jsonl:PATH")
     t.add_argument("--arch", choices=ARCHS, metavar="ARCH",
@@ -186,6 +218,7 @@ def _add_create(sub: Any) -> None:
     c = sub.add_parser("create", help="a run for your own model: MODULE:FACTORY returns a "
                        "model in the protocol of stateseer.rnn_models.protocol")
     c.add_argument("run", help="run directory to create, e.g. runs/mine")
+    _add_colors(c)
     c.add_argument("--model", required=True, metavar="MODULE:FACTORY",
                    help="an importable module (current directory first) or a .py path, and "
                    "the function called with no arguments that returns the model; or "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import tempfile
 import warnings
@@ -221,6 +222,37 @@ def _add_renamed(p: argparse.ArgumentParser, old: str, new: str, **kwargs: Any) 
     action = p.add_argument(new, **kwargs)
     p.add_argument(old, action=_Renamed, new=new, dest=action.dest, type=kwargs.get("type"),
                    default=argparse.SUPPRESS)
+
+
+_COLOR_PART = re.compile(r"(?:[^=,]+=)?#[0-9a-fA-F]{6}")
+
+
+def _colors_arg(text: str) -> str:
+    """``--colors``: ``NAME=#rrggbb`` pairs or ``#rrggbb`` colours in the class order,
+    separated by commas (the names are checked against the run's classes)."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    bad = [p for p in parts if not _COLOR_PART.fullmatch(p)]
+    if not parts or bad:
+        raise argparse.ArgumentTypeError(
+            f"{(bad or [text])[0][:40]!r} is not NAME=#rrggbb or #rrggbb; e.g. "
+            "rotten=#d62728,fresh=#2ca02c")
+    return text
+
+
+def _set_colors(run_path: str | Path, text: str | None) -> dict[str, str] | None:
+    """Write ``--colors`` into the run's ``config.json`` (``None``: the default scale)."""
+    from stateseer.abstraction.colors import parse_colors
+    from stateseer.abstraction.errors import AbstractionError
+    from stateseer.core.rundir import RunDir
+
+    run = RunDir(run_path)
+    try:
+        colors = parse_colors(text, run.config["data"]["classes"]) if text else None
+    except AbstractionError as exc:
+        raise StateseerError(f"{exc}; set them with `stateseer colors {run_path} "
+                             "NAME=#rrggbb,...`") from None
+    run.update_config(colors=colors)
+    return colors
 
 
 def _states_list(text: str) -> list[int]:

@@ -7,7 +7,13 @@ import json
 import sys
 from typing import Any
 
-from stateseer.app.cli.options import _add_host_port, _check_bind, _states_arg
+from stateseer.app.cli.options import (
+    _add_host_port,
+    _check_bind,
+    _nonnegative_float,
+    _states_arg,
+)
+from stateseer.app.workflows.prepare import DEMO_MAX_SECONDS
 from stateseer.core.defaults import N_STATES
 
 
@@ -29,7 +35,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     if not args.no_serve:
         _check_bind(args.host, "the explorer", warn=False)  # warned when served
-    prepare_run(args.run, n_states=args.states,
+    prepare_run(args.run, n_states=args.states, max_seconds=args.max_seconds or None,
                 log=lambda msg: print(f"stateseer demo: {msg}", file=sys.stderr))
     if args.no_serve:
         print(json.dumps({"run": args.run, "fsm": f"{args.run}/abstraction/fsm.json"}))
@@ -43,6 +49,9 @@ def _add_serving(sub: Any) -> None:
     d.add_argument("--run", default="runs/rt", help="run directory")
     d.add_argument("--states", type=_states_arg, default=N_STATES,
                    help="abstract states, or 'auto' (as for abstract)")
+    d.add_argument("--max-seconds", type=_nonnegative_float, default=DEMO_MAX_SECONDS,
+                   help="training budget of a new model, in seconds (0: none); the best model "
+                   "so far is kept when it runs out")
     _add_host_port(d)
     d.add_argument("--no-serve", action="store_true", help="prepare the run but do not serve")
     d.set_defaults(func=_cmd_demo)

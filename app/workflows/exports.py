@@ -19,6 +19,7 @@ from stateseer.abstraction.automata.export import (
     write_export,
 )
 from stateseer.abstraction.automata.fsm import FSM
+from stateseer.abstraction.colors import run_palette
 from stateseer.abstraction.errors import AbstractionError
 from stateseer.abstraction.pipeline import Abstraction
 from stateseer.app.workflows.dfa import DFA_FILE
@@ -40,13 +41,17 @@ def load_run_fsm(run: RunDir, dfa: bool = False) -> tuple[FSM, Any]:
                 f"{run.path}` first"
             )
         d = ExtractedDFA.load(path)
-        return FSM.from_dict(d.to_dict()), d
+        fsm = FSM.from_dict(d.to_dict())
+        fsm.palette = run_palette(run.config, fsm.classes)
+        return fsm, d
     path = run.abstraction_dir / layout.FSM
     if not path.exists():
         raise AbstractionError(
             f"no FSM in {run.abstraction_dir}; run `stateseer abstract {run.path}` first"
         )
-    return FSM.load(path), None
+    fsm = FSM.load(path)
+    fsm.palette = run_palette(run.config, fsm.classes)
+    return fsm, None
 
 
 def export_run(run: RunDir | str | Path, fmt: str, out: str | Path, *, dfa: bool = False,

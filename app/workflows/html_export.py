@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from stateseer.abstraction.automata.export import export_data
-from stateseer.abstraction.colors import class_color, mix_color, text_color_on
+from stateseer.abstraction.colors import text_color_on
 from stateseer.app.workflows.fragments import probability_svg, token_chips
 from stateseer.app.workflows.runview import RunView
 from stateseer.core.errors import StateseerError
@@ -130,8 +130,8 @@ def _cards(rv: RunView) -> dict[str, Any]:
     for s in range(fsm.n_states):
         mix = []
         for k, p in enumerate(np.asarray(fsm.prediction[s], float).tolist()):
-            color = class_color(k, len(classes)) if len(classes) > 2 else \
-                mix_color([float(j == k) for j in range(len(classes))])
+            color = rv.palette.solid(k) if len(classes) > 2 else \
+                rv.palette.mix([float(j == k) for j in range(len(classes))])
             mix.append({"name": classes[k], "p": round(p, 4), "color": color,
                         "text": text_color_on(color)})
         ng = ngrams[s]["lift"][:8] if s < len(ngrams) else []
@@ -209,8 +209,11 @@ def trace_html(run: str | Path | RunView, input_id: int, *, split: str | None = 
                              "the explorer table's id column")
     tr = rv.trace_instance(split, int(where[0]))
     classes = list(rv.classes)
-    proba = np.vstack([np.asarray(tr.initial_proba), np.asarray(tr.proba)])
-    chips = token_chips(tr, classes)
+    # the initial prediction, then one row per token (none for an empty input)
+    proba = np.vstack([np.asarray(tr.initial_proba, float)[None],
+                       np.asarray(tr.proba, float).reshape(-1, len(classes))])
+    chips = token_chips(tr, classes, palette=rv.palette)
+    chart = probability_svg(proba, list(tr.tokens), classes, palette=rv.palette)
     scores = (attribution or (lambda t: _attribution(rv, t)))(tr) if tr.tokens else None
     strip = ""
     if scores is not None:
@@ -225,7 +228,7 @@ def trace_html(run: str | Path | RunView, input_id: int, *, split: str | None = 
             f"({max(tr.final_proba):.0%}) · split {html.escape(split)} · colour: the running "
             f"prediction; below each token, the abstract state after it</div>"
             f"<div id='trace'>{chips}</div>"
-            f"<div class='chart'>{probability_svg(proba, list(tr.tokens), classes)}</div>{strip}"
+            f"<div class='chart'>{chart}</div>{strip}"
             f"<p class='note'>{html.escape(tr.text)}</p>")
     return _page(f"stateseer · input {int(input_id)}", body)
 

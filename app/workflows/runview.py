@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from stateseer.abstraction.colors import run_palette
 from stateseer.abstraction.pipeline import Abstraction
 from stateseer.app.workflows.query import SplitIndex
 from stateseer.app.workflows.records import TraceRecord
@@ -42,6 +43,9 @@ class RunView:
         self.abstraction = Abstraction.load(self.run.abstraction_dir)
         self.fsm = self.abstraction.fsm
         self.classes = self.traces.classes
+        #: the class colours (the run's own ``colors``, else stateseer's scale)
+        self.palette = run_palette(self.config, self.classes)
+        self.fsm.palette = self.palette
         self.splits = [s for s in self.traces.split_names if s in self.abstraction.states]
         self._index: dict[str, SplitIndex] = {}
         self._index_lock = threading.Lock()

@@ -488,3 +488,35 @@ def test_seeds_are_bounded_and_control_characters_are_escaped(tmp_path, capsys):
                  str(tmp_path / "r")])
     line = capsys.readouterr().err.strip()
     assert code == 2 and "\x1b" not in line and "\\x1b[31m" in line, line
+
+
+def test_class_colours_are_set_checked_drawn_and_cleared(explored_tomita, copy_run, tmp_path,
+                                                         capsys):
+    """#53: ``--colors`` on train/create, ``stateseer colors``; the run's colours reach the
+    exported drawing and the explorer's views."""
+    from stateseer.app.explorer.views.diagram import diagram_elements
+    from stateseer.app.explorer.views.table import column_widths
+    from stateseer.app.workflows.runview import RunView
+
+    run = copy_run(explored_tomita)
+    assert main(["colors", str(run), "accept=#00aa00,reject=#aa0000"]) == 0
+    assert json.loads(capsys.readouterr().out)["colors"] == {"accept": "#00aa00",
+                                                             "reject": "#aa0000"}
+    rv = RunView(run)
+    els = diagram_elements(rv.fsm, positions=rv.positions)
+    drawn = {e["data"]["color"] for e in els if "color" in e.get("data", {})}
+    assert {"#00aa00", "#aa0000"} & drawn
+    dot = tmp_path / "fsm.dot"
+    assert main(["export", str(run), "--format", "dot", "--out", str(dot)]) == 0
+    assert "#00aa00" in dot.read_text() or "#aa0000" in dot.read_text()
+    capsys.readouterr()
+    for bad, needle in ((["colors", str(run), "maybe=#00aa00"], "no class 'maybe'"),
+                        (["colors", str(run), "accept=green"], "not NAME=#rrggbb"),
+                        (["colors", str(run)], "--clear")):
+        assert main(bad) == 2
+        err = capsys.readouterr().err.strip()
+        assert needle in err and err.count("\n") == 0, err
+    assert main(["colors", str(run), "--clear"]) == 0
+    assert "colors" not in json.loads((run / "config.json").read_text())
+    widths = {c["if"]["column_id"]: c["width"] for c in column_widths(["a" * 30, "b"])}
+    assert widths["label"] == widths["prediction"] == "33ch"

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from dash import Input, Output, dcc, html
 
-from stateseer.abstraction.colors import class_color
+from stateseer.abstraction.colors import ClassColors
 from stateseer.app.explorer import ids
 from stateseer.app.explorer.page import box, model_message
 from stateseer.app.explorer.view import Callback, View
@@ -28,7 +28,8 @@ def _rgba(hex_color: str, alpha: float) -> str:
 def attribution_strip(tokens: Sequence[str], scores: Sequence[float],
                       groups: Sequence[Sequence[int]], classes: Sequence[str], *,
                       target_class: int, contrast_class: int | None = None,
-                      intensity: float = 1.0, joiner: str = " ") -> html.Div:
+                      intensity: float = 1.0, joiner: str = " ",
+                      palette: ClassColors | None = None) -> html.Div:
     """Segments as chips shaded by their summed attribution.
 
     Positive scores (support for ``target_class``) take that class's colour; negative ones
@@ -50,9 +51,10 @@ def attribution_strip(tokens: Sequence[str], scores: Sequence[float],
     """
     s = np.asarray(scores, float)
     top = float(np.abs(s).max()) if len(s) else 0.0
-    pos = class_color(target_class, len(classes))
-    neg = class_color(contrast_class, len(classes)) if contrast_class is not None else (
-        class_color(1 - target_class, 2) if len(classes) == 2 else "#888888")
+    pal = palette or ClassColors(len(classes))
+    pos = pal.solid(target_class)
+    neg = pal.solid(contrast_class) if contrast_class is not None else (
+        pal.solid(1 - target_class) if len(classes) == 2 else "#888888")
     chips = []
     for j, (g, v) in enumerate(zip(groups, s, strict=True)):
         text = joiner.join(tokens[i] for i in g)
@@ -133,7 +135,8 @@ def attribution(ctx, active, method, target, level, regex, intensity, baseline):
     strip = attribution_strip(tr.tokens, scores, groups, ctx.data.classes,
                               target_class=att.target_class,
                               contrast_class=att.contrast_class,
-                              intensity=float(intensity or 1), joiner=joiner)
+                              intensity=float(intensity or 1), joiner=joiner,
+                              palette=ctx.data.palette)
     return strip, attribution_note(att, ctx.data.classes)
 
 

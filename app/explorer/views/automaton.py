@@ -21,7 +21,7 @@ from typing import Any
 import dash_cytoscape as cyto
 from dash import Input, Output, dcc, html, no_update
 
-from stateseer.abstraction.colors import class_color
+from stateseer.abstraction.colors import ClassColors
 from stateseer.app.explorer import ids
 from stateseer.app.explorer.view import Callback, Trigger, View
 from stateseer.core import layout as run_layout
@@ -74,14 +74,14 @@ def positions(dfa: Any, dx: float = 140.0, dy: float = 100.0) -> list[tuple[floa
     return out
 
 
-def automaton_elements(dfa: Any) -> list[dict[str, Any]]:
+def automaton_elements(dfa: Any, palette: ClassColors | None = None) -> list[dict[str, Any]]:
     """Cytoscape elements: a node per state (``label`` its number and class, ``color`` its
     class's, placed by :func:`positions`), an edge per (source, target) pair labelled by
     its symbols."""
     classes = list(dfa.classes)
     where = positions(dfa)
     nodes = [{"data": {"id": f"q{q}", "label": f"{q}: {classes[c]}",
-                       "color": class_color(c, len(classes))},
+                       "color": (palette or ClassColors(len(classes))).solid(c)},
               "position": {"x": where[q][0], "y": where[q][1]},
               "classes": "initial" if q == dfa.initial else ""}
              for q, c in enumerate(dfa.state_class.tolist())]
@@ -132,7 +132,7 @@ def _headline(dfa: Any) -> str:
     return "; ".join(parts) + "."
 
 
-def automaton_panel(run_dir: str | Path) -> html.Div:
+def automaton_panel(run_dir: str | Path, palette: ClassColors | None = None) -> html.Div:
     """The tab's content: the drawn automaton and its headline, or what to do."""
     dfa, problem = load_automaton(run_dir)
     if dfa is None:
@@ -146,7 +146,8 @@ def automaton_panel(run_dir: str | Path) -> html.Div:
                             className="muted"))
     else:
         parts.append(cyto.Cytoscape(
-            id=AUTOMATON, elements=automaton_elements(dfa), stylesheet=STYLESHEET,
+            id=AUTOMATON, elements=automaton_elements(dfa, palette),
+            stylesheet=STYLESHEET,
             layout={"name": "preset", "fit": True, "padding": 30},
             style={"width": "100%", "height": "340px"}, userZoomingEnabled=True,
             minZoom=0.3, maxZoom=3))
@@ -179,7 +180,7 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
     d = ctx.data
     if not _shown(ctx):
         return {}
-    body = html.Div(automaton_panel(d.run.path), id=ids.DFA_BODY)
+    body = html.Div(automaton_panel(d.run.path, d.palette), id=ids.DFA_BODY)
     jobs = []
     if ctx.jobs is not None:
         status = ctx.jobs.status()
@@ -223,7 +224,7 @@ def dfa_job(ctx, trigger: Trigger, _start, _cancel, _poll_n):
     running = ours and status.get("state") == "running"
     body = no_update
     if ours and status.get("state") == "done":
-        body = automaton_panel(ctx.data.run.path)
+        body = automaton_panel(ctx.data.run.path, ctx.data.palette)
     return ([*note, *job_status(status)], not running, not running,
             status.get("state") == "running", body)
 

@@ -9,7 +9,7 @@ from typing import Any
 from dash import Input, Output, State, dcc, html, no_update
 
 from stateseer.abstraction.automata.fsm import FSM
-from stateseer.abstraction.colors import mix_color, text_color_on
+from stateseer.abstraction.colors import ClassColors, text_color_on
 from stateseer.app.explorer import ids
 from stateseer.app.explorer.view import Callback, Trigger, View
 
@@ -18,12 +18,13 @@ __all__ = ["VIEW", "show_card", "state_card"]
 PROMPT = "Click a state in the diagram."
 
 
-def _mix_bar(prediction: Sequence[float], classes: Sequence[str]) -> html.Div:
+def _mix_bar(prediction: Sequence[float], classes: Sequence[str],
+             palette: ClassColors | None = None) -> html.Div:
     parts = []
     for k, p in enumerate(prediction):
         onehot = [0.0] * len(prediction)
         onehot[k] = 1.0
-        color = mix_color(onehot)
+        color = (palette or ClassColors(len(classes))).mix(onehot)
         parts.append(html.Div(f"{classes[k]} {p:.0%}" if p >= 0.12 else "",
                               style={"width": f"{100 * p:.1f}%", "background": color,
                                      "color": text_color_on(color)}, className="mixpart"))
@@ -38,7 +39,8 @@ def state_card(fsm: FSM, state: int, patterns: dict[str, Any], forcing: dict | N
         return html.Div([html.H4("Start state"),
                          html.P(f"Every input starts here ({int(fsm.visits[state]):,} inputs). "
                                 "Its prediction is the classifier head applied to h0."),
-                         _mix_bar(fsm.prediction[state], classes)], className="card-body")
+                         _mix_bar(fsm.prediction[state], classes, fsm.palette)],
+                        className="card-body")
     ngr = patterns.get("ngrams", [])
     ctx = patterns.get("contexts", [])
     rows_f = ngr[state]["frequent"][:8] if state < len(ngr) else []
@@ -75,7 +77,7 @@ def state_card(fsm: FSM, state: int, patterns: dict[str, Any], forcing: dict | N
         html.P([html.B(f"{int(fsm.visits[state]):,}"), " visits · mostly predicts ",
                 html.B(classes[int(fsm.labels[state])]),
                 f" · stays on {loops['count']:,} tokens" if loops else ""]),
-        _mix_bar(fsm.prediction[state], classes),
+        _mix_bar(fsm.prediction[state], classes, fsm.palette),
     ]
     if forcing is not None:
         body.append(html.P([

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from dash import Input, Output, State, dcc, html, no_update
 
-from stateseer.abstraction.colors import class_color
+from stateseer.abstraction.colors import ClassColors
 from stateseer.app.explorer import ids
 from stateseer.app.explorer.view import Callback, View
 from stateseer.app.explorer.views.core import active_of
@@ -30,8 +30,8 @@ GRAPH_CONFIG = {"displaylogo": False, "displayModeBar": "hover",
                 "toImageButtonOptions": {"format": "png", "filename": "trace"}}
 
 
-def _curves(tr: TraceRecord, classes: Sequence[str], suffix: str, dash: str
-            ) -> list[dict[str, Any]]:
+def _curves(tr: TraceRecord, classes: Sequence[str], suffix: str, dash: str,
+            palette: ClassColors | None = None) -> list[dict[str, Any]]:
     """The probability curves of one trace (and its flips) as plotly trace dicts."""
     p = np.vstack([tr.initial_proba, np.asarray(tr.proba).reshape(-1, len(classes))])
     x = list(range(len(p)))
@@ -44,7 +44,8 @@ def _curves(tr: TraceRecord, classes: Sequence[str], suffix: str, dash: str
     out: list[dict[str, Any]] = [{
         "type": "scatter", "x": x, "y": p[:, k].tolist(), "mode": "lines+markers",
         "name": f"P({classes[k]}){suffix}", "customdata": custom,
-        "line": {"color": class_color(k, len(classes)), "dash": dash, "width": 2},
+        "line": {"color": (palette or ClassColors(len(classes))).solid(k), "dash": dash,
+                 "width": 2},
         "hovertemplate": where + f"P({classes[k]}) = %{{y:.3f}}<extra></extra>"}
         for k in shown]
     fx = [t + 1 for t in flips(tr)]
@@ -87,7 +88,8 @@ def _tick(label: str) -> str:
 
 def probability_figure(trace: TraceRecord, classes: Sequence[str], *,
                        compare: TraceRecord | None = None,
-                       forced: dict[str, Any] | None = None) -> dict[str, Any]:
+                       forced: dict[str, Any] | None = None,
+                       palette: ClassColors | None = None) -> dict[str, Any]:
     """Class probability after every token, flips marked; optional second trace and the
     curve of the same input with its states forced to their centroids.
 
@@ -95,9 +97,9 @@ def probability_figure(trace: TraceRecord, classes: Sequence[str], *,
     ``plotly.graph_objects`` took ~100 ms per trace, this ~1 ms);
     ``plotly.graph_objects.Figure(fig)`` makes it a Figure.
     """
-    data = _curves(trace, classes, "", "solid")
+    data = _curves(trace, classes, "", "solid", palette)
     if compare is not None:
-        data += _curves(compare, classes, " (compared)", "dot")
+        data += _curves(compare, classes, " (compared)", "dot", palette)
     if forced is not None:
         data.append(_forced_curve(trace, classes, forced))
     labels = ["⟨start⟩", *trace.tokens]
@@ -153,7 +155,7 @@ def show_chart(ctx, active, forced):
     if main is None:
         return EMPTY_FIGURE
     return probability_figure(main, ctx.data.classes, compare=cmp_,
-                              forced=forced_for(main, forced))
+                              forced=forced_for(main, forced), palette=ctx.data.palette)
 
 
 def hover_state(ctx, hover_data):
@@ -194,7 +196,8 @@ def figure_html(ctx, n_clicks, active):
                 "filename": f"{ctx.data.name}-input-{main.id}.html"}
     import plotly.graph_objects as go
 
-    fig = go.Figure(probability_figure(main, ctx.data.classes, compare=cmp_))
+    fig = go.Figure(probability_figure(main, ctx.data.classes, compare=cmp_,
+                                       palette=ctx.data.palette))
     return {"content": fig.to_html(include_plotlyjs=True),
             "filename": f"{ctx.data.name}-trace.html"}
 

@@ -20,7 +20,7 @@ from dash import Input, Output, State, dcc, html, no_update
 from stateseer.abstraction.automata.export import EXPORT_FORMATS, export_data
 from stateseer.abstraction.automata.fsm import FSM
 from stateseer.abstraction.automata.layout import fixed_positions, node_size
-from stateseer.abstraction.colors import class_color, mix_color, text_color_on
+from stateseer.abstraction.colors import ClassColors, text_color_on
 from stateseer.app.explorer import ids
 from stateseer.app.explorer.page import box
 from stateseer.app.explorer.view import Callback, Trigger, View, select_outputs
@@ -86,6 +86,7 @@ def diagram_elements(
         Node colours overriding the prediction mix (e.g. :func:`forcing_colors`).
     """
     pos = positions if positions is not None else fixed_positions(fsm)
+    pal = fsm.palette or ClassColors(len(fsm.classes))
     visits = fsm.visits.astype(float)
     sizes = node_size(visits)
     on_path = set(path or [])
@@ -96,7 +97,7 @@ def diagram_elements(
                  if a != b and 0 <= a < fsm.n_states and 0 <= b < fsm.n_states}
     els: list[dict[str, Any]] = []
     for s in range(fsm.n_states):
-        color = (colors or {}).get(s) or mix_color(fsm.prediction[s])
+        color = (colors or {}).get(s) or pal.mix(fsm.prediction[s])
         label = fsm.classes[int(fsm.labels[s])]
         classes = ["state"]
         if s == fsm.initial:
@@ -241,16 +242,18 @@ def _controls() -> html.Div:
     ], className="controls")
 
 
-def _legend(classes: Sequence[str]) -> html.Div:
+def _legend(classes: Sequence[str], palette: ClassColors | None = None) -> html.Div:
     note = html.Span(id=ids.COLOR_NOTE, className="color-note")
+    pal = palette or ClassColors(len(classes))
     if len(classes) == 2:
-        return html.Div([html.Span(classes[0], className="lg lg-neg"),
+        ends = [{"background": pal.solid(k), "color": text_color_on(pal.solid(k))}
+                for k in (0, 1)]
+        return html.Div([html.Span(classes[0], className="lg lg-neg", style=ends[0]),
                          html.Span("mixed", className="lg lg-mid"),
-                         html.Span(classes[1], className="lg lg-pos"),
+                         html.Span(classes[1], className="lg lg-pos", style=ends[1]),
                          html.Span("size = visits · ◆ start · orange = selected path",
                                    className="muted"), note], className="legend")
-    n = len(classes)
-    swatches = [html.Span([html.Span(className="sw", style={"background": class_color(k, n)}),
+    swatches = [html.Span([html.Span(className="sw", style={"background": pal.solid(k)}),
                            str(x)], className="lg lg-class", title=f"class {x}")
                 for k, x in enumerate(classes)]
     return html.Div([*swatches,
@@ -262,7 +265,7 @@ def _legend(classes: Sequence[str]) -> html.Div:
 def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
     """The diagram panel (controls, legend, graph, edge info) and the hover store."""
     panel = html.Div([
-        _controls(), _legend(ctx.data.classes),
+        _controls(), _legend(ctx.data.classes, ctx.data.palette),
         # drawn with the page (no callback between the page and its diagram)
         cyto.Cytoscape(id=ids.DIAGRAM, elements=_elements(ctx, TOP_K, MIN_COUNT, [], None,
                                                           "prediction"),

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from dash import ALL, Input, Output, State, dcc, html, no_update
 
-from stateseer.abstraction.colors import mix_color
+from stateseer.abstraction.colors import ClassColors
 from stateseer.app.explorer import ids
 from stateseer.app.explorer.page import box
 from stateseer.app.explorer.view import Callback, Trigger, View, js, select_outputs
@@ -69,7 +69,8 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
                       path_xy: np.ndarray, path_states: Sequence[int],
                       tokens: Sequence[str], *, step: int | None = None,
                       compare_xy: np.ndarray | None = None,
-                      highlight_state: int | None = None) -> dict[str, Any]:
+                      highlight_state: int | None = None,
+                      colors: ClassColors | None = None) -> dict[str, Any]:
     """Training states (a sample) on two principal axes, coloured by their state's
     prediction mix, with the selected trace's path drawn over them.
 
@@ -93,7 +94,8 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
     highlight_state : int, optional
         Its training states are drawn again on top, outlined (the selected step's state).
     """
-    palette = np.array([mix_color(p) for p in state_prediction])
+    pal = colors or ClassColors(np.shape(state_prediction)[1])
+    palette = np.array([pal.mix(p) for p in state_prediction])
     xy = np.asarray(sample["xy"], float).round(3)
     data: list[dict[str, Any]] = [{
         "type": "scatter", "x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(),
@@ -205,7 +207,8 @@ def nearest(ctx, active, step, k, window):
         except StateseerError:
             cxy = None
     fig = projection_figure(ctx.contexts.projection, ctx.data.fsm.prediction, xy, tr.states,
-                            tr.tokens, step=t, compare_xy=cxy, highlight_state=query["state"])
+                            tr.tokens, step=t, compare_xy=cxy, highlight_state=query["state"],
+                            colors=ctx.data.palette)
     return nearest_list(res, query, ctx.data.classes), fig
 
 

@@ -4,6 +4,7 @@ server; a click on a row shows its trace. The split switch lives here too."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -69,7 +70,7 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
         style_cell={"textAlign": "left", "fontFamily": "Helvetica", "fontSize": 13,
                     "padding": "4px", "maxWidth": 0, "overflow": "hidden",
                     "textOverflow": "ellipsis", "whiteSpace": "nowrap"},
-        style_cell_conditional=[{"if": {"column_id": "text"}, "width": "62%"}],
+        style_cell_conditional=column_widths(d.classes),
         style_data_conditional=[WRONG_ROW], tooltip_duration=None,
         css=[{"selector": ".dash-spreadsheet td div", "rule": "overflow: hidden"}])
     return {"table": html.Div([controls, html.Div(msg, id=ids.TABLE_MESSAGE,
@@ -77,6 +78,21 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
                                table, dcc.Store(id=ids.TABLE_KEY, data=key),
                                dcc.Store(id=ids.TABLE_MARK)],
                               className="panel table-panel", id=ids.TABLE_PANEL)}
+
+
+#: the narrow columns' widths (characters, their headers and sort arrows included)
+NARROW = {"id": 7, "correct": 9, "confidence": 12, "length": 9}
+
+
+def column_widths(classes: Sequence[str]) -> list[dict[str, Any]]:
+    """Every column but the text as wide as what it holds: the label and prediction
+    columns as the longest class name (never cut), the rest as their headers; the text
+    column takes what is left and is the one cut short (its row shows it whole)."""
+    wide = max(max(map(len, classes), default=5), len("prediction")) + 3
+    fixed = {**NARROW, "label": wide, "prediction": wide}
+    return [{"if": {"column_id": c}, "width": f"{n}ch", "minWidth": f"{n}ch",
+             "maxWidth": f"{n}ch", "textOverflow": "clip"} for c, n in fixed.items()] + [
+        {"if": {"column_id": "text"}, "width": "auto"}]
 
 
 def _chips(sel: dict[str, Any], total: int, n_inputs: int) -> list[html.Span]:

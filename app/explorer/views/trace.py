@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from dash import ALL, Input, Output, State, html, no_update
 
-from stateseer.abstraction.colors import mix_color, text_color_on
+from stateseer.abstraction.colors import ClassColors, text_color_on
 from stateseer.app.explorer import ids
 from stateseer.app.explorer.view import Callback, Trigger, View, js
 from stateseer.app.explorer.views.core import active_of
@@ -86,7 +86,8 @@ def state_differences(a: Sequence[int], b: Sequence[int]) -> list[int]:
 
 def token_strip(trace: TraceRecord, classes: Sequence[str], *,
                 highlight: Sequence[int] = (), pattern_steps: Sequence[int] = (),
-                id_type: str = ids.TOKEN_TYPE) -> html.Div:
+                id_type: str = ids.TOKEN_TYPE,
+                palette: ClassColors | None = None) -> html.Div:
     """Tokens as coloured chips with their abstract state underneath.
 
     ``id_type`` names the chips' pattern-matching ids (``{"type": id_type, "index": t}``);
@@ -101,7 +102,8 @@ def token_strip(trace: TraceRecord, classes: Sequence[str], *,
         " st-pattern" if t and t in pat else ""))]) if trace.has_states else (lambda t: [])
     flip_at = set(flips(trace))
     pat = set(pattern_steps)
-    start_color = mix_color(trace.initial_proba)
+    pal = palette or ClassColors(len(classes))
+    start_color = pal.mix(trace.initial_proba)
     chips = [html.Div([
         html.Span("⟨start⟩", className="tok tok-start",
                   style={"background": start_color, "color": text_color_on(start_color)}),
@@ -109,7 +111,7 @@ def token_strip(trace: TraceRecord, classes: Sequence[str], *,
         className="chip", title="initial state (before any token)" if trace.has_states
         else "start (before any token)")]
     for t, tok in enumerate(tokens):
-        color = mix_color(proba[t])
+        color = pal.mix(proba[t])
         cls = ["tok"]
         if not trace.known[t]:
             cls.append("unknown")
@@ -174,12 +176,15 @@ def show_trace(ctx, active, sel):
     marked = pattern_steps(tr.states, pattern["states"]) if pattern else []
     classes = ctx.data.classes
     if cmp_ is None:
-        return trace_title(ctx, tr), [token_strip(tr, classes, pattern_steps=marked)]
+        return trace_title(ctx, tr), [token_strip(tr, classes, pattern_steps=marked,
+                                                  palette=ctx.data.palette)]
     diff = state_differences(tr.states, cmp_.states)
     return trace_title(ctx, tr), [
-        token_strip(tr, classes, pattern_steps=marked, highlight=diff),
+        token_strip(tr, classes, pattern_steps=marked, highlight=diff,
+                    palette=ctx.data.palette),
         _compare_note(ctx, cmp_, diff),
-        token_strip(cmp_, classes, highlight=diff, id_type=ids.CMP_TOKEN_TYPE)]
+        token_strip(cmp_, classes, highlight=diff, id_type=ids.CMP_TOKEN_TYPE,
+                    palette=ctx.data.palette)]
 
 
 def click_token(ctx, trigger: Trigger, _clicks, active, step=None):

@@ -106,3 +106,27 @@ def test_the_export_command_writes_both_pages(run40, tmp_path, capsys):
     assert main(["export", str(run40), "--format", "html", "--dfa",
                  "--out", str(tmp_path / "d.html")]) != 0
     assert not (tmp_path / "x.svg").exists() and not (tmp_path / "d.html").exists()
+
+
+def test_an_empty_input_is_a_trace_of_one_state_in_every_export(explored_tomita, tmp_path):
+    """#53: the empty string of a formal language has no tokens; its page shows the one
+    state it is in and the one prediction it gets (no numpy error), in the exported page
+    and in a notebook's fragment alike."""
+    import numpy as np
+
+    from stateseer.app.workflows.fragments import trace_fragment
+    from stateseer.app.workflows.runview import RunView
+
+    rv = RunView(explored_tomita)
+    split, k = next((s, int(np.flatnonzero(np.diff(rv.traces[s].offsets) == 0)[0]))
+                    for s in rv.splits if (np.diff(rv.traces[s].offsets) == 0).any())
+    row = int(rv.traces[split].rows[k])
+    out = tmp_path / "empty.html"
+    assert main(["export", str(explored_tomita), "--format", "html", "--input", str(row),
+                 "--split", split, "--out", str(out)]) == 0
+    page = out.read_text()
+    tr = rv.trace_instance(split, k)
+    assert not tr.tokens and "(empty input)" in page and f"s{tr.states[0]}" in page
+    assert page.count("<circle") == len(rv.classes)  # the one prediction, per class
+    frag = trace_fragment(tr, list(rv.classes))
+    assert "(empty input)" in frag and "<circle" in frag
