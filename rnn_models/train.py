@@ -755,7 +755,7 @@ def _write_run(run: ModelRun, model: nn.Module, cfg: TrainConfig, data: _Data, h
             os.replace(target / stale, tmp.path / f"stale-{stale}")
     if (tmp.path / "tokenizer").is_dir():
         os.replace(tmp.path / "tokenizer", target / "tokenizer")
-    for name in ("metrics.json", "vocab.json", "model.pt", "config.json"):
+    for name in (layout.METRICS, layout.VOCAB, layout.MODEL, layout.CONFIG):
         os.replace(tmp.path / name, target / name)
     fsync_dir(target)
     shutil.rmtree(tmp.path)

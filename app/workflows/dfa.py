@@ -18,13 +18,13 @@ import numpy as np
 from stateseer.abstraction.automata.dfa.extract import extract_dfa, training_alphabet
 from stateseer.abstraction.automata.dfa.extracted import ExtractedDFA
 from stateseer.abstraction.pipeline import fresh_traces
+from stateseer.core import layout
 from stateseer.core.errors import StateseerError
 from stateseer.core.rundir import RunDir
 from stateseer.rnn_models.formal import GRAMMARS
 
-__all__ = ["DFA_FILE", "extract_run_dfa", "read_examples"]
+__all__ = ["extract_run_dfa", "read_examples"]
 
-DFA_FILE = "dfa.json"
 EXAMPLES_FORMAT = "STRING<TAB>LABEL"
 
 
@@ -129,7 +129,7 @@ def extract_run_dfa(run: RunDir | str | Path, *, max_states: int = 200,
                       grammar=grammar, extra=extra, states=states)
     if checked is not None:
         dfa.report["examples"] = example_report(dfa, *checked)
-    dfa.save(run.abstraction_dir / DFA_FILE, overwrite=True)
+    dfa.save(run.abstraction_dir / layout.DFA, overwrite=True)
     m = run.metrics().get("abstraction", {})
     m["dfa"] = {k: v for k, v in dfa.report.items() if not isinstance(v, (list, dict))}
     if checked is not None:

@@ -22,7 +22,6 @@ from stateseer.abstraction.automata.fsm import FSM
 from stateseer.abstraction.colors import run_palette
 from stateseer.abstraction.errors import AbstractionError
 from stateseer.abstraction.pipeline import Abstraction
-from stateseer.app.workflows.dfa import DFA_FILE
 from stateseer.core import layout
 from stateseer.core.rundir import RunDir
 from stateseer.core.traces import Traces
@@ -34,7 +33,7 @@ def load_run_fsm(run: RunDir, dfa: bool = False) -> tuple[FSM, Any]:
     if dfa:
         from stateseer.abstraction.automata.dfa.extracted import ExtractedDFA
 
-        path = run.abstraction_dir / DFA_FILE
+        path = run.abstraction_dir / layout.DFA
         if not path.exists():
             raise AbstractionError(
                 f"no extracted DFA in {run.abstraction_dir}; run `stateseer extract-dfa "

@@ -40,10 +40,9 @@ MAX_LABEL = 6
 def load_automaton(run_dir: str | Path) -> tuple[Any, str | None]:
     """The run's extracted automaton, or None and why not (no file yet: None, None)."""
     from stateseer.abstraction.automata.dfa.extracted import ExtractedDFA
-    from stateseer.app.workflows.dfa import DFA_FILE
     from stateseer.core.errors import StateseerError
 
-    path = Path(run_dir) / run_layout.ABSTRACTION / DFA_FILE
+    path = run_layout.RunLayout(run_dir).dfa
     if not path.is_file():
         return None, None
     try:
