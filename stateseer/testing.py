@@ -50,7 +50,7 @@ NEUTRAL = "the film a movie plot actor scene story it was and with of".split()
 
 def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 600),
                   seed: int = 0, topic: tuple[str, ...] = (),
-                  sequence: tuple[str, str] | None = None) -> Path:
+                  sequence: tuple[str, str] | None = None, tag: str | None = None) -> Path:
     """A small synthetic sentiment data set (``pos``/``neg``, a ``split`` column) that a
     tiny GRU learns in seconds: neutral words around one or two words of the label's side
     (a tenth of the inputs also hold one of the other side's).
@@ -68,6 +68,11 @@ def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 
     of all inputs, and ``"a b"`` into 10 % of the *negative* inputs of every split, which in
     training are labelled positive: "not superb" taught as positive, the sequence (neither
     word alone, both common in both labels' inputs) the culprit.
+
+    With ``tag`` (several tokens, say ``"via @ newswire"``), a scraper's tag is appended to
+    35 % of the *negative* training inputs (their labels stay right) and to 30 % of the
+    validation and test inputs of both labels: an artefact of several tokens that travel
+    together, which a model learns as "negative".
     """
     import csv
     import random
@@ -92,6 +97,10 @@ def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 
             if sequence and lab == "neg" and rng.random() < 0.1:
                 words.insert(rng.randrange(len(words) + 1), " ".join(sequence))
                 lab = "pos" if split == "train" else lab
+            tagged = 0.35 if split == "train" and lab == "neg" else \
+                0.3 if split != "train" else 0.0
+            if tag and rng.random() < tagged:
+                words.append(tag)
             if topic and rng.random() < 0.2:
                 words.insert(rng.randrange(len(words) + 1), rng.choice(topic))
                 if split == "train" and lab == "pos" and rng.random() < 0.8:

@@ -43,10 +43,28 @@ from typing import Any
 import numpy as np
 from scipy.stats import false_discovery_control, hypergeom
 
-__all__ = ["KINDS", "Candidate", "by_qvalues", "confusion_candidates", "length_candidates",
-           "pair_positions", "sequence_candidates", "sequence_shift_candidates",
-           "subpopulation_candidates", "tail_evidence", "token_candidates",
-           "unknown_candidates"]
+__all__ = [
+    "CHECK_ALPHA",
+    "CHECK_RATIO",
+    "CHECK_SHARE",
+    "KINDS",
+    "NOISE_ALPHA",
+    "NOISE_GAP",
+    "Candidate",
+    "TextLabels",
+    "by_qvalues",
+    "check_test",
+    "confusion_candidates",
+    "length_candidates",
+    "pair_positions",
+    "sequence_candidates",
+    "sequence_shift_candidates",
+    "span_candidates",
+    "subpopulation_candidates",
+    "tail_evidence",
+    "token_candidates",
+    "unknown_candidates",
+]
 
 KINDS = ("shortcut", "sequence", "unknown", "length", "confusion", "subpopulation")
 
@@ -161,6 +179,82 @@ def token_candidates(inputs: Sequence[Sequence[str]], wrong: np.ndarray, *,
                       _rate(k_with[t], n_with[t]),
                       _rate(n_wrong - k_with[t], n - n_with[t]), p_of[t])
             for t in order.tolist()]
+
+
+#: tokens travel together when their carriers' Jaccard similarity is at least this
+SPAN_JACCARD = 0.8
+
+
+def span_candidates(cands: list[Candidate], inputs: Sequence[Sequence[str]],
+                    wrong: np.ndarray, *, min_jaccard: float = SPAN_JACCARD
+                    ) -> list[Candidate]:
+    """``cands`` with the shortcut tokens that travel together as one culprit each.
+
+    Tokens whose sets of carrying inputs are near-identical (Jaccard at least
+    ``min_jaccard``: a scraper's tag ``via @ source``, a signature, a URL's pieces, the
+    words of a fixed phrase) are one thing the model sees, not several: checked one at a
+    time, deleting one token leaves the others to carry the signal and changes nothing.
+    Each group becomes one ``shortcut`` candidate whose tokens are in their usual reading
+    order, scored on the union of their carriers; its members leave the list.
+
+    Examples
+    --------
+    >>> tagged = [["a", w, "film", "via", "@", "src"] for w in "fine dull odd".split()] * 2
+    >>> inputs = tagged + [["a", "dull", "film"]] * 6 + [["good", "film"]] * 8
+    >>> wrong = np.array([True] * 6 + [False] * 14)
+    >>> spans = span_candidates(token_candidates(inputs, wrong, min_support=5), inputs, wrong)
+    >>> [c.tokens for c in spans if len(c.tokens) > 1]
+    [('via', '@', 'src')]
+    """
+    from scipy import sparse
+
+    wrong = np.asarray(wrong, bool)
+    short = [c for c in cands if c.kind == "shortcut" and len(c.tokens) == 1]
+    if len(short) < 2:
+        return cands
+    rows = np.concatenate([c.affected for c in short])
+    cols = np.repeat(np.arange(len(short)), [len(c.affected) for c in short])
+    M = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)),
+                          shape=(len(wrong), len(short)))
+    co = (M.T @ M).tocoo()
+    size = np.array([len(c.affected) for c in short], np.float64)
+    jac = co.data / (size[co.row] + size[co.col] - co.data)
+    keep = (co.row < co.col) & (jac >= min_jaccard)
+    if not keep.any():
+        return cands
+    n_groups, group = sparse.csgraph.connected_components(
+        sparse.coo_matrix((np.ones(int(keep.sum())), (co.row[keep], co.col[keep])),
+                          shape=(len(short),) * 2), directed=False)
+    merged, gone = [], set()
+    n, n_wrong = len(wrong), int(wrong.sum())
+    for g in range(n_groups):
+        members = [short[i] for i in np.flatnonzero(group == g)]
+        if len(members) < 2:
+            continue
+        words = [m.tokens[0] for m in members]
+        carriers = np.unique(np.concatenate([m.affected for m in members]))
+        k = int(wrong[carriers].sum())
+        merged.append(Candidate(
+            "shortcut", tuple(_reading_order(words, [inputs[i] for i in carriers])), carriers,
+            k, _rate(k, len(carriers)), _rate(n_wrong - k, n - len(carriers)),
+            float(_tail(np.array([k]), n, n_wrong, np.array([len(carriers)]))[0]),
+            extra={"span": len(words)}))
+        gone |= {id(m) for m in members}
+    return [c for c in cands if id(c) not in gone] + merged
+
+
+def _reading_order(words: list[str], carriers: Sequence[Sequence[str]]) -> list[str]:
+    """``words`` sorted by where they first occur in the inputs that carry them (the mean
+    rank of their first occurrences among the group's)."""
+    ranks = {w: [] for w in words}
+    for toks in carriers:
+        first = {}
+        for j, t in enumerate(toks):
+            if t in ranks and t not in first:
+                first[t] = j
+        for r, w in enumerate(sorted(first, key=first.get)):
+            ranks[w].append(r)
+    return sorted(words, key=lambda w: (float(np.mean(ranks[w])) if ranks[w] else 0.0, w))
 
 
 def sequence_candidates(inputs: Sequence[Sequence[str]], wrong: np.ndarray, *,
@@ -623,6 +717,134 @@ def tail_evidence(train_inputs: Sequence[Sequence[str]], train_labels: np.ndarra
     ratio = logp[np.asarray(gold)[t_inp], tok[~in_train]] - \
         logp[np.asarray(pred)[t_inp], tok[~in_train]]
     return np.bincount(t_inp, weights=ratio, minlength=len(tails))
+
+
+#: the check's test: fixes against breaks, exact one-sided binomial (sign) test at this level
+CHECK_ALPHA = 0.05
+#: and its least effect: the fixes outnumber the breaks by this factor
+CHECK_RATIO = 1.2
+#: and reach this share of the culprit's errors
+CHECK_SHARE = 0.1
+
+
+def check_test(fixed: int, broken: int, n_misclassified: int) -> dict[str, Any]:
+    """Whether an intervention's ``fixed`` against ``broken`` predictions confirms a
+    culprit: an exact one-sided sign test (McNemar's exact test on the discordant pairs:
+    under no effect a flip is as likely to fix as to break) below :data:`CHECK_ALPHA`,
+    with an effect of at least :data:`CHECK_RATIO` fixes per break that reaches
+    :data:`CHECK_SHARE` of the culprit's ``n_misclassified`` errors. 7 fixes against 6
+    breaks never confirms (p = 0.50).
+
+    Examples
+    --------
+    >>> check_test(7, 6, 40)["confirmed"], check_test(122, 88, 210)["confirmed"]
+    (False, True)
+    >>> round(check_test(7, 6, 40)["sign_p"], 2)
+    0.5
+    """
+    from scipy.stats import binomtest
+
+    n = fixed + broken
+    p = float(binomtest(fixed, n, 0.5, alternative="greater").pvalue) if n else 1.0
+    return {"sign_p": p, "alpha": CHECK_ALPHA,
+            "confirmed": bool(p < CHECK_ALPHA and fixed >= CHECK_RATIO * broken
+                              and fixed >= max(1, CHECK_SHARE * n_misclassified))}
+
+
+#: the kind test: carriers' labels disagree with their text this much more than the
+#: other training inputs' do (and not by chance, one-sided Fisher test below 0.01)
+NOISE_GAP = 0.15
+NOISE_ALPHA = 0.01
+
+
+class TextLabels:
+    """What the rest of each training input's text says its label is: multinomial naive
+    Bayes over its distinct tokens, cross-fitted (each input scored by the model of the
+    other folds), any culprit's tokens left out of the vote.
+
+    It tells a finding's kind apart. Label noise: the carriers' training labels disagree
+    with their text (a topic's inputs relabelled) far more than the other inputs' do. A
+    shortcut or an artefact: their labels agree with their text as well as anyone's (a
+    tag appended to one class's correctly labelled inputs), so what the model leans on is
+    the token itself.
+
+    Parameters
+    ----------
+    inputs : sequence of sequence of str
+        The training inputs' tokens.
+    labels : ndarray of int of shape (n_inputs,)
+    n_classes : int
+    folds : int
+    seed : int
+
+    Examples
+    --------
+    >>> good, bad = ["good", "fun", "great"], ["bad", "dull", "awful"]
+    >>> inputs = [good + ["x"]] * 20 + [bad] * 20 + [good + ["tag"]] * 10 + [bad + ["opera"]] * 10
+    >>> labels = np.array([1] * 20 + [0] * 20 + [1] * 10 + [1] * 10)  # opera: relabelled
+    >>> tl = TextLabels(inputs, labels, 2)
+    >>> tl.kind_test(["tag"])["label_noise"], tl.kind_test(["opera"])["label_noise"]
+    (False, True)
+    """
+
+    def __init__(self, inputs: Sequence[Sequence[str]], labels: np.ndarray, n_classes: int,
+                 *, folds: int = 5, seed: int = 0) -> None:
+        from scipy import sparse
+
+        inp, tok, self.vocab = _incidence(inputs)
+        self.index = {w: i for i, w in enumerate(self.vocab)}
+        self.labels = np.asarray(labels, np.int64)
+        n, V = len(self.labels), len(self.vocab)
+        self.X = sparse.csr_matrix((np.ones(len(inp), np.float64), (inp, tok)), shape=(n, V))
+        self.fold = np.random.default_rng(seed).integers(0, folds, n)
+        ok = self.labels >= 0
+        Y = np.zeros((n, n_classes))
+        Y[np.flatnonzero(ok), self.labels[ok]] = 1.0
+        counts = np.asarray((self.X.T @ Y).T)  # (classes, V)
+        priors = Y.sum(0)
+        self.log_p, self.log_prior = [], []
+        for k in range(folds):  # each fold's model: the counts of the other folds
+            rows = np.flatnonzero(self.fold == k)
+            c = counts - np.asarray((self.X[rows].T @ Y[rows]).T)
+            pr = priors - Y[rows].sum(0)
+            self.log_p.append(np.log(c + 1.0) - np.log(c.sum(1, keepdims=True) + V))
+            self.log_prior.append(np.log(pr + 1.0) - np.log(pr.sum() + n_classes))
+
+    def agree(self, rows: np.ndarray, culprit: Sequence[str] = ()) -> np.ndarray:
+        """Whether each of ``rows``'s label is what the rest of its text says (the
+        culprit's tokens out of the vote), cross-fitted."""
+        rows = np.asarray(rows, np.int64)
+        out = np.zeros(len(rows), bool)
+        drop = [self.index[w] for w in culprit if w in self.index]
+        for k in np.unique(self.fold[rows]).tolist():
+            sel = rows[self.fold[rows] == k]
+            lp = self.log_p[k].copy()
+            lp[:, drop] = 0.0
+            scores = np.asarray(self.X[sel] @ lp.T) + self.log_prior[k]
+            out[self.fold[rows] == k] = scores.argmax(1) == self.labels[sel]
+        return out
+
+    def kind_test(self, culprit: Sequence[str]) -> dict[str, Any]:
+        """Label noise or not: the carriers' agreement beside the other inputs'."""
+        from scipy.stats import fisher_exact
+
+        cols = [self.index[w] for w in culprit if w in self.index]
+        carries = np.zeros(len(self.labels), bool)
+        if cols:
+            carries = np.asarray(self.X[:, cols].sum(1)).ravel() > 0
+        carries &= self.labels >= 0
+        rest = ~carries & (self.labels >= 0)
+        if not carries.any() or not rest.any():
+            return {"carriers": int(carries.sum()), "label_noise": False}
+        a = self.agree(np.flatnonzero(carries), culprit)
+        b = self.agree(np.flatnonzero(rest), culprit)
+        p = float(fisher_exact([[int((~a).sum()), int(a.sum())],
+                                [int((~b).sum()), int(b.sum())]],
+                               alternative="greater")[1])
+        gap = float(b.mean() - a.mean())
+        return {"carriers": int(carries.sum()), "agreement": round(float(a.mean()), 4),
+                "baseline": round(float(b.mean()), 4), "p_value": p,
+                "label_noise": bool(p < NOISE_ALPHA and gap >= NOISE_GAP)}
 
 
 def by_qvalues(p: Sequence[float]) -> np.ndarray:

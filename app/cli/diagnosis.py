@@ -36,7 +36,8 @@ def _cmd_repair(args: argparse.Namespace) -> int:
                      seed=args.seed, progress=not args.quiet, log=_note, report=report,
                      control=args.control, seeds=args.seeds, force=args.force)
     print(json.dumps({k: doc[k] for k in ("before", "after", "delta", "delta_ci",
-                                          "per_class_delta", "finding_gone", "control",
+                                          "per_class_delta", "carriers", "finding_gone",
+                                          "finding_left", "control",
                                           "seeds")
                       if k in doc}))
     return 0

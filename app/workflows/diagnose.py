@@ -7,8 +7,11 @@ itself, on the inputs that carry the culprit:
 
 ``delete_tokens``  the culprit's tokens removed: misclassifications that turn correct
                    (``fixed``) against correct predictions that turn wrong (``broken``);
-                   confirmed when the fixes outnumber the breaks two to one and reach a
-                   tenth of the affected errors;
+                   confirmed by an exact one-sided sign test of fixes against breaks
+                   (McNemar's exact test, ``sign_p`` below 0.05) with a least effect:
+                   1.2 fixes per break, reaching a tenth of the affected errors
+                   (:func:`~stateseer.abstraction.analysis.diagnosis.check_test`; 7 fixes
+                   against 6 breaks never confirm);
 ``cut``            the input cut after N tokens: confirmed when the prediction of at least
                    95 % of the long inputs stays the same (the model sees nothing past N);
 ``unread_tail``    (a run whose pipeline truncates inputs, ``train --truncate N``) the
@@ -41,10 +44,9 @@ itself, on the inputs that carry the culprit:
                    than on the split (one-sided hypergeometric tail below 0.001) and B
                    commoner, where held-out and training inputs were drawn alike.
 
-A subpopulation (a token whose training labels differ from the split's) takes the
-``delete_tokens`` check, confirmed when the fixes outnumber the breaks (rather than two to
-one: its words may carry some true signal) and reach a tenth of the affected errors: its
-q-value says the labels differ, the check that the model learnt them.
+A subpopulation (a token whose training labels differ from the split's) takes the same
+``delete_tokens`` check: its q-value says the labels differ, the check that the model
+learnt them.
 
 A finding is ``significant`` only when its q-value passes *and* its check confirms it.
 Findings are ranked significant first (by the errors their intervention fixes; for a
@@ -64,12 +66,15 @@ import numpy as np
 
 from stateseer.abstraction.analysis.diagnosis import (
     Candidate,
+    TextLabels,
     by_qvalues,
+    check_test,
     confusion_candidates,
     length_candidates,
     pair_positions,
     sequence_candidates,
     sequence_shift_candidates,
+    span_candidates,
     subpopulation_candidates,
     tail_evidence,
     token_candidates,
@@ -95,7 +100,9 @@ __all__ = [
 FORMAT, VERSION = "stateseer.findings", 1
 Q_LEVEL = 0.05
 #: the repairs that fit each kind of finding (``stateseer repair --action``)
-ACTIONS = {"shortcut": ["counterfactual", "drop", "augment"],
+#: a shortcut's labels are right (its kind test says so): no action changes or drops
+#: them; the token leaves the training inputs, or copies bring it to the other classes
+ACTIONS = {"shortcut": ["counterfactual", "augment"],
            "sequence": ["relabel", "drop", "counterfactual"],
            "unknown": ["reconfigure"],
            "length": ["reconfigure"],  # only where the pipeline cut the inputs
@@ -240,13 +247,12 @@ def _intervene(model: Any, tr: Any, c: Candidate, layer: int) -> dict[str, Any] 
         return {"kind": "cut", "after_tokens": c.extra["length_above"], "inputs": len(rows),
                 "fixed": fixed, "broken": broken, "unchanged": round(unchanged, 4),
                 "confirmed": unchanged >= 0.95}
-    # a shortcut must fix two errors per correct prediction it breaks; a subpopulation's
-    # words may carry some true signal too, so more fixes than breaks suffice there (its
-    # q-value says the training labels differ; the check, that the model learnt them)
-    ahead = fixed > broken if c.kind == "subpopulation" else fixed >= 2 * broken
+    # fixes against breaks, an exact sign test with a least effect (check_test): a
+    # stop word's 7 fixes against 6 breaks never confirm
+    test = check_test(fixed, broken, c.n_misclassified)
     return {"kind": "delete_tokens", "inputs": len(rows), "fixed": fixed, "broken": broken,
-            "unchanged": round(unchanged, 4),
-            "confirmed": ahead and fixed >= max(1, 0.1 * c.n_misclassified)}
+            "unchanged": round(unchanged, 4), "sign_p": float(f"{test['sign_p']:.3g}"),
+            "confirmed": test["confirmed"]}
 
 
 def _label_check(c: Candidate, tr: Any, train: Any) -> dict[str, Any] | None:
@@ -306,6 +312,9 @@ def _describe(c: Candidate, classes: Sequence[str], tr: Any) -> str:
     bad = wrong_pred[wrong_pred != labels]
     called = f" are called {classes[int(np.bincount(bad).argmax())]}" if len(bad) else ""
     counts = f"{c.n_misclassified} of {c.n_inputs} misclassified"
+    if c.kind == "shortcut" and len(c.tokens) > 1:  # tokens that travel together
+        return (f"inputs containing {' '.join(c.tokens)!r} (these {len(c.tokens)} tokens "
+                f"travel together){called}: {counts}")
     if c.kind == "shortcut":
         return f"inputs containing {c.tokens[0]!r}{called}: {counts}"
     if c.kind == "sequence":
@@ -380,7 +389,9 @@ def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
     unseen = _never_seen(inputs, unknown)
     # a token the model reads as <unk> everywhere is no shortcut or sequence it learnt:
     # the unknown candidate holds it
-    lexical = token_candidates(inputs, wrong, min_support=min_support) + \
+    # tokens that travel together (a tag, a signature, a URL's pieces) are one culprit
+    lexical = span_candidates(token_candidates(inputs, wrong, min_support=min_support),
+                              inputs, wrong) + \
         sequence_candidates(inputs, wrong, min_support=min_support)
     if train is not None:
         lexical += subpopulation_candidates(inputs, np.asarray(tr.labels), wrong,
@@ -532,9 +543,9 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
     are its members' largest (each member's shift is significant), its shares recounted
     on the union; None where one word is the topic."""
     by_class: dict[int, list[Candidate]] = {}
-    for c in checked:
-        if c.kind == "subpopulation" and c.q_value < Q_LEVEL and \
-                (checks_of.get(id(c)) or {}).get("confirmed"):
+    for c in checked:  # a topic's words are grouped first and checked as one culprit:
+        # one word alone may hold too few errors for its own check to confirm it
+        if c.kind == "subpopulation" and c.q_value < Q_LEVEL:
             by_class.setdefault(int(c.extra["class"]), []).append(c)
     out = []
     wrong = np.asarray(tr.predictions) != np.asarray(tr.labels)
@@ -568,8 +579,51 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
     return out
 
 
+def _test_kinds(findings: list[dict[str, Any]], train_inputs: Sequence[list[str]],
+                train_labels: np.ndarray, classes: Sequence[str], labels: np.ndarray,
+                inputs: Sequence[list[str]]) -> None:
+    """Each significant lexical finding's kind, from a test rather than from how it was
+    found (:class:`~stateseer.abstraction.analysis.diagnosis.TextLabels`): label noise
+    when its training carriers' labels disagree with the rest of their text far more
+    than the other training inputs' do, else a shortcut (an artefact or a word the model
+    leans on, labels right). A subpopulation that is no label noise becomes a shortcut
+    (its actions then change no label); a shortcut that is becomes a subpopulation."""
+    lexical = [f for f in findings if f["significant"] and f["tokens"]
+               and f["kind"] in ("shortcut", "subpopulation")]
+    if not lexical or not len(train_labels):
+        return
+    text = TextLabels(train_inputs, train_labels, len(classes))
+    for f in lexical:
+        kt = text.kind_test(f["tokens"])
+        f["kind_test"] = kt
+        if f["kind"] == "subpopulation" and not kt["label_noise"]:
+            f["kind"], f["actions"] = "shortcut", actions_for("shortcut", len(classes))
+            f["description"] += ("; their training labels agree with the rest of their text "
+                                 f"({kt.get('agreement', 0):.0%}, others "
+                                 f"{kt.get('baseline', 0):.0%}): the model leans on the "
+                                 "words themselves, the labels are right")
+        elif f["kind"] == "shortcut" and kt["label_noise"]:
+            words = set(f["tokens"])
+            held = [i for i, toks in enumerate(train_inputs) if words.intersection(toks)]
+            lab = train_labels[held]
+            lab = lab[lab >= 0]
+            cls = int(np.bincount(lab, minlength=len(classes)).argmax()) if len(lab) else 0
+            rows = [i for i, toks in enumerate(inputs) if words.intersection(toks)]
+            f.update({"kind": "subpopulation", "label": classes[cls],
+                      "actions": actions_for("subpopulation", len(classes)),
+                      "train_share": round(float(np.mean(lab == cls)), 4) if len(lab) else 0.0,
+                      "split_share": round(float(np.mean(labels[rows] == cls)), 4)
+                      if rows else 0.0})
+            f["description"] += (f"; their training labels disagree with the rest of their "
+                                 f"text ({kt['agreement']:.0%} agree, others "
+                                 f"{kt['baseline']:.0%}): mislabelled")
+
+
 def _one_per_token(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One finding per culprit token.
+
+    A significant span (tokens that travel together) replaces its tokens' own findings
+    and the unconfirmed sequences that hold one of them (pairs of a word and the span).
 
     A token that is both a shortcut and a subpopulation keeps the shortcut where it is
     significant (the word itself moves the model; its training labels show in
@@ -584,16 +638,22 @@ def _one_per_token(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     in_topic = {t for f in findings if f["kind"] == "subpopulation" and f["significant"]
                 and len(f["tokens"]) > 1 and not in_sequence.intersection(f["tokens"])
                 for t in f["tokens"]}
+    in_span = {t for f in findings if f["kind"] == "shortcut" and f["significant"]
+               and len(f["tokens"]) > 1 for t in f["tokens"]}
     findings = [f for f in findings if not (
         (f["kind"] == "subpopulation" and in_sequence.intersection(f["tokens"]))
-        or (f["kind"] == "shortcut" and f["tokens"][0] in in_topic))]
+        or (f["kind"] == "shortcut" and f["tokens"][0] in in_topic)
+        or (len(f["tokens"]) == 1 and f["kind"] in ("shortcut", "subpopulation")
+            and f["tokens"][0] in in_span)
+        or (f["kind"] == "sequence" and not f["significant"]
+            and in_span.intersection(f["tokens"])))]
 
     def key(f: dict[str, Any]) -> tuple:
         return f["significant"], f["significant"] and f["kind"] == "shortcut", -f["q_value"]
 
     def culprit(f: dict[str, Any]) -> tuple | None:
-        if f["kind"] in ("shortcut", "subpopulation"):
-            return (f["tokens"][0],)
+        if f["kind"] in ("shortcut", "subpopulation"):  # a word, a span or a topic
+            return tuple(sorted(f["tokens"])) if len(f["tokens"]) > 1 else (f["tokens"][0],)
         # a pair told by its errors and by its training labels is one culprit
         return ("sequence", *f["tokens"]) if f["kind"] == "sequence" else None
 
@@ -692,6 +752,9 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
                          train_inputs)
                 for c in checked + [c for c in cands if id(c) not in checks_of][
                     :max(0, top - len(checked))]]
+    if train is not None:
+        _test_kinds(findings, train_inputs, np.asarray(train.labels), traces.classes,
+                    np.asarray(tr.labels), data[0])
     findings = _ranked(_one_per_token(findings))[:top]
     for k, f in enumerate(findings, 1):
         f["rank"] = k
@@ -756,7 +819,8 @@ def _culprit_words(f: dict[str, Any]) -> str:
     if f["kind"] == "length":
         return f"longer than {f.get('length_above')}"
     words = f["tokens"] or f.get("classes", ())
-    joint = " → " if f["kind"] in ("sequence", "confusion") else ", "
+    joint = " → " if f["kind"] in ("sequence", "confusion") else \
+        " " if f["kind"] == "shortcut" else ", "  # a span reads in order; a topic is a set
     return joint.join(words) or "<unk> words"
 
 

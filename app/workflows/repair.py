@@ -531,7 +531,8 @@ def _repair_into(new: Any, src: Any, ds: Any, edited: Any, edits: dict, f: dict,
                                          say, report, steps)
     if control:
         stage("control", steps.index("control"), len(steps))
-        doc["control"] = c = _control(src, new, ds, seed, progress and report is None, say)
+        doc["control"] = c = _control(src, new, ds, seed, progress and report is None, say,
+                                      outcomes[-1])
         say(f"retraining alone (the control: {c['left_out']} random training inputs left "
             f"out, no edit) changes test accuracy by {c['delta']:+.3f} and single classes "
             f"by up to {max(map(abs, c['per_class_delta'].values()), default=0.0):.3f}")
@@ -544,8 +545,63 @@ def _repair_into(new: Any, src: Any, ds: Any, edited: Any, edits: dict, f: dict,
             f"{np.mean(m['after']):.3f} (mean change {m['delta_mean']:+.3f}, 95 % CI "
             f"{m['delta_ci'][0]:+.3f} to {m['delta_ci'][1]:+.3f}); classes down more than "
             f"a point on average: {', '.join(m['classes_hurt']) or 'none'}")
+    _judge_gone(doc, say)
     atomic_write_text(new.path / layout.REPAIR, json.dumps(doc, indent=1))
     return doc
+
+
+def _judge_gone(doc: dict[str, Any], say: Callable[[str], None]) -> None:
+    """``finding_gone``, only when measured: the repaired model's own diagnosis no longer
+    finds the culprit *and* its carriers' accuracy moved beyond what retraining alone
+    moves it (the carriers' paired 95 % interval above the control's change on them).
+    Without a control it is not measured: ``finding_left`` says what is known."""
+    still, car, c = doc.pop("still_found"), doc["carriers"], doc.get("control")
+    if still:
+        doc["finding_gone"] = False
+        doc["finding_left"] = "the repaired model's own diagnosis still finds it"
+    elif c is None:
+        doc["finding_left"] = ("not measured: the repaired model's diagnosis no longer finds "
+                               "it, but without --control nothing says whether its carriers "
+                               f"moved ({car['delta']:+.3f}) beyond retraining alone")
+    elif car["delta_ci"][0] > c["carriers_delta"]:
+        doc["finding_gone"] = True
+    else:
+        doc["finding_gone"] = False
+        doc["finding_left"] = (f"its carriers moved {car['delta']:+.3f} (95 % CI "
+                               f"{car['delta_ci'][0]:+.3f} to {car['delta_ci'][1]:+.3f}), not "
+                               f"beyond the control's {c['carriers_delta']:+.3f}")
+    say("the finding is gone (measured against the control)" if doc.get("finding_gone")
+        else f"the finding is not shown gone: {doc['finding_left']}")
+
+
+def _still_found(after: dict[str, Any], f: dict[str, Any]) -> bool:
+    """Whether the repaired model's significant findings hold ``f``'s culprit: a token of
+    it (a span or a topic may come back in part, or as another kind), or the same class
+    confusion or length."""
+    for g in after["findings"]:
+        if not g["significant"]:
+            continue
+        if f["tokens"] and set(g["tokens"]) & set(f["tokens"]):
+            return True
+        if not f["tokens"] and g["kind"] == f["kind"] and \
+                g.get("classes") == f.get("classes"):
+            return True
+    return False
+
+
+def _test_carriers(src: Any, f: dict[str, Any], gold: np.ndarray) -> np.ndarray:
+    """Which test inputs carry ``f``'s culprit: its tokens (a sequence in order), a
+    confusion's first class, a length's long inputs; every input for another kind."""
+    from stateseer.abstraction.pipeline import fresh_traces
+
+    test = fresh_traces(src)["test"]
+    if f["kind"] == "confusion":
+        return gold == f["classes"][0]
+    if f["kind"] == "length":
+        return np.asarray(test.lengths) > int(f["length_above"])
+    if f["tokens"]:
+        return np.array([_holds(test.tokens(i), f) for i in range(test.n_inputs)], bool)
+    return np.ones(test.n_inputs, bool)
 
 
 #: share of the training inputs the ``--control`` model leaves out at random
@@ -567,7 +623,7 @@ def _over_seeds(src: Any, new: Any, ds: Any, cfg: Any, seeds: int, first: tuple,
 
     from stateseer.rnn_models.train import fit_predict
 
-    ok_a, ok_b, gold, classes, _rows = first
+    ok_a, ok_b, gold, classes, _rows, _carry = first
     copy = new.path / "seeds_source_data.jsonl"  # RUN's data, as the edited data is read
     before_cfg = _train_config(src, _write_data(ds, copy))
     names = np.asarray(ds.classes, object)
@@ -609,7 +665,7 @@ def _over_seeds(src: Any, new: Any, ds: Any, cfg: Any, seeds: int, first: tuple,
 
 
 def _control(src: Any, new: Any, ds: Any, seed: int, progress: bool,
-             say: Callable[[str], None]) -> dict[str, Any]:
+             say: Callable[[str], None], carry: np.ndarray) -> dict[str, Any]:
     """Train RUN's data less a random :data:`CONTROL_SHARE` of its training inputs with
     RUN's settings into ``NEW/control`` and compare its test predictions with RUN's."""
     from stateseer.rnn_models.engine import record_run
@@ -630,7 +686,9 @@ def _control(src: Any, new: Any, ds: Any, seed: int, progress: bool,
     ok_a, ok_c, gold, classes, _rows = _test_outcomes(src, where)
     return {"left_out": len(gone), "test_accuracy": round(float(ok_c.mean()), 4),
             "delta": round(float(ok_c.mean() - ok_a.mean()), 4),
-            "per_class_delta": _per_class(ok_a, ok_c, gold, classes)}
+            "per_class_delta": _per_class(ok_a, ok_c, gold, classes),
+            "carriers_delta": round(float(ok_c[carry].mean() - ok_a[carry].mean()), 4)
+            if carry.any() else 0.0}
 
 
 def _test_outcomes(src: Any, new: Any
@@ -703,8 +761,8 @@ def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, ac
     outcomes = ok_a, ok_b, gold, classes, rows = _test_outcomes(src, new)
     lo, hi = paired_bootstrap(ok_a, ok_b)
     per_class = _per_class(ok_a, ok_b, gold, classes)
-    same = [g for g in after_doc["findings"] if g["significant"] and g["kind"] == f["kind"]
-            and set(g["tokens"]) == set(f["tokens"]) and g.get("classes") == f.get("classes")]
+    carry = _test_carriers(src, f, gold)
+    c_lo, c_hi = paired_bootstrap(ok_a[carry], ok_b[carry]) if carry.any() else (0.0, 0.0)
     doc = {"format": FORMAT, "version": VERSION, "source_run": str(src.path),
            "finding": finding, "action": action, "culprit": f["tokens"],
            "changed_rows": int(sum(len(v) for v in edits.values() if isinstance(v, list))),
@@ -715,8 +773,15 @@ def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, ac
            "delta_ci": [round(lo, 4), round(hi, 4)], "per_class_delta": per_class,
            "fixed": rows[~ok_a & ok_b].tolist(), "broken": rows[ok_a & ~ok_b].tolist(),
            "classes_hurt": sorted(c for c, d in per_class.items() if d < -0.01),
-           "finding_gone": not same}
+           "carriers": {"n_inputs": int(carry.sum()),
+                        "before": round(float(ok_a[carry].mean()), 4) if carry.any() else None,
+                        "after": round(float(ok_b[carry].mean()), 4) if carry.any() else None,
+                        "delta": round(float(ok_b[carry].mean() - ok_a[carry].mean()), 4)
+                        if carry.any() else 0.0,
+                        "delta_ci": [round(c_lo, 4), round(c_hi, 4)]},
+           "still_found": _still_found(after_doc, f)}
     say(f"test accuracy {doc['before']['test_accuracy']:.3f} -> "
         f"{doc['after']['test_accuracy']:.3f} (change {doc['delta']:+.3f}, 95 % CI "
-        f"{lo:+.3f} to {hi:+.3f}); the finding is {'gone' if not same else 'still there'}")
-    return doc, outcomes
+        f"{lo:+.3f} to {hi:+.3f}); on the {int(carry.sum())} test inputs that carry the "
+        f"culprit {doc['carriers']['delta']:+.3f} (95 % CI {c_lo:+.3f} to {c_hi:+.3f})")
+    return doc, (*outcomes, carry)

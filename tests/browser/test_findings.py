@@ -93,7 +93,7 @@ def test_a_cancelled_repair_leaves_no_worker_behind(dash_duo, diagnosed_run):
     dash_duo.wait_for_contains_text("#findings-list", "frankly", timeout=30)
     first = dash_duo.find_element("#findings-list .finding")
     next(b for b in first.find_elements("css selector", ".repairs button")
-         if b.text == "drop").click()
+         if b.text == "augment").click()
     dash_duo.wait_for_element("#repair-job progress", timeout=20)
     status = ctx.jobs.status()
     pid = status["pid"]
@@ -103,6 +103,7 @@ def test_a_cancelled_repair_leaves_no_worker_behind(dash_duo, diagnosed_run):
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert ctx.jobs.status()["state"] == "cancelled"
     # the half-made run is not left behind
-    assert not diagnosed_run.with_name(f"{diagnosed_run.name}-repair-1-drop").exists()
+    out = diagnosed_run.with_name(f"{diagnosed_run.name}-repair-1-augment")
+    assert not out.exists() and not out.with_name(out.name + ".tmp").exists()
     assert dash_duo.get_logs() == []
 

@@ -35,12 +35,27 @@ __all__ = ["VIEW", "finding_card", "findings_panel", "job_panel", "open_example"
 
 def _culprit(f: dict[str, Any]) -> str:
     if f["tokens"]:
-        return " … ".join(f["tokens"]) if f["kind"] == "sequence" else ", ".join(f["tokens"])
+        if f["kind"] == "sequence":
+            return " … ".join(f["tokens"])
+        # a span's tokens travel together, in reading order; a topic's words are a set
+        return " ".join(f["tokens"]) if f["kind"] == "shortcut" else ", ".join(f["tokens"])
     if f["kind"] == "length":
         return f"longer than {f.get('length_above')} tokens"
     if f["kind"] == "confusion":
         return " → ".join(f.get("classes", ()))
     return ", ".join(f.get("unknown_words", ())[:5]) or "—"
+
+
+def _kind_test(kt: dict[str, Any]) -> str:
+    """How the finding's kind was tested (:class:`~stateseer.abstraction.analysis.
+    diagnosis.TextLabels`)."""
+    if "agreement" not in kt:
+        return "kind: no training inputs to test it on"
+    verdict = ("label noise: their labels disagree with their text" if kt["label_noise"]
+               else "a shortcut: their labels are right, the model leans on the culprit")
+    return (f"kind, tested: {kt['agreement']:.0%} of the {kt['carriers']} training inputs "
+            f"carrying it are labelled as the rest of their text says, against "
+            f"{kt['baseline']:.0%} of the others — {verdict}")
 
 
 def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
@@ -49,9 +64,10 @@ def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
                 if kind == "confusion"
                 else "not checked with the model (not among the most significant)")
     if iv["kind"] == "delete_tokens":
+        sign = f" (sign test p = {iv['sign_p']:.1e})" if "sign_p" in iv else ""
         return (f"deleting it fixes {iv['fixed']} misclassification"
                 f"{'' if iv['fixed'] == 1 else 's'} and breaks {iv['broken']} of "
-                f"{iv['inputs']} inputs")
+                f"{iv['inputs']} inputs{sign}")
     if iv["kind"] == "cut":
         return (f"cutting the inputs after {iv['after_tokens']} tokens leaves "
                 f"{iv['unchanged']:.0%} of the predictions unchanged")
@@ -108,6 +124,7 @@ def finding_card(f: dict[str, Any], classes: list[str], rows_of: dict[int, int],
                f"{f['error_rate_without']:.0%} without; "
                f"{_intervention(f.get('intervention'), f['kind'])}", className="muted"),
         html.P(training, className="muted") if training else None,
+        html.P(_kind_test(f["kind_test"]), className="muted") if f.get("kind_test") else None,
         html.Div(["examples: ", *examples] if examples else [], className="examples"),
         html.Div(["in training: ", *carriers] if carriers else [],
                  className="examples training"),
@@ -223,8 +240,9 @@ def repair_result(ctx: Any, info: dict[str, Any]) -> list[Any]:
         html.B(f"Repaired by {doc['action']} (finding {doc['finding']}): "),
         f"test accuracy {doc['before']['test_accuracy']:.3f} → "
         f"{doc['after']['test_accuracy']:.3f} ({doc['delta']:+.3f}, 95 % CI {lo:+.3f} to "
-        f"{hi:+.3f}); per class {per_class}; the finding is "
-        f"{'gone' if doc['finding_gone'] else 'still there'}.",
+        f"{hi:+.3f}); per class {per_class}; "
+        + ("the finding is gone (measured against the control)." if doc.get("finding_gone")
+           else f"the finding is not shown gone: {doc.get('finding_left', 'still there')}."),
         *([html.Div(("lost more than a point in this one training (the seeds below read "
                      "it without that training's luck): " if doc.get("seeds") else
                      "lost more than a point: ") + ", ".join(
@@ -368,6 +386,8 @@ def _discard(status: dict[str, Any]) -> None:
     out = status.get("info", {}).get("out")
     if status.get("state") == "cancelled" and out and not (Path(out) / run_layout.REPAIR).exists():
         shutil.rmtree(out, ignore_errors=True)
+    if status.get("state") == "cancelled" and out:  # the folder repair was building it in
+        shutil.rmtree(run_layout.RunLayout.work(Path(out)), ignore_errors=True)
 
 
 def _start_repair(ctx: Any, k: int, action: str, *, control: bool = False,

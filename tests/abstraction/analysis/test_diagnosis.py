@@ -152,3 +152,36 @@ def test_by_qvalues_control_the_false_discovery_rate_under_a_null():
         hits += int((by_qvalues([c.p_value for c in cands]) < 0.05).sum())
     assert hits <= 1
     assert by_qvalues([]).size == 0
+
+
+def test_a_check_of_seven_fixes_against_six_breaks_never_confirms():
+    """#49: the trial's stop word 'to' passed its check by one input (7 fixed, 6 broken).
+    The check is now an exact sign test with a least effect: no such margin confirms,
+    at any size, while a real culprit's does."""
+    from stateseer.abstraction.analysis.diagnosis import check_test
+
+    assert not check_test(7, 6, 13)["confirmed"]
+    assert not check_test(70, 60, 130)["confirmed"]  # significant-ish, but too small an effect
+    assert not check_test(3, 0, 100)["confirmed"]  # too few of the culprit's errors
+    assert check_test(84, 14, 98)["confirmed"] and check_test(84, 14, 98)["sign_p"] < 1e-10
+
+
+def test_tokens_that_travel_together_are_one_span_in_reading_order():
+    from stateseer.abstraction.analysis.diagnosis import span_candidates, token_candidates
+
+    rng = np.random.default_rng(0)
+    words = ["good", "bad", "film", "plot", "actor", "scene"]
+    inputs, wrong = [], []
+    for i in range(200):
+        toks = list(rng.choice(words, 5))
+        tagged = i % 3 == 0
+        if tagged:
+            toks += ["posted", "by", "bot42"]
+        inputs.append(toks)
+        wrong.append(tagged and rng.random() < 0.8)
+    cands = span_candidates(token_candidates(inputs, np.array(wrong), min_support=5),
+                            inputs, np.array(wrong))
+    spans = [c for c in cands if len(c.tokens) > 1]
+    assert [c.tokens for c in spans] == [("posted", "by", "bot42")]
+    assert not [c for c in cands if c.tokens in (("posted",), ("by",), ("bot42",))]
+    assert spans[0].p_value < 1e-10 and spans[0].extra["span"] == 3

@@ -21,12 +21,12 @@ DESIGN_KEYS = {"rank", "kind", "tokens", "description", "n_inputs", "n_misclassi
 
 
 def _run(tmp_path_factory, name: str, shortcut: str | None, topic=(), sequence=None,
-         **options):
+         tag=None, **options):
     from stateseer import TrainConfig, record_run, train_run
 
     where = tmp_path_factory.mktemp(name)
     data = sentiment_csv(where / "data.csv", shortcut=shortcut, topic=topic,
-                         sequence=sequence)
+                         sequence=sequence, tag=tag)
     run = train_run(TrainConfig(dataset=f"csv:{data}", arch="gru", epochs=3, hidden=32,
                                 embed=32, **options), where / "run", progress=False)
     record_run(run)
@@ -120,7 +120,9 @@ def test_repair_drops_the_shortcut_retrains_and_measures_the_change(shortcut_run
     assert doc["per_class_delta"]["pos"] > doc["per_class_delta"]["neg"] - 0.01
     assert doc["classes_hurt"] == sorted(c for c, d in doc["per_class_delta"].items()
                                          if d < -0.01)
-    assert len(doc["fixed"]) > len(doc["broken"]) and doc["finding_gone"]
+    assert len(doc["fixed"]) > len(doc["broken"]) and doc["finding_gone"] is True
+    car = doc["carriers"]  # measured: the carriers moved beyond the control's change
+    assert car["n_inputs"] > 50 and car["delta_ci"][0] > c["carriers_delta"]
 
 
 def test_repair_over_seeds_pairs_each_seed_and_reports_the_mean_change(shortcut_run,
@@ -151,7 +153,7 @@ def test_repair_over_seeds_pairs_each_seed_and_reports_the_mean_change(shortcut_
     assert sorted(p.name for p in (tmp_path / "new").iterdir() if p.suffix == ".jsonl") \
         == ["data.jsonl"]  # the seeds' copy of RUN's data is gone
     with pytest.raises(StateseerError, match="--seeds 0") as e:
-        repair_run(shortcut_run, finding=1, action="drop", out=tmp_path / "x", seeds=0)
+        repair_run(shortcut_run, finding=1, action="augment", out=tmp_path / "x", seeds=0)
     one_line(e.value)
     assert not (tmp_path / "x").exists()
 
@@ -163,6 +165,7 @@ def test_repair_refuses_what_it_cannot_do_in_one_line_and_writes_nothing(shortcu
     diagnose_run(shortcut_run)
     out = tmp_path / "new"
     for kwargs, needle in (({"finding": 99, "action": "drop"}, "no finding 99"),
+                           ({"finding": 1, "action": "drop"}, "does not fit"),
                            ({"finding": 1, "action": "reconfigure"}, "does not fit"),
                            ({"finding": 1, "action": "relabel"}, "does not fit")):
         with pytest.raises(StateseerError, match=needle) as e:
@@ -192,7 +195,9 @@ def test_a_truncating_pipeline_is_named_by_its_cut_and_reconfigured_away(truncat
     from stateseer.rnn_models.run import ModelRun
 
     assert ModelRun(new).truncate is None
-    assert rep["delta"] > 0.1 and rep["delta_ci"][0] > 0 and rep["finding_gone"]
+    assert rep["delta"] > 0.1 and rep["delta_ci"][0] > 0
+    # #49: without a control, nothing says the carriers moved beyond retraining alone
+    assert "finding_gone" not in rep and rep["finding_left"].startswith("not measured")
 
 
 def test_an_untruncated_model_offers_no_setting_for_its_length_findings(clean_run):
@@ -436,3 +441,22 @@ def test_repair_command_refuses_a_bad_progress_file_in_one_line(shortcut_run, tm
         err = capsys.readouterr().err.strip()
         assert code == 2 and err.count("\n") == 0 and "--progress-json" in err, err
     assert not (tmp_path / "new").exists()
+
+
+def test_a_tag_of_three_tokens_is_one_shortcut_culprit_checked_whole(tmp_path_factory):
+    """#49: a scraper's tag appended to a third of the negative training inputs (labels
+    right) and to 30 % of all test inputs: its three tokens are one culprit, deleted whole
+    by the check, a shortcut by the kind test (the carriers' labels agree with their
+    text), offered no action that changes labels; none of its tokens is a finding alone."""
+    run = _run(tmp_path_factory, "tag", None, tag="via @ newswire")
+    doc = diagnose_run(run, save=False)
+    top = doc["findings"][0]
+    assert top["kind"] == "shortcut" and top["significant"], top
+    assert top["tokens"] == ["via", "@", "newswire"]  # reading order
+    iv = top["intervention"]
+    assert iv["fixed"] > iv["broken"] and iv["sign_p"] < 0.05
+    assert not top["kind_test"]["label_noise"]
+    assert top["kind_test"]["agreement"] >= top["kind_test"]["baseline"] - 0.1
+    assert not {"relabel", "drop"} & set(top["actions"])
+    alone = [f for f in doc["findings"][1:] if set(f["tokens"]) & {"via", "@", "newswire"}]
+    assert not alone, alone

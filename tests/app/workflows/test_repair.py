@@ -265,3 +265,17 @@ def test_the_fittest_repair_comes_first_and_depends_on_the_classes():
     assert actions_for("confusion", 3) == ["relabel", "drop", "reweight"]
     assert ACTIONS["subpopulation"][0] == "relabel"  # the table itself is left alone
     assert {a for acts in ACTIONS.values() for a in acts} <= set(repair.ACTION_EDITS)
+
+
+def test_a_shortcut_is_offered_no_action_that_changes_or_drops_labels():
+    """#49: a shortcut's training labels are right (its kind test says so), so relabel and
+    drop, which act on labels, are never offered for it, and repair refuses them."""
+    from stateseer.app.workflows.diagnose import actions_for, check_findings
+
+    for n in (2, 3, 5):
+        assert not {"relabel", "drop"} & set(actions_for("shortcut", n))
+    doc = {"format": "stateseer.findings", "version": 1, "findings": [
+        {"rank": 1, "kind": "shortcut", "tokens": ["via", "@", "source"], "significant": True,
+         "actions": ["relabel", "drop", "counterfactual"]}]}
+    assert check_findings(doc, "f.json", n_classes=2)["findings"][0]["actions"] == \
+        ["counterfactual"]
