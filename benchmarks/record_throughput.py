@@ -235,6 +235,57 @@ def bench_stepwise(model: RNNClassifier, seqs: list[np.ndarray], n_tokens: int,
     return max(rates), statistics.median(rates), total, states
 
 
+def bench_classifier_adapter(n_inputs: int, repeats: int) -> dict:
+    """#50: ClassifierAdapter (every prefix read) against RecurrentAdapter (one pass) on
+    the same LSTM (Embedding 64 -> LSTM 128 -> Linear on the last state) over the first
+    ``n_inputs`` Rotten Tomatoes test snippets, recorded by the same ``record_traces``;
+    the best of ``repeats`` each, and the largest difference of their predictions."""
+    from stateseer.rnn_models.classifier import ClassifierAdapter
+    from stateseer.rnn_models.datasets import load_dataset
+    from stateseer.rnn_models.models import RecurrentAdapter
+    from stateseer.rnn_models.tokenizers import Vocab
+
+    ds = load_dataset("rotten_tomatoes")
+    vocab = Vocab.build([ds.tokens[i] for i in ds.splits["train"]])
+    seqs = [np.array(vocab.encode(ds.tokens[i]), np.int64)
+            for i in ds.splits["test"][:n_inputs]]
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb, self.lstm = nn.Embedding(len(vocab), 64), nn.LSTM(64, 128, batch_first=True)
+            self.out = nn.Linear(128, 2)
+
+        def forward(self, ids):
+            h, _ = self.lstm(self.emb(ids))
+            return self.out(h[:, -1])
+
+    torch.manual_seed(0)
+    net = Net().eval()
+    fast = RecurrentAdapter(net.emb, net.lstm, net.out, classes=["rotten", "fresh"])
+    exact = ClassifierAdapter(net, vocab=vocab.tokens, tokenize=str.split,
+                              classes=["rotten", "fresh"])
+    n = int(sum(map(len, seqs)))
+
+    def timed(model) -> tuple[float, np.ndarray]:
+        best, proba = np.inf, None
+        for _ in range(repeats):
+            h = np.zeros((n, 128), np.float32)
+            proba = np.zeros((n, 2), np.float32)
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                record_traces(model, seqs, h, proba, np.zeros((len(seqs), 2), np.float32))
+            best = min(best, time.perf_counter() - t0)
+        return best, proba
+
+    fast_s, p_fast = timed(fast)
+    exact_s, p_exact = timed(exact)
+    return {"inputs": len(seqs), "tokens": n, "recurrent_adapter_s": round(fast_s, 3),
+            "classifier_adapter_s": round(exact_s, 3),
+            "ratio": round(exact_s / fast_s, 2),
+            "max_abs_diff": float(np.abs(p_fast - p_exact).max())}
+
+
 def matmul_gflops(n: int = 2048, repeats: int = 5) -> tuple[float, float]:
     """Best and median GFLOP/s of an n×n float32 matmul."""
     a, b = torch.randn(n, n), torch.randn(n, n)
@@ -264,6 +315,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--shard-size", type=int, default=2_000,
                     help="inputs per shard of the sharded recording (default: 2,000, so the "
                     "default inputs make several shards)")
+    ap.add_argument("--adapter-inputs", type=int, default=2_000,
+                    help="Rotten Tomatoes test inputs of the ClassifierAdapter comparison")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -306,6 +359,12 @@ def main(argv: list[str] | None = None) -> None:
         )
         del rec["hidden"]
     print(f"stepwise vs recorded hidden states, {n_check} inputs: max |diff| {max_diff:.2e}")
+    ca = bench_classifier_adapter(args.adapter_inputs, args.repeats)
+    print(f"ClassifierAdapter (every prefix) vs RecurrentAdapter (one pass), same LSTM, "
+          f"{ca['inputs']:,} Rotten Tomatoes test inputs ({ca['tokens']:,} tokens): "
+          f"{ca['classifier_adapter_s']:.2f} s against {ca['recurrent_adapter_s']:.2f} s = "
+          f"{ca['ratio']:.1f}x (target at most 10x); predictions differ by at most "
+          f"{ca['max_abs_diff']:.1e}")
 
     fpt = flops_per_token()
     gflops = fpt * rec["tok_s"] / 1e9
@@ -336,6 +395,8 @@ def main(argv: list[str] | None = None) -> None:
         "batch_tokens": args.batch_tokens,
         "torch_threads": torch.get_num_threads(),
         "loadavg_1m": load_at_start,
+        "classifier_adapter": ca,
+        "classifier_adapter_ratio": ca["ratio"],
     }
     print(json.dumps(result))
 

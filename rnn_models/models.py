@@ -58,6 +58,12 @@ class TraceAdapter(nn.Module):
 class RecurrentAdapter(TraceAdapter):
     """Wrap a user's embedding, batch-first ``nn.RNN``/``nn.GRU``/``nn.LSTM`` and head.
 
+    Exact only where the model classifies from the *last* state of one unidirectional
+    RNN; it is then the fast path (one pass per input). For any other model — a head that
+    pools over the steps, a bidirectional or stacked net, a class read after an END
+    token, a softmax output — use :class:`~stateseer.rnn_models.classifier.ClassifierAdapter`,
+    which reads the model's own prediction of every prefix.
+
     Only the top layer is exposed (``layer=-1``): that is what ``nn.RNNBase`` returns for
     every step.
 

@@ -46,6 +46,7 @@ _API: dict[str, str] = {
     "ARCHITECTURES": "rnn_models.archs", "build_model": "rnn_models.archs",
     "RNNClassifier": "rnn_models.models", "RecurrentAdapter": "rnn_models.models",
     "TraceAdapter": "rnn_models.models", "Traceable": "rnn_models.protocol",
+    "ClassifierAdapter": "rnn_models.classifier",
     # runs: open, train, create, import, record
     "RunDir": "core.rundir", "ModelRun": "rnn_models.run",
     "load_model": "rnn_models.loading", "TrainConfig": "rnn_models.train",
