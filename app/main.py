@@ -62,7 +62,7 @@ def create_app(run_dir: str | Path | None = None, *,
         A second run on the same data (e.g. the model after a fix): its states are
         matched to this run's and the inputs whose path changed are listed.
     model : Traceable, optional
-        Your own model (a :class:`stateseer.rnn_models.models.Traceable`) when the run's
+        Your own model (a :class:`stateseer.rnn_models.protocol.Traceable`) when the run's
         ``model.pt`` is not one of the built-in classifiers.
     context : ExplorerContext, optional
         An already loaded run (instead of ``run_dir``; tests, study mode).

@@ -54,7 +54,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from stateseer.rnn_models.models import TraceAdapter
+from stateseer.rnn_models.protocol import TraceAdapter
 
 __all__ = ["PREFIX_TOKENS", "ClassifierAdapter"]
 

@@ -181,6 +181,14 @@ def check_protocol(model: Any, where: str) -> Any:
     """
     from stateseer.rnn_models.protocol import SIGNATURES
 
+    if callable(getattr(model, "forward", None)) and callable(getattr(model, "parameters", None)) \
+            and not callable(getattr(model, "trace", None)):  # the user's network, unwrapped
+        raise FactoryError(
+            f"{where} returned a bare nn.Module ({type(model).__name__}); wrap it so stateseer "
+            "can read every prefix: return ClassifierAdapter(net, vocab=ITOS, "
+            "tokenize=tokenize, classes=[...]) (from stateseer import ClassifierAdapter; "
+            "RecurrentAdapter(net.emb, net.rnn, net.head, ...) is the fast path for an "
+            "Embedding -> RNN -> last-state head)")
     for name in REQUIRED_ATTRS:
         value = getattr(model, name, None)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:

@@ -38,7 +38,7 @@ import torch
 from torch import Tensor
 
 from stateseer.core.errors import CheckpointError
-from stateseer.rnn_models.models import TraceAdapter
+from stateseer.rnn_models.protocol import TraceAdapter
 
 __all__ = ["HFClassifier", "checkpoint_dir", "load_hf", "tokenize_with", "tokenizer_vocab"]
 

@@ -23,36 +23,12 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from stateseer.rnn_models.protocol import Traceable
+from stateseer.rnn_models.protocol import TraceAdapter
 
-__all__ = ["ARCHS", "RNNClassifier", "RecurrentAdapter", "TraceAdapter", "Traceable"]
+__all__ = ["ARCHS", "RNNClassifier", "RecurrentAdapter"]
 
 ARCHS = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}
 STATES = ("h", "c", "hc")
-
-
-class TraceAdapter(nn.Module):
-    """Base class for adapters: subclass it and implement :meth:`trace` and :meth:`initial`.
-
-    That is the required part of the protocol (recording, the explorer, occlusion). Add
-    ``embed`` and ``forward_from_embeddings`` for integrated gradients, and the stepping
-    methods (``initial_state``, ``step``, ``get_state``, ``set_state``, ``state_proba``)
-    for state forcing; see :mod:`stateseer.rnn_models.protocol` and :class:`RecurrentAdapter`.
-    """
-
-    n_classes: int
-    n_layers: int = 1
-
-    def trace(self, ids: Tensor, lengths: Tensor, layer: int = -1) -> tuple[Tensor, Tensor]:
-        raise NotImplementedError
-
-    def initial(self, layer: int = -1) -> tuple[Tensor, Tensor]:
-        raise NotImplementedError
-
-    def forward(self, ids: Tensor, lengths: Tensor) -> Tensor:
-        """Final class probabilities, shape (batch, n_classes)."""
-        _, proba = self.trace(ids, lengths)
-        return proba[torch.arange(len(ids)), (lengths - 1).clamp(min=0)]
 
 
 class RecurrentAdapter(TraceAdapter):
@@ -85,6 +61,11 @@ class RecurrentAdapter(TraceAdapter):
         input then use it.
     classes : list of str, optional
         Class names in the order of the head's outputs; the run uses this order.
+    model : nn.Module, optional
+        The whole network as you run it (``forward(ids)`` or ``forward(ids, lengths)``):
+        ``stateseer create`` then checks, on a sample of inputs, that its answer is the
+        head on the last state (a head that pools over the steps is refused in one line,
+        with the :class:`~stateseer.rnn_models.classifier.ClassifierAdapter` call to write).
 
     Attributes
     ----------
@@ -119,10 +100,14 @@ class RecurrentAdapter(TraceAdapter):
     def __init__(self, embedding: nn.Module, rnn: nn.RNNBase, head: nn.Module,
                  n_classes: int | None = None, *, vocab: Any = None,
                  tokenize: Callable[[str], list[str]] | None = None,
-                 classes: Sequence[str] | None = None):
+                 classes: Sequence[str] | None = None, model: nn.Module | None = None):
         super().__init__()
-        if not getattr(rnn, "batch_first", False) or getattr(rnn, "bidirectional", False):
-            raise ValueError("RecurrentAdapter needs a unidirectional rnn with batch_first=True")
+        if getattr(rnn, "bidirectional", False):
+            raise ValueError("RecurrentAdapter reads a unidirectional rnn; for a "
+                             "bidirectional net use ClassifierAdapter(net, vocab=..., "
+                             "tokenize=..., classes=...), which reads every prefix")
+        if not getattr(rnn, "batch_first", False):
+            raise ValueError("RecurrentAdapter needs an rnn with batch_first=True")
         if n_classes is None:
             if classes is None:
                 raise ValueError("RecurrentAdapter needs n_classes or classes (the class "
@@ -136,6 +121,24 @@ class RecurrentAdapter(TraceAdapter):
         self.vocab = list(vocab) if isinstance(vocab, (list, tuple)) else vocab
         self.tokenize = tokenize
         self.classes = list(classes) if classes is not None else None
+        # the whole network, unregistered (its weights are the parts above): its own
+        # prediction is what `stateseer create` checks the last traced state against
+        self._whole = [model]
+
+    def predict(self, ids: Tensor, lengths: Tensor) -> Tensor:
+        """The whole network's own class scores for each input (``model=`` given), read
+        as :class:`~stateseer.rnn_models.classifier.ClassifierAdapter` reads it; without
+        ``model``, the head on the last state (nothing to compare)."""
+        net = self._whole[0]
+        if net is None:
+            return self.forward(ids, lengths)
+        from stateseer.rnn_models.classifier import ClassifierAdapter
+
+        vocab = list(self.vocab) if self.vocab else ["<pad>"]
+        exact = ClassifierAdapter(  # pad: only a net that takes (ids, lengths) sees it
+            net, vocab=vocab, tokenize=str.split, pad="<pad>" if "<pad>" in vocab else vocab[0],
+            classes=self.classes or [str(k) for k in range(self.n_classes)])
+        return exact.predict(ids, lengths)
 
     def _check_layer(self, layer: int) -> None:
         if layer not in (-1, self.rnn.num_layers - 1):

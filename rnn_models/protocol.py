@@ -43,7 +43,7 @@ Stepping — state forcing (:class:`Steppable`)
 :class:`~stateseer.rnn_models.models.RecurrentAdapter`,
 :class:`~stateseer.rnn_models.minrnn.MinRNNClassifier` and
 :class:`~stateseer.rnn_models.mamba.MambaClassifier`
-implement all three; :class:`~stateseer.rnn_models.models.TraceAdapter` is a base for the required
+implement all three; :class:`TraceAdapter` (below) is a base for the required
 part. :func:`require` is how the features check for a capability.
 """
 
@@ -52,12 +52,12 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from stateseer.core.errors import StateseerError
 
 __all__ = ["EMBEDDINGS", "STEPPING", "Embeddable", "ModelProtocolError", "Steppable",
-           "Traceable", "has", "model_device", "require"]
+           "TraceAdapter", "Traceable", "has", "model_device", "require"]
 
 
 class ModelProtocolError(StateseerError):
@@ -201,3 +201,27 @@ def model_device(model: object) -> torch.device:
     params = getattr(model, "parameters", None)
     first = next(iter(params()), None) if callable(params) else None
     return first.device if first is not None else torch.device("cpu")
+
+
+class TraceAdapter(nn.Module):
+    """Base class for adapters: subclass it and implement :meth:`trace` and :meth:`initial`.
+
+    That is the required part of the protocol (recording, the explorer, occlusion). Add
+    ``embed`` and ``forward_from_embeddings`` for integrated gradients, and the stepping
+    methods (``initial_state``, ``step``, ``get_state``, ``set_state``, ``state_proba``)
+    for state forcing; see :mod:`stateseer.rnn_models.protocol` and :class:`RecurrentAdapter`.
+    """
+
+    n_classes: int
+    n_layers: int = 1
+
+    def trace(self, ids: Tensor, lengths: Tensor, layer: int = -1) -> tuple[Tensor, Tensor]:
+        raise NotImplementedError
+
+    def initial(self, layer: int = -1) -> tuple[Tensor, Tensor]:
+        raise NotImplementedError
+
+    def forward(self, ids: Tensor, lengths: Tensor) -> Tensor:
+        """Final class probabilities, shape (batch, n_classes)."""
+        _, proba = self.trace(ids, lengths)
+        return proba[torch.arange(len(ids)), (lengths - 1).clamp(min=0)]

@@ -163,9 +163,11 @@ def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any =
         another (stateseer would then explain a model that is not yours).
 
     When the model offers ``predict(ids, lengths) -> logits`` (its own classification, as
-    you run it), its answers on up to 256 test inputs are compared with what its head
-    gives the last traced state; a disagreement (a head that pools over all steps, say)
-    is one warning with its rate, and the agreement is kept in ``config.json``.
+    you run it: ``RecurrentAdapter(..., model=net)`` or a ``ClassifierAdapter``), its
+    answers on up to 256 test inputs are compared with the prediction the adapter reads at
+    the last token; a disagreement above 1 % (a head that pools over all steps, say) is
+    refused in one line with its rate, naming ``ClassifierAdapter``; the agreement is kept
+    in ``config.json``.
 
     Returns
     -------
@@ -215,16 +217,11 @@ def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any =
     return run
 
 
-class HeadMismatchWarning(UserWarning):
-    """The model's own predictions are not what its head gives the last traced state."""
-
-
 def own_agreement(obj: Any, tokens: list[str], ds: Any, n: int = 256
                   ) -> dict[str, Any] | None:
     """How often the model's own ``predict(ids, lengths)`` agrees with the prediction its
     head gives the last traced state, on up to ``n`` test (else validation) inputs; None
     when the model has no ``predict``. Warns (one line) below 99 %."""
-    import warnings
 
     import numpy as np
     import torch
@@ -251,12 +248,13 @@ def own_agreement(obj: Any, tokens: list[str], ds: Any, n: int = 256
     own = np.asarray(own.detach().cpu() if hasattr(own, "detach") else own).argmax(1)
     agree = float((own == last).mean())
     if agree < 0.99:
-        warnings.warn(f"your model's own predictions differ from what its head gives the "
-                      f"last traced state on {1 - agree:.0%} of {len(seqs)} {split} inputs: "
-                      "the head probably reads more than that state (e.g. mean-pooling "
-                      "over all steps), so stateseer would explain another classifier; "
-                      "trace what the head reads, or classify from the last state",
-                      HeadMismatchWarning, stacklevel=3)
+        raise FactoryError(
+            f"your model's own predictions differ from what the adapter reads at the last "
+            f"token on {1 - agree:.0%} of {len(seqs)} {split} inputs: the head reads more "
+            "than the last state (mean-pooling, a bidirectional net, an END token ...), so "
+            "stateseer would explain another classifier; wrap the whole network instead: "
+            "ClassifierAdapter(net, vocab=..., tokenize=..., classes=...) reads its own "
+            "prediction of every prefix (stateseer.ClassifierAdapter)")
     return {"split": split, "n_inputs": len(seqs), "agreement": round(agree, 4)}
 
 

@@ -45,7 +45,7 @@ _API: dict[str, str] = {
     # models: built in, or your own through the adapter
     "ARCHITECTURES": "rnn_models.archs", "build_model": "rnn_models.archs",
     "RNNClassifier": "rnn_models.models", "RecurrentAdapter": "rnn_models.models",
-    "TraceAdapter": "rnn_models.models", "Traceable": "rnn_models.protocol",
+    "TraceAdapter": "rnn_models.protocol", "Traceable": "rnn_models.protocol",
     "ClassifierAdapter": "rnn_models.classifier",
     # runs: open, train, create, import, record
     "RunDir": "core.rundir", "ModelRun": "rnn_models.run",

@@ -57,7 +57,7 @@ class ExplorerContext:
              jobs: bool = False) -> ExplorerContext:
         """Load ``run_dir`` (and the run to compare with) into a context.
 
-        ``model`` is your own model (a :class:`stateseer.rnn_models.models.Traceable`) when the
+        ``model`` is your own model (a :class:`stateseer.rnn_models.protocol.Traceable`) when the
         run's ``model.pt`` is not one of the built-in classifiers. ``jobs``: the page may
         start long work (a repair), kept in a temporary folder.
         """

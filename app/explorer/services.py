@@ -40,7 +40,7 @@ class ModelService:
     ----------
     data : RunView
     model : Traceable, optional
-        Your own model (see :class:`stateseer.rnn_models.models.Traceable`); default: the run's
+        Your own model (see :class:`stateseer.rnn_models.protocol.Traceable`); default: the run's
         ``model.pt`` through the project's loader, loaded on first use.
     """
 

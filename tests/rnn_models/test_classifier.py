@@ -5,6 +5,8 @@ modules, a class read after an END token, a softmax output, a padded (ids, lengt
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from torch import nn
@@ -274,3 +276,41 @@ def test_a_pooled_model_created_through_the_command_line_records_its_own_accurac
                 continue
             own = ["rotten", "fresh"][int(net(torch.tensor([ids]))[0].argmax())]
             assert classes[int(test.predictions[i])] == own, i
+
+
+def test_a_factory_returning_a_bare_module_is_shown_the_call_to_write(tmp_path, text_csv,
+                                                                      capsys):
+    from stateseer.app.cli.main import main
+
+    (tmp_path / "bare_user.py").write_text(
+        "from torch import nn\n\n\ndef build():\n    return nn.Sequential(nn.Embedding(9, 4))\n")
+    assert main(["create", str(tmp_path / "run"), "--model",
+                 f"{tmp_path / 'bare_user.py'}:build", "--dataset", f"csv:{text_csv}",
+                 "--text-col", "review", "--label-col", "sentiment"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "bare nn.Module (Sequential)" in err
+    assert "ClassifierAdapter(net, vocab=ITOS" in err
+
+
+def test_a_recurrent_adapter_handed_the_whole_pooled_net_is_refused_at_create(tmp_path,
+                                                                             text_csv,
+                                                                             capsys):
+    """RecurrentAdapter(..., model=net): create compares the net's own answers with the
+    last state's, by default; a pooled head disagrees and the run is not made."""
+    from stateseer.app.cli.main import main
+
+    src = POOLED_MODULE.replace("from stateseer import ClassifierAdapter",
+                                "from stateseer import RecurrentAdapter")
+    src = src.split("def build():")[0] + (
+        "def build():\n    net = Pooled().eval()\n"
+        "    return RecurrentAdapter(net.emb, net.gru, net.head, vocab=ITOS, "
+        "tokenize=tokenize,\n                            classes=['rotten', 'fresh'], "
+        "model=net)\n")
+    (tmp_path / "itos.json").write_text(json.dumps(["<pad>", "<unk>", "the", "a", "film"]))
+    (tmp_path / "rec_user.py").write_text(src)
+    assert main(["create", str(tmp_path / "run"), "--model",
+                 f"{tmp_path / 'rec_user.py'}:build", "--dataset", f"csv:{text_csv}",
+                 "--text-col", "review", "--label-col", "sentiment"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "differ from what the adapter reads at the last token" in err, err
+    assert "ClassifierAdapter(" in err and err.count("\n") == 0

@@ -7,7 +7,8 @@ import pytest
 import torch
 from torch import nn
 
-from stateseer.rnn_models.models import RecurrentAdapter, RNNClassifier, Traceable, TraceAdapter
+from stateseer.rnn_models.models import RecurrentAdapter, RNNClassifier
+from stateseer.rnn_models.protocol import Traceable, TraceAdapter
 from stateseer.rnn_models.record import record_texts
 from stateseer.rnn_models.tokenizers import Vocab
 
