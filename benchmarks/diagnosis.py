@@ -535,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
             for family in filter(None, args.families.split(",")):
                 r, rep = bench_one(ds, family, seed, work, args, clean_acc, run)
                 runs += r
-                repairs += rep
+                repairs += rep or []
     summary = {}
     for method in ("stateseer", "buggy", "ig", "hypergeom"):
         mine = [r for r in runs if r["method"] == method]

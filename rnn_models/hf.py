@@ -22,6 +22,12 @@ block's output at one position is not the state that the next position reads (at
 reads every earlier position, and transformers keeps only the last recurrent state), so
 ``stateseer force`` says so in one line.
 
+A classifier that pools *before* its head (BERT, RoBERTa and DistilBERT read their first
+token) has no prediction at each position; it is read by the prefix definition instead
+(:func:`encoder_adapter`, a :class:`~stateseer.rnn_models.classifier.ClassifierAdapter`):
+the prediction after token t is the model on ``[CLS] x[:t] [SEP]`` with the tokenizer's
+own special tokens, the state the input of its last linear layer.
+
 The vocabulary is the tokenizer's, by id; its unknown token is written ``<unk>`` (a byte
 level tokenizer without one gets ``<unk>`` as an extra, never produced, entry). Class names
 come from ``config.id2label`` unless they are transformers' placeholders ``LABEL_0`` ….
@@ -40,7 +46,8 @@ from torch import Tensor
 from stateseer.core.errors import CheckpointError
 from stateseer.rnn_models.protocol import TraceAdapter
 
-__all__ = ["HFClassifier", "checkpoint_dir", "load_hf", "tokenize_with", "tokenizer_vocab"]
+__all__ = ["HFClassifier", "checkpoint_dir", "encoder_adapter", "load_hf", "tokenize_with",
+           "tokenizer_vocab"]
 
 #: a Hugging Face checkpoint\'s own config (not the run layout\'s)
 HF_CONFIG = "config.json"
@@ -134,11 +141,60 @@ def load_hf(path: str | Path) -> HFClassifier:
                               f"tokenizer ({_first_line(exc)}); save both with "
                               "save_pretrained") from None
     if not isinstance(model, GenericForSequenceClassification):
-        raise CheckpointError(f"{type(model).__name__} pools before its head, so it has no "
-                              "prediction after each token; hf: takes the *ForSequence"
-                              "Classification models built on GenericForSequenceClassification"
-                              " (Jamba, Zamba, Zamba2, Llama, Qwen …)")
+        return encoder_adapter(model, tokenizer)
     return HFClassifier(model, tokenizer)
+
+
+class _Encoder(torch.nn.Module):
+    """A transformers classifier called as ``model(ids, lengths)`` (right padding, an
+    attention mask), returning its logits."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__()
+        self.model = model.eval()
+
+    def forward(self, ids: Tensor, lengths: Tensor) -> Tensor:
+        mask = (torch.arange(ids.shape[1])[None, :] < lengths[:, None]).long()
+        return self.model(input_ids=ids, attention_mask=mask).logits.float()
+
+
+def encoder_adapter(model: Any, tokenizer: Any) -> Any:
+    """A classifier that pools before its head (BERT and RoBERTa read their first token,
+    DistilBERT too, others the mean) read by the prefix definition
+    (:class:`~stateseer.rnn_models.classifier.ClassifierAdapter`): the prediction after
+    token t is the model on ``[CLS] x[:t] [SEP]`` (the tokenizer's own start and end
+    tokens), the state the input of its last linear layer there.
+
+    Raises
+    ------
+    CheckpointError
+        The tokenizer has no padding token (one line).
+    """
+    from stateseer.rnn_models.classifier import ClassifierAdapter
+
+    vocab = tokenizer_vocab(tokenizer)
+    n = int(model.config.num_labels)
+    names = [model.config.id2label.get(k, f"LABEL_{k}") for k in range(n)]
+    by_id = dict(enumerate(vocab))
+
+    def token(tid: Any) -> str | None:
+        return None if tid is None else by_id.get(int(tid))
+
+    start = token(tokenizer.cls_token_id if tokenizer.cls_token_id is not None
+                  else tokenizer.bos_token_id)
+    end = token(tokenizer.sep_token_id if tokenizer.sep_token_id is not None
+                else tokenizer.eos_token_id)
+    pad = token(tokenizer.pad_token_id)
+    if pad is None:
+        raise CheckpointError(f"{type(model).__name__}'s tokenizer has no padding token; "
+                              "set tokenizer.pad_token and save it again")
+    adapter = ClassifierAdapter(_Encoder(model), vocab=vocab,
+                                tokenize=lambda text: tokenize_with(tokenizer, text),
+                                classes=[str(x) for x in names], pad=pad, bos=start, eos=end)
+    adapter.arch = f"hf:{type(model).__name__}"
+    if names == [f"LABEL_{k}" for k in range(n)]:  # transformers' placeholders: the data's
+        adapter.classes = None
+    return adapter
 
 
 class HFClassifier(TraceAdapter):

@@ -146,6 +146,45 @@ def tiny_hf_classifier(path: Path, *, seed: int = 0) -> Path:
     return Path(path)
 
 
+def tiny_hf_encoder(path: Path, *, kind: str = "bert", seed: int = 0) -> Path:
+    """A tiny random encoder classifier that pools its first token (``kind``: ``bert`` or
+    ``distilbert``; ``neg``/``pos``) and a word-level tokenizer with ``[CLS]``/``[SEP]``
+    over the words of :func:`sentiment_csv`, saved with ``save_pretrained`` into
+    ``path``: built offline, for ``stateseer create --model hf:PATH``. Needs
+    ``transformers``."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import (
+        BertConfig,
+        BertForSequenceClassification,
+        DistilBertConfig,
+        DistilBertForSequenceClassification,
+        PreTrainedTokenizerFast,
+    )
+
+    words = ["<pad>", "<unk>", "[CLS]", "[SEP]", *NEUTRAL, *POSITIVE, *NEGATIVE, "frankly"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>",
+                                   cls_token="[CLS]", sep_token="[SEP]")
+    labels = {"id2label": {0: "neg", 1: "pos"}, "label2id": {"neg": 0, "pos": 1}}
+    torch.manual_seed(seed)
+    if kind == "bert":
+        model = BertForSequenceClassification(BertConfig(
+            vocab_size=len(words), hidden_size=32, num_hidden_layers=2,
+            num_attention_heads=2, intermediate_size=64, max_position_embeddings=128,
+            pad_token_id=0, num_labels=2, **labels))
+    elif kind == "distilbert":
+        model = DistilBertForSequenceClassification(DistilBertConfig(
+            vocab_size=len(words), dim=32, n_layers=2, n_heads=2, hidden_dim=64,
+            max_position_embeddings=128, pad_token_id=0, num_labels=2, **labels))
+    else:
+        raise ValueError(f"kind={kind!r}: bert or distilbert")
+    model.eval().save_pretrained(path)
+    fast.save_pretrained(path)
+    return Path(path)
+
+
 def tiny_hf_mamba(path: Path, *, seed: int = 0, layers: int = 2) -> Path:
     """A tiny random Mamba language model (``MambaForCausalLM``: d_model 16, 32 channels,
     d_state 4) and a word-level tokenizer over the words of :func:`sentiment_csv` (one

@@ -77,9 +77,11 @@ def test_abstraction_attribution_and_the_explorer_run_forcing_says_why_not(hf_ru
     assert "state forcing is not possible for this model" in one_line(e.value)
 
 
-def test_what_is_not_a_per_position_classifier_is_refused_in_one_line(tmp_path):
-    from transformers import BertConfig, BertForSequenceClassification
+def test_what_cannot_be_read_is_refused_in_one_line_and_a_pooling_bert_is_read(tmp_path):
+    from tokenizers import Tokenizer, models
+    from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
 
+    from stateseer.rnn_models.classifier import ClassifierAdapter
     from stateseer.rnn_models.hf import load_hf
 
     with pytest.raises(CheckpointError, match="no Hugging Face checkpoint") as e:
@@ -91,6 +93,48 @@ def test_what_is_not_a_per_position_classifier_is_refused_in_one_line(tmp_path):
     BertForSequenceClassification(bert).save_pretrained(tmp_path / "bert")
     for f in ("tokenizer.json", "tokenizer_config.json"):
         (tmp_path / "bert" / f).write_bytes((ckpt / f).read_bytes())
-    with pytest.raises(CheckpointError, match="pools before its head") as e:
-        load_hf(tmp_path / "bert")
+    # a BERT pools its first token before its head: read by the prefix definition (#50)
+    assert isinstance(load_hf(tmp_path / "bert"), ClassifierAdapter)
+    BertForSequenceClassification(bert).save_pretrained(tmp_path / "nopad")
+    PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(
+        {"<unk>": 0, "a": 1}, unk_token="<unk>")), unk_token="<unk>").save_pretrained(
+        tmp_path / "nopad")
+    with pytest.raises(CheckpointError, match="no padding token") as e:
+        load_hf(tmp_path / "nopad")
     one_line(e.value)
+
+
+@pytest.mark.parametrize("kind", ["bert", "distilbert"])
+def test_an_encoder_that_pools_its_first_token_is_read_by_the_prefix_definition(
+        tmp_path, kind):
+    """#50: BERT and DistilBERT pool their [CLS] token before the head, so no position has
+    a prediction of its own; hf: reads them as ClassifierAdapter does: the prediction
+    after token t is the model on [CLS] x[:t] [SEP], the last one its own prediction."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from stateseer import record_run
+    from stateseer.rnn_models.classifier import ClassifierAdapter
+    from stateseer.rnn_models.run import create_model_run
+    from stateseer.testing import tiny_hf_encoder
+
+    ckpt = tiny_hf_encoder(tmp_path / "ckpt", kind=kind)
+    data = sentiment_csv(tmp_path / "data.csv", sizes=(60, 20, 30))
+    run = create_model_run(tmp_path / "run", f"csv:{data}", f"hf:{ckpt}")
+    assert isinstance(run.load_model(), ClassifierAdapter)
+    assert run.config["model"]["own_agreement"]["agreement"] == 1.0
+    traces = record_run(run)
+    test = traces["test"]
+    model = AutoModelForSequenceClassification.from_pretrained(ckpt).eval()
+    tok = AutoTokenizer.from_pretrained(ckpt)
+    cls, sep = tok.cls_token_id, tok.sep_token_id
+    for i in range(5):
+        words = tok.tokenize(test.texts[i])
+        ids = tok.convert_tokens_to_ids(words)
+        steps = test.steps(i)
+        proba = np.asarray(test.proba[steps])
+        for t in (1, len(ids) // 2, len(ids)):
+            with torch.no_grad():
+                own = torch.softmax(model(input_ids=torch.tensor([[cls, *ids[:t], sep]])).logits,
+                                    -1)[0].numpy()
+            assert np.allclose(proba[t - 1], own, atol=1e-4), (kind, i, t)
+    assert list(traces.classes) == ["neg", "pos"]
