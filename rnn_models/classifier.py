@@ -142,6 +142,18 @@ class ClassifierAdapter(TraceAdapter):
             raise ValueError("the model's forward takes (ids, lengths), so ClassifierAdapter "
                              "right-pads its input: give pad='<pad>' (a token of vocab)")
         self._state_box = [_state_module(model, state)]
+        self._emb_box = [_embedding(model)]
+        #: why the protocol's optional methods cannot exist here (``require`` says it)
+        self.cannot = dict.fromkeys(
+            ("initial_state", "step", "get_state", "set_state", "state_proba"),
+            "ClassifierAdapter reads whole prefixes, so there is no state to replace "
+            "between steps (state forcing needs the model's own step function)")
+        if self._emb_box[0] is None:  # no embedding layer: no integrated gradients
+            self.embed = self.forward_from_embeddings = None  # type: ignore[assignment]
+            self.cannot.update(dict.fromkeys(
+                ("embed", "forward_from_embeddings"),
+                "the model has no nn.Embedding layer to attribute through (occlusion "
+                "needs none)"))
 
     @property
     def _state(self) -> nn.Module | None:
@@ -197,6 +209,38 @@ class ClassifierAdapter(TraceAdapter):
         ids, lengths = torch.as_tensor(ids), torch.as_tensor(lengths).to(torch.int64)
         which = torch.arange(len(ids))
         return self._prefixes(ids, which, lengths.clamp(min=0))[1]
+
+    # -- embeddings: integrated gradients through the model's first nn.Embedding ------------
+    def embed(self, ids: Tensor) -> Tensor:
+        """The model's token embeddings of ``ids``, (batch, time, features)."""
+        return self._emb_box[0](ids)
+
+    def forward_from_embeddings(self, emb: Tensor, lengths: Tensor | None = None) -> Tensor:
+        """Class logits (batch, n_classes) of the model on the whole inputs whose token
+        embeddings are ``emb`` (bos/eos embedded as the model embeds them): the embedding
+        layer's output is replaced by ``emb`` on that call (a forward hook)."""
+        B, T = emb.shape[:2]
+        if lengths is not None and bool((torch.as_tensor(lengths) != T).any()) \
+                and not self.takes_lengths:
+            raise ValueError("forward_from_embeddings takes inputs of one length for a model "
+                             "called as model(ids); give them one at a time")
+        lengths = torch.full((B,), T, dtype=torch.int64) if lengths is None \
+            else torch.as_tensor(lengths).to(torch.int64)
+        block, full = self._block(torch.zeros(B, T, dtype=torch.int64),
+                                  torch.arange(B), lengths)
+        off = int(self.bos_id is not None)
+
+        def swap(_m: nn.Module, _args: Any, out: Tensor) -> Tensor:
+            out = out.clone()
+            out[:, off:off + T] = emb.to(out.dtype)
+            return out
+
+        hook = self._emb_box[0].register_forward_hook(swap)
+        try:
+            scores = _scores(self._call(block, full) if self.takes_lengths else self._call(block))
+        finally:
+            hook.remove()
+        return scores if self.outputs == "logits" else torch.log(scores.clamp(min=1e-12))
 
     # -- the work ------------------------------------------------------------------------
     def state_size(self) -> int:
@@ -310,6 +354,13 @@ def _takes_lengths(model: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return len(params) >= 2
+
+
+def _embedding(model: Any) -> nn.Module | None:
+    """The model's token embedding: its first ``nn.Embedding`` (None without one)."""
+    if not isinstance(model, nn.Module):
+        return None
+    return next((m for m in model.modules() if isinstance(m, nn.Embedding)), None)
 
 
 def _state_module(model: Any, state: nn.Module | str | None) -> nn.Module | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -314,3 +315,24 @@ def test_a_recurrent_adapter_handed_the_whole_pooled_net_is_refused_at_create(tm
     err = capsys.readouterr().err.strip()
     assert "differ from what the adapter reads at the last token" in err, err
     assert "ClassifierAdapter(" in err and err.count("\n") == 0
+
+
+def test_integrated_gradients_run_through_the_models_embedding_and_forcing_says_why_not():
+    """#50 item 5: attribution wherever an embedding is found; the embeddings of an input
+    give back the model's own logits; state forcing is refused with its reason."""
+    from stateseer.rnn_models.attribution import attribute
+    from stateseer.rnn_models.protocol import STEPPING, ModelProtocolError, require
+
+    torch.manual_seed(4)
+    net = LastState().eval()
+    adapter = ClassifierAdapter(net, vocab=VOCAB, tokenize=str.split, classes=CLASSES,
+                                bos="<s>", eos="</s>")
+    ids = torch.tensor([5, 9, 12, 7])
+    with torch.no_grad():
+        logits = adapter.forward_from_embeddings(adapter.embed(ids[None]))[0]
+        own = net(torch.tensor([[2, *ids.tolist(), 3]]))[0]
+    assert torch.allclose(logits, own, atol=1e-5)
+    att = attribute(adapter, ids.numpy(), [VOCAB[i] for i in ids.tolist()], method="ig")
+    assert len(att.scores) == len(ids) and np.isfinite(att.scores).all()
+    with pytest.raises(ModelProtocolError, match="reads whole prefixes"):
+        require(adapter, STEPPING, "state forcing")
