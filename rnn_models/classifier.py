@@ -95,6 +95,12 @@ class ClassifierAdapter(TraceAdapter):
         one, the class scores themselves.
     outputs : {'logits', 'proba'}
         What the model returns: logits (a softmax is applied) or probabilities already.
+    prefix_stride : int
+        Read every ``prefix_stride``-th prefix and the last one (long texts: the cost falls
+        by about that factor). A step between two read prefixes carries the state and the
+        prediction of the last one read before it (the initial ones before the first), so
+        the last step is still the model's own prediction; the run records the stride
+        (``stateseer create --prefix-stride K``). Default 1: every prefix, exact.
 
     Attributes
     ----------
@@ -110,7 +116,7 @@ class ClassifierAdapter(TraceAdapter):
     def __init__(self, model: Any, *, vocab: Sequence[str], tokenize: Callable[[str], list[str]],
                  classes: Sequence[str], pad: str | None = None, bos: str | None = None,
                  eos: str | None = None, state: nn.Module | str | None = None,
-                 outputs: str = "logits") -> None:
+                 outputs: str = "logits", prefix_stride: int = 1) -> None:
         super().__init__()
         if outputs not in ("logits", "proba"):
             raise ValueError(f"outputs={outputs!r}: give 'logits' or 'proba' (a model whose "
@@ -121,6 +127,11 @@ class ClassifierAdapter(TraceAdapter):
         self.vocab, self.tokenize = list(vocab), tokenize
         self.classes, self.n_classes = list(classes), len(classes)
         self.outputs = outputs
+        if isinstance(prefix_stride, bool) or not isinstance(prefix_stride, int) \
+                or prefix_stride < 1:
+            raise ValueError(f"prefix_stride={prefix_stride!r}: give a whole number >= 1 (1: "
+                             "every prefix)")
+        self.prefix_stride = prefix_stride
         index = {w: i for i, w in enumerate(self.vocab)}
 
         def token(name: str, value: str | None) -> int | None:
@@ -174,7 +185,18 @@ class ClassifierAdapter(TraceAdapter):
         which = torch.repeat_interleave(torch.arange(B), n)  # (P,): the input of a prefix
         start = torch.repeat_interleave(torch.cumsum(n, 0) - n, n)
         upto = torch.arange(int(n.sum())) - start + 1  # (P,): the prefix's length
-        states, proba = self._prefixes(ids, which, upto)
+        k = self.prefix_stride
+        read = (upto % k == 0) | (upto == n[which]) if k > 1 else torch.ones_like(upto, dtype=bool)
+        states, proba = self._prefixes(ids, which[read], upto[read])
+        if k > 1:  # each step takes the last prefix read at or before it (causal)
+            h0, p0 = self.initial()
+            src = torch.where(read, torch.arange(len(upto)), torch.full_like(upto, -1))
+            src = torch.cummax(src, 0).values  # the last read prefix so far ...
+            first = src < start  # ... unless it belongs to an earlier input: the initial
+            slot = torch.cumsum(read.long(), 0) - 1  # its row among the read ones
+            rows = slot[src.clamp(min=0)]
+            states = torch.where(first[:, None], h0.to(states.dtype)[None], states[rows])
+            proba = torch.where(first[:, None], p0.to(proba.dtype)[None], proba[rows])
         hidden = torch.zeros(B, T, states.shape[-1], dtype=states.dtype)
         probs = torch.zeros(B, T, self.n_classes, dtype=proba.dtype)
         hidden[which, upto - 1] = states

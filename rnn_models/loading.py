@@ -151,6 +151,8 @@ def load_model(run: RunDir | str | Path, *, device: str | torch.device = "cpu") 
         spec.update({k: located_path(spec[k], run.path) for k in MODEL_PATHS
                      if isinstance(spec.get(k), str)})
         model = load_factory(spec)
+        if spec.get("prefix_stride"):  # `create --prefix-stride K`: what the run recorded
+            model.prefix_stride = int(spec["prefix_stride"])
         return model.to(device) if callable(getattr(model, "to", None)) else model
     if kind == "custom":
         m = run.config["model"]

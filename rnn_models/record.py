@@ -487,6 +487,8 @@ def record_in_process(
         "dataset": run.config["data"]["name"], "layer": layer,
         "state": getattr(model, "state", "h"), "dtype": dtype,
         "state_size": int(h0.shape[0]), "n_classes": len(ds.classes), "unk_id": vocab.unk_id,
+        # a model read prefix by prefix: every K-th prefix (and the last) was read
+        "prefix_stride": getattr(model, "prefix_stride", None),
         "model_sha256": run.model_sha256() if run.model_path.exists() else None,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "stateseer": __version__,

@@ -134,7 +134,8 @@ def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any =
                      tokenizer: str | None = None, seed: int = 0,
                      max_tokens: int | None = 2000, force: bool = False,
                      base_dir: str | Path | None = None,
-                     expect_accuracy: float | None = None) -> ModelRun:
+                     expect_accuracy: float | None = None,
+                     prefix_stride: int | None = None) -> ModelRun:
     """Create a run directory for your own model (``stateseer create``'s Python API).
 
     Parameters
@@ -161,6 +162,10 @@ def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any =
     expect_accuracy : float, optional
         The test accuracy you measured on your model; ``record`` warns when it records
         another (stateseer would then explain a model that is not yours).
+    prefix_stride : int, optional
+        For a model read prefix by prefix (a
+        :class:`~stateseer.rnn_models.classifier.ClassifierAdapter`): read every K-th
+        prefix and the last (kept in ``config.json``; every command reads it so).
 
     When the model offers ``predict(ids, lengths) -> logits`` (its own classification, as
     you run it: ``RecurrentAdapter(..., model=net)`` or a ``ClassifierAdapter``), its
@@ -177,6 +182,14 @@ def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any =
     run.require_new(force)
     base = Path(base_dir or os.getcwd()).resolve()
     obj, section = obtain_model(model, base)
+    if prefix_stride is not None:
+        if not hasattr(obj, "prefix_stride"):
+            raise FactoryError(f"--prefix-stride {prefix_stride} applies to a model read "
+                               f"prefix by prefix (ClassifierAdapter); {type(obj).__name__} "
+                               "reads every step in one pass already")
+        if isinstance(prefix_stride, bool) or int(prefix_stride) < 1:
+            raise FactoryError(f"--prefix-stride {prefix_stride}: give a whole number >= 1")
+        obj.prefix_stride = section["prefix_stride"] = int(prefix_stride)
     tok_fn = model_tokenizer(obj)
     use_model_tok = tokenizer in (None, "model") and tok_fn is not None
     if tokenizer == "model" and tok_fn is None:

@@ -68,7 +68,8 @@ def _cmd_create(args: argparse.Namespace) -> int:
                            text_col=args.text_col, label_col=args.label_col,
                            tokenizer=args.tokenizer, seed=args.seed,
                            max_tokens=args.max_tokens, force=args.force,
-                           expect_accuracy=args.expect_accuracy)
+                           expect_accuracy=args.expect_accuracy,
+                           prefix_stride=args.prefix_stride)
     if args.colors:
         _set_colors(run.path, args.colors)
     cfg = run.config
@@ -219,6 +220,10 @@ def _add_create(sub: Any) -> None:
                        "model in the protocol of stateseer.rnn_models.protocol")
     c.add_argument("run", help="run directory to create, e.g. runs/mine")
     _add_colors(c)
+    c.add_argument("--prefix-stride", type=_positive_int, default=None, metavar="K",
+                   help="a model read prefix by prefix (ClassifierAdapter): read every K-th "
+                   "prefix and the last (long texts; a step between carries the last read "
+                   "one); the run keeps it (default: every prefix, exact)")
     c.add_argument("--model", required=True, metavar="MODULE:FACTORY",
                    help="an importable module (current directory first) or a .py path, and "
                    "the function called with no arguments that returns the model; or "

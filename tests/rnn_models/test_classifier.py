@@ -336,3 +336,61 @@ def test_integrated_gradients_run_through_the_models_embedding_and_forcing_says_
     assert len(att.scores) == len(ids) and np.isfinite(att.scores).all()
     with pytest.raises(ModelProtocolError, match="reads whole prefixes"):
         require(adapter, STEPPING, "state forcing")
+
+
+def test_a_prefix_stride_reads_every_kth_prefix_and_the_last_and_carries_between():
+    torch.manual_seed(5)
+    net = MeanPooled().eval()
+    every = ClassifierAdapter(net, vocab=VOCAB, tokenize=str.split, classes=CLASSES)
+    third = ClassifierAdapter(net, vocab=VOCAB, tokenize=str.split, classes=CLASSES,
+                              prefix_stride=3)
+    ids, lengths = _inputs(5)
+    with torch.no_grad():
+        h1, p1 = every.trace(ids, lengths)
+        h3, p3 = third.trace(ids, lengths)
+        _, p0 = third.initial()
+    for b, n in enumerate(lengths.tolist()):
+        for t in range(1, n + 1):
+            read = t % 3 == 0 or t == n
+            want = p1[b, t - 1] if read else (p1[b, 3 * (t // 3) - 1] if t >= 3 else p0)
+            assert torch.allclose(p3[b, t - 1], want, atol=1e-6), (b, t)
+        assert torch.allclose(p3[b, n - 1], p1[b, n - 1])  # the model's own, always
+        assert torch.allclose(h3[b, n - 1], h1[b, n - 1], atol=1e-6)
+    with pytest.raises(ValueError, match="prefix_stride=0"):
+        ClassifierAdapter(net, vocab=VOCAB, tokenize=str.split, classes=CLASSES,
+                          prefix_stride=0)
+
+
+def test_create_keeps_a_prefix_stride_and_record_says_what_it_read(tmp_path, text_csv,
+                                                                   capsys):
+    import csv
+    import re
+    from collections import Counter
+
+    from stateseer.app.cli.main import main
+    from stateseer.core.traces import Traces
+
+    token = re.compile(r"[\w/']+|[^\w\s]")
+    with text_csv.open(encoding="utf-8") as fh:
+        counts = Counter(t for r in csv.DictReader(fh) for t in token.findall(r["review"].lower()))
+    (tmp_path / "itos.json").write_text(json.dumps(
+        ["<pad>", "<unk>", *sorted(t for t, c in counts.items() if c >= 2)]))
+    (tmp_path / "strided_user.py").write_text(POOLED_MODULE)
+    common = ["--model", f"{tmp_path / 'strided_user.py'}:build", "--dataset",
+              f"csv:{text_csv}", "--text-col", "review", "--label-col", "sentiment"]
+    assert main(["create", str(tmp_path / "run"), "--prefix-stride", "4", *common]) == 0
+    cfg = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert cfg["model"]["prefix_stride"] == 4
+    assert main(["record", str(tmp_path / "run"), "--splits", "test"]) == 0
+    assert Traces(tmp_path / "run" / "traces").meta["prefix_stride"] == 4
+    # a model read in one pass has no prefixes to skip: one line
+    (tmp_path / "fast_user.py").write_text(
+        "from stateseer import RecurrentAdapter\nfrom torch import nn\n\n\ndef build():\n"
+        "    return RecurrentAdapter(nn.Embedding(9, 4), nn.GRU(4, 4, batch_first=True), "
+        "nn.Linear(4, 2), vocab=['<pad>', '<unk>'] + list('abcdefg'), tokenize=str.split, "
+        "classes=['fresh', 'rotten'])\n")
+    capsys.readouterr()
+    assert main(["create", str(tmp_path / "fast"), "--prefix-stride", "4", "--model",
+                 f"{tmp_path / 'fast_user.py'}:build", *common[2:]]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "reads every step in one pass already" in err and err.count("\n") == 0
