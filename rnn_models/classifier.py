@@ -48,6 +48,7 @@ True
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -252,7 +253,11 @@ class ClassifierAdapter(TraceAdapter):
                                   torch.arange(B), lengths)
         off = int(self.bos_id is not None)
 
-        def swap(_m: nn.Module, _args: Any, out: Tensor) -> Tensor:
+        me = threading.get_ident()
+
+        def swap(_m: nn.Module, _args: Any, out: Tensor) -> Tensor | None:
+            if threading.get_ident() != me:  # another thread's call: left alone
+                return None
             out = out.clone()
             out[:, off:off + T] = emb.to(out.dtype)
             return out
@@ -325,9 +330,11 @@ class ClassifierAdapter(TraceAdapter):
         """One call of the model: the head's input (the state) and the probabilities."""
         seen: list[Tensor] = []
         hook = None
-        if self._state is not None:
+        me = threading.get_ident()  # recorders read batches in several threads at once:
+        if self._state is not None:  # a hook hears only the calls of its own thread
             hook = self._state.register_forward_hook(
-                lambda _m, args, _out: seen.append(args[0]))
+                lambda _m, args, _out: seen.append(args[0])
+                if threading.get_ident() == me else None)
         try:
             if self.takes_lengths:
                 scores = self._call(block, lengths)

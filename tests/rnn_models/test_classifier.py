@@ -394,3 +394,26 @@ def test_create_keeps_a_prefix_stride_and_record_says_what_it_read(tmp_path, tex
                  f"{tmp_path / 'fast_user.py'}:build", *common[2:]]) == 2
     err = capsys.readouterr().err.strip()
     assert "reads every step in one pass already" in err and err.count("\n") == 0
+
+
+def test_batches_read_in_parallel_threads_each_hear_only_their_own_calls():
+    """The recorder traces batches in several threads on one model: a state hook must
+    not catch another thread's call (a user's run failed with a shape error)."""
+    from stateseer.rnn_models.record import record_traces
+
+    torch.manual_seed(6)
+    net = MeanPooled().eval()
+    adapter = ClassifierAdapter(net, vocab=VOCAB, tokenize=str.split, classes=CLASSES)
+    g = np.random.default_rng(6)
+    seqs = [g.integers(4, 30, g.integers(1, 12)).astype(np.int64) for _ in range(300)]
+    n = sum(map(len, seqs))
+    h, p = np.zeros((n, 12), np.float32), np.zeros((n, 3), np.float32)
+    final = np.zeros((len(seqs), 3), np.float32)
+    torch.set_num_threads(max(2, torch.get_num_threads()))
+    with torch.no_grad():
+        record_traces(adapter, seqs, h, p, final, batch_size=8, parallel=True)
+        at = 0
+        for s in seqs[:40]:
+            own = torch.softmax(net(torch.from_numpy(s)[None])[0], -1).numpy()
+            assert np.allclose(p[at + len(s) - 1], own, atol=1e-5)
+            at += len(s)
