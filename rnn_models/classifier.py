@@ -113,6 +113,8 @@ class ClassifierAdapter(TraceAdapter):
     """
 
     n_layers = 1
+    #: a final prediction needs only the whole input (``predict_ids`` asks ``predict``)
+    reads_prefixes = True
 
     def __init__(self, model: Any, *, vocab: Sequence[str], tokenize: Callable[[str], list[str]],
                  classes: Sequence[str], pad: str | None = None, bos: str | None = None,

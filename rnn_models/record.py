@@ -598,7 +598,23 @@ def predict_ids(model: Traceable, seqs: Sequence[np.ndarray], *, layer: int = -1
     Returns
     -------
     ndarray of shape (n_inputs, n_classes)
+
+    A model that reads prefixes (``reads_prefixes``, a
+    :class:`~stateseer.rnn_models.classifier.ClassifierAdapter`) is asked for the whole
+    inputs only (its ``predict``): the last prefix is all a final prediction needs.
     """
+    if getattr(model, "reads_prefixes", False):
+        out = np.zeros((len(seqs), model.n_classes), np.float32)
+        lengths = np.fromiter(map(len, seqs), np.int64, len(seqs))
+        full = np.flatnonzero(lengths > 0)
+        with torch.no_grad():
+            if len(full) < len(seqs):
+                out[lengths == 0] = model.initial(layer)[1].float().numpy()
+            for b in length_batches(lengths[full], 256):
+                ids, lens = pad_batch(seqs, full[b])
+                out[full[b]] = model.predict(torch.from_numpy(ids),
+                                             torch.from_numpy(lens)).float().numpy()
+        return out
     return _traced(model, seqs, layer)[2]
 
 

@@ -417,3 +417,18 @@ def test_batches_read_in_parallel_threads_each_hear_only_their_own_calls():
             own = torch.softmax(net(torch.from_numpy(s)[None])[0], -1).numpy()
             assert np.allclose(p[at + len(s) - 1], own, atol=1e-5)
             at += len(s)
+
+
+def test_final_predictions_of_a_prefix_reader_need_only_the_whole_inputs():
+    from stateseer.rnn_models.record import predict_ids
+
+    torch.manual_seed(7)
+    net = MeanPooled().eval()
+    adapter = ClassifierAdapter(net, vocab=VOCAB, tokenize=str.split, classes=CLASSES)
+    seqs = [np.array([5, 6, 7]), np.array([], np.int64), np.array([9]), np.array([4, 4])]
+    got = predict_ids(adapter, seqs)
+    with torch.no_grad():
+        for s, row in zip(seqs, got, strict=True):
+            want = (adapter.initial()[1] if not len(s) else
+                    torch.softmax(net(torch.from_numpy(s)[None])[0], -1)).numpy()
+            assert np.allclose(row, want, atol=1e-5)
