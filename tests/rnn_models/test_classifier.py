@@ -205,7 +205,7 @@ from torch import nn
 from stateseer import ClassifierAdapter
 
 ITOS = json.loads((Path(__file__).parent / "itos.json").read_text())
-TOKEN = re.compile(r"[\\\\w/']+|[^\\\\w\\\\s]")
+TOKEN = re.compile(r"[\\w/']+|[^\\w\\s]")
 
 
 def tokenize(text):
