@@ -14,8 +14,9 @@ from stateseer.core.defaults import N_STATES
 __all__ = ["DEMO_MAX_SECONDS", "prepare_run"]
 
 #: the demo's training budget: on an idle 2-core machine the default LSTM trains in about
-#: a minute and a half; on a busy one the demo still opens within minutes (the best model
-#: the budget allowed, said so) instead of waiting out every epoch
+#: half a minute (34 s measured; 146 s beside the test suite); on a busier one the demo
+#: still opens within minutes (the best model the budget allowed, said so) instead of
+#: waiting out every epoch
 DEMO_MAX_SECONDS = 240.0
 
 
@@ -35,8 +36,8 @@ def _train_or_reuse(run, dataset: str, arch: str, log: Callable[[str], None],
     article = "a" if arch == "gru" else "an"  # "an LSTM", "an RNN"
     cap = "" if max_seconds is None else \
         f"; at most {max_seconds:.0f} s, then the best model so far (--max-seconds)"
-    log(f"training {article} {arch.upper()} on {dataset} into {run.path} (about a minute and "
-        f"a half on an idle 2-core machine{cap})")
+    log(f"training {article} {arch.upper()} on {dataset} into {run.path} (about half a "
+        f"minute on an idle 2-core machine{cap})")
     train_run(TrainConfig(dataset=dataset, arch=arch, max_seconds=max_seconds), run.path,
               force=True)
     m = run.metrics()

@@ -523,7 +523,9 @@ def _repair_into(new: Any, src: Any, ds: Any, edited: Any, edits: dict, f: dict,
     cfg = _train_config(src, data, edits.get("settings"))
     atomic_write_text(new.path / layout.REPAIR_EDITS, json.dumps(
         {"source_run": str(src.path), "finding": f, "action": action, **edits}, indent=1))
-    say(f"training {new.path} on the edited data ({action} on finding {finding})")
+    final = new.path.with_name(new.path.name.removesuffix(layout.WORK_SUFFIX))
+    say(f"training {final} on the edited data ({action} on finding {finding}; built in "
+        f"{new.path.name} until whole)")
     steps = (["recording", "abstracting", "diagnosing", "comparing"] + ["control"] * control
              + ["seeds"] * (seeds > 1))
     stage = report or (lambda _stage, _done, _total: None)
