@@ -748,16 +748,8 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
     checked, checks_of = _check(checked, tails, model, tr, train, train_sets, layer)
     if log:
         log(f"{len(cands)} candidates tested, {len(checked)} checked with the model")
-    findings = [_finding(c, checks_of.get(id(c)), traces.classes, tr, train, train_sets,
-                         train_inputs)
-                for c in checked + [c for c in cands if id(c) not in checks_of][
-                    :max(0, top - len(checked))]]
-    if train is not None:
-        _test_kinds(findings, train_inputs, np.asarray(train.labels), traces.classes,
-                    np.asarray(tr.labels), data[0])
-    findings = _ranked(_one_per_token(findings))[:top]
-    for k, f in enumerate(findings, 1):
-        f["rank"] = k
+    findings = _ranked_findings(checked, checks_of, cands, top, traces.classes, tr, train,
+                                train_sets, train_inputs, data[0])
     doc = {"format": FORMAT, "version": VERSION, "split": split,
            "n_inputs": int(tr.n_inputs),
            "n_misclassified": int(data[1].sum()), "n_candidates": len(cands),
@@ -769,6 +761,27 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out, json.dumps(doc, indent=1, ensure_ascii=False))
     return doc
+
+
+def _ranked_findings(checked: list[Candidate], checks_of: dict[int, Any],
+                     cands: list[Candidate], top: int, classes: Sequence[str], tr: Any,
+                     train: Any, train_sets: Sequence[set[str]],
+                     train_inputs: Sequence[list[str]], inputs: Sequence[list[str]]
+                     ) -> list[dict[str, Any]]:
+    """The findings to report, best first and numbered: the checked candidates (then the
+    unchecked ones, up to ``top``), their kinds tested (:func:`_test_kinds`), one per
+    culprit (:func:`_one_per_token`), ranked (:func:`_ranked`)."""
+    findings = [_finding(c, checks_of.get(id(c)), classes, tr, train, train_sets,
+                         train_inputs)
+                for c in checked + [c for c in cands if id(c) not in checks_of][
+                    :max(0, top - len(checked))]]
+    if train is not None:
+        _test_kinds(findings, train_inputs, np.asarray(train.labels), classes,
+                    np.asarray(tr.labels), inputs)
+    findings = _ranked(_one_per_token(findings))[:top]
+    for k, f in enumerate(findings, 1):
+        f["rank"] = k
+    return findings
 
 
 def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str], tr: Any,
