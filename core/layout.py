@@ -36,8 +36,7 @@ from pathlib import Path
 __all__ = ["ABSTRACTION", "ABSTRACTOR", "CENTROIDS", "CONFIG", "CONTEXTS_JSON",
            "CONTEXTS_NPZ", "CONTROL", "DFA", "DIAGNOSIS", "FINDINGS", "FSM", "INDEX", "META",
            "METRICS", "MODEL", "PATTERNS", "REPAIR", "REPAIR_EDITS", "SWEEP", "SWEEP_HTML",
-           "SWEEP_JSON", "SWEEP_PNG", "TRACES", "VOCAB", "WORK_SUFFIX", "RunLayout",
-           "layout_names"]
+           "SWEEP_JSON", "SWEEP_PNG", "TRACES", "VOCAB", "WORK_SUFFIX", "RunLayout"]
 
 # the run's own files
 CONFIG = "config.json"
@@ -73,12 +72,6 @@ SWEEP_HTML = "sweep.html"
 # a repaired run's own files
 REPAIR = "repair.json"
 REPAIR_EDITS = "repair_edits.json"
-
-
-def layout_names() -> frozenset[str]:
-    """Every name of the layout (what no other module may join onto a path by hand)."""
-    return frozenset(v for k, v in globals().items()
-                     if k.isupper() and isinstance(v, str) and k != "WORK_SUFFIX")
 
 
 @dataclass(frozen=True)

@@ -234,6 +234,8 @@ class RunDir:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        #: every path of the run (:class:`~stateseer.core.layout.RunLayout`)
+        self.layout = layout.RunLayout(self.path)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.path)!r})"
@@ -267,27 +269,27 @@ class RunDir:
     # paths ------------------------------------------------------------------------------
     @property
     def config_path(self) -> Path:
-        return self.path / layout.CONFIG
+        return self.layout.config
 
     @property
     def model_path(self) -> Path:
-        return self.path / layout.MODEL
+        return self.layout.model
 
     @property
     def vocab_path(self) -> Path:
-        return self.path / layout.VOCAB
+        return self.layout.vocab
 
     @property
     def metrics_path(self) -> Path:
-        return self.path / layout.METRICS
+        return self.layout.metrics
 
     @property
     def traces_dir(self) -> Path:
-        return self.path / layout.TRACES
+        return self.layout.traces
 
     @property
     def abstraction_dir(self) -> Path:
-        return self.path / layout.ABSTRACTION
+        return self.layout.abstraction
 
     # content ----------------------------------------------------------------------------
     def exists(self) -> bool:

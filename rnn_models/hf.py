@@ -145,6 +145,12 @@ def load_hf(path: str | Path) -> HFClassifier:
     return HFClassifier(model, tokenizer)
 
 
+def _mask(ids: Tensor, lengths: Tensor) -> Tensor:
+    """The attention mask of right-padded ``ids`` (1 up to each length)."""
+    return (torch.arange(ids.shape[1], device=ids.device)[None, :]
+            < lengths.to(ids.device)[:, None]).long()
+
+
 class _Encoder(torch.nn.Module):
     """A transformers classifier called as ``model(ids, lengths)`` (right padding, an
     attention mask), returning its logits."""
@@ -154,8 +160,7 @@ class _Encoder(torch.nn.Module):
         self.model = model.eval()
 
     def forward(self, ids: Tensor, lengths: Tensor) -> Tensor:
-        mask = (torch.arange(ids.shape[1])[None, :] < lengths[:, None]).long()
-        return self.model(input_ids=ids, attention_mask=mask).logits.float()
+        return self.model(input_ids=ids, attention_mask=_mask(ids, lengths)).logits.float()
 
 
 def encoder_adapter(model: Any, tokenizer: Any) -> Any:
@@ -237,9 +242,6 @@ class HFClassifier(TraceAdapter):
         """The tokenizer's pieces of ``text`` (its unknown token written ``<unk>``)."""
         return tokenize_with(self.tokenizer, text)
 
-    def _mask(self, ids: Tensor, lengths: Tensor) -> Tensor:
-        return (torch.arange(ids.shape[1], device=ids.device)[None, :]
-                < lengths.to(ids.device)[:, None]).long()
 
     def _layer(self, layer: int) -> int:
         if not -self.n_layers <= layer < self.n_layers:
@@ -250,7 +252,7 @@ class HFClassifier(TraceAdapter):
     def _run(self, ids: Tensor | None, lengths: Tensor, emb: Tensor | None = None) -> Any:
         base = getattr(self.model, self.model.base_model_prefix)
         ref = ids if ids is not None else emb[..., 0]
-        return base(input_ids=ids, inputs_embeds=emb, attention_mask=self._mask(ref, lengths),
+        return base(input_ids=ids, inputs_embeds=emb, attention_mask=_mask(ref, lengths),
                     output_hidden_states=True, use_cache=False)
 
     @torch.no_grad()
@@ -273,7 +275,7 @@ class HFClassifier(TraceAdapter):
     def predict(self, ids: Tensor, lengths: Tensor) -> Tensor:
         """The model's own pooled logits (batch, n_classes), as it classifies."""
         pad = self.model.config.get_text_config().pad_token_id
-        mask = self._mask(ids, lengths)
+        mask = _mask(ids, lengths)
         ids = ids.clone()
         if pad is not None:
             ids[mask == 0] = pad

@@ -113,14 +113,16 @@ def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 
     return path
 
 
-def _word_tokenizer(words: list[str]) -> Any:
-    """A word-level Hugging Face tokenizer over ``words`` (``<pad>``, ``<unk>`` first)."""
+def _word_tokenizer(words: list[str], **special: str) -> Any:
+    """A word-level Hugging Face tokenizer over ``words`` (``<pad>``, ``<unk>`` first;
+    ``special``: more special tokens of ``words``, e.g. ``cls_token="[CLS]"``)."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>")
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>",
+                                   **special)
 
 
 def tiny_hf_classifier(path: Path, *, seed: int = 0) -> Path:
@@ -153,20 +155,15 @@ def tiny_hf_encoder(path: Path, *, kind: str = "bert", seed: int = 0) -> Path:
     ``path``: built offline, for ``stateseer create --model hf:PATH``. Needs
     ``transformers``."""
     import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import (
         BertConfig,
         BertForSequenceClassification,
         DistilBertConfig,
         DistilBertForSequenceClassification,
-        PreTrainedTokenizerFast,
     )
 
     words = ["<pad>", "<unk>", "[CLS]", "[SEP]", *NEUTRAL, *POSITIVE, *NEGATIVE, "frankly"]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>",
-                                   cls_token="[CLS]", sep_token="[SEP]")
+    fast = _word_tokenizer(words, cls_token="[CLS]", sep_token="[SEP]")
     labels = {"id2label": {0: "neg", 1: "pos"}, "label2id": {"neg": 0, "pos": 1}}
     torch.manual_seed(seed)
     if kind == "bert":

@@ -791,6 +791,7 @@ class TextLabels:
                  *, folds: int = 5, seed: int = 0) -> None:
         from scipy import sparse
 
+        self.n_classes = n_classes
         inp, tok, self.vocab = _incidence(inputs)
         self.index = {w: i for i, w in enumerate(self.vocab)}
         self.labels = np.asarray(labels, np.int64)
@@ -825,7 +826,8 @@ class TextLabels:
         return out
 
     def kind_test(self, culprit: Sequence[str]) -> dict[str, Any]:
-        """Label noise or not: the carriers' agreement beside the other inputs'."""
+        """Label noise or not: the carriers' agreement beside the other inputs', and the
+        carriers' training labels per class (``labels``)."""
         from scipy.stats import fisher_exact
 
         cols = [self.index[w] for w in culprit if w in self.index]
@@ -844,7 +846,9 @@ class TextLabels:
         gap = float(b.mean() - a.mean())
         return {"carriers": int(carries.sum()), "agreement": round(float(a.mean()), 4),
                 "baseline": round(float(b.mean()), 4), "p_value": p,
-                "label_noise": bool(p < NOISE_ALPHA and gap >= NOISE_GAP)}
+                "label_noise": bool(p < NOISE_ALPHA and gap >= NOISE_GAP),
+                "labels": np.bincount(self.labels[carries],
+                                      minlength=self.n_classes).tolist()}
 
 
 def by_qvalues(p: Sequence[float]) -> np.ndarray:

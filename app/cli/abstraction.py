@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from stateseer.app.cli.options import (
@@ -126,7 +125,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from stateseer.app.workflows.sweep import sweep_run, sweep_table, write_sweep
 
-    out = _check_out_dir(args.out or Path(args.run) / layout.SWEEP)
+    out = _check_out_dir(args.out or layout.RunLayout(args.run).sweep)
     from stateseer.app.workflows.abstract import imported_params
 
     points = sweep_run(args.run, args.candidates, split=args.split, forcing=not args.no_forcing,

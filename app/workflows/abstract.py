@@ -27,7 +27,7 @@ SUMMARY_KEYS = ("n_states", "label_fidelity", "simulation_fidelity", "simulation
 
 def has_predictions(run: str | Path) -> bool:
     """False for a run imported without per-step probabilities (no predictions)."""
-    meta = Path(run) / layout.TRACES / layout.META
+    meta = layout.RunLayout(run).traces_meta
     try:
         return json.loads(meta.read_text()).get("proba", True) is not False
     except (OSError, ValueError, AttributeError):

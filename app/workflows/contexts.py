@@ -29,8 +29,7 @@ __all__ = ["context_index", "nearest_contexts", "projection_sample"]
 
 # -- nearest training contexts ------------------------------------------------------------
 def _index_paths(run: ModelRun) -> tuple[Path, Path]:
-    d = run.path / layout.INDEX
-    return d / layout.CONTEXTS_NPZ, d / layout.CONTEXTS_JSON
+    return layout.RunLayout(run.path).contexts
 
 
 def context_index(run: ModelRun, traces: Traces, *, build: bool = True,

@@ -602,16 +602,14 @@ def _test_kinds(findings: list[dict[str, Any]], train_inputs: Sequence[list[str]
                                  f"({kt.get('agreement', 0):.0%}, others "
                                  f"{kt.get('baseline', 0):.0%}): the model leans on the "
                                  "words themselves, the labels are right")
-        elif f["kind"] == "shortcut" and kt["label_noise"]:
+        elif f["kind"] == "shortcut" and kt["label_noise"]:  # label noise has carriers
+            counts = np.asarray(kt["labels"])
+            cls = int(counts.argmax())
             words = set(f["tokens"])
-            held = [i for i, toks in enumerate(train_inputs) if words.intersection(toks)]
-            lab = train_labels[held]
-            lab = lab[lab >= 0]
-            cls = int(np.bincount(lab, minlength=len(classes)).argmax()) if len(lab) else 0
             rows = [i for i, toks in enumerate(inputs) if words.intersection(toks)]
             f.update({"kind": "subpopulation", "label": classes[cls],
                       "actions": actions_for("subpopulation", len(classes)),
-                      "train_share": round(float(np.mean(lab == cls)), 4) if len(lab) else 0.0,
+                      "train_share": round(float(counts[cls] / counts.sum()), 4),
                       "split_share": round(float(np.mean(labels[rows] == cls)), 4)
                       if rows else 0.0})
             f["description"] += (f"; their training labels disagree with the rest of their "
@@ -757,7 +755,7 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
            "model_sha256": traces.meta.get("model_sha256"),
            "n_significant": sum(f["significant"] for f in findings), "findings": findings}
     if save:
-        out = r.path / layout.DIAGNOSIS / layout.FINDINGS
+        out = layout.RunLayout(r.path).findings
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out, json.dumps(doc, indent=1, ensure_ascii=False))
     return doc
@@ -818,7 +816,7 @@ def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str],
 
 def load_findings(run: str | Path) -> dict[str, Any] | None:
     """``RUN/diagnosis/findings.json``, or None when the run has not been diagnosed."""
-    path = Path(run) / layout.DIAGNOSIS / layout.FINDINGS
+    path = layout.RunLayout(run).findings
     try:
         doc = load_json(path)
     except (OSError, StateseerError):  # absent, not JSON, not a file, too large or deep

@@ -678,7 +678,7 @@ def _control(src: Any, new: Any, ds: Any, seed: int, progress: bool,
     rng = np.random.default_rng(10_000 + seed)
     gone = np.sort(rng.choice(train, max(1, round(CONTROL_SHARE * len(train))),
                               replace=False))
-    where = ModelRun(new.path / layout.CONTROL)
+    where = ModelRun(layout.RunLayout(new.path).control)
     where.path.mkdir()
     data = _write_data(_subset(ds, np.setdiff1d(np.arange(len(ds)), gone)),
                        where.path / "data.jsonl")

@@ -73,7 +73,7 @@ def sweep_curve(run_dir: str | Path, metrics: Mapping[str, Any]
         ``"sweep"`` (test split), ``"auto"`` (validation split), ``"run"`` (the run's own
         point only) or ``"none"``.
     """
-    path = Path(run_dir) / run_layout.SWEEP / run_layout.SWEEP_JSON
+    path = run_layout.RunLayout(run_dir).sweep_json
     try:
         points = _clean(json.loads(path.read_text(encoding="utf-8")), "simulation_fidelity")
     except (OSError, ValueError):
