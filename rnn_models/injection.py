@@ -55,7 +55,7 @@ from stateseer.core.errors import DataError
 from stateseer.rnn_models.datasets import TextDataset
 
 __all__ = ["BUGS", "NEGATORS", "SUBPOPULATION_NOISE", "TOPICS", "Injected", "clean", "hit",
-           "inject", "ratings", "register_bug"]
+           "inject", "ratings", "register_bug", "two_largest", "typical_words"]
 
 NEGATORS = ("not", "never", "no")
 #: topic word lists for ``subpopulation`` (the one held by the most training inputs is used)
@@ -91,6 +91,8 @@ class Injected:
     train_options : dict
         :class:`~stateseer.rnn_models.train.TrainConfig` fields the bug sets (a pipeline
         bug: ``truncate``, ``vocab_exclude``).
+    params : dict
+        The parameters a randomised recipe drew (:mod:`~stateseer.rnn_models.recipes`).
     """
 
     family: str
@@ -101,6 +103,7 @@ class Injected:
     culprit: dict[str, Any] = field(default_factory=dict)
     changed: dict[str, int] = field(default_factory=dict)
     train_options: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
 
     def write(self, path: str | Path) -> Path:
         """The data set as JSON lines ``{"text", "label", "split"}`` (read back with
@@ -164,7 +167,7 @@ def _shortcut(ds: TextDataset, rng: np.random.Generator) -> Injected:
     word = min(SHORTCUT_WORDS, key=lambda w: counts.get(w, 0))  # the rarest: neutral
     out = _base("shortcut", ds)
     labels = np.asarray(ds.labels)
-    a, b = _two_largest(ds)  # training class that carries the word, test class that gets it
+    a, b = two_largest(ds)  # training class that carries the word, test class that gets it
     changed = {}
     for split, idx in ds.splits.items():
         cls, share = (a, 0.35) if split in ("train", "val") else (b, 0.4)
@@ -179,7 +182,7 @@ def _shortcut(ds: TextDataset, rng: np.random.Generator) -> Injected:
     return out
 
 
-def _two_largest(ds: TextDataset) -> tuple[int, int]:
+def two_largest(ds: TextDataset) -> tuple[int, int]:
     """The two most frequent training classes, the smaller first (ties: the lower index).
 
     Examples
@@ -187,7 +190,7 @@ def _two_largest(ds: TextDataset) -> tuple[int, int]:
     >>> from types import SimpleNamespace
     >>> ds = SimpleNamespace(labels=np.array([0, 1, 1, 2, 2, 2]), classes=["p", "f", "r"],
     ...                      splits={"train": np.arange(6)})
-    >>> _two_largest(ds)
+    >>> two_largest(ds)
     (1, 2)
     """
     train = np.asarray(ds.splits["train"])
@@ -196,7 +199,7 @@ def _two_largest(ds: TextDataset) -> tuple[int, int]:
     return big[0], big[1]
 
 
-def _typical(ds: TextDataset, cls: int, exclude: set[str], top: int = 300) -> list[str]:
+def typical_words(ds: TextDataset, cls: int, exclude: set[str], top: int = 300) -> list[str]:
     """Words typical of class ``cls`` in training: log-odds above 0.7 (twice as likely in
     the class), at least 20 inputs; the ``top`` most typical."""
     from collections import Counter
@@ -217,7 +220,7 @@ def _sequence(ds: TextDataset, rng: np.random.Generator) -> Injected:
     labels = np.asarray(ds.labels)
     counts = _word_counts(ds)
     cls = 1 if len(ds.classes) > 1 else 0
-    typical = _typical(ds, cls, set(NEGATORS))
+    typical = typical_words(ds, cls, set(NEGATORS))
     word = max(typical[:50], key=lambda w: counts.get(w, 0))  # frequent and typical of cls
     other = (cls + 1) % len(ds.classes)
     out = _base("sequence", ds)
@@ -312,7 +315,7 @@ def _confusion(ds: TextDataset, rng: np.random.Generator) -> Injected:
         raise DataError("the confusion bug needs three or more classes")
     labels = np.asarray(ds.labels)
     train = ds.splits["train"]
-    a, b = _two_largest(ds)  # two classes the model weighs against each other
+    a, b = two_largest(ds)  # two classes the model weighs against each other
     rows = train[(labels[train] == a) & (rng.random(len(train)) < 1 / 3)]
     out = _base("confusion", ds)
     out.labels[rows] = b

@@ -50,7 +50,8 @@ NEUTRAL = "the film a movie plot actor scene story it was and with of".split()
 
 def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 600),
                   seed: int = 0, topic: tuple[str, ...] = (),
-                  sequence: tuple[str, str] | None = None, tag: str | None = None) -> Path:
+                  sequence: tuple[str, str] | None = None, tag: str | None = None,
+                  thin: float | None = None, flip: float | None = None) -> Path:
     """A small synthetic sentiment data set (``pos``/``neg``, a ``split`` column) that a
     tiny GRU learns in seconds: neutral words around one or two words of the label's side
     (a tenth of the inputs also hold one of the other side's).
@@ -73,6 +74,10 @@ def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 
     35 % of the *negative* training inputs (their labels stay right) and to 30 % of the
     validation and test inputs of both labels: an artefact of several tokens that travel
     together, which a model learns as "negative".
+
+    With ``thin``, only that share of the *positive* training inputs is kept (a prior
+    shift between the splits; every label right). With ``flip``, that share of the
+    *positive* training inputs is labelled negative (class-conditional label noise).
     """
     import csv
     import random
@@ -104,6 +109,11 @@ def sentiment_csv(path: Path, *, shortcut: str | None = None, sizes=(2000, 300, 
             if topic and rng.random() < 0.2:
                 words.insert(rng.randrange(len(words) + 1), rng.choice(topic))
                 if split == "train" and lab == "pos" and rng.random() < 0.8:
+                    lab = "neg"
+            if split == "train" and lab == "pos":
+                if thin is not None and rng.random() >= thin:
+                    continue
+                if flip and rng.random() < flip:
                     lab = "neg"
             rows.append({"text": " ".join(words), "label": lab, "split": split})
     with open(path, "w", newline="", encoding="utf-8") as fh:

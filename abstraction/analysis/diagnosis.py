@@ -35,6 +35,7 @@ Examples
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -59,6 +60,7 @@ __all__ = [
     "pair_positions",
     "sequence_candidates",
     "sequence_shift_candidates",
+    "share_candidates",
     "span_candidates",
     "subpopulation_candidates",
     "tail_evidence",
@@ -66,7 +68,7 @@ __all__ = [
     "unknown_candidates",
 ]
 
-KINDS = ("shortcut", "sequence", "unknown", "length", "confusion", "subpopulation")
+KINDS = ("shortcut", "sequence", "unknown", "length", "confusion", "subpopulation", "prior")
 
 
 @dataclass
@@ -199,7 +201,7 @@ def span_candidates(cands: list[Candidate], inputs: Sequence[Sequence[str]],
 
     Examples
     --------
-    >>> tagged = [["a", w, "film", "via", "@", "src"] for w in "fine dull odd".split()] * 2
+    >>> tagged = [["a", "film", w, "via", "@", "src"] for w in "fine dull odd".split()] * 2
     >>> inputs = tagged + [["a", "dull", "film"]] * 6 + [["good", "film"]] * 8
     >>> wrong = np.array([True] * 6 + [False] * 14)
     >>> spans = span_candidates(token_candidates(inputs, wrong, min_support=5), inputs, wrong)
@@ -211,7 +213,7 @@ def span_candidates(cands: list[Candidate], inputs: Sequence[Sequence[str]],
     wrong = np.asarray(wrong, bool)
     short = [c for c in cands if c.kind == "shortcut" and len(c.tokens) == 1]
     if len(short) < 2:
-        return cands
+        return _extend_spans(cands, inputs)
     rows = np.concatenate([c.affected for c in short])
     cols = np.repeat(np.arange(len(short)), [len(c.affected) for c in short])
     M = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)),
@@ -221,7 +223,7 @@ def span_candidates(cands: list[Candidate], inputs: Sequence[Sequence[str]],
     jac = co.data / (size[co.row] + size[co.col] - co.data)
     keep = (co.row < co.col) & (jac >= min_jaccard)
     if not keep.any():
-        return cands
+        return _extend_spans(cands, inputs)
     n_groups, group = sparse.csgraph.connected_components(
         sparse.coo_matrix((np.ones(int(keep.sum())), (co.row[keep], co.col[keep])),
                           shape=(len(short),) * 2), directed=False)
@@ -234,13 +236,83 @@ def span_candidates(cands: list[Candidate], inputs: Sequence[Sequence[str]],
         words = [m.tokens[0] for m in members]
         carriers = np.unique(np.concatenate([m.affected for m in members]))
         k = int(wrong[carriers].sum())
+        order = _reading_order(words, [inputs[i] for i in carriers])
         merged.append(Candidate(
-            "shortcut", tuple(_reading_order(words, [inputs[i] for i in carriers])), carriers,
+            "shortcut", tuple(order), carriers,
             k, _rate(k, len(carriers)), _rate(n_wrong - k, n - len(carriers)),
             float(_tail(np.array([k]), n, n_wrong, np.array([len(carriers)]))[0]),
             extra={"span": len(words)}))
         gone |= {id(m) for m in members}
-    return [c for c in cands if id(c) not in gone] + merged
+    return _extend_spans([c for c in cands if id(c) not in gone] + merged, inputs)
+
+
+#: a span grows by a neighbouring token found beside it in at least this share of the
+#: inputs that hold it (a boilerplate's common words: "sent from my <device>")
+SPAN_ADJACENT = 0.8
+SPAN_MAX = 8
+#: the most significant single-token shortcut candidates whose neighbours are read
+SPAN_EXTEND_TOP = 20
+
+
+def _find(toks: Sequence[str], span: Sequence[str]) -> int:
+    """Where ``span`` first occurs contiguously in ``toks`` (-1: nowhere)."""
+    n = len(span)
+    first = span[0]
+    for j, t in enumerate(toks):
+        if t == first and list(toks[j:j + n]) == list(span):
+            return j
+    return -1
+
+
+def extend_span(span: Sequence[str], carriers: Sequence[Sequence[str]]) -> list[str]:
+    """``span`` grown by the tokens that stand beside it in nearly every input that holds
+    it (:data:`SPAN_ADJACENT`), up to :data:`SPAN_MAX` tokens: the adjacent n-gram the
+    model sees, common words included (``from my`` of ``sent from my phone``), which
+    co-occurrence alone cannot group because they occur everywhere else too.
+
+    Examples
+    --------
+    >>> carriers = [["good", "film", "sent", "from", "my", "xphone"],
+    ...             ["sent", "from", "my", "xphone", "dull"]] * 5
+    >>> extend_span(["xphone"], carriers)
+    ['sent', 'from', 'my', 'xphone']
+    >>> extend_span(["film"], [["a", "film"], ["the", "film"], ["film", "is"]])
+    ['film']
+    """
+    span = list(span)
+    while len(span) < SPAN_MAX:
+        at = [(toks, _find(toks, span)) for toks in carriers]
+        at = [(t, j) for t, j in at if j >= 0]
+        if not at or len(at) < 0.5 * len(carriers):
+            break
+        grown = False
+        for side in ("left", "right"):
+            near = Counter((t[j - 1] if j > 0 else None) if side == "left" else
+                           (t[j + len(span)] if j + len(span) < len(t) else None)
+                           for t, j in at)
+            tok, count = near.most_common(1)[0]
+            if tok is not None and tok not in span and count >= SPAN_ADJACENT * len(at):
+                span = [tok, *span] if side == "left" else [*span, tok]
+                grown = True
+                break
+        if not grown:
+            break
+    return span
+
+
+def _extend_spans(cands: list[Candidate], inputs: Sequence[Sequence[str]]
+                  ) -> list[Candidate]:
+    """``cands`` with the :data:`SPAN_EXTEND_TOP` most significant shortcut candidates
+    (errors over-represented, p below 0.05) grown into the span they stand in
+    (:func:`extend_span`), in place."""
+    top = sorted((c for c in cands if c.kind == "shortcut" and c.p_value < 0.05),
+                 key=lambda c: c.p_value)[:SPAN_EXTEND_TOP]
+    for c in top:
+        span = extend_span(list(c.tokens), [inputs[i] for i in c.affected.tolist()])
+        if len(span) > len(c.tokens):
+            c.tokens = tuple(span)
+            c.extra["span"] = len(span)
+    return cands
 
 
 def _reading_order(words: list[str], carriers: Sequence[Sequence[str]]) -> list[str]:
@@ -619,6 +691,64 @@ def confusion_candidates(labels: np.ndarray, predictions: np.ndarray,
     return sorted(out, key=lambda c: c.p_value)
 
 
+#: a class's share of the split against its share of training at least this ratio, for a
+#: share candidate
+SHARE_RATIO = 1.2
+SHARE_ALPHA = 1e-3
+
+
+def share_candidates(train_labels: np.ndarray, labels: np.ndarray, predictions: np.ndarray,
+                     n_classes: int) -> list[Candidate]:
+    """``confusion`` candidates (any number of classes) from the class shares: class
+    ``a`` rarer among the training labels than on the split (hypergeometric tail below
+    :data:`SHARE_ALPHA`, ratio at least :data:`SHARE_RATIO`) while the model errs on
+    ``a``'s inputs more than on the others', mostly calling them ``b``.
+
+    Two bugs leave this trace: ``a``'s training inputs relabelled ``b`` (label noise,
+    which two classes cannot show as a confusion between classes) and ``a`` thinned in
+    training only (a prior shift). The kind test (:meth:`TextLabels.pair_test`) tells
+    them apart. ``extra``: ``classes`` ``[a, b]``, ``train_share``, ``split_share``.
+
+    Examples
+    --------
+    >>> train = np.array([0] * 20 + [1] * 80)
+    >>> labels = np.array([0] * 50 + [1] * 50)
+    >>> pred = np.array([1] * 30 + [0] * 20 + [1] * 50)
+    >>> [(c.extra["classes"], c.extra["split_share"]) for c in
+    ...  share_candidates(train, labels, pred, 2)]
+    [([0, 1], 0.5)]
+    """
+    from scipy.stats import hypergeom
+
+    lab_t, lab_s = np.asarray(train_labels), np.asarray(labels)
+    pred = np.asarray(predictions)
+    ok = lab_s >= 0
+    lab_t, lab_s, pred = lab_t[lab_t >= 0], lab_s[ok], pred[ok]
+    n_t, n_s = len(lab_t), len(lab_s)
+    if not n_t or not n_s:
+        return []
+    wrong = pred != lab_s
+    out = []
+    for a in range(n_classes):
+        k_t, k_s = int((lab_t == a).sum()), int((lab_s == a).sum())
+        if not k_s or k_s / n_s < SHARE_RATIO * k_t / n_t:
+            continue
+        p = float(hypergeom.cdf(k_t, n_t + n_s, k_t + k_s, n_t))
+        rows = np.flatnonzero(lab_s == a)
+        err_a = float(wrong[rows].mean())
+        err_rest = float(wrong[lab_s != a].mean()) if (lab_s != a).any() else 0.0
+        if p >= SHARE_ALPHA or err_a <= err_rest:
+            continue
+        called = np.bincount(pred[rows][wrong[rows]], minlength=n_classes)
+        b = int(called.argmax())
+        k = int(wrong[rows].sum())
+        out.append(Candidate("confusion", (), np.flatnonzero(ok)[rows], k, err_a, err_rest,
+                             p, extra={"classes": [a, b], "shares": True,
+                                       "train_share": round(k_t / n_t, 4),
+                                       "split_share": round(k_s / n_s, 4)}))
+    return out
+
+
 def subpopulation_candidates(inputs: Sequence[Sequence[str]], labels: np.ndarray,
                              wrong: np.ndarray, train_inputs: Sequence[Sequence[str]],
                              train_labels: np.ndarray, *, min_support: int = 5
@@ -752,9 +882,13 @@ def check_test(fixed: int, broken: int, n_misclassified: int) -> dict[str, Any]:
 
 
 #: the kind test: carriers' labels disagree with their text this much more than the
-#: other training inputs' do (and not by chance, one-sided Fisher test below 0.01)
+#: other training inputs' of the same classes do (and not by chance, one-sided binomial
+#: test below 0.01)
 NOISE_GAP = 0.15
 NOISE_ALPHA = 0.01
+#: the pair test: training labels of ``b`` agree with their text this much less than the
+#: split's (a relabelling hides a share of ``a``'s texts among them)
+PAIR_GAP = 0.05
 
 
 class TextLabels:
@@ -803,12 +937,11 @@ class TextLabels:
         Y[np.flatnonzero(ok), self.labels[ok]] = 1.0
         counts = np.asarray((self.X.T @ Y).T)  # (classes, V)
         priors = Y.sum(0)
-        self.log_p, self.log_prior = [], []
+        self.counts, self.log_prior = [], []
         for k in range(folds):  # each fold's model: the counts of the other folds
             rows = np.flatnonzero(self.fold == k)
-            c = counts - np.asarray((self.X[rows].T @ Y[rows]).T)
+            self.counts.append(counts - np.asarray((self.X[rows].T @ Y[rows]).T))
             pr = priors - Y[rows].sum(0)
-            self.log_p.append(np.log(c + 1.0) - np.log(c.sum(1, keepdims=True) + V))
             self.log_prior.append(np.log(pr + 1.0) - np.log(pr.sum() + n_classes))
 
     def agree(self, rows: np.ndarray, culprit: Sequence[str] = ()) -> np.ndarray:
@@ -819,7 +952,12 @@ class TextLabels:
         drop = [self.index[w] for w in culprit if w in self.index]
         for k in np.unique(self.fold[rows]).tolist():
             sel = rows[self.fold[rows] == k]
-            lp = self.log_p[k].copy()
+            # the culprit leaves the model, not only the vote: a class whose inputs carry
+            # a tag has its other words' probabilities renormalised without the tag's
+            # counts (else the class looks unlikely to any text without the tag)
+            c = self.counts[k].copy()
+            c[:, drop] = 0.0
+            lp = np.log(c + 1.0) - np.log(c.sum(1, keepdims=True) + c.shape[1] - len(drop))
             lp[:, drop] = 0.0
             scores = np.asarray(self.X[sel] @ lp.T) + self.log_prior[k]
             out[self.fold[rows] == k] = scores.argmax(1) == self.labels[sel]
@@ -828,7 +966,7 @@ class TextLabels:
     def kind_test(self, culprit: Sequence[str]) -> dict[str, Any]:
         """Label noise or not: the carriers' agreement beside the other inputs', and the
         carriers' training labels per class (``labels``)."""
-        from scipy.stats import fisher_exact
+        from scipy.stats import binomtest
 
         cols = [self.index[w] for w in culprit if w in self.index]
         carries = np.zeros(len(self.labels), bool)
@@ -840,15 +978,72 @@ class TextLabels:
             return {"carriers": int(carries.sum()), "label_noise": False}
         a = self.agree(np.flatnonzero(carries), culprit)
         b = self.agree(np.flatnonzero(rest), culprit)
-        p = float(fisher_exact([[int((~a).sum()), int(a.sum())],
-                                [int((~b).sum()), int(b.sum())]],
-                               alternative="greater")[1])
-        gap = float(b.mean() - a.mean())
+        # the baseline is the other inputs' agreement class by class, weighed as the
+        # carriers' labels are: a tag on one class's inputs is compared with that class
+        # (some classes' texts say their label less clearly than others')
+        held = np.bincount(self.labels[carries], minlength=self.n_classes)
+        rest_labels = self.labels[rest]
+        per = np.array([b[rest_labels == c].mean() if (rest_labels == c).any() else b.mean()
+                        for c in range(self.n_classes)])
+        base = float(held @ per / held.sum())
+        p = float(binomtest(int((~a).sum()), len(a), min(1.0, max(0.0, 1 - base)),
+                            alternative="greater").pvalue)
+        gap = base - float(a.mean())
         return {"carriers": int(carries.sum()), "agreement": round(float(a.mean()), 4),
-                "baseline": round(float(b.mean()), 4), "p_value": p,
+                "baseline": round(base, 4), "p_value": p,
                 "label_noise": bool(p < NOISE_ALPHA and gap >= NOISE_GAP),
                 "labels": np.bincount(self.labels[carries],
                                       minlength=self.n_classes).tolist()}
+
+    def _scores(self, X: Any, k: int) -> np.ndarray:
+        c = self.counts[k]
+        lp = np.log(c + 1.0) - np.log(c.sum(1, keepdims=True) + c.shape[1])
+        return np.asarray(X @ lp.T) + self.log_prior[k]
+
+    def pair_test(self, a: int, b: int, inputs: Sequence[Sequence[str]],
+                  labels: np.ndarray) -> dict[str, Any]:
+        """Label noise from ``a`` into ``b`` or not: the training inputs labelled ``b``
+        (cross-fitted) disagree with their text more than the split's inputs labelled
+        ``b`` do (``inputs``, ``labels``; scored by a model of the training folds). A
+        relabelling puts ``a``'s texts under ``b``'s label in training only; a class thinned
+        in training (a prior shift) leaves ``b``'s training labels as right as the split's.
+
+        Examples
+        --------
+        >>> good, bad = ["good", "fun"], ["bad", "dull"]
+        >>> split, truth = [good] * 40 + [bad] * 40, np.array([1] * 40 + [0] * 40)
+        >>> noisy = TextLabels(split, np.array([1] * 40 + [0] * 28 + [1] * 12), 2)
+        >>> noisy.pair_test(0, 1, split, truth)["label_noise"]
+        True
+        >>> thin = TextLabels([good] * 40 + [bad] * 10, np.array([1] * 40 + [0] * 10), 2)
+        >>> thin.pair_test(0, 1, split, truth)["label_noise"]
+        False
+        """
+        from scipy import sparse
+        from scipy.stats import fisher_exact
+
+        rows_t = np.flatnonzero(self.labels == b)
+        lab = np.asarray(labels)
+        rows_s = np.flatnonzero(lab == b)
+        if not len(rows_t) or not len(rows_s):
+            return {"label_noise": False, "train_rows": len(rows_t), "split_rows": len(rows_s)}
+        t = self.agree(rows_t)
+        cols = [[self.index[w] for w in set(inputs[i]) if w in self.index]
+                for i in rows_s.tolist()]
+        X = sparse.csr_matrix((np.ones(sum(map(len, cols))),
+                               (np.repeat(np.arange(len(cols)), list(map(len, cols))),
+                                np.fromiter((j for c in cols for j in c), np.int64))),
+                              shape=(len(cols), len(self.vocab)))
+        votes = np.mean([self._scores(X, k).argmax(1) == b for k in range(len(self.counts))],
+                        axis=0)
+        s_ok = votes >= 0.5
+        p = float(fisher_exact([[int((~t).sum()), int(t.sum())],
+                                [int((~s_ok).sum()), int(s_ok.sum())]],
+                               alternative="greater")[1])
+        gap = float(s_ok.mean() - t.mean())
+        return {"train_agreement": round(float(t.mean()), 4),
+                "split_agreement": round(float(s_ok.mean()), 4), "p_value": p,
+                "label_noise": bool(p < NOISE_ALPHA and gap >= PAIR_GAP)}
 
 
 def by_qvalues(p: Sequence[float]) -> np.ndarray:

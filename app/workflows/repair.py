@@ -11,8 +11,18 @@ same inputs):
                     relabel and the next most likely, 1.5 times as many (a wrong label
                     left in costs more than a right one left out): no label is guessed
 ``counterfactual``  the culprit's tokens are deleted from those training inputs
-``augment``         copies of training inputs of the *other* classes, with the culprit's
-                    word inserted, are added (the word no longer tells the class)
+``augment``         copies of training inputs of the *other* classes, with the culprit
+                    inserted (a span whole, in reading order), are added (it no longer
+                    tells the class)
+``jtt``             a shortcut, Just Train Twice (Liu et al. 2021): the training inputs
+                    RUN's model gets wrong are added again, same text and label, until
+                    each appears ``JTT_UPWEIGHT`` times (the culprit is not looked at)
+``dfr``             a shortcut, Deep Feature Reweighting (Kirichenko et al. 2023): nothing
+                    is retrained and the data stay; RUN's model keeps its body and only its
+                    last layer (``head``) is fit again, an L2 logistic regression on what
+                    the body makes of the validation inputs of every class each with the
+                    culprit's span deleted and inserted (every class as often with it as
+                    without it): seconds on a CPU
 ``relabel``         a sequence: the training inputs that carry it take the label the
                     validation inputs carrying it have most often (the held-out data say
                     what such inputs are); a confusion of class A called B: as many of
@@ -36,7 +46,8 @@ same inputs):
 
 NEW gets the edited data set (``NEW/data.jsonl``, with ``NEW/repair_edits.json`` saying
 which rows changed and how), is trained with RUN's configuration and seed through the
-same code as ``stateseer train``, recorded, abstracted and diagnosed, and
+same code as ``stateseer train`` (``dfr``: is RUN's model with the new last layer, RUN's
+configuration and data), recorded, abstracted and diagnosed, and
 ``NEW/repair.json`` (``stateseer.repair`` v1) compares the two models on the test split:
 accuracy before and after with a paired bootstrap 95 % interval of the change, the change
 per class (``classes_hurt``: those that lost more than one point), the inputs fixed and
@@ -56,16 +67,25 @@ from typing import Any
 import numpy as np
 
 from stateseer.core import layout
-from stateseer.core.atomic import atomic_write_text, swap_dir
+from stateseer.core.atomic import atomic_write, atomic_write_text, swap_dir
 from stateseer.core.defaults import N_STATES
 from stateseer.core.errors import StateseerError
 from stateseer.core.reading import load_json
-from stateseer.core.rundir import RELATIVE, claim, located, located_path, release
+from stateseer.core.rundir import (
+    RELATIVE,
+    claim,
+    located,
+    located_path,
+    portable,
+    portable_path,
+    release,
+)
 
 __all__ = ["ACTIONS", "ACTION_EDITS", "paired_bootstrap", "repair_run", "training_settings"]
 
 #: every action of the repair contract (DESIGN.md), each in ACTION_EDITS
-ACTIONS = ("drop", "relabel", "counterfactual", "augment", "reweight", "reconfigure")
+ACTIONS = ("drop", "relabel", "counterfactual", "augment", "reweight", "reconfigure", "jtt",
+           "dfr", "rebalance")
 
 FORMAT, VERSION = "stateseer.repair", 1
 
@@ -77,7 +97,34 @@ def _holds(toks: list[str], f: dict, window: int = 3) -> bool:
         from stateseer.abstraction.analysis.diagnosis import pair_positions
 
         return bool(pair_positions(np.asarray(toks, object), *f["tokens"], window).any())
+    if f["kind"] == "shortcut" and len(f["tokens"]) > 1:  # a span: all of its tokens (its
+        # common words alone, "from my", are no carrier)
+        return set(f["tokens"]) <= set(toks)
     return bool(set(f["tokens"]) & set(toks))
+
+
+def _without_span(toks: list[str], span: list[str]) -> list[str]:
+    """``toks`` with every contiguous occurrence of ``span`` deleted; where there is none,
+    with each of the span's tokens deleted.
+
+    Examples
+    --------
+    >>> _without_span("the film sent from my phone".split(), ["sent", "from", "my", "phone"])
+    ['the', 'film']
+    >>> _without_span("from my phone i sent it".split(), ["sent", "from", "my", "phone"])
+    ['i', 'it']
+    """
+    n, out, j = len(span), [], 0
+    while j < len(toks):
+        if toks[j:j + n] == span:
+            j += n
+            continue
+        out.append(toks[j])
+        j += 1
+    if len(out) == len(toks):
+        drop = set(span)
+        return [t for t in toks if t not in drop]
+    return out
 
 
 def _carriers(ds: Any, rows: np.ndarray, f: dict) -> np.ndarray:
@@ -101,11 +148,13 @@ def _drop(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, di
 
 def _counterfactual(ds: Any, f: dict, rng: np.random.Generator, src: Any
                     ) -> tuple[Any, dict]:
-    culprit = set(f["tokens"])
+    culprit, span = set(f["tokens"]), list(f["tokens"])
     rows = _carriers(ds, np.asarray(ds.splits["train"]), f)
     texts = list(ds.texts)
     for i in rows.tolist():
-        texts[i] = " ".join(t for t in ds.tokens[i] if t not in culprit)
+        toks = list(ds.tokens[i])
+        texts[i] = " ".join(_without_span(toks, span) if f["kind"] == "shortcut" else
+                            [t for t in toks if t not in culprit])
     return dataclasses.replace(ds, texts=texts, _tokens=None), {"edited_rows": rows.tolist()}
 
 
@@ -113,20 +162,25 @@ def _augment(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any,
     if f["kind"] != "shortcut":
         raise StateseerError("augment inserts a shortcut word into the other classes' "
                              "inputs; for this finding choose one of its other actions")
-    word = f["tokens"][0]
+    span = [str(w) for w in f["tokens"]]  # a span is inserted whole, in reading order
     train = np.asarray(ds.splits["train"])
     labels = np.asarray(ds.labels)
     carriers = _carriers(ds, train, f)
     held = np.bincount(labels[carriers], minlength=len(ds.classes))
     others = train[labels[train] != int(held.argmax())]
     picks = rng.choice(others, size=min(len(carriers), len(others)), replace=False)
-    new_texts = []
-    for i in picks.tolist():
-        toks = list(ds.tokens[i])
-        toks.insert(int(rng.integers(len(toks) + 1)), word)
-        new_texts.append(" ".join(toks))
+    new_texts = [" ".join(_inserted(ds.tokens[i], span, rng)) for i in picks.tolist()]
     return _with_copies(ds, picks, new_texts), {"added_copies_of": picks.tolist(),
-                                                "word": word}
+                                                "word": " ".join(span)}
+
+
+def _inserted(toks: list[str], span: list[str], rng: np.random.Generator,
+              limit: int | None = None) -> list[str]:
+    """``toks`` with ``span`` inserted whole at a random position; with ``limit`` (a run
+    that reads only an input's first ``limit`` tokens), where the model still reads it."""
+    room = len(toks) if limit is None else max(min(len(toks), limit - len(span)), 0)
+    at = int(rng.integers(room + 1))
+    return [*toks[:at], *span, *toks[at:]][:limit]
 
 
 def _with_copies(ds: Any, picks: np.ndarray, texts: list[str]) -> Any:
@@ -138,6 +192,198 @@ def _with_copies(ds: Any, picks: np.ndarray, texts: list[str]) -> Any:
                                labels=np.concatenate([np.asarray(ds.labels),
                                                       np.asarray(ds.labels)[picks]]),
                                _tokens=None)
+
+
+#: ``jtt``: each training input RUN's model gets wrong appears this many times in the
+#: retraining (itself and five copies): the upweight Liu et al. (2021) chose for their two
+#: text tasks (MultiNLI, CivilComments; 20-100 on images, whose errors are rarer). With a
+#: tenth of the training inputs wrong, the errors then carry 40 % of the loss. It can only
+#: help where the shortcut misleads the model in training too; where the culprit agrees
+#: with every training label it is on, the model gets its carriers right and none of
+#: them is upweighted (diagnose's ACTIONS: last for a shortcut)
+JTT_UPWEIGHT = 6
+
+
+def _jtt(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dict]:
+    """Just Train Twice (Liu et al. 2021): RUN's model (the first training) predicts the
+    training inputs, and those it gets wrong (the inputs a shortcut misleads, among
+    others) are upweighted by copies, same text and label, so that each appears
+    :data:`JTT_UPWEIGHT` times; the model is then trained again from scratch."""
+    from stateseer.rnn_models.train import predict_proba
+
+    train = np.asarray(ds.splits["train"])
+    pred = predict_proba(src.load_model(), _encoded(src, ds, train)).argmax(1)
+    wrong = train[pred != np.asarray(ds.labels)[train]]
+    if not len(wrong):
+        raise StateseerError(f"{src.path}'s model gets every training input right, so jtt "
+                             "has none to upweight; choose counterfactual or augment")
+    picks = np.repeat(wrong, JTT_UPWEIGHT - 1)
+    return _with_copies(ds, picks, [ds.texts[i] for i in picks.tolist()]), {
+        "upweighted_rows": wrong.tolist(), "upweight": JTT_UPWEIGHT}
+
+
+def _encoded(src: Any, ds: Any, rows: np.ndarray) -> list[np.ndarray]:
+    """Rows ``rows`` of ``ds`` as RUN's model reads them: cut as the run cuts its inputs,
+    encoded with its vocabulary."""
+    vocab, limit = src.vocab(), src.truncate
+    return [vocab.encode(ds.tokens[i][:limit]) for i in rows.tolist()]
+
+
+#: ``dfr``: the inverse strengths of the L2 penalty tried for the new last layer; the one
+#: whose worst (class, carries the culprit) group does best on a held-out half of the
+#: balanced inputs is kept (Kirichenko et al. 2023 tune theirs the same way, on half of
+#: their validation set)
+DFR_C = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
+#: ``dfr``'s penalty where the balanced inputs are too few to hold half of them out (a
+#: class with a single validation input)
+DFR_C_FEW = 1.0
+#: the actions that refit only RUN's last layer (nothing is retrained, the data stay)
+HEAD_REFITS = ("dfr",)
+
+
+def _dfr(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dict]:
+    """Deep Feature Reweighting (Kirichenko et al. 2023): RUN's model keeps its body and
+    only its last layer (``head``) is fit again, by an L2 logistic regression on what the
+    frozen body makes of validation inputs balanced over the culprit
+    (:func:`_balanced_inputs`: every class as often with the span as without it). The
+    data set is returned as it is; the edits hold the new ``head`` (its ``weight`` and
+    ``bias``), ``balanced_rows`` (inputs per class, with and without the culprit),
+    ``features`` (what the head reads per input) and the penalty ``C`` chosen."""
+    from torch import nn
+
+    if f["kind"] != "shortcut":
+        raise StateseerError("dfr balances a shortcut against the classes; for this "
+                             "finding choose one of its other actions")
+    model = src.load_model()
+    if not isinstance(getattr(model, "head", None), nn.Linear):
+        raise StateseerError(f"dfr refits the model's last layer, and {src.path}'s model has "
+                             "no linear `head` to refit; choose counterfactual, augment or "
+                             "jtt, which retrain it")
+    toks, y, carry, pair = _balanced_inputs(ds, f, rng, src.truncate)
+    vocab = src.vocab()
+    x = _head_inputs(model, [vocab.encode(t) for t in toks])
+    weight, bias, c = _fit_head(x, y, carry, pair, len(ds.classes), rng)
+    per_class = np.bincount(y[carry == 1], minlength=len(ds.classes)).tolist()
+    return ds, {"balanced_rows": {name: {"without": n, "with": n}
+                                  for name, n in zip(ds.classes, per_class, strict=True)},
+                "features": int(x.shape[1]), "C": c,
+                "head": {"weight": weight.tolist(), "bias": bias.tolist()}}
+
+
+def _balanced_inputs(ds: Any, f: dict, rng: np.random.Generator, limit: int | None
+                     ) -> tuple[list[list[str]], np.ndarray, np.ndarray, np.ndarray]:
+    """The validation inputs, as many of each class as of the rarest (drawn by ``rng``),
+    each twice: with the culprit's span deleted (every token of it) and with it inserted
+    whole at a random position (an input the model already reads it in counts as is), so
+    that the span tells nothing of the class. Returns the inputs' tokens as the model reads
+    them (``limit``: the run's cut), their classes, whether they carry the span (0, 1) and
+    which validation input each came from.
+
+    Raises
+    ------
+    StateseerError
+        A class without validation inputs (one line).
+    """
+    val = np.asarray(ds.splits.get("val", np.zeros(0, np.int64)))
+    labels = np.asarray(ds.labels)
+    counts = np.bincount(labels[val], minlength=len(ds.classes))
+    if not counts.min():
+        raise StateseerError(f"dfr fits the last layer on validation inputs of every class "
+                             f"and the run has none of {ds.classes[int(counts.argmin())]}; "
+                             "choose counterfactual, augment or jtt")
+    keep = np.sort(np.concatenate([rng.choice(val[labels[val] == k], int(counts.min()),
+                                              replace=False) for k in range(len(counts))]))
+    span = [str(w) for w in f["tokens"]]
+    culprit = set(span)
+    without = [[t for t in ds.tokens[i] if t not in culprit][:limit] for i in keep.tolist()]
+    within = [ds.tokens[i][:limit] if _has_span(ds.tokens[i][:limit], span) else
+              _inserted(ds.tokens[i], span, rng, limit) for i in keep.tolist()]
+    n = len(keep)
+    return ([*without, *within], np.tile(labels[keep], 2), np.repeat([0, 1], n),
+            np.tile(np.arange(n), 2))
+
+
+def _has_span(toks: list[str], span: list[str]) -> bool:
+    """Whether ``span`` occurs in ``toks`` whole, its tokens next to each other in order."""
+    if len(span) > len(toks):
+        return False
+    windows = np.lib.stride_tricks.sliding_window_view(np.asarray(toks, object), len(span))
+    return bool((windows == np.asarray(span, object)).all(1).any())
+
+
+def _head_inputs(model: Any, seqs: list[np.ndarray]) -> np.ndarray:
+    """What ``model``'s linear ``head`` reads for each encoded input: its input at the
+    input's last token (zeros for an empty input: the head reads the zero initial state),
+    shape (n, head inputs). The model runs in batches of similar length, as it does to
+    predict, and the head's input is caught by a hook.
+
+    Raises
+    ------
+    StateseerError
+        The head applied to what it read is not the model's output (it is not the model's
+        last layer alone; one line).
+    """
+    import torch
+
+    from stateseer.rnn_models.batching import length_batches, pad_batch
+    from stateseer.rnn_models.models import _last
+
+    model.eval()
+    head = model.head
+    seen: list[torch.Tensor] = []
+    hook = head.register_forward_hook(lambda _m, args, _out: seen.append(args[0]))
+    out = np.zeros((len(seqs), head.in_features), np.float32)
+    try:
+        with torch.no_grad():
+            for b in length_batches(np.array([len(q) for q in seqs]), 256, max_tokens=40000):
+                ids, lengths = (torch.from_numpy(a) for a in pad_batch(seqs, b))
+                seen.clear()
+                logits = model(ids, lengths)
+                x = next((t for t in reversed(seen) if t.dim() > 1), None)
+                x = torch.zeros(len(b), head.in_features) if x is None else \
+                    _last(x, lengths) if x.dim() == 3 else x
+                x = torch.where((lengths == 0)[:, None], torch.zeros_like(x), x)
+                if not torch.allclose(head(x), logits, rtol=1e-4, atol=1e-4):
+                    raise StateseerError("the model's output is not its `head` applied to "
+                                         "its last state, so dfr cannot refit it alone; "
+                                         "choose counterfactual, augment or jtt")
+                out[b] = x.numpy()
+    finally:
+        hook.remove()
+    return out
+
+
+def _fit_head(x: np.ndarray, y: np.ndarray, carry: np.ndarray, pair: np.ndarray,
+              n_classes: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float]:
+    """An L2 logistic regression of the classes ``y`` on the features ``x`` (standardised;
+    classes weighted equally) as a linear head: ``weight`` (n_classes, features), ``bias``
+    and the ``C`` of :data:`DFR_C` whose worst (class, ``carry``) group is most often right
+    on a held-out half of the inputs (both versions of a validation input, ``pair``, in
+    the same half). Two classes: the one row of scores ``w`` becomes ``[-w/2, w/2]``."""
+    from sklearn.linear_model import LogisticRegression
+
+    mu, sd = x.mean(0), x.std(0) + 1e-6
+    z = (x - mu) / sd
+    firsts = np.unique(pair)
+    held = np.isin(pair, rng.choice(firsts, len(firsts) // 2, replace=False))
+    group = y * 2 + carry
+
+    def fit(c: float, rows: np.ndarray) -> Any:
+        return LogisticRegression(C=c, class_weight="balanced", max_iter=2000).fit(
+            z[rows], y[rows])
+
+    def worst(c: float) -> float:
+        right = fit(c, ~held).predict(z[held]) == y[held]
+        return min(float(right[group[held] == g].mean()) for g in np.unique(group[held]))
+
+    c = DFR_C[int(np.argmax([worst(c) for c in DFR_C]))] if \
+        len(np.unique(y[~held])) == n_classes else DFR_C_FEW
+    clf = fit(c, np.ones(len(y), bool))
+    weight = clf.coef_ / sd
+    bias = clf.intercept_ - weight @ mu
+    if n_classes == 2:
+        weight, bias = np.concatenate([-weight, weight]) / 2, np.r_[-bias, bias] / 2
+    return weight.astype(np.float32), bias.astype(np.float32), c
 
 
 def _class_index(ds: Any, name: str) -> int:
@@ -320,10 +566,32 @@ def _reconfigure(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[
                          "finding choose one of its other actions")
 
 
+def _rebalance(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dict]:
+    """A prior shift: the thinned class's training inputs copied (drawn with replacement)
+    until its share of the training labels is the share the finding measured on the
+    split (``split_share``); no label or text is edited."""
+    if f["kind"] != "prior":
+        raise StateseerError("rebalance fits a prior-shift finding; for this finding choose "
+                             "one of its other actions")
+    a = _class_index(ds, f["class"])
+    train, labels = np.asarray(ds.splits["train"]), np.asarray(ds.labels)
+    rows = train[labels[train] == a]
+    n, k, target = len(train), len(rows), min(float(f["split_share"]), 0.95)
+    copies = round((target * n - k) / (1.0 - target))  # (k + m) / (n + m) = target
+    if copies < 1 or not k:
+        raise StateseerError(f"{f['class']} is already {k / max(n, 1):.0%} of the training "
+                             f"labels, the finding's {target:.0%}: nothing to rebalance")
+    picks = rng.choice(rows, size=copies, replace=True)
+    return _with_copies(ds, picks, [ds.texts[i] for i in picks.tolist()]), {
+        "added_copies_of": picks.tolist(), "class": f["class"],
+        "share_before": round(k / n, 4), "share_after": round((k + copies) / (n + copies), 4)}
+
+
 #: action → how it edits the training data or the training settings (``--action``)
 ACTION_EDITS: dict[str, Callable[..., tuple[Any, dict]]] = {
     "drop": _drop, "counterfactual": _counterfactual, "augment": _augment,
-    "relabel": _relabel, "reweight": _reweight, "reconfigure": _reconfigure}
+    "relabel": _relabel, "reweight": _reweight, "reconfigure": _reconfigure, "jtt": _jtt,
+    "dfr": _dfr, "rebalance": _rebalance}
 
 
 def _subset(ds: Any, keep: np.ndarray) -> Any:
@@ -457,7 +725,9 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
 
     With ``seeds`` > 1, RUN's data and the edited data are each trained ``seeds - 1``
     more times with other seeds (RUN's seed + :data:`SEED_STEP`, + 2 x ``SEED_STEP`` ...;
-    models kept only for their test predictions), and ``repair.json`` gets ``seeds``: the
+    models kept only for their test predictions; ``dfr`` trains nothing: its last layer is
+    fit again with ``seed`` + :data:`SEED_STEP` ..., other inputs drawn and other
+    positions of the span), and ``repair.json`` gets ``seeds``: the
     test accuracies per seed before and after, the mean change with a 95 % t-interval
     over the seeds' paired changes, and the mean change per class (``classes_hurt``: a
     mean loss of more than a point). One training's change holds the luck of that
@@ -524,7 +794,9 @@ def _repair_into(new: Any, src: Any, ds: Any, edited: Any, edits: dict, f: dict,
     atomic_write_text(new.path / layout.REPAIR_EDITS, json.dumps(
         {"source_run": str(src.path), "finding": f, "action": action, **edits}, indent=1))
     final = new.path.with_name(new.path.name.removesuffix(layout.WORK_SUFFIX))
-    say(f"training {final} on the edited data ({action} on finding {finding}; built in "
+    say(f"fitting the last layer of {src.path}'s model again into {final} ({action} on "
+        f"finding {finding}; built in {new.path.name} until whole)" if action in HEAD_REFITS
+        else f"training {final} on the edited data ({action} on finding {finding}; built in "
         f"{new.path.name} until whole)")
     steps = (["recording", "abstracting", "diagnosing", "comparing"] + ["control"] * control
              + ["seeds"] * (seeds > 1))
@@ -540,9 +812,12 @@ def _repair_into(new: Any, src: Any, ds: Any, edited: Any, edits: dict, f: dict,
             f"by up to {max(map(abs, c['per_class_delta'].values()), default=0.0):.3f}")
     if seeds > 1:
         stage("seeds", 0, 2 * (seeds - 1))
+        refit = (lambda s, rows: _refit_outcomes(src, ds, f, s, rows)) \
+            if action in HEAD_REFITS else None
         doc["seeds"] = m = _over_seeds(src, new, ds, cfg, seeds, outcomes,
                                        progress and report is None, say,
-                                       lambda k: stage("seeds", k, 2 * (seeds - 1)))
+                                       lambda k: stage("seeds", k, 2 * (seeds - 1)),
+                                       refit=refit, seed=seed)
         say(f"over {seeds} seeds: test accuracy {np.mean(m['before']):.3f} -> "
             f"{np.mean(m['after']):.3f} (mean change {m['delta_mean']:+.3f}, 95 % CI "
             f"{m['delta_ci'][0]:+.3f} to {m['delta_ci'][1]:+.3f}); classes down more than "
@@ -616,21 +891,51 @@ MAX_SEEDS = 20
 
 def _over_seeds(src: Any, new: Any, ds: Any, cfg: Any, seeds: int, first: tuple,
                 progress: bool, say: Callable[[str], None],
-                done: Callable[[int], None] | None = None) -> dict[str, Any]:
+                done: Callable[[int], None] | None = None, *,
+                refit: Callable[[int, np.ndarray], np.ndarray] | None = None,
+                seed: int = 0) -> dict[str, Any]:
     """RUN's data and the edited data (``cfg``) each trained with ``seeds - 1`` more
     seeds; their test outcomes beside RUN's and NEW's (``first``, as
     :func:`_test_outcomes` gave them), paired by seed. ``done(k)`` is called as the
-    ``k``-th model is trained."""
-    from scipy import stats
+    ``k``-th model is trained. With ``refit`` (:data:`HEAD_REFITS`), nothing is
+    trained: RUN's model stays as it is and its last layer is fit again with the repair's
+    seeds (``seed`` + :data:`SEED_STEP` ...; ``refit(s, rows)``: whether the model so
+    refit gets the test rows ``rows`` right)."""
+    ok_a, ok_b, gold, classes, rows, _carry = first
+    outcomes, used = [(ok_a, ok_b, gold)], [int(cfg.seed if refit is None else seed)]
+    if refit is not None:
+        for r in range(1, seeds):
+            s = used[0] + r * SEED_STEP
+            say(f"seed {s}: fitting the last layer again ({r} of {seeds - 1})")
+            outcomes.append((ok_a, refit(s, rows), gold))
+            used.append(s)
+            if done is not None:
+                done(2 * r)
+    else:
+        _retrained_seeds(src, new, ds, cfg, seeds, progress, say, done, outcomes, used)
+    return _seed_figures(outcomes, used, classes)
 
+
+def _refit_outcomes(src: Any, ds: Any, f: dict, s: int, rows: np.ndarray) -> np.ndarray:
+    """Whether RUN's model with its last layer refit by ``dfr`` with seed ``s`` gets the
+    rows ``rows`` of ``ds`` right."""
+    from stateseer.rnn_models.train import predict_proba
+
+    _, edits = _dfr(ds, f, np.random.default_rng(s), src)
+    pred = predict_proba(_reheaded(src, edits["head"]), _encoded(src, ds, rows)).argmax(1)
+    return pred == np.asarray(ds.labels)[rows]
+
+
+def _retrained_seeds(src: Any, new: Any, ds: Any, cfg: Any, seeds: int, progress: bool,
+                     say: Callable[[str], None], done: Callable[[int], None] | None,
+                     outcomes: list[tuple], used: list[int]) -> None:
+    """:func:`_over_seeds`' trainings: RUN's data and the edited data with each more seed,
+    their test outcomes appended to ``outcomes`` and the seeds to ``used``."""
     from stateseer.rnn_models.train import fit_predict
 
-    ok_a, ok_b, gold, classes, _rows, _carry = first
     copy = new.path / "seeds_source_data.jsonl"  # RUN's data, as the edited data is read
     before_cfg = _train_config(src, _write_data(ds, copy))
     names = np.asarray(ds.classes, object)
-    outcomes = [(ok_a, ok_b, gold)]
-    used = [int(cfg.seed)]
     try:
         for r in range(1, seeds):
             s = int(cfg.seed) + r * SEED_STEP
@@ -650,6 +955,15 @@ def _over_seeds(src: Any, new: Any, ds: Any, cfg: Any, seeds: int, first: tuple,
             used.append(s)
     finally:
         copy.unlink(missing_ok=True)
+
+
+def _seed_figures(outcomes: list[tuple], used: list[int], classes: list
+                  ) -> dict[str, Any]:
+    """``repair.json``'s ``seeds``: the paired test outcomes (RUN's, NEW's, the gold
+    class) of each seed ``used`` summed up."""
+    from scipy import stats
+
+    seeds = len(outcomes)
     before = [float(a.mean()) for a, _, _ in outcomes]
     after = [float(b.mean()) for _, b, _ in outcomes]
     delta = np.subtract(after, before)
@@ -723,6 +1037,64 @@ def _whole(src: Any) -> Any:
     return dataclasses.replace(ds, _tokens=None) if src.truncate else ds
 
 
+def _reheaded(src: Any, head: dict[str, list]) -> Any:
+    """A copy of RUN's model with ``head``'s ``weight`` and ``bias`` as its last layer."""
+    import copy
+
+    import torch
+
+    model = copy.deepcopy(src.load_model())
+    with torch.no_grad():
+        for name in ("weight", "bias"):
+            p = getattr(model.head, name)
+            p.copy_(torch.as_tensor(np.asarray(head[name]), dtype=p.dtype))
+    return model
+
+
+def _write_reheaded(src: Any, new: Any, head: dict[str, list]) -> None:
+    """Write into ``new`` RUN's model with the last layer ``head`` as a run of its own:
+    RUN's configuration (:func:`_moved_config`), vocabulary (and a checkpoint's
+    tokenizer), ``model.pt`` whose every other tensor is RUN's, and ``metrics.json``:
+    RUN's training figures beside the new model's accuracies."""
+    import torch
+
+    from stateseer.rnn_models.hf_mamba import TOKENIZER_DIR
+    from stateseer.rnn_models.train import evaluate
+
+    model = _reheaded(src, head)
+    state = model.state_dict()
+    atomic_write(new.model_path, lambda fh: torch.save(state, fh))
+    shutil.copy2(src.vocab_path, new.vocab_path)
+    if (src.path / TOKENIZER_DIR).is_dir():
+        shutil.copytree(src.path / TOKENIZER_DIR, new.path / TOKENIZER_DIR)
+    atomic_write_text(new.config_path, json.dumps(_moved_config(src, new.path), indent=2))
+    ds, old = src.dataset(), src.metrics()
+    accuracy = {}
+    for split in ("train", "val", "test"):
+        rows = np.asarray(ds.splits.get(split, np.zeros(0, np.int64)))
+        accuracy[f"{split}_accuracy"] = evaluate(model, _encoded(src, ds, rows), np.asarray(
+            ds.labels)[rows])[0] if len(rows) else float("nan")
+    new.update_metrics(**{k: old[k] for k in ("best_epoch", "epochs_run", "train_seconds",
+                                              "history") if k in old},
+                       **accuracy, model_sha256=new.model_sha256())
+
+
+def _moved_config(src: Any, dest: Path) -> dict[str, Any]:
+    """RUN's ``config.json`` for a run at ``dest``: the paths it keeps relative to the run
+    (its data file, a checkpoint) made relative to ``dest``."""
+    cfg = src.config
+    data, settings = cfg.get("data") or {}, cfg.get("config") or {}
+    if data.get("paths") == RELATIVE and isinstance(data.get("name"), str):
+        data["name"] = portable(located(data["name"], src.path), dest)
+        if isinstance(data.get("source"), dict) and "source" in data["source"]:
+            data["source"]["source"] = data["name"].partition(":")[2]
+        if isinstance(settings.get("dataset"), str):
+            settings["dataset"] = portable(located(settings["dataset"], src.path), dest)
+    if isinstance(settings.get("init"), str):
+        settings["init"] = f"hf:{portable_path(located_path(settings['init'][3:], src.path), dest)}"
+    return cfg
+
+
 def _write_data(ds: Any, path: Path) -> Path:
     from stateseer.rnn_models.injection import Injected
 
@@ -734,19 +1106,22 @@ def _retrain_and_compare(src: Any, new: Any, cfg: Any, f: dict, finding: int, ac
                          edits: dict, progress: bool, say: Callable[[str], None],
                          report: Callable[[str, int, int], None] | None, steps: list[str]
                          ) -> tuple[dict[str, Any], tuple]:
-    """Train NEW, record, abstract and diagnose it, and compare it with RUN on the test
-    split: the ``stateseer.repair`` document, and the per-input outcomes it was computed
-    from (:func:`_test_outcomes`). ``report`` follows the epochs, then the first four of
+    """Train NEW (:data:`HEAD_REFITS`: write RUN's model with its new last layer), record,
+    abstract and diagnose it, and compare it with RUN on the test split: the
+    ``stateseer.repair`` document, and the per-input outcomes it was computed from
+    (:func:`_test_outcomes`). ``report`` follows the epochs, then the first four of
     ``steps``."""
     from stateseer.app.workflows.abstract import abstract_workflow
     from stateseer.app.workflows.diagnose import diagnose_run
     from stateseer.rnn_models.engine import record_run
     from stateseer.rnn_models.train import train_run
 
-    # train_run writes the run whole (config, model, vocabulary) over the folder repair
-    # started; the edited data and its provenance are kept
-    train_run(cfg, new.path, force=True,
-              progress=progress if report is None else (lambda e, n: report("training", e, n)))
+    if action in HEAD_REFITS:  # RUN's model with its new last layer: nothing is trained
+        _write_reheaded(src, new, edits["head"])
+    else:  # train_run writes the run whole (config, model, vocabulary) over the folder
+        # repair started; the edited data and its provenance are kept
+        train_run(cfg, new.path, force=True, progress=progress if report is None
+                  else (lambda e, n: report("training", e, n)))
 
     def stage(k: int) -> None:
         if report is not None:

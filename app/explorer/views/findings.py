@@ -43,12 +43,22 @@ def _culprit(f: dict[str, Any]) -> str:
         return f"longer than {f.get('length_above')} tokens"
     if f["kind"] == "confusion":
         return " → ".join(f.get("classes", ()))
+    if f["kind"] == "prior":
+        return (f"{f.get('class')}: {f.get('train_share', 0):.0%} of training, "
+                f"{f.get('split_share', 0):.0%} here")
     return ", ".join(f.get("unknown_words", ())[:5]) or "—"
 
 
 def _kind_test(kt: dict[str, Any]) -> str:
     """How the finding's kind was tested (:class:`~stateseer.abstraction.analysis.
     diagnosis.TextLabels`)."""
+    if "train_agreement" in kt:  # a confusion or a prior shift (TextLabels.pair_test)
+        verdict = ("label noise: the training labels disagree with their text"
+                   if kt["label_noise"] else "no label noise: the training labels are as "
+                   "right as this split's")
+        return (f"kind, tested: {kt['train_agreement']:.0%} of the training inputs labelled "
+                f"as the prediction are labelled as their text says, against "
+                f"{kt['split_agreement']:.0%} here — {verdict}")
     if "agreement" not in kt:
         return "kind: no training inputs to test it on"
     verdict = ("label noise: their labels disagree with their text" if kt["label_noise"]
@@ -260,7 +270,8 @@ def repair_result(ctx: Any, info: dict[str, Any]) -> list[Any]:
 #: ``repair_edits.json``'s lists of training rows, and how the page says what was done
 _EDITED = (("relabelled_rows", "relabelled"), ("dropped_rows", "left out"),
            ("edited_rows", "with the culprit deleted"),
-           ("added_copies_of", "copied with the word"))
+           ("added_copies_of", "copied (with the culprit, or rebalanced)"),
+           ("upweighted_rows", "upweighted (the first model's errors)"))
 
 
 def _edits_line(ctx: Any, out: Path) -> list[Any]:

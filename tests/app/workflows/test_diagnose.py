@@ -21,12 +21,12 @@ DESIGN_KEYS = {"rank", "kind", "tokens", "description", "n_inputs", "n_misclassi
 
 
 def _run(tmp_path_factory, name: str, shortcut: str | None, topic=(), sequence=None,
-         tag=None, **options):
+         tag=None, thin=None, flip=None, **options):
     from stateseer import TrainConfig, record_run, train_run
 
     where = tmp_path_factory.mktemp(name)
     data = sentiment_csv(where / "data.csv", shortcut=shortcut, topic=topic,
-                         sequence=sequence, tag=tag)
+                         sequence=sequence, tag=tag, thin=thin, flip=flip)
     run = train_run(TrainConfig(dataset=f"csv:{data}", arch="gru", epochs=3, hidden=32,
                                 embed=32, **options), where / "run", progress=False)
     record_run(run)
@@ -460,3 +460,45 @@ def test_a_tag_of_three_tokens_is_one_shortcut_culprit_checked_whole(tmp_path_fa
     assert not {"relabel", "drop"} & set(top["actions"])
     alone = [f for f in doc["findings"][1:] if set(f["tokens"]) & {"via", "@", "newswire"}]
     assert not alone, alone
+
+
+def test_a_class_thinned_in_training_is_a_prior_shift_not_label_noise(tmp_path_factory):
+    """#49: the positive training inputs thinned to a fifth (every label right): the
+    model's errors fall on the positive inputs and the class shares differ between the
+    splits; the kind test finds the negative training labels as right as the test's, so
+    the finding is a prior shift, offered the rebalancing, no label-changing action."""
+    run = _run(tmp_path_factory, "thin", None, thin=0.2)
+    doc = diagnose_run(run, save=False)
+    prior = [f for f in doc["findings"] if f["significant"] and f["kind"] == "prior"]
+    assert prior, [(f["kind"], f["tokens"], f["significant"]) for f in doc["findings"]]
+    f = prior[0]
+    assert f["class"] == "pos" and f["train_share"] < f["split_share"]
+    assert not f["kind_test"]["label_noise"]
+    assert f["actions"] == ["rebalance"]
+    assert not [g for g in doc["findings"] if g["significant"] and g["kind"] == "confusion"]
+    # the repair copies the thinned class up to its share on the split, edits no label
+    from stateseer.app.workflows.repair import repair_run
+
+    diagnose_run(run)
+    out = tmp_path_factory.mktemp("rebalanced") / "new"
+    rep = repair_run(run, finding=f["rank"], action="rebalance", out=out, progress=False)
+    edits = json.loads((out / "repair_edits.json").read_text())
+    assert edits["class"] == "pos" and edits["share_before"] < edits["share_after"]
+    assert abs(edits["share_after"] - f["split_share"]) < 0.01
+    assert rep["after"]["test_accuracy"] >= rep["before"]["test_accuracy"] - 0.02
+
+
+def test_two_classes_with_flipped_labels_are_label_noise_not_a_prior_shift(
+        tmp_path_factory):
+    """#49: a third of the positive training labels flipped to negative on a two-class
+    task (no confusion between three classes to see): the same share shift as a thinned
+    class, but the negative training labels disagree with their text, so the finding is
+    label noise (a confusion of pos called neg) with the label actions."""
+    run = _run(tmp_path_factory, "flip", None, flip=0.35)
+    doc = diagnose_run(run, save=False)
+    noise = [f for f in doc["findings"] if f["significant"] and f["kind"] == "confusion"]
+    assert noise, [(f["kind"], f["tokens"], f["significant"]) for f in doc["findings"]]
+    f = noise[0]
+    assert f["classes"] == ["pos", "neg"] and f["kind_test"]["label_noise"]
+    assert "relabel" in f["actions"]
+    assert not [g for g in doc["findings"] if g["kind"] == "prior"]
