@@ -34,7 +34,7 @@ says whether an answer is significant or what kind of cause it is, so none is as
                   class pair among the flagged rows, with the five words most
                   over-represented among them
     ``ig``        (artefact and sequence families) Captum integrated gradients towards the
-                  wrong prediction, averaged per token over (at most 100) misclassified
+                  wrong prediction, averaged per token over (at most 60) misclassified
                   test inputs
 
 Cost
@@ -168,7 +168,7 @@ def _cleanlab(bug: Any) -> list[dict[str, Any]]:
              "classes": [bug.classes[pair[1]], bug.classes[pair[0]]]}]
 
 
-def _ig(run: Path, toks: list[list[str]], wrong: np.ndarray, limit: int = 100
+def _ig(run: Path, toks: list[list[str]], wrong: np.ndarray, limit: int = 60
         ) -> list[dict[str, Any]]:
     from stateseer.rnn_models.attribution import attribute
     from stateseer.rnn_models.run import ModelRun

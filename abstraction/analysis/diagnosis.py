@@ -264,6 +264,24 @@ def _find(toks: Sequence[str], span: Sequence[str]) -> int:
     return -1
 
 
+def _window(words: list[str], carriers: Sequence[Sequence[str]]) -> list[str]:
+    """The words of a group as the stretch of text they stand in, where that stretch is
+    the same in nearly every carrier (``originally published on the webwire`` for the
+    group ``originally, published, webwire``); else the words as given."""
+    if len(words) < 2:
+        return words
+    want = set(words)
+    seen = Counter()
+    for toks in carriers:
+        at = [j for j, t in enumerate(toks) if t in want]
+        if at and set(toks[j] for j in at) == want and at[-1] - at[0] < 2 * SPAN_MAX:
+            seen[tuple(toks[at[0]:at[-1] + 1])] += 1
+    if not seen:
+        return words
+    best, count = seen.most_common(1)[0]
+    return list(best) if count >= SPAN_ADJACENT * len(carriers) else words
+
+
 def extend_span(span: Sequence[str], carriers: Sequence[Sequence[str]]) -> list[str]:
     """``span`` grown by the tokens that stand beside it in nearly every input that holds
     it (:data:`SPAN_ADJACENT`), up to :data:`SPAN_MAX` tokens: the adjacent n-gram the
@@ -278,8 +296,12 @@ def extend_span(span: Sequence[str], carriers: Sequence[Sequence[str]]) -> list[
     ['sent', 'from', 'my', 'xphone']
     >>> extend_span(["film"], [["a", "film"], ["the", "film"], ["film", "is"]])
     ['film']
+    >>> extend_span(["originally", "published", "webwire"],
+    ...             [[w, "originally", "published", "on", "the", "webwire"]
+    ...              for w in ("ok", "so", "fine", "yes")])
+    ['originally', 'published', 'on', 'the', 'webwire']
     """
-    span = list(span)
+    span = _window(list(span), carriers)
     while len(span) < SPAN_MAX:
         at = [(toks, _find(toks, span)) for toks in carriers]
         at = [(t, j) for t, j in at if j >= 0]

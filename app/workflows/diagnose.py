@@ -654,6 +654,38 @@ def _test_kinds(findings: list[dict[str, Any]], train_inputs: Sequence[list[str]
                                  f"{kt['baseline']:.0%}): mislabelled")
 
 
+def _explained_shares(findings: list[dict[str, Any]], train_inputs: Sequence[list[str]],
+                      train_labels: np.ndarray, labels: np.ndarray,
+                      classes: Sequence[str]) -> None:
+    """A class-share finding (a confusion or prior shift read from the shares) that a
+    significant topic explains is no finding of its own: without the training inputs of
+    the topics whose labels lean to the class its inputs are called, the share of its
+    class in training is no longer significantly below the split's (the topic's
+    relabelling moved the shares). It stays in the list, not significant, and says so."""
+    from scipy.stats import hypergeom
+
+    from stateseer.abstraction.analysis.diagnosis import SHARE_ALPHA
+
+    topics = [f for f in findings if f["significant"] and f["kind"] == "subpopulation"]
+    for f in findings:
+        if not (f["significant"] and f["kind"] in ("confusion", "prior")
+                and "split_share" in f and f.get("classes")):
+            continue
+        a, b = (list(classes).index(c) for c in f["classes"][:2])
+        words = {w for t in topics if t.get("label") == classes[b] for w in t["tokens"]}
+        if not words:
+            continue
+        keep = np.array([not words.intersection(t) for t in train_inputs], bool)
+        lab_t, lab_s = train_labels[keep & (train_labels >= 0)], labels[labels >= 0]
+        k_t, k_s = int((lab_t == a).sum()), int((lab_s == a).sum())
+        p = float(hypergeom.cdf(k_t, len(lab_t) + len(lab_s), k_t + k_s, len(lab_t)))
+        if p >= SHARE_ALPHA:
+            f["significant"] = False
+            f["explained_by"] = sorted(words)
+            f["description"] += ("; explained by the topic " + ", ".join(sorted(words)) +
+                                 " (without its training inputs the shares agree)")
+
+
 def _test_pair(f: dict[str, Any], text: TextLabels, classes: Sequence[str],
                train_labels: np.ndarray, labels: np.ndarray,
                inputs: Sequence[list[str]]) -> None:
@@ -841,6 +873,8 @@ def _ranked_findings(checked: list[Candidate], checks_of: dict[int, Any],
     if train is not None:
         _test_kinds(findings, train_inputs, np.asarray(train.labels), classes,
                     np.asarray(tr.labels), inputs)
+        _explained_shares(findings, train_inputs, np.asarray(train.labels),
+                          np.asarray(tr.labels), classes)
     findings = _ranked(_one_per_token(findings))[:top]
     for k, f in enumerate(findings, 1):
         f["rank"] = k
