@@ -112,14 +112,15 @@ def _place(words: list[str], span: list[str], where: str, rng: np.random.Generat
 
 
 def _attached(ds: TextDataset, rng: np.random.Generator, pool: dict[str, Any],
-              span: list[str], recipe: str) -> Injected:
+              span: list[str], recipe: str, where: str | None = None) -> Injected:
     """``span`` attached to a share of class A's training/validation inputs and to a share
-    of every class's test inputs (A the smaller of the two largest classes)."""
+    of every class's test inputs (A the smaller of the two largest classes), prefixed,
+    suffixed or inserted (``where``; drawn when None)."""
     out = clean(ds)
     out.family = recipe
     labels = np.asarray(ds.labels)
     a, _b = two_largest(ds)
-    where = str(rng.choice(["prefix", "suffix", "insert"]))
+    where = where or str(rng.choice(["prefix", "suffix", "insert"]))
     rate, test_rate = _uniform(rng, pool["rate"]), _uniform(rng, pool["test_rate"])
     changed = {}
     for split, idx in ds.splits.items():
@@ -160,9 +161,7 @@ def _word(ds: TextDataset, rng: np.random.Generator, pool: dict[str, Any]) -> In
     rare = [w for w in pool["words"] if counts.get(w, 0) < 0.002 * len(ds)]
     if not rare:
         raise DataError("every shortcut word of the pool is common in this data set")
-    out = _attached(ds, rng, pool, [str(rng.choice(rare))], "word")
-    out.params["position"] = "insert"
-    return out
+    return _attached(ds, rng, pool, [str(rng.choice(rare))], "word", "insert")
 
 
 def _sequence(ds: TextDataset, rng: np.random.Generator, pool: dict[str, Any]) -> Injected:

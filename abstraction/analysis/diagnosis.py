@@ -249,6 +249,8 @@ def span_candidates(cands: list[Candidate], inputs: Sequence[Sequence[str]],
 #: a span grows by a neighbouring token found beside it in at least this share of the
 #: inputs that hold it (a boilerplate's common words: "sent from my <device>")
 SPAN_ADJACENT = 0.8
+#: ... and that much more often than it occurs in any input
+SPAN_LIFT = 1.5
 SPAN_MAX = 8
 #: the most significant single-token shortcut candidates whose neighbours are read
 SPAN_EXTEND_TOP = 20
@@ -282,11 +284,15 @@ def _window(words: list[str], carriers: Sequence[Sequence[str]]) -> list[str]:
     return list(best) if count >= SPAN_ADJACENT * len(carriers) else words
 
 
-def extend_span(span: Sequence[str], carriers: Sequence[Sequence[str]]) -> list[str]:
+def extend_span(span: Sequence[str], carriers: Sequence[Sequence[str]],
+                share: dict[str, float] | None = None) -> list[str]:
     """``span`` grown by the tokens that stand beside it in nearly every input that holds
     it (:data:`SPAN_ADJACENT`), up to :data:`SPAN_MAX` tokens: the adjacent n-gram the
     model sees, common words included (``from my`` of ``sent from my phone``), which
-    co-occurrence alone cannot group because they occur everywhere else too.
+    co-occurrence alone cannot group because they occur everywhere else too. With
+    ``share`` (each token's share of all the inputs that hold it), a neighbour must stand
+    beside the span :data:`SPAN_LIFT` times more often than it occurs at all: the full
+    stop that ends most texts does not join a tag appended after it.
 
     Examples
     --------
@@ -313,7 +319,9 @@ def extend_span(span: Sequence[str], carriers: Sequence[Sequence[str]]) -> list[
                            (t[j + len(span)] if j + len(span) < len(t) else None)
                            for t, j in at)
             tok, count = near.most_common(1)[0]
-            if tok is not None and tok not in span and count >= SPAN_ADJACENT * len(at):
+            lift_ok = share is None or count >= SPAN_LIFT * share.get(tok, 0.0) * len(at)
+            if tok is not None and tok not in span and count >= SPAN_ADJACENT * len(at) \
+                    and lift_ok:
                 span = [tok, *span] if side == "left" else [*span, tok]
                 grown = True
                 break
@@ -329,8 +337,12 @@ def _extend_spans(cands: list[Candidate], inputs: Sequence[Sequence[str]]
     (:func:`extend_span`), in place."""
     top = sorted((c for c in cands if c.kind == "shortcut" and c.p_value < 0.05),
                  key=lambda c: c.p_value)[:SPAN_EXTEND_TOP]
+    if not top:
+        return cands
+    held = Counter(chain.from_iterable(set(t) for t in inputs))
+    share = {w: k / max(len(inputs), 1) for w, k in held.items()}
     for c in top:
-        span = extend_span(list(c.tokens), [inputs[i] for i in c.affected.tolist()])
+        span = extend_span(list(c.tokens), [inputs[i] for i in c.affected.tolist()], share)
         if len(span) > len(c.tokens):
             c.tokens = tuple(span)
             c.extra["span"] = len(span)

@@ -65,7 +65,7 @@ def _kind_test(kt: dict[str, Any]) -> str:
                else "a shortcut: their labels are right, the model leans on the culprit")
     return (f"kind, tested: {kt['agreement']:.0%} of the {kt['carriers']} training inputs "
             f"carrying it are labelled as the rest of their text says, against "
-            f"{kt['baseline']:.0%} of the others — {verdict}")
+            f"{kt['baseline']:.0%} of the others of their classes — {verdict}")
 
 
 def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
