@@ -34,11 +34,12 @@ def _cmd_repair(args: argparse.Namespace) -> int:
     report = _progress_writer(args.progress_json)
     doc = repair_run(args.run, finding=args.finding, action=args.action, out=args.out,
                      seed=args.seed, progress=not args.quiet, log=_note, report=report,
-                     control=args.control, seeds=args.seeds, force=args.force)
+                     control=args.control, seeds=args.seeds, force=args.force,
+                     oracle=args.oracle)
     print(json.dumps({k: doc[k] for k in ("before", "after", "delta", "delta_ci",
                                           "per_class_delta", "carriers", "finding_gone",
                                           "finding_left", "control",
-                                          "seeds")
+                                          "seeds", "oracle", "gap_closed")
                       if k in doc}))
     return 0
 
@@ -92,6 +93,10 @@ def _add_diagnose(sub: Any) -> None:
                    "and report the mean change with a 95%% interval over the seeds, and "
                    "per class: one training's change holds that training's luck (N "
                    "times the training time; default: 1, the repair alone)")
+    r.add_argument("--oracle", metavar="RUN", default=None,
+                   help="a run trained on the data before the bug (a known-good model): "
+                   "repair.json gets its accuracy on RUN's test inputs and the share of "
+                   "the gap the repair closes")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--progress-json", metavar="FILE", help="keep FILE up to date with the "
                    "work's stage as JSON ({stage, done, total}), for a tool that shows it "

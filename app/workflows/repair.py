@@ -709,7 +709,7 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
                seed: int = 0, progress: bool = True, control: bool = False,
                seeds: int = 1, log: Callable[[str], None] | None = None,
                report: Callable[[str, int, int], None] | None = None,
-               force: bool = False) -> dict[str, Any]:
+               force: bool = False, oracle: str | Path | None = None) -> dict[str, Any]:
     """Repair ``run`` by ``action`` on its finding ``finding`` into the new run ``out``.
 
     ``report(stage, done, total)`` follows the work (stages: ``training`` per epoch, then
@@ -732,6 +732,12 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
     over the seeds' paired changes, and the mean change per class (``classes_hurt``: a
     mean loss of more than a point). One training's change holds the luck of that
     training; the mean over seeds much less of it.
+
+    With ``oracle`` (a run whose model was trained on the data before the bug, when a
+    user has one: an earlier, known-good version), ``repair.json`` gets ``oracle``: that
+    model's accuracy on RUN's test inputs, and ``gap_closed`` = (repaired - buggy) /
+    (oracle - buggy), on the means over seeds where there are several (None where the
+    oracle is no better than RUN by half a point).
 
     Returns
     -------
@@ -766,6 +772,8 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
         raise StateseerError(f"--seeds {seeds}: at most {MAX_SEEDS} (each seed trains two "
                              "models)")
     _retrainable(src)  # refused before any edit
+    if oracle is not None:
+        _oracle_accuracy(src, oracle, check_only=True)
     ds = _whole(src)
     edited, edits = ACTION_EDITS[action](ds, f, np.random.default_rng(seed), src)
     # the new run is built in OUT.tmp and renamed into place whole: a killed repair leaves
@@ -773,7 +781,7 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
     work = claim(layout.RunLayout.work(out))
     try:
         doc = _repair_into(ModelRun(work), src, ds, edited, edits, f, finding, action, seed,
-                           progress, control, seeds, say, report)
+                           progress, control, seeds, say, report, oracle)
         release(work)
         swap_dir(work, out)  # with --force, the old run is replaced only now
     except BaseException:
@@ -787,7 +795,8 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
 def _repair_into(new: Any, src: Any, ds: Any, edited: Any, edits: dict, f: dict,
                  finding: int, action: str, seed: int, progress: bool, control: bool,
                  seeds: int, say: Callable[[str], None],
-                 report: Callable[[str, int, int], None] | None) -> dict[str, Any]:
+                 report: Callable[[str, int, int], None] | None,
+                 oracle: str | Path | None = None) -> dict[str, Any]:
     """:func:`repair_run`'s work, into the run ``new`` (the folder it is built in)."""
     data = _write_data(edited, new.path / "data.jsonl")
     cfg = _train_config(src, data, edits.get("settings"))
@@ -822,9 +831,58 @@ def _repair_into(new: Any, src: Any, ds: Any, edited: Any, edits: dict, f: dict,
             f"{np.mean(m['after']):.3f} (mean change {m['delta_mean']:+.3f}, 95 % CI "
             f"{m['delta_ci'][0]:+.3f} to {m['delta_ci'][1]:+.3f}); classes down more than "
             f"a point on average: {', '.join(m['classes_hurt']) or 'none'}")
+    if oracle is not None:
+        _judge_oracle(doc, _oracle_accuracy(src, oracle), str(oracle), say)
     _judge_gone(doc, say)
     atomic_write_text(new.path / layout.REPAIR, json.dumps(doc, indent=1))
     return doc
+
+
+def _oracle_accuracy(src: Any, oracle: str | Path, check_only: bool = False) -> float:
+    """The oracle run's model's accuracy on RUN's test inputs (its own vocabulary and
+    tokenizer); with ``check_only``, only that it can be read (one line where not)."""
+    from stateseer.abstraction.pipeline import fresh_traces
+    from stateseer.rnn_models.run import ModelRun
+    from stateseer.rnn_models.tokenizers import get_tokenizer
+    from stateseer.rnn_models.train import predict_proba
+
+    try:
+        other = ModelRun(oracle)
+        _ = other.config
+    except StateseerError as e:
+        raise StateseerError(f"--oracle {oracle}: {e}") from None
+    classes = list(fresh_traces(src).classes)
+    theirs = list(other.data.get("classes") or other.dataset().classes)
+    if theirs != classes:
+        raise StateseerError(f"--oracle {oracle}: its classes {theirs} are not RUN's "
+                             f"{classes}; give a run trained on the same task")
+    name = other.data.get("tokenizer", "word")
+    if name not in ("word", "char", "space"):
+        raise StateseerError(f"--oracle {oracle}: its tokenizer {name!r} is not one of "
+                             "stateseer's; give a run trained with word, char or space")
+    if check_only:
+        return float("nan")
+    test = fresh_traces(src)["test"]
+    tok, vocab = get_tokenizer(name), other.vocab()
+    seqs = [vocab.encode(tok(t)) for t in test.texts]
+    pred = predict_proba(other.load_model(), seqs).argmax(1)
+    return float((pred == np.asarray(test.labels)).mean())
+
+
+def _judge_oracle(doc: dict[str, Any], acc: float, path: str,
+                  say: Callable[[str], None]) -> None:
+    """``oracle`` and ``gap_closed`` into the repair document (means over seeds where
+    there are several)."""
+    if "seeds" in doc:
+        before, after = np.mean(doc["seeds"]["before"]), np.mean(doc["seeds"]["after"])
+    else:
+        before, after = doc["before"]["test_accuracy"], doc["after"]["test_accuracy"]
+    gap = acc - float(before)
+    doc["oracle"] = {"run": path, "test_accuracy": round(acc, 4)}
+    doc["gap_closed"] = round((float(after) - float(before)) / gap, 3) if gap > 0.005 else None
+    say(f"the oracle ({path}) scores {acc:.3f} on these test inputs; the repair closes "
+        + (f"{doc['gap_closed']:.2f} of the gap" if doc["gap_closed"] is not None else
+           "no measurable gap (the oracle is no better than RUN)"))
 
 
 def _judge_gone(doc: dict[str, Any], say: Callable[[str], None]) -> None:

@@ -462,7 +462,8 @@ def test_a_tag_of_three_tokens_is_one_shortcut_culprit_checked_whole(tmp_path_fa
     assert not alone, alone
 
 
-def test_a_class_thinned_in_training_is_a_prior_shift_not_label_noise(tmp_path_factory):
+def test_a_class_thinned_in_training_is_a_prior_shift_not_label_noise(tmp_path_factory,
+                                                                     clean_run):
     """#49: the positive training inputs thinned to a fifth (every label right): the
     model's errors fall on the positive inputs and the class shares differ between the
     splits; the kind test finds the negative training labels as right as the test's, so
@@ -481,11 +482,20 @@ def test_a_class_thinned_in_training_is_a_prior_shift_not_label_noise(tmp_path_f
 
     diagnose_run(run)
     out = tmp_path_factory.mktemp("rebalanced") / "new"
-    rep = repair_run(run, finding=f["rank"], action="rebalance", out=out, progress=False)
+    rep = repair_run(run, finding=f["rank"], action="rebalance", out=out, progress=False,
+                     oracle=clean_run)  # the oracle: the same task, nothing thinned
     edits = json.loads((out / "repair_edits.json").read_text())
     assert edits["class"] == "pos" and edits["share_before"] < edits["share_after"]
     assert abs(edits["share_after"] - f["split_share"]) < 0.01
     assert rep["after"]["test_accuracy"] >= rep["before"]["test_accuracy"] - 0.02
+    gap = rep["oracle"]["test_accuracy"] - rep["before"]["test_accuracy"]
+    assert rep["gap_closed"] is None if gap <= 0.005 else rep["gap_closed"] == round(
+        (rep["after"]["test_accuracy"] - rep["before"]["test_accuracy"]) / gap, 3)
+    nothing = tmp_path_factory.mktemp("not-a-run")
+    with pytest.raises(StateseerError, match="--oracle") as err:  # one line, before work
+        repair_run(run, finding=f["rank"], action="rebalance", out=out.with_name("x"),
+                   progress=False, oracle=nothing)
+    assert "\n" not in str(err.value) and not out.with_name("x").exists()
 
 
 def test_two_classes_with_flipped_labels_are_label_noise_not_a_prior_shift(
