@@ -49,7 +49,8 @@ Repairs (``--repairs N``: the first N found bugs per recipe of the report partit
     over seeds; per class, the repair's change beside the oracle's.
 
 Usage: ``python benchmarks/bugs.py [--partitions dev,report] [--datasets ...]
-[--recipes ...] [--seeds 2] [--train-rows 4000] [--repairs 1] [--out DIR]``. Last line:
+[--recipes ...] [--seeds 2] [--seed0 S] [--train-rows 4000] [--repairs 1] [--out DIR]``
+(``--recipes ""``: clean controls only, for the count of false findings). Last line:
 JSON with ``runs``, ``clean``, ``repairs`` and ``summary`` (DESIGN.md, round 4).
 """
 
@@ -343,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--datasets", default=None, help="default: each partition's own")
     p.add_argument("--recipes", default=",".join(RECIPES))
     p.add_argument("--seeds", type=int, default=2, help="seeds per data set")
+    p.add_argument("--seed0", type=int, default=None,
+                   help="first seed (default: the partition's own, dev 0, report 100)")
     p.add_argument("--train-rows", type=int, default=4000)
     p.add_argument("--repairs", type=int, default=0,
                    help="repair the first N found bugs per recipe (report partition)")
@@ -355,13 +358,16 @@ def main(argv: list[str] | None = None) -> int:
         names = args.datasets.split(",") if args.datasets else PARTITIONS[part]["datasets"]
         for name in names:
             for s in range(args.seeds):
-                seed = PARTITIONS[part]["seed0"] + s
+                seed = (PARTITIONS[part]["seed0"] if args.seed0 is None else args.seed0) + s
                 ds = _subset(load_dataset(name, seed=seed), args.train_rows, seed)
                 base = clean(ds)
                 where = work / part / f"{name}-{seed}"
                 run, clean_acc = _train(base, where / "clean", seed)
-                _, again = _train(base, where / "clean-again", seed + SEED_STEP,
-                                  record=False)
+                recipes = [r for r in args.recipes.split(",") if r]
+                again = clean_acc  # the retraining noise matters only beside a bug
+                if recipes:
+                    _, again = _train(base, where / "clean-again", seed + SEED_STEP,
+                                      record=False)
                 noise = abs(clean_acc - again)
                 doc = diagnose_run(run, top=10)
                 cleans.append({"partition": part, "dataset": name, "seed": seed,
@@ -372,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
                                "retrain_noise": round(noise, 4)})
                 print(f"[{part}] {name} seed {seed}: clean {clean_acc:.3f} (retrained "
                       f"{again:.3f}), {doc['n_significant']} significant", file=sys.stderr)
-                for recipe in args.recipes.split(","):
+                for recipe in recipes:
                     rng = np.random.default_rng(
                         [seed, zlib.crc32(f"{part}/{name}/{recipe}".encode())])
                     try:

@@ -573,8 +573,12 @@ def _manifest(splits: Sequence[str], jobs: list[ShardJob], results: list[dict[st
 
 
 
-def _traced(model: Traceable, seqs: Sequence[np.ndarray], layer: int = -1
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+#: tokens up to which :func:`predict_ids` runs on one thread
+SMALL_WORK = 20_000
+
+
+def _traced(model: Traceable, seqs: Sequence[np.ndarray], layer: int = -1,
+            parallel: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`record_traces` into new in-memory arrays: hidden, proba, final."""
     n_steps = int(sum(len(q) for q in seqs))
     with torch.no_grad():
@@ -582,7 +586,7 @@ def _traced(model: Traceable, seqs: Sequence[np.ndarray], layer: int = -1
     hidden = np.zeros((n_steps, h0.shape[0]), np.float32)
     proba = np.zeros((n_steps, p0.shape[0]), np.float32)
     final = np.zeros((len(seqs), p0.shape[0]), np.float32)
-    record_traces(model, seqs, hidden, proba, final, layer=layer)
+    record_traces(model, seqs, hidden, proba, final, layer=layer, parallel=parallel)
     return hidden, proba, final
 
 
@@ -615,6 +619,12 @@ def predict_ids(model: Traceable, seqs: Sequence[np.ndarray], *, layer: int = -1
                 out[full[b]] = model.predict(torch.from_numpy(ids),
                                              torch.from_numpy(lens)).float().numpy()
         return out
+    if sum(map(len, seqs)) <= SMALL_WORK:  # a check's few inputs: one thread, no
+        # barrier waits between threads (on a busy machine those cost more than the work)
+        from stateseer.rnn_models.threads import torch_threads
+
+        with torch_threads(1):
+            return _traced(model, seqs, layer, parallel=False)[2]
     return _traced(model, seqs, layer)[2]
 
 
