@@ -66,6 +66,7 @@ __all__ = [
     "tail_evidence",
     "token_candidates",
     "unknown_candidates",
+    "unseen_candidates",
 ]
 
 KINDS = ("shortcut", "sequence", "unknown", "length", "confusion", "subpopulation", "prior")
@@ -657,6 +658,54 @@ def unknown_candidates(inputs: Sequence[Sequence[str]], unknown: Sequence[np.nda
     return sorted(out, key=lambda c: c.p_value)
 
 
+#: an unseen token's chance of never occurring in training, at the rate it occurs on the
+#: split, below which the splits were processed differently
+UNSEEN_P = 1e-6
+#: ... held by at least this share of the split's inputs (a clean split's unseen words
+#: are rare and bursty: a film's title in five reviews of one split)
+UNSEEN_SHARE = 0.02
+
+
+def unseen_candidates(inputs: Sequence[Sequence[str]], wrong: np.ndarray,
+                      train_sets: Sequence[set[str]], *, min_support: int = 5,
+                      top: int = 10) -> list[Candidate]:
+    """An ``unknown`` candidate for a pipeline that processed the splits differently:
+    tokens that no training input holds although the split holds them so often that,
+    had the splits been drawn alike, training would hold them too (the Poisson chance of
+    none among the training inputs at the split's rate below :data:`UNSEEN_P`, held by
+    :data:`UNSEEN_SHARE` of the split's inputs at least): a
+    negation dropped from the training texts only, punctuation one tokenizer kept and
+    the other stripped. A clean split's unseen words are rare ones; these are not.
+
+    ``extra``: ``unknown_words`` (the ``top`` most frequent, most frequent first),
+    ``never_in_training`` (their document frequency on the split).
+
+    Examples
+    --------
+    >>> train = [{"good", "film"}, {"bad", "film"}] * 50
+    >>> split = [["not", "good", "film"], ["bad", "film"]] * 10
+    >>> [c.tokens for c in unseen_candidates(split, np.zeros(20, bool), train)]
+    [('not',)]
+    """
+    wrong = np.asarray(wrong, bool)
+    n, n_train = len(inputs), len(train_sets)
+    if not n or not n_train:
+        return []
+    seen = set().union(*train_sets)
+    df = Counter(w for toks in inputs for w in set(toks) if w not in seen)
+    words = [w for w, k in df.most_common() if k >= max(min_support, UNSEEN_SHARE * n)
+             and np.exp(-n_train * k / n) < UNSEEN_P][:top]
+    if not words:
+        return []
+    rows = np.flatnonzero([bool(set(words).intersection(t)) for t in inputs])
+    k, n_wrong = int(wrong[rows].sum()), int(wrong.sum())
+    p = float(np.exp(-n_train * df[words[0]] / n))
+    return [Candidate("unknown", tuple(words), rows, k, _rate(k, len(rows)),
+                      _rate(n_wrong - k, n - len(rows)), p,
+                      extra={"unknown_words": list(words),
+                             "never_in_training": {w: df[w] for w in words}})]
+
+
 def _label_signal(inputs: Sequence[Sequence[str]], labels: np.ndarray,
                   words: set[str]) -> dict[str, Any]:
     """How well ``words`` tell the label in the training data.
@@ -918,7 +967,9 @@ def check_test(fixed: int, broken: int, n_misclassified: int) -> dict[str, Any]:
 #: the kind test: carriers' labels disagree with their text this much more than the
 #: other training inputs' of the same classes do (and not by chance, one-sided binomial
 #: test below 0.01)
-NOISE_GAP = 0.15
+#: (bugs.py's dev partition: relabelled topics 0.08-0.18 below their classes' baseline;
+#: planted shortcuts -0.02 to +0.02, clean topics -0.09 to 0.00)
+NOISE_GAP = 0.07
 NOISE_ALPHA = 0.01
 #: the pair test: training labels of ``b`` agree with their text this much less than the
 #: split's (a relabelling hides a share of ``a``'s texts among them)

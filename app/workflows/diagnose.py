@@ -65,6 +65,8 @@ from typing import Any
 import numpy as np
 
 from stateseer.abstraction.analysis.diagnosis import (
+    NOISE_GAP,
+    UNSEEN_P,
     Candidate,
     TextLabels,
     by_qvalues,
@@ -80,6 +82,7 @@ from stateseer.abstraction.analysis.diagnosis import (
     tail_evidence,
     token_candidates,
     unknown_candidates,
+    unseen_candidates,
 )
 from stateseer.core import layout
 from stateseer.core.atomic import atomic_write_text
@@ -238,6 +241,10 @@ def _intervene(model: Any, tr: Any, c: Candidate, layer: int) -> dict[str, Any] 
     confusion, which no intervention on the inputs can test."""
     if c.kind == "confusion":
         return None  # checked on the training data (_label_check)
+    if c.kind == "unknown" and "never_in_training" in c.extra:
+        return {"kind": "never_in_training", "inputs": len(c.affected),
+                "tokens": c.extra["never_in_training"], "p_value": c.p_value,
+                "confirmed": c.p_value < UNSEEN_P and len(c.affected) >= 5}
     if c.kind == "unknown":
         sig = c.extra.get("training", {})
         return {"kind": "training", "inputs": int(sig.get("inputs", 0)),
@@ -419,6 +426,9 @@ def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
                                          "train_inputs")})
         lexical += told
     out = [c for c in lexical if not unseen.intersection(c.tokens)]
+    if train is not None:  # a pipeline that processed the splits differently
+        out += unseen_candidates(inputs, wrong, [set(t) for t in train_inputs],
+                                 min_support=min_support)
     out += unknown_candidates(inputs, unknown, wrong, train_inputs=train_inputs,
                               train_labels=None if train is None else
                               np.asarray(train.labels), min_support=min_support)
@@ -514,6 +524,26 @@ def _shift_beyond(c: Candidate, group: list[Candidate], cls: int,
     return shift >= JOIN_SHIFT * float(np.mean(g_train == cls) - np.mean(g_split == cls))
 
 
+#: a word joins a topic when the group's gap (its carriers' agreement with their text
+#: below their classes' baseline) falls by at most this much with it
+JOIN_GAP = 0.01
+
+
+def _purest(group: list[Candidate], text: Any) -> tuple[list[Candidate], list[Candidate]]:
+    """``group`` (its anchor first) kept to the words whose training inputs keep the
+    group's labels as far from their text (:meth:`_TextOf.gap`), and the words left out."""
+    keep, dropped = group[:1], []
+    gap = text.gap(keep)
+    for c in group[1:]:
+        g = text.gap([*keep, c])
+        if g >= gap - JOIN_GAP:
+            keep.append(c)
+            gap = max(gap, g)
+        else:
+            dropped.append(c)
+    return keep, dropped
+
+
 def _to_check(cands: list[Candidate], checks: int, per_kind: int = 3) -> list[Candidate]:
     """The candidates passing the q-value gate that are checked with the model: the first
     ``checks`` (``cands`` sorted by q-value), and beyond them the first ``per_kind`` of
@@ -532,6 +562,41 @@ def _to_check(cands: list[Candidate], checks: int, per_kind: int = 3) -> list[Ca
     return out
 
 
+class _TextOf:
+    """The ``training_text`` check of a subpopulation, built on first use: the training
+    inputs that carry its words are labelled against the rest of their text far more
+    often than the other inputs of their classes are (:meth:`TextLabels.kind_test`).
+    Deleting a topic's words from the split's inputs need not move the model (it learnt
+    the topic from all its words, and from its wrong labels); the labels tell."""
+
+    def __init__(self, train: Any, train_sets: Sequence[set[str]], n_classes: int) -> None:
+        self.train, self.sets, self.n_classes, self.text = train, train_sets, n_classes, None
+
+    def _test(self, words: list[str]) -> dict[str, Any]:
+        if self.text is None:
+            self.text = TextLabels([sorted(s) for s in self.sets],
+                                   np.asarray(self.train.labels), self.n_classes)
+        return self.text.kind_test(words)
+
+    def gap(self, group: Sequence[Candidate]) -> float:
+        """How far below their classes' baseline the group's carriers' labels agree with
+        their text (-inf without training inputs)."""
+        if self.train is None or not self.train.n_inputs:
+            return float("-inf")
+        kt = self._test([w for c in group for w in c.tokens])
+        return kt["baseline"] - kt["agreement"] if "agreement" in kt else float("-inf")
+
+    def check(self, c: Candidate) -> dict[str, Any] | None:
+        if self.train is None or not self.train.n_inputs:
+            return None
+        kt = self._test(list(c.tokens))
+        if "agreement" not in kt:
+            return None
+        return {"kind": "training_text", "inputs": kt["carriers"],
+                "agreement": kt["agreement"], "baseline": kt["baseline"],
+                "p_value": float(f"{kt['p_value']:.3g}"), "confirmed": kt["label_noise"]}
+
+
 def _check(checked: list[Candidate], tails: dict[int, dict[str, Any]], model: Any, tr: Any,
            train: Any, train_sets: Sequence[set[str]], layer: int,
            pool: Sequence[Candidate] = ()
@@ -541,9 +606,15 @@ def _check(checked: list[Candidate], tails: dict[int, dict[str, Any]], model: An
     checks_of = {id(c): tails.get(id(c)) or (_label_check(c, tr, train) if c.kind == "confusion"
                                               else _intervene(model, tr, c, layer))
                  for c in checked}
+    text = _TextOf(train, train_sets, tr.final_proba.shape[1])
+    for c in checked:  # label noise shows in the training labels, not in a deletion
+        if c.kind == "subpopulation" and not (checks_of.get(id(c)) or {}).get("confirmed"):
+            checks_of[id(c)] = text.check(c) or checks_of.get(id(c))
     for group, members, explained in _subpopulation_groups(checked, checks_of, tr, train,
-                                                           train_sets, pool):
+                                                           train_sets, pool, text):
         check = _intervene(model, tr, group, layer) if group is not None else None
+        if group is not None and not (check or {}).get("confirmed"):
+            check = text.check(group) or check
         if check and check["confirmed"]:  # the topic as one finding instead of its words
             checked = [group] + [c for c in checked if id(c) not in members | explained]
             checks_of[id(group)] = check
@@ -555,13 +626,13 @@ def _check(checked: list[Candidate], tails: dict[int, dict[str, Any]], model: An
 #: a topic's anchor (a significant word) is joined by words of the same leaning whose own
 #: test is below this p-value (unadjusted: each joins only by :func:`_shift_beyond`), the
 #: most significant :data:`JOIN_POOL` of them
-JOIN_P = 0.05
+JOIN_P = 0.01
 JOIN_POOL = 30
 
 
 def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], tr: Any,
                           train: Any, train_sets: Sequence[set[str]],
-                          pool: Sequence[Candidate] = ()
+                          pool: Sequence[Candidate] = (), text: Any = None
                           ) -> list[tuple[Candidate | None, set[int], set[int]]]:
     """Significant subpopulation tokens whose training labels lean to the same class, as
     one candidate per class (a topic: its words' inputs together), with the ids of its
@@ -570,7 +641,10 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
     are its members' largest (each member's shift is significant), its shares recounted
     on the union; None where one word is the topic. A topic's rarer words, too few
     inputs each to pass the q-value gate, join from ``pool`` (every candidate) where
-    their own shift holds beyond the group (:data:`JOIN_P`)."""
+    their own shift holds beyond the group (:data:`JOIN_P`). With ``text`` (a
+    :class:`_TextOf`), a word stays in the group only where its training inputs keep the
+    group's labels as far from their text as before (:data:`JOIN_GAP`): a common word
+    whose inputs happen to lean the same way dilutes that, a word of the topic does not."""
     by_class: dict[int, list[Candidate]] = {}
     for c in checked:  # a topic's words are grouped first and checked as one culprit:
         # one word alone may hold too few errors for its own check to confirm it
@@ -583,9 +657,11 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
     for cls, members in by_class.items():
         members.sort(key=lambda c: c.p_value)
         ids = {id(c) for c in members}
+        noisy = text is None or text.gap(members[:1]) >= NOISE_GAP  # else a shortcut:
+        # its words are the culprit as found, no topic to complete
         extra = sorted((c for c in pool if c.kind == "subpopulation" and id(c) not in ids
                         and int(c.extra["class"]) == cls and c.p_value < JOIN_P),
-                       key=lambda c: c.p_value)[:JOIN_POOL]
+                       key=lambda c: c.p_value)[:JOIN_POOL] if noisy else []
         group, explained = members[:1], set()
         for c in members[1:] + extra:  # a word joins when its shift holds without the
             # group's words
@@ -593,6 +669,9 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
                 group.append(c)
             else:
                 explained.add(id(c))
+        if text is not None and len(group) > 1:
+            group, dropped = _purest(group, text)
+            explained |= {id(c) for c in dropped}
         if len(group) < 2:
             out.append((None, set(), explained))
             continue
@@ -604,7 +683,8 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
         out.append((Candidate(
             "subpopulation", tuple(c.tokens[0] for c in members), rows, k,
             k / len(rows), (int(wrong.sum()) - k) / max(n - len(rows), 1),
-            max(c.p_value for c in members), max(c.q_value for c in members),
+            max(c.p_value for c in members if id(c) in ids),  # the significant members'
+            max(c.q_value for c in members if id(c) in ids),  # (a topic's rare words join)
             extra={"class": cls, "train_inputs": len(held),
                    "train_share": round(float(np.mean(np.asarray(train.labels)[held] == cls)),
                                         4),
@@ -622,6 +702,14 @@ def _test_kinds(findings: list[dict[str, Any]], train_inputs: Sequence[list[str]
     than the other training inputs' do, else a shortcut (an artefact or a word the model
     leans on, labels right). A subpopulation that is no label noise becomes a shortcut
     (its actions then change no label); a shortcut that is becomes a subpopulation."""
+    for f in findings:  # what no training input holds the model never learnt: the
+        # splits were processed differently (a pipeline bug), not a shortcut
+        if f["significant"] and f["kind"] == "shortcut" and f.get("training") \
+                and f["training"].get("n_inputs") == 0:
+            f.update({"kind": "unknown", "unknown_words": list(f["tokens"]),
+                      "actions": actions_for("unknown", len(classes))})
+            f["description"] += ("; no training input holds it: the model never learnt "
+                                 "it (were the splits processed alike?)")
     lexical = [f for f in findings if f["significant"] and f["tokens"]
                and f["kind"] in ("shortcut", "subpopulation")]
     pairs = [f for f in findings if f["significant"] and f["kind"] == "confusion"]

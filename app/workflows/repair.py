@@ -916,6 +916,8 @@ def _still_found(after: dict[str, Any], f: dict[str, Any]) -> bool:
     for g in after["findings"]:
         if not g["significant"]:
             continue
+        if g["kind"] == "unknown" and f["kind"] != "unknown":  # a culprit the repair took
+            continue  # out of training is unknown to the new model: nothing it leans on
         if f["tokens"] and set(g["tokens"]) & set(f["tokens"]):
             return True
         if not f["tokens"] and g["kind"] == f["kind"] and \

@@ -85,6 +85,16 @@ def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
         return (f"of {iv['inputs']} errors, the words after token {iv['after_tokens']} that "
                 f"the model never read favour the true class in {iv['for_truth']} and the "
                 f"prediction in {iv['for_prediction']}")
+    if iv["kind"] == "never_in_training":
+        words = ", ".join(f"{w} ({k})" for w, k in list(iv["tokens"].items())[:5])
+        return (f"no training input holds {words}, though this split's inputs hold them "
+                f"that often (chance {iv['p_value']:.1e}): the splits were processed "
+                "differently")
+    if iv["kind"] == "training_text":
+        return (f"in training, {iv['agreement']:.0%} of the {iv['inputs']} inputs carrying it "
+                f"are labelled as the rest of their text says, against {iv['baseline']:.0%} "
+                f"of the others of their classes (p = {iv['p_value']:.1e}): their labels "
+                "are wrong")
     if iv["kind"] == "training_labels":
         return (f"in training, {iv['labelled_as_called']} inputs labelled as the "
                 f"prediction ({iv['rate']:.0%}) are called the true class by the model, "
