@@ -715,9 +715,11 @@ def _test_kinds(findings: list[dict[str, Any]], train_inputs: Sequence[list[str]
     pairs = [f for f in findings if f["significant"] and f["kind"] == "confusion"]
     if not (lexical or pairs) or not len(train_labels):
         return
-    text = TextLabels(train_inputs, train_labels, len(classes))
     for f in pairs:
-        _test_pair(f, text, classes, train_labels, labels, inputs)
+        _test_pair(f, train_inputs, classes, train_labels, labels, inputs)
+    if not lexical:
+        return
+    text = TextLabels(train_inputs, train_labels, len(classes))
     for f in lexical:
         kt = text.kind_test(f["tokens"])
         f["kind_test"] = kt
@@ -774,21 +776,30 @@ def _explained_shares(findings: list[dict[str, Any]], train_inputs: Sequence[lis
                                  " (without its training inputs the shares agree)")
 
 
-def _test_pair(f: dict[str, Any], text: TextLabels, classes: Sequence[str],
+def _test_pair(f: dict[str, Any], train_inputs: Sequence[list[str]], classes: Sequence[str],
                train_labels: np.ndarray, labels: np.ndarray,
                inputs: Sequence[list[str]]) -> None:
     """A confusion's kind from a test (:meth:`TextLabels.pair_test`): label noise when
     the training labels of the class it is called disagree with their text more than the
     split's do; else, where the class is rarer in training than on the split, a prior
     shift (the class thinned in training; its labels are right, so no action edits
-    them)."""
+    them); else no bug at all (the labels are right and the shares alike: a pair of
+    classes the model finds hard), and the finding is not significant."""
     a, b = (list(classes).index(c) for c in f["classes"])
-    kt = text.pair_test(a, b, inputs, labels)
+    kt = TextLabels(inputs, labels, len(classes)).pair_test(a, b, train_inputs, train_labels)
     f["kind_test"] = kt
     t_lab, s_lab = train_labels[train_labels >= 0], labels[labels >= 0]
     share_t = float(np.mean(t_lab == a)) if len(t_lab) else 0.0
     share_s = float(np.mean(s_lab == a)) if len(s_lab) else 0.0
-    if kt["label_noise"] or share_s < 1.2 * share_t:
+    if kt["label_noise"]:
+        return
+    if share_s < 1.2 * share_t:  # labels right, shares alike: a hard pair, no bug
+        f["significant"] = False
+        f["description"] += (f"; the training labels of {classes[b]} agree with their text "
+                             f"as well as this split's do ({kt.get('train_agreement', 0):.0%}"
+                             f" and {kt.get('split_agreement', 0):.0%}) and the classes' "
+                             "shares are alike: no label noise or prior shift, the model "
+                             "finds the two classes hard to tell apart")
         return
     f.update({"kind": "prior", "class": classes[a], "train_share": round(share_t, 4),
               "split_share": round(share_s, 4),
