@@ -254,7 +254,10 @@ def _accuracy_on(run: Path, bug: Any) -> tuple[float, dict[str, float]]:
     vocab, tok = r.vocab(), get_tokenizer("word")
     test = np.asarray(bug.splits["test"])
     seqs = [vocab.encode(tok(bug.texts[i])) for i in test.tolist()]
-    pred = predict_proba(r.load_model(), seqs).argmax(1)
+    # the run's classes are in its data file's order (a jsonl: sorted), not the bug's
+    ours = {c: k for k, c in enumerate(bug.classes)}
+    to_bug = np.array([ours[c] for c in r.dataset().classes])
+    pred = to_bug[predict_proba(r.load_model(), seqs).argmax(1)]
     gold = np.asarray(bug.labels)[test]
     per = {c: float((pred[gold == k] == k).mean()) for k, c in enumerate(bug.classes)
            if (gold == k).any()}
@@ -352,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="stateseer-bugs-"))
+    commit = _commit()  # the code that ran (the tree may move on while it runs)
     runs, cleans, repairs = [], [], []
     t0 = time.perf_counter()
     for part in args.partitions.split(","):
@@ -407,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.out:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps({"runs": runs, "clean": cleans, "repairs": repairs,
-                      "summary": summary, "commit": _commit(),
+                      "summary": summary, "commit": commit,
                       "seconds": round(time.perf_counter() - t0, 1)}, default=str))
     return 0
 

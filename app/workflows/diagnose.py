@@ -715,11 +715,9 @@ def _test_kinds(findings: list[dict[str, Any]], train_inputs: Sequence[list[str]
     pairs = [f for f in findings if f["significant"] and f["kind"] == "confusion"]
     if not (lexical or pairs) or not len(train_labels):
         return
-    for f in pairs:
-        _test_pair(f, train_inputs, classes, train_labels, labels, inputs)
-    if not lexical:
-        return
     text = TextLabels(train_inputs, train_labels, len(classes))
+    for f in pairs:
+        _test_pair(f, text, classes, train_labels, labels, inputs)
     for f in lexical:
         kt = text.kind_test(f["tokens"])
         f["kind_test"] = kt
@@ -776,30 +774,30 @@ def _explained_shares(findings: list[dict[str, Any]], train_inputs: Sequence[lis
                                  " (without its training inputs the shares agree)")
 
 
-def _test_pair(f: dict[str, Any], train_inputs: Sequence[list[str]], classes: Sequence[str],
+def _test_pair(f: dict[str, Any], text: TextLabels, classes: Sequence[str],
                train_labels: np.ndarray, labels: np.ndarray,
                inputs: Sequence[list[str]]) -> None:
     """A confusion's kind from a test (:meth:`TextLabels.pair_test`): label noise when
     the training labels of the class it is called disagree with their text more than the
     split's do; else, where the class is rarer in training than on the split, a prior
     shift (the class thinned in training; its labels are right, so no action edits
-    them); else no bug at all (the labels are right and the shares alike: a pair of
-    classes the model finds hard), and the finding is not significant."""
+    them)."""
     a, b = (list(classes).index(c) for c in f["classes"])
-    kt = TextLabels(inputs, labels, len(classes)).pair_test(a, b, train_inputs, train_labels)
+    kt = text.pair_test(a, b, inputs, labels)
     f["kind_test"] = kt
     t_lab, s_lab = train_labels[train_labels >= 0], labels[labels >= 0]
     share_t = float(np.mean(t_lab == a)) if len(t_lab) else 0.0
     share_s = float(np.mean(s_lab == a)) if len(s_lab) else 0.0
-    if kt["label_noise"]:
+    if kt["label_noise"] or share_s < 1.2 * share_t:
         return
-    if share_s < 1.2 * share_t:  # labels right, shares alike: a hard pair, no bug
-        f["significant"] = False
-        f["description"] += (f"; the training labels of {classes[b]} agree with their text "
-                             f"as well as this split's do ({kt.get('train_agreement', 0):.0%}"
-                             f" and {kt.get('split_agreement', 0):.0%}) and the classes' "
-                             "shares are alike: no label noise or prior shift, the model "
-                             "finds the two classes hard to tell apart")
+    iv = f.get("intervention") or {}
+    if iv.get("kind") == "training_labels" and \
+            iv.get("rate", 0.0) >= 0.5 * iv.get("the_other_way_rate", 0.0):
+        # a thinned class leaves the model's own training errors leaning one way (it calls
+        # the thinned class's inputs the other far more often than the reverse: dev 0.01-0.02
+        # against 0.12-0.22); a relabelling does not (0.058 against 0.063 on three classes,
+        # where the text test above is too weak to see it): label noise
+        f["kind_test"]["label_noise_by_training_errors"] = True
         return
     f.update({"kind": "prior", "class": classes[a], "train_share": round(share_t, 4),
               "split_share": round(share_s, 4),

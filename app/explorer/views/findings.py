@@ -56,10 +56,9 @@ def _kind_test(kt: dict[str, Any]) -> str:
         verdict = ("label noise: the training labels disagree with their text"
                    if kt["label_noise"] else "no label noise: the training labels are as "
                    "right as this split's")
-        return (f"kind, tested: a text model fitted on this split's labels reads "
-                f"{kt['train_agreement']:.0%} of the training inputs labelled as the "
-                f"prediction as that class, against {kt['split_agreement']:.0%} of this "
-                f"split's — {verdict}")
+        return (f"kind, tested: {kt['train_agreement']:.0%} of the training inputs labelled "
+                f"as the prediction are labelled as their text says, against "
+                f"{kt['split_agreement']:.0%} here — {verdict}")
     if "agreement" not in kt:
         return "kind: no training inputs to test it on"
     verdict = ("label noise: their labels disagree with their text" if kt["label_noise"]
