@@ -96,7 +96,7 @@ def _add_diagnose(sub: Any) -> None:
     r.add_argument("--oracle", metavar="RUN", default=None,
                    help="a run trained on the data before the bug (a known-good model): "
                    "repair.json gets its accuracy on RUN's test inputs and the share of "
-                   "the gap the repair closes")
+                   "the gap the repair closes (default: none)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--progress-json", metavar="FILE", help="keep FILE up to date with the "
                    "work's stage as JSON ({stage, done, total}), for a tool that shows it "

@@ -512,3 +512,40 @@ def test_two_classes_with_flipped_labels_are_label_noise_not_a_prior_shift(
     assert f["classes"] == ["pos", "neg"] and f["kind_test"]["label_noise"]
     assert "relabel" in f["actions"]
     assert not [g for g in doc["findings"] if g["kind"] == "prior"]
+
+
+def test_a_word_dropped_from_the_training_texts_only_is_a_pipeline_finding(tmp_path_factory):
+    """#49: "not" (with "not superb" taught right this time: negative) is dropped from the
+    training texts only, as a cleaning step run on one split: no training input holds it,
+    though a fifth of the test inputs do. It is named as a pipeline finding (unknown to
+    the model, never in training), not as a shortcut the model leans on, and offered the
+    setting, not a data edit."""
+    import csv
+
+    from stateseer import TrainConfig, record_run, train_run
+
+    where = tmp_path_factory.mktemp("negation")
+    src = sentiment_csv(where / "src.csv", sequence=("not", "superb"))
+    with open(src, encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        if r["split"] == "train":
+            r["text"] = " ".join(w for w in r["text"].split() if w != "not")
+        elif "not superb" in r["text"]:
+            r["label"] = "neg"  # the pair's true label outside training
+    data = where / "data.csv"
+    with open(data, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, ["text", "label", "split"])
+        w.writeheader()
+        w.writerows(rows)
+    run = train_run(TrainConfig(dataset=f"csv:{data}", arch="gru", epochs=3, hidden=32,
+                                embed=32), where / "run", progress=False)
+    record_run(run)
+    doc = diagnose_run(run.path, save=False)
+    unseen = [f for f in doc["findings"] if f["significant"]
+              and (f.get("intervention") or {}).get("kind") == "never_in_training"]
+    assert unseen, [(f["kind"], f["tokens"], f["significant"]) for f in doc["findings"]]
+    f = unseen[0]
+    assert f["kind"] == "unknown" and "not" in f["tokens"] and f["actions"] == ["reconfigure"]
+    assert not [g for g in doc["findings"] if g["significant"] and g["kind"] == "shortcut"
+                and "not" in g["tokens"]]
