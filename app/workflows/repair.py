@@ -733,11 +733,8 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
     mean loss of more than a point). One training's change holds the luck of that
     training; the mean over seeds much less of it.
 
-    With ``oracle`` (a run whose model was trained on the data before the bug, when a
-    user has one: an earlier, known-good version), ``repair.json`` gets ``oracle``: that
-    model's accuracy on RUN's test inputs, and ``gap_closed`` = (repaired - buggy) /
-    (oracle - buggy), on the means over seeds where there are several (None where the
-    oracle is no better than RUN by half a point).
+    With ``oracle`` (a known-good run, trained on the data before the bug), ``repair.json``
+    gets its accuracy on RUN's test inputs and ``gap_closed`` (:func:`_judge_oracle`).
 
     Returns
     -------
@@ -871,8 +868,9 @@ def _oracle_accuracy(src: Any, oracle: str | Path, check_only: bool = False) -> 
 
 def _judge_oracle(doc: dict[str, Any], acc: float, path: str,
                   say: Callable[[str], None]) -> None:
-    """``oracle`` and ``gap_closed`` into the repair document (means over seeds where
-    there are several)."""
+    """``oracle`` (the known-good model's test accuracy) and ``gap_closed`` = (repaired -
+    buggy) / (oracle - buggy) into the repair document, on the means over seeds where there
+    are several (None where the oracle is not half a point better than RUN)."""
     if "seeds" in doc:
         before, after = np.mean(doc["seeds"]["before"]), np.mean(doc["seeds"]["after"])
     else:
