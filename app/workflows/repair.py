@@ -726,12 +726,11 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
     With ``seeds`` > 1, RUN's data and the edited data are each trained ``seeds - 1``
     more times with other seeds (RUN's seed + :data:`SEED_STEP`, + 2 x ``SEED_STEP`` ...;
     models kept only for their test predictions; ``dfr`` trains nothing: its last layer is
-    fit again with ``seed`` + :data:`SEED_STEP` ..., other inputs drawn and other
-    positions of the span), and ``repair.json`` gets ``seeds``: the
-    test accuracies per seed before and after, the mean change with a 95 % t-interval
-    over the seeds' paired changes, and the mean change per class (``classes_hurt``: a
-    mean loss of more than a point). One training's change holds the luck of that
-    training; the mean over seeds much less of it.
+    fit again with ``seed`` + :data:`SEED_STEP` ..., other inputs drawn and other positions
+    of the span), and ``repair.json`` gets ``seeds``: the test accuracies per seed before
+    and after, the mean change with a 95 % t-interval over the seeds' paired changes, and
+    the mean change per class (``classes_hurt``: a mean loss of more than a point). One
+    training's change holds the luck of that training; the mean over seeds much less.
 
     With ``oracle`` (a known-good run, trained on the data before the bug), ``repair.json``
     gets its accuracy on RUN's test inputs and ``gap_closed`` (:func:`_judge_oracle`).
