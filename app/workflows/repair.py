@@ -732,8 +732,7 @@ def repair_run(run: str | Path, *, finding: int, action: str, out: str | Path,
     the mean change per class (``classes_hurt``: a mean loss of more than a point). One
     training's change holds the luck of that training; the mean over seeds much less.
 
-    With ``oracle`` (a known-good run, trained on the data before the bug), ``repair.json``
-    gets its accuracy on RUN's test inputs and ``gap_closed`` (:func:`_judge_oracle`).
+    ``oracle``: a known-good run (trained before the bug), see :func:`_judge_oracle`.
 
     Returns
     -------
