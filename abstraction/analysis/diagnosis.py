@@ -55,6 +55,7 @@ __all__ = [
     "TextLabels",
     "by_qvalues",
     "check_test",
+    "class_shares",
     "confusion_candidates",
     "length_candidates",
     "pair_positions",
@@ -780,6 +781,27 @@ SHARE_RATIO = 1.2
 SHARE_ALPHA = 1e-3
 
 
+def class_shares(train_labels: np.ndarray, labels: np.ndarray, a: int
+                 ) -> tuple[float, float, float]:
+    """Class ``a``'s share of the training labels and of the split's (labels below 0, the
+    unlabelled, left out), and the hypergeometric chance of a training share as low as
+    this one were both splits drawn alike.
+
+    Examples
+    --------
+    >>> t, s, p = class_shares(np.array([0] * 20 + [1] * 80), np.array([0, 1] * 50), 0)
+    >>> t, s, p < 1e-3
+    (0.2, 0.5, True)
+    """
+    from scipy.stats import hypergeom
+
+    lab_t, lab_s = np.asarray(train_labels), np.asarray(labels)
+    lab_t, lab_s = lab_t[lab_t >= 0], lab_s[lab_s >= 0]
+    k_t, k_s = int((lab_t == a).sum()), int((lab_s == a).sum())
+    p = float(hypergeom.cdf(k_t, len(lab_t) + len(lab_s), k_t + k_s, len(lab_t)))
+    return k_t / max(len(lab_t), 1), k_s / max(len(lab_s), 1), p
+
+
 def share_candidates(train_labels: np.ndarray, labels: np.ndarray, predictions: np.ndarray,
                      n_classes: int) -> list[Candidate]:
     """``confusion`` candidates (any number of classes) from the class shares: class
@@ -801,22 +823,18 @@ def share_candidates(train_labels: np.ndarray, labels: np.ndarray, predictions: 
     ...  share_candidates(train, labels, pred, 2)]
     [([0, 1], 0.5)]
     """
-    from scipy.stats import hypergeom
-
     lab_t, lab_s = np.asarray(train_labels), np.asarray(labels)
     pred = np.asarray(predictions)
     ok = lab_s >= 0
     lab_t, lab_s, pred = lab_t[lab_t >= 0], lab_s[ok], pred[ok]
-    n_t, n_s = len(lab_t), len(lab_s)
-    if not n_t or not n_s:
+    if not len(lab_t) or not len(lab_s):
         return []
     wrong = pred != lab_s
     out = []
     for a in range(n_classes):
-        k_t, k_s = int((lab_t == a).sum()), int((lab_s == a).sum())
-        if not k_s or k_s / n_s < SHARE_RATIO * k_t / n_t:
+        share_t, share_s, p = class_shares(lab_t, lab_s, a)
+        if not share_s or share_s < SHARE_RATIO * share_t:
             continue
-        p = float(hypergeom.cdf(k_t, n_t + n_s, k_t + k_s, n_t))
         rows = np.flatnonzero(lab_s == a)
         err_a = float(wrong[rows].mean())
         err_rest = float(wrong[lab_s != a].mean()) if (lab_s != a).any() else 0.0
@@ -827,8 +845,8 @@ def share_candidates(train_labels: np.ndarray, labels: np.ndarray, predictions: 
         k = int(wrong[rows].sum())
         out.append(Candidate("confusion", (), np.flatnonzero(ok)[rows], k, err_a, err_rest,
                              p, extra={"classes": [a, b], "shares": True,
-                                       "train_share": round(k_t / n_t, 4),
-                                       "split_share": round(k_s / n_s, 4)}))
+                                       "train_share": round(share_t, 4),
+                                       "split_share": round(share_s, 4)}))
     return out
 
 

@@ -71,6 +71,7 @@ from stateseer.abstraction.analysis.diagnosis import (
     TextLabels,
     by_qvalues,
     check_test,
+    class_shares,
     confusion_candidates,
     length_candidates,
     pair_positions,
@@ -291,18 +292,14 @@ def _label_check(c: Candidate, tr: Any, train: Any) -> dict[str, Any] | None:
     _, split_ba, split_ab = rates(tr)
     # a model that absorbed the relabelling calls A's inputs B even in training; then the
     # labels themselves tell: A is rarer among the training labels than on the split
-    from scipy.stats import hypergeom
-
-    lab_t, lab_s = np.asarray(train.labels), np.asarray(tr.labels)
-    lab_t, lab_s = lab_t[lab_t >= 0], lab_s[lab_s >= 0]
-    k_t, k_s = int((lab_t == a).sum()), int((lab_s == a).sum())
-    prior_p = float(hypergeom.cdf(k_t, len(lab_t) + len(lab_s), k_t + k_s, len(lab_t)))
-    b_more = np.mean(lab_t == b) > np.mean(lab_s == b)
+    share_t, share_s, prior_p = class_shares(train.labels, tr.labels, a)
+    b_train, b_split, _ = class_shares(train.labels, tr.labels, b)
+    b_more = b_train > b_split
     noisy = contra >= 10 and train_ba >= 1.5 * train_ab
     return {"kind": "training_labels", "labelled_as_called": contra,
             "rate": round(train_ba, 4), "the_other_way_rate": round(train_ab, 4),
-            "train_share": round(k_t / max(len(lab_t), 1), 4),
-            "split_share": round(k_s / max(len(lab_s), 1), 4), "prior_p": prior_p,
+            "train_share": round(share_t, 4), "split_share": round(share_s, 4),
+            "prior_p": prior_p,
             "confirmed": bool(split_ab > split_ba and (noisy or (prior_p < 1e-3 and b_more)))}
 
 
@@ -399,10 +396,12 @@ def _never_seen(inputs: Sequence[list[str]], unknown: Sequence[np.ndarray]) -> s
 def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
                 split_data: tuple, min_support: int,
                 written: Sequence[list[str]] | None = None, seen: int | None = None,
-                confusion: bool = True) -> list[Candidate]:
+                confusion: bool = True, train_sets: Sequence[set[str]] = ()
+                ) -> list[Candidate]:
     """Every candidate of the split (``written`` and ``seen``: the inputs as written and
     the cut, for a run whose pipeline truncates them; ``confusion``: also the class
-    confusions, which read the predicted classes rather than the flags)."""
+    confusions, which read the predicted classes rather than the flags; ``train_sets``:
+    each training input's distinct tokens)."""
     inputs, wrong, unknown = split_data
     unseen = _never_seen(inputs, unknown)
     # a token the model reads as <unk> everywhere is no shortcut or sequence it learnt:
@@ -427,8 +426,7 @@ def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
         lexical += told
     out = [c for c in lexical if not unseen.intersection(c.tokens)]
     if train is not None:  # a pipeline that processed the splits differently
-        out += unseen_candidates(inputs, wrong, [set(t) for t in train_inputs],
-                                 min_support=min_support)
+        out += unseen_candidates(inputs, wrong, train_sets, min_support=min_support)
     out += unknown_candidates(inputs, unknown, wrong, train_inputs=train_inputs,
                               train_labels=None if train is None else
                               np.asarray(train.labels), min_support=min_support)
@@ -569,14 +567,19 @@ class _TextOf:
     Deleting a topic's words from the split's inputs need not move the model (it learnt
     the topic from all its words, and from its wrong labels); the labels tell."""
 
-    def __init__(self, train: Any, train_sets: Sequence[set[str]], n_classes: int) -> None:
-        self.train, self.sets, self.n_classes, self.text = train, train_sets, n_classes, None
+    def __init__(self, train: Any, train_inputs: Sequence[list[str]], n_classes: int
+                 ) -> None:
+        self.train, self.inputs, self.n_classes, self.text = train, train_inputs, n_classes, None
+
+    def model(self) -> TextLabels:
+        """The training inputs' text model (one per diagnosis: the topics' checks and the
+        findings' kind tests read the same one)."""
+        if self.text is None:
+            self.text = TextLabels(self.inputs, np.asarray(self.train.labels), self.n_classes)
+        return self.text
 
     def _test(self, words: list[str]) -> dict[str, Any]:
-        if self.text is None:
-            self.text = TextLabels([sorted(s) for s in self.sets],
-                                   np.asarray(self.train.labels), self.n_classes)
-        return self.text.kind_test(words)
+        return self.model().kind_test(words)
 
     def gap(self, group: Sequence[Candidate]) -> float:
         """How far below their classes' baseline the group's carriers' labels agree with
@@ -599,14 +602,13 @@ class _TextOf:
 
 def _check(checked: list[Candidate], tails: dict[int, dict[str, Any]], model: Any, tr: Any,
            train: Any, train_sets: Sequence[set[str]], layer: int,
-           pool: Sequence[Candidate] = ()
+           pool: Sequence[Candidate], text: _TextOf
            ) -> tuple[list[Candidate], dict[int, dict[str, Any] | None]]:
     """Each candidate's check (see the module notes), and the subpopulations of one topic
     merged into one candidate: the candidates to report and their checks by id."""
     checks_of = {id(c): tails.get(id(c)) or (_label_check(c, tr, train) if c.kind == "confusion"
                                               else _intervene(model, tr, c, layer))
                  for c in checked}
-    text = _TextOf(train, train_sets, tr.final_proba.shape[1])
     for c in checked:  # label noise shows in the training labels, not in a deletion
         if c.kind == "subpopulation" and not (checks_of.get(id(c)) or {}).get("confirmed"):
             checks_of[id(c)] = text.check(c) or checks_of.get(id(c))
@@ -693,7 +695,7 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
     return out
 
 
-def _test_kinds(findings: list[dict[str, Any]], train_inputs: Sequence[list[str]],
+def _test_kinds(findings: list[dict[str, Any]], text: _TextOf,
                 train_labels: np.ndarray, classes: Sequence[str], labels: np.ndarray,
                 inputs: Sequence[list[str]]) -> None:
     """Each significant lexical finding's kind, from a test rather than from how it was
@@ -715,11 +717,10 @@ def _test_kinds(findings: list[dict[str, Any]], train_inputs: Sequence[list[str]
     pairs = [f for f in findings if f["significant"] and f["kind"] == "confusion"]
     if not (lexical or pairs) or not len(train_labels):
         return
-    text = TextLabels(train_inputs, train_labels, len(classes))
     for f in pairs:
-        _test_pair(f, text, classes, train_labels, labels, inputs)
+        _test_pair(f, text.model(), classes, train_labels, labels, inputs)
     for f in lexical:
-        kt = text.kind_test(f["tokens"])
+        kt = text.model().kind_test(f["tokens"])
         f["kind_test"] = kt
         if f["kind"] == "subpopulation" and not kt["label_noise"]:
             f["kind"], f["actions"] = "shortcut", actions_for("shortcut", len(classes))
@@ -750,8 +751,6 @@ def _explained_shares(findings: list[dict[str, Any]], train_inputs: Sequence[lis
     the topics whose labels lean to the class its inputs are called, the share of its
     class in training is no longer significantly below the split's (the topic's
     relabelling moved the shares). It stays in the list, not significant, and says so."""
-    from scipy.stats import hypergeom
-
     from stateseer.abstraction.analysis.diagnosis import SHARE_ALPHA
 
     topics = [f for f in findings if f["significant"] and f["kind"] == "subpopulation"]
@@ -764,10 +763,7 @@ def _explained_shares(findings: list[dict[str, Any]], train_inputs: Sequence[lis
         if not words:
             continue
         keep = np.array([not words.intersection(t) for t in train_inputs], bool)
-        lab_t, lab_s = train_labels[keep & (train_labels >= 0)], labels[labels >= 0]
-        k_t, k_s = int((lab_t == a).sum()), int((lab_s == a).sum())
-        p = float(hypergeom.cdf(k_t, len(lab_t) + len(lab_s), k_t + k_s, len(lab_t)))
-        if p >= SHARE_ALPHA:
+        if class_shares(train_labels[keep], labels, a)[2] >= SHARE_ALPHA:
             f["significant"] = False
             f["explained_by"] = sorted(words)
             f["description"] += ("; explained by the topic " + ", ".join(sorted(words)) +
@@ -785,9 +781,7 @@ def _test_pair(f: dict[str, Any], text: TextLabels, classes: Sequence[str],
     a, b = (list(classes).index(c) for c in f["classes"])
     kt = text.pair_test(a, b, inputs, labels)
     f["kind_test"] = kt
-    t_lab, s_lab = train_labels[train_labels >= 0], labels[labels >= 0]
-    share_t = float(np.mean(t_lab == a)) if len(t_lab) else 0.0
-    share_s = float(np.mean(s_lab == a)) if len(s_lab) else 0.0
+    share_t, share_s, _ = class_shares(train_labels, labels, a)
     if kt["label_noise"] or share_s < 1.2 * share_t:
         return
     iv = f.get("intervention") or {}
@@ -929,7 +923,8 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
     train_inputs = [train.tokens(i) for i in range(0 if train is None else train.n_inputs)]
     train_sets = [set(t) for t in train_inputs]
     written = _written(r, tr) if train is not None else None
-    cands = _candidates(tr, train, train_inputs, data, min_support, written, r.truncate)
+    cands = _candidates(tr, train, train_inputs, data, min_support, written, r.truncate,
+                        train_sets=train_sets)
     layer = int(traces.meta.get("layer", -1))
     tails = _tails(r, cands, tr, train, written)
     q = by_qvalues([c.p_value for c in cands])
@@ -937,11 +932,13 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
         c.q_value = float(qv)
     cands.sort(key=lambda c: (c.q_value, c.p_value))
     checked = _to_check(cands, checks) or cands[:top]
-    checked, checks_of = _check(checked, tails, model, tr, train, train_sets, layer, cands)
+    text = _TextOf(train, train_inputs, len(traces.classes))
+    checked, checks_of = _check(checked, tails, model, tr, train, train_sets, layer, cands,
+                                text)
     if log:
         log(f"{len(cands)} candidates tested, {len(checked)} checked with the model")
     findings = _ranked_findings(checked, checks_of, cands, top, traces.classes, tr, train,
-                                train_sets, train_inputs, data[0])
+                                train_sets, train_inputs, data[0], text)
     doc = {"format": FORMAT, "version": VERSION, "split": split,
            "n_inputs": int(tr.n_inputs),
            "n_misclassified": int(data[1].sum()), "n_candidates": len(cands),
@@ -958,8 +955,8 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
 def _ranked_findings(checked: list[Candidate], checks_of: dict[int, Any],
                      cands: list[Candidate], top: int, classes: Sequence[str], tr: Any,
                      train: Any, train_sets: Sequence[set[str]],
-                     train_inputs: Sequence[list[str]], inputs: Sequence[list[str]]
-                     ) -> list[dict[str, Any]]:
+                     train_inputs: Sequence[list[str]], inputs: Sequence[list[str]],
+                     text: _TextOf) -> list[dict[str, Any]]:
     """The findings to report, best first and numbered: the checked candidates (then the
     unchecked ones, up to ``top``), their kinds tested (:func:`_test_kinds`), one per
     culprit (:func:`_one_per_token`), ranked (:func:`_ranked`)."""
@@ -968,7 +965,7 @@ def _ranked_findings(checked: list[Candidate], checks_of: dict[int, Any],
                 for c in checked + [c for c in cands if id(c) not in checks_of][
                     :max(0, top - len(checked))]]
     if train is not None:
-        _test_kinds(findings, train_inputs, np.asarray(train.labels), classes,
+        _test_kinds(findings, text, np.asarray(train.labels), classes,
                     np.asarray(tr.labels), inputs)
         _explained_shares(findings, train_inputs, np.asarray(train.labels),
                           np.asarray(tr.labels), classes)
