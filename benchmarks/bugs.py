@@ -57,7 +57,6 @@ JSON with ``runs``, ``clean``, ``repairs`` and ``summary`` (DESIGN.md, round 4).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import shutil
 import subprocess
@@ -70,6 +69,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from diagnosis import _ig_answers, _subset  # the sibling benchmark script
 
 from stateseer import TrainConfig, abstract_run, load_dataset, record_run, train_run
 from stateseer.abstraction.analysis.diagnosis import by_qvalues, token_candidates
@@ -85,14 +85,9 @@ TOP = 3
 #: the least cost (test accuracy) a bug must have to count as measurable, besides the noise
 MIN_COST = 0.02
 REPAIR_SEEDS = 3
+#: misclassified test inputs the integrated-gradients baseline averages over
+IG_ERRORS = 60
 SEED_STEP = 1000
-
-
-def _subset(ds: Any, rows: int | None, seed: int) -> Any:
-    if not rows or len(ds.splits["train"]) <= rows:
-        return ds
-    keep = np.sort(np.random.default_rng(seed).choice(ds.splits["train"], rows, replace=False))
-    return dataclasses.replace(ds, splits={**ds.splits, "train": keep})
 
 
 def _train(bug: Any, where: Path, seed: int, *, record: bool = True) -> tuple[Path, float]:
@@ -169,28 +164,6 @@ def _cleanlab(bug: Any) -> list[dict[str, Any]]:
              "classes": [bug.classes[pair[1]], bug.classes[pair[0]]]}]
 
 
-def _ig(run: Path, toks: list[list[str]], wrong: np.ndarray, limit: int = 60
-        ) -> list[dict[str, Any]]:
-    from stateseer.rnn_models.attribution import attribute
-    from stateseer.rnn_models.run import ModelRun
-
-    r = ModelRun(run)
-    model, tr = r.load_model(), Traces(r.traces_dir)["test"]
-    total: Counter = Counter()
-    count: Counter = Counter()
-    for i in np.flatnonzero(wrong)[:limit].tolist():
-        ids = np.asarray(tr.token_ids[tr.steps(i)])
-        if not len(ids):
-            continue
-        att = attribute(model, ids, toks[i], method="ig", n_steps=16)
-        for tok, s in zip(att.tokens, np.asarray(att.scores), strict=True):
-            total[tok] += float(s)
-            count[tok] += 1
-    score = {t: total[t] / count[t] for t in total if count[t] >= 3}
-    return [{"kind": None, "tokens": [t]} for t in sorted(score, key=score.get,
-                                                          reverse=True)[:20]]
-
-
 def _judge(method: str, answers: list[dict[str, Any]], bug: Any) -> dict[str, Any]:
     """The first answer in the top :data:`TOP` that names the bug (stateseer's: also
     significant and of the right kind)."""
@@ -232,7 +205,7 @@ def one_bug(bug: Any, where: Path, seed: int, clean_acc: float, noise: float,
                    "overrep": lambda: _overrep(toks, wrong),
                    "ngram": lambda: _ngram(toks, wrong),
                    "cleanlab": lambda: _cleanlab(bug),
-                   "ig": lambda: _ig(run, toks, wrong)}[method]()
+                   "ig": lambda: _ig_answers(run, limit=IG_ERRORS)[:20]}[method]()
         rows.append({**meta, "params": bug.params, "cost": cost,
                      "measurable": cost >= max(MIN_COST, noise), "method": method,
                      **_judge(method, answers, bug),

@@ -846,7 +846,8 @@ def _oracle_accuracy(src: Any, oracle: str | Path, check_only: bool = False) -> 
         _ = other.config
     except StateseerError as e:
         raise StateseerError(f"--oracle {oracle}: {e}") from None
-    classes = list(fresh_traces(src).classes)
+    traces = fresh_traces(src)
+    classes = list(traces.classes)
     theirs = list(other.data.get("classes") or other.dataset().classes)
     if theirs != classes:
         raise StateseerError(f"--oracle {oracle}: its classes {theirs} are not RUN's "
@@ -857,7 +858,7 @@ def _oracle_accuracy(src: Any, oracle: str | Path, check_only: bool = False) -> 
                              "stateseer's; give a run trained with word, char or space")
     if check_only:
         return float("nan")
-    test = fresh_traces(src)["test"]
+    test = traces["test"]
     tok, vocab = get_tokenizer(name), other.vocab()
     seqs = [vocab.encode(tok(t)) for t in test.texts]
     pred = predict_proba(other.load_model(), seqs).argmax(1)
