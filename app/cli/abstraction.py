@@ -21,6 +21,7 @@ from stateseer.app.cli.options import (
     _int,
     _nonnegative_int,
     _note,
+    _positive_float,
     _positive_int,
     _progress_writer,
     _seed,
@@ -98,10 +99,12 @@ def _cmd_extract_dfa(args: argparse.Namespace) -> int:
     from stateseer.app.workflows.dfa import extract_run_dfa
 
     dfa = extract_run_dfa(args.run, max_states=args.max_states, random_state=args.seed,
-                          examples=args.examples, states=args.merge_to)
-    keys = ("n_states", "n_states_before_minimisation", "seconds", "budget_exhausted",
-            "agreement", "agreement_le12", "grammar_agreement_le12", "minimal_size_match",
-            "examples")
+                          examples=args.examples, states=args.merge_to, method=args.method,
+                          seconds=args.seconds, algorithm=args.algorithm)
+    keys = ("method", "n_states", "n_states_before_minimisation", "seconds",
+            "budget_exhausted", "membership_queries", "rounds", "agreement",
+            "heldout_error", "majority_error", "agreement_le12", "grammar_agreement_le12",
+            "minimal_size_match", "examples")
     print(json.dumps({k: dfa.report.get(k) for k in keys if k in dfa.report}))
     return 0
 
@@ -224,8 +227,16 @@ def _add_dfa_export(sub: Any) -> None:
     x = sub.add_parser("extract-dfa", help="refine the abstraction into a deterministic, "
                        "minimised automaton (formal languages)")
     x.add_argument("run", help="run directory")
+    x.add_argument("--method", choices=("auto", "active", "refine"), default="auto",
+                   help="active: the run's model answers a learner's questions (KV/L*; "
+                   "needs the model and two classes); refine: refine the recorded hidden "
+                   "states (no model needed); auto: active where it can run")
     x.add_argument("--max-states", type=_positive_int, default=200,
-                   help="state budget before minimisation")
+                   help="state budget (refine: before minimisation)")
+    x.add_argument("--seconds", type=_positive_float, default=600.0,
+                   help="time budget of the active learner")
+    x.add_argument("--algorithm", choices=("kv", "lstar"), default="kv",
+                   help="the active learner: Kearns-Vazirani or L*")
     x.add_argument("--seed", type=_seed, default=0, help="random seed")
     _add_renamed(x, "--states", "--merge-to", type=_positive_int, default=None,
                  help="at most this many states (default: no cap, the exact automaton): "

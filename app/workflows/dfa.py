@@ -1,5 +1,19 @@
-"""``stateseer extract-dfa``: the deterministic automaton of a run's traces, saved beside
-its abstraction, optionally honouring strings whose answer the user knows (``--examples``).
+"""``stateseer extract-dfa``: the deterministic automaton of a run, saved beside its
+abstraction, optionally honouring strings whose answer the user knows (``--examples``).
+
+Methods (``--method``):
+
+``active``
+    The run's model answers a learner's questions (KV or L*, AALpy):
+    :func:`~stateseer.abstraction.automata.dfa.queried.extract_dfa_active`. Needs the
+    model and two classes; the run's abstraction, when there is one, guides the search for
+    counterexamples.
+``refine``
+    Refinement of the recorded training prefixes' hidden states, no model needed
+    (:func:`~stateseer.abstraction.automata.dfa.extract_dfa`); imported runs use it.
+``auto`` (default)
+    ``active`` when the run has a model and two classes and no ``--examples`` or
+    ``--merge-to`` is given, else ``refine``. The report's ``method`` says which ran.
 
 Examples file: one example per line, ``STRING<TAB>LABEL``, where LABEL is one of the run's
 class names (``accept`` / ``reject`` for the built-in grammars) and STRING is written as the
@@ -23,7 +37,9 @@ from stateseer.core.errors import StateseerError
 from stateseer.core.rundir import RunDir
 from stateseer.rnn_models.formal import GRAMMARS
 
-__all__ = ["extract_run_dfa", "read_examples"]
+__all__ = ["METHODS", "ModelQuestions", "extract_run_dfa", "read_examples"]
+
+METHODS = ("auto", "active", "refine")
 
 EXAMPLES_FORMAT = "STRING<TAB>LABEL"
 
@@ -100,9 +116,88 @@ def _trace_examples(run: RunDir, texts: list[str], tokenizer: str) -> Any:
                         truncate=run.truncate)
 
 
+class ModelQuestions:
+    """The run's model asked about words of symbols (the active learner's oracle).
+
+    Parameters
+    ----------
+    run : RunDir
+    accept : int
+        The class that counts as accepted.
+    """
+
+    def __init__(self, run: RunDir, accept: int) -> None:
+        from stateseer.rnn_models.loading import load_model
+        from stateseer.rnn_models.tokenizers import Vocab
+
+        self.model, self.vocab = load_model(run), Vocab.load(run.vocab_path)
+        self.accept, self.truncate = accept, run.truncate
+
+    def _ids(self, words: list[list[str]]) -> list[np.ndarray]:
+        cut = self.truncate
+        return [np.asarray(self.vocab.encode(w[:cut] if cut else w), np.int64) for w in words]
+
+    def every_prefix(self, words: list[list[str]]) -> list[np.ndarray]:
+        """Accepted or not after every prefix of each word, the empty prefix first."""
+        import torch
+
+        from stateseer.rnn_models.record import _traced
+
+        seqs = self._ids(words)
+        with torch.no_grad():
+            empty = int(self.model.initial()[1].argmax()) == self.accept
+        _, proba, _ = _traced(self.model, seqs)
+        step = proba.argmax(1) == self.accept
+        ends = np.cumsum([len(q) for q in seqs])
+        out = []
+        for w, part in zip(words, np.split(step, ends[:-1]), strict=True):
+            row = np.r_[empty, part]
+            out.append(np.r_[row, np.repeat(row[-1], len(w) + 1 - len(row))])
+        return out
+
+    def final(self, words: list[list[str]]) -> np.ndarray:
+        """Accepted or not, each whole word: bool of shape (n_words,)."""
+        from stateseer.rnn_models.record import predict_ids
+
+        return predict_ids(self.model, self._ids(words)).argmax(1) == self.accept
+
+
+def _method(run: RunDir, traces: Any, method: str, examples: Any, states: Any) -> str:
+    """The method that runs: ``auto`` resolved, an impossible ``active`` refused."""
+    if method not in METHODS:
+        raise StateseerError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
+    from stateseer.rnn_models.loading import model_kind
+
+    has_model = model_kind(run) in ("builtin", "factory")
+    two = len(traces.classes) == 2
+    if method == "auto":
+        return "active" if has_model and two and examples is None and states is None \
+            else "refine"
+    if method == "active":
+        if not has_model:
+            raise StateseerError("--method active needs the run's model, and this run has "
+                                 "none at hand (imported traces, or a model object passed "
+                                 "in-process); use --method refine")
+        if examples is not None or states is not None:
+            raise StateseerError("--examples and --merge-to belong to --method refine; drop "
+                                 "them or use --method refine")
+    return method
+
+
+def _abstract_states(run: RunDir) -> np.ndarray | None:
+    """The abstract state of every training step, when the run has an abstraction."""
+    from stateseer.abstraction.pipeline import Abstraction
+
+    try:
+        return Abstraction.load(run.abstraction_dir).states.get("train")
+    except StateseerError:
+        return None
+
+
 def extract_run_dfa(run: RunDir | str | Path, *, max_states: int = 200,
                     random_state: int = 0, examples: str | Path | None = None,
-                    states: int | None = None) -> ExtractedDFA:
+                    states: int | None = None, method: str = "auto",
+                    seconds: float = 600.0, algorithm: str = "kv") -> ExtractedDFA:
     """Extract the run's DFA, save ``abstraction/automata/dfa.json`` and record its report in
     ``metrics.json["abstraction"]["dfa"]``.
 
@@ -112,11 +207,25 @@ def extract_run_dfa(run: RunDir | str | Path, *, max_states: int = 200,
     the training prefixes with a weight above the whole training set, so refinement treats
     them as counterexamples first; ``report["examples"]`` then says how many the DFA and
     the RNN itself classify as labelled. ``states`` caps the automaton's size
-    (:func:`stateseer.abstraction.automata.dfa.extract_dfa`).
+    (:func:`stateseer.abstraction.automata.dfa.extract_dfa`). ``method``, ``seconds`` and
+    ``algorithm``: see the module notes (``seconds`` and ``algorithm`` are the active
+    learner's).
     """
     run = run if isinstance(run, RunDir) else RunDir(run)
     traces = fresh_traces(run)
     grammar = GRAMMARS.get(str(traces.meta.get("dataset")))
+    if _method(run, traces, method, examples, states) == "active":
+        from stateseer.abstraction.automata.dfa.queried import (
+            accept_class_of,
+            extract_dfa_active,
+        )
+
+        ask = ModelQuestions(run, accept_class_of(traces.classes))
+        dfa = extract_dfa_active(traces, ask.every_prefix, ask.final,
+                                 abstract_states=_abstract_states(run), max_states=max_states,
+                                 seconds=seconds, random_state=random_state,
+                                 algorithm=algorithm, grammar=grammar)
+        return _save(run, dfa)
     extra, checked = [], None
     if examples is not None:
         tokenizer = "char" if run.config.get("data", {}).get("tokenizer") == "char" else "space"
@@ -127,13 +236,20 @@ def extract_run_dfa(run: RunDir | str | Path, *, max_states: int = 200,
         checked = (texts, labels, np.asarray(traced.final_proba).argmax(axis=1))
     dfa = extract_dfa(traces, max_states=max_states, random_state=random_state,
                       grammar=grammar, extra=extra, states=states)
+    dfa.report["method"] = "refine"
     if checked is not None:
         dfa.report["examples"] = example_report(dfa, *checked)
+    return _save(run, dfa)
+
+
+def _save(run: RunDir, dfa: ExtractedDFA) -> ExtractedDFA:
+    """Write the automaton and its report's scalars (and examples) into the run."""
     dfa.save(run.abstraction_dir / layout.DFA, overwrite=True)
     m = run.metrics().get("abstraction", {})
     m["dfa"] = {k: v for k, v in dfa.report.items() if not isinstance(v, (list, dict))}
-    if checked is not None:
-        m["dfa"]["examples"] = dfa.report["examples"]
+    for key in ("examples", "counterexamples"):
+        if key in dfa.report:
+            m["dfa"][key] = dfa.report[key]
     run.update_metrics(abstraction=m)
     return dfa
 

@@ -8,6 +8,22 @@ records), so every answer fills the cache for all the string's prefixes, and the
 equivalence oracle's test strings (the data's words, random walks of the data's lengths)
 are asked for all at once, then checked against each hypothesis in one vectorised run.
 
+Membership queries (the learner's, one string at a time) need only the class of the
+whole string; given ``final`` the model is asked for that alone (a cheap call), and every
+answer is cached. When the fixed tests find no counterexample, two searches made for the
+current hypothesis run, each asked of the model in one batch:
+
+* **abstraction-guided**: the data's prefixes that reach the same hypothesis state but
+  lie in different abstract states of the network (its clustered hidden states) are where
+  the hypothesis may have merged what the network keeps apart (Weiss, Goldberg & Yahav
+  2018); one prefix per (hypothesis state, abstract state) is extended by the data's
+  suffixes and checked;
+* **state coverage**: every hypothesis state's access string, extended by random walks
+  (AALpy's random W-method oracle, batched).
+
+Selection: with held-out words (``select``), every hypothesis is scored on them, and the
+smallest one within ``epsilon`` of the best held-out error is returned.
+
 Budgets: ``max_states`` (a hypothesis that large is returned as it is) and ``seconds``
 (checked between hypotheses); :class:`ActiveResult` says whether either ran out.
 
@@ -37,6 +53,8 @@ __all__ = ["ActiveResult", "learn_active"]
 #: what the model is asked: words (each a list of symbols) -> per word, a bool array of
 #: shape (len(word) + 1,): its class after each prefix, the empty prefix first
 Answer = Callable[[list[list[str]]], Sequence[np.ndarray]]
+#: the cheap question: words -> whether each whole word is accepted, bool of shape (n,)
+Final = Callable[[list[list[str]]], np.ndarray]
 
 
 @dataclass
@@ -46,9 +64,10 @@ class ActiveResult:
     Attributes
     ----------
     dfa : DFA
-        The last hypothesis, minimal and complete.
+        The chosen hypothesis, minimal and complete: the last one, or with ``select`` the
+        smallest within ``epsilon`` of the best held-out error.
     membership_queries : int
-        Distinct strings the model was asked about (each answers all its prefixes).
+        Distinct strings the model was asked about.
     rounds : int
         Hypotheses proposed (equivalence queries).
     seconds : float
@@ -57,6 +76,9 @@ class ActiveResult:
         counterexample left among the tests.
     test_words : int
         Strings the equivalence oracle checks every hypothesis on.
+    history : list of dict
+        Per hypothesis: ``n_states``, ``heldout_error`` (with ``select``) and where its
+        counterexample came from (``tests``, ``guided``, ``coverage`` or None).
     """
 
     dfa: DFA
@@ -66,18 +88,20 @@ class ActiveResult:
     budget_ran_out: bool
     test_words: int
     method: str = "active"
+    history: list[dict[str, Any]] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
 class _Answers:
-    """The model's answers by string, every prefix of an asked string included."""
+    """The model's answers by string; a string asked with every prefix fills them all."""
 
-    def __init__(self, answer: Answer) -> None:
-        self.answer, self.cache, self.asked = answer, {}, 0
+    def __init__(self, answer: Answer, final: Final | None = None) -> None:
+        self.answer, self.final, self.cache, self.asked = answer, final, {}, 0
 
     def fill(self, words: Sequence[tuple[str, ...]]) -> None:
-        """Ask the model about the words not yet known, in one batch."""
-        missing = [w for w in dict.fromkeys(words) if w not in self.cache]
+        """Ask the model about every prefix of the words, in one batch."""
+        missing = [w for w in dict.fromkeys(words)
+                   if not all(w[:k] in self.cache for k in range(len(w), -1, -1))]
         if not missing:
             return
         out = self.answer([list(w) for w in missing])
@@ -91,10 +115,47 @@ class _Answers:
             for k in range(len(w) + 1):
                 self.cache.setdefault(w[:k], bool(labels[k]))
 
+    def last(self, words: Sequence[tuple[str, ...]]) -> np.ndarray:
+        """Whether each whole word is accepted, bool of shape (n,), asked in one batch."""
+        missing = [w for w in dict.fromkeys(words) if w not in self.cache]
+        if missing and self.final is None:
+            self.fill(missing)
+        elif missing:
+            got = np.asarray(self.final([list(w) for w in missing]), bool).reshape(-1)
+            if got.shape != (len(missing),):
+                raise DataError(f"the model answered {got.shape[0]} words of {len(missing)}; "
+                                "answer one class per word")
+            self.asked += len(missing)
+            self.cache.update(zip(missing, got.tolist(), strict=True))
+        return np.fromiter((self.cache[w] for w in words), bool, len(words))
+
     def __call__(self, word: tuple[str, ...]) -> bool:
         if word not in self.cache:
-            self.fill([word])
+            self.last([word])
         return self.cache[word]
+
+
+class _Outputs(Sequence):
+    """AALpy's answer to a query: the class after each symbol of ``word``. The learners
+    of a DFA read the last one only, so that is asked alone; any other is asked with
+    every prefix."""
+
+    def __init__(self, answers: _Answers, word: tuple[str, ...]) -> None:
+        self.answers, self.word = answers, word
+
+    def __len__(self) -> int:
+        return max(len(self.word), 1)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        i = i + len(self) if i < 0 else i
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        if not self.word or i == len(self) - 1:
+            return self.answers(self.word)
+        self.answers.fill([self.word])
+        return self.answers.cache[self.word[:i + 1]]
 
 
 def _sul(answers: _Answers) -> Any:
@@ -103,13 +164,9 @@ def _sul(answers: _Answers) -> Any:
     class ModelSUL(SUL):
         """AALpy's system under learning: whole strings, answered from the cache."""
 
-        def query(self, word: tuple) -> list:
+        def query(self, word: tuple) -> Any:
             self.num_queries += 1
-            w = tuple(word)
-            if not w:
-                return [answers(())]
-            answers.fill([w])
-            return [answers.cache[w[:k]] for k in range(1, len(w) + 1)]
+            return _Outputs(answers, tuple(word))
 
         def pre(self) -> None:  # whole strings only: query() never steps
             pass
@@ -133,49 +190,163 @@ def to_dfa(hypothesis: Any, alphabet: Sequence[str]) -> DFA:
                index[id(hypothesis.initial_state)])
 
 
+def _encode(alphabet: Sequence[str], words: Sequence[tuple[str, ...]]
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Padded symbol ids (B, T) and lengths (B,) of words over ``alphabet``."""
+    index = {a: i for i, a in enumerate(alphabet)}
+    lengths = np.fromiter(map(len, words), np.int64, len(words))
+    ids = np.zeros((len(words), int(lengths.max(initial=0))), np.int64)
+    flat = np.fromiter((index[s] for w in words for s in w), np.int64, int(lengths.sum()))
+    ids[np.arange(ids.shape[1])[None, :] < lengths[:, None]] = flat
+    return ids, lengths
+
+
+@dataclass
+class _Search:
+    """What the equivalence oracle tests, beyond the fixed words.
+
+    ``guide_words``/``guide_ids``/``guide_lengths`` and ``abstract`` (B, T): the data's
+    words and the network's abstract state after each of their prefixes (-1 past the
+    end); ``suffixes``: suffixes appended in the guided search; ``walks_per_state``,
+    ``walk_lengths``: the state-coverage walks.
+    """
+
+    alphabet: list[str]
+    rng: np.random.Generator
+    guide_words: list[tuple[str, ...]] = field(default_factory=list)
+    abstract: np.ndarray | None = None
+    suffixes: list[tuple[str, ...]] = field(default_factory=list)
+    walks_per_state: int = 10
+    walk_lengths: np.ndarray = field(default_factory=lambda: np.arange(1, 13))
+    per_round: int = 4000
+
+    def __post_init__(self) -> None:
+        self.guide_ids, self.guide_lengths = _encode(self.alphabet, self.guide_words)
+
+    def guided(self, dfa: DFA) -> list[tuple[str, ...]]:
+        """One data prefix per (hypothesis state, abstract state) pair, in hypothesis
+        states that hold several abstract states, extended by the suffixes."""
+        if self.abstract is None or not self.suffixes or not len(self.guide_words):
+            return []
+        hyp = dfa.run_batch(self.guide_ids, self.guide_lengths)[:, 1:]  # (B, T)
+        b, t = np.nonzero(self.abstract >= 0)
+        key = hyp[b, t] * (int(self.abstract.max()) + 1) + self.abstract[b, t]
+        order = np.lexsort((t, key))  # shortest prefix first within a pair
+        first = order[np.r_[True, key[order][1:] != key[order][:-1]]]
+        q = hyp[b[first], t[first]]
+        shared = np.isin(q, np.flatnonzero(np.bincount(q) > 1))
+        first = first[shared]
+        n_suffix = max(1, self.per_round // max(len(first), 1))
+        first = first[:self.per_round]
+        out = []
+        for k in first.tolist():
+            prefix = self.guide_words[b[k]][:t[k] + 1]
+            pick = self.rng.choice(len(self.suffixes), min(n_suffix, len(self.suffixes)),
+                                   replace=False)
+            out.extend(prefix + self.suffixes[j] for j in pick.tolist())
+        return out
+
+    def coverage(self, hypothesis: Any) -> list[tuple[str, ...]]:
+        """Each hypothesis state's access string, extended by random walks."""
+        out = []
+        for state in hypothesis.states:
+            lens = self.rng.choice(self.walk_lengths, self.walks_per_state)
+            for n in lens.tolist():
+                out.append(tuple(state.prefix) + tuple(self.rng.choice(self.alphabet, n)))
+        return out[:self.per_round * 2]
+
+
 def _oracle(alphabet: Sequence[str], sul: Any, answers: _Answers,
-            tests: list[tuple[str, ...]], max_states: int, deadline: float) -> Any:
+            tests: list[tuple[str, ...]], search: _Search, select: Any, max_states: int,
+            deadline: float) -> Any:
     from aalpy.base import Oracle
 
-    dummy = DFA(tuple(alphabet), np.zeros((1, len(alphabet)), np.int64), [False])
-    ids, lengths = dummy.encode(tests) if tests else (np.zeros((0, 0), np.int64),
-                                                       np.zeros(0, np.int64))
+    ids, lengths = _encode(alphabet, tests)
     width = ids.shape[1] + 1
     truth = np.zeros((len(tests), width), bool)
     for b, w in enumerate(tests):  # the model's answers, padded as prefix_labels pads
         row = [answers.cache[w[:k]] for k in range(len(w) + 1)]
         truth[b] = row + [row[-1]] * (width - len(row))
+    sel_ids, sel_len, sel_truth = select if select is not None else (None, None, None)
 
     class TestOracle(Oracle):
         """The first test string (shortest first) whose some prefix the hypothesis and
-        the model label differently; none once a budget has run out."""
+        the model label differently; then the guided and coverage searches; none once a
+        budget has run out."""
 
-        ran_out = False
-        rounds = 0
+        def __init__(self) -> None:
+            super().__init__(list(alphabet), sul)
+            self.ran_out, self.rounds = False, 0
+            self.history: list[dict[str, Any]] = []
+            self.kept: list[DFA] = []
 
         def find_cex(self, hypothesis: Any) -> tuple | None:
             self.rounds += 1
+            dfa = to_dfa(hypothesis, alphabet)
+            entry: dict[str, Any] = {"n_states": dfa.n_states, "counterexample": None}
+            if sel_ids is not None:
+                got = dfa.prefix_labels(sel_ids, sel_len)[np.arange(len(sel_len)), sel_len]
+                entry["heldout_error"] = float((got != sel_truth).mean())
+            self.history.append(entry)
+            self.kept.append(dfa)
             if len(hypothesis.states) >= max_states or time.perf_counter() > deadline:
                 self.ran_out = True
                 return None
+            cex = self._tests(dfa)
+            entry["counterexample"] = "tests" if cex is not None else None
+            for name, found in (("guided", search.guided), ("coverage", search.coverage)):
+                if cex is None:
+                    words = found(dfa if name == "guided" else hypothesis)
+                    cex = self._first_wrong(dfa, words)
+                    entry["counterexample"] = name if cex is not None else None
+            return cex
+
+        def _tests(self, dfa: DFA) -> tuple | None:
             if not len(tests):
                 return None
-            got = to_dfa(hypothesis, alphabet).prefix_labels(ids, lengths)
+            got = dfa.prefix_labels(ids, lengths)
             bad = np.flatnonzero((got != truth).any(1))
             if not len(bad):
                 return None
             b = int(bad[0])
             k = int(np.flatnonzero(got[b] != truth[b])[0])
-            return tests[b][:max(k, 1)] if k else tests[b][:1]
+            return tests[b][:max(k, 1)]
 
-    return TestOracle(list(alphabet), sul)
+        def _first_wrong(self, dfa: DFA, words: list[tuple[str, ...]]) -> tuple | None:
+            words = [w for w in dict.fromkeys(words) if w]
+            if not words:
+                return None
+            want = answers.last(words)
+            w_ids, w_len = _encode(alphabet, words)
+            got = dfa.prefix_labels(w_ids, w_len)[np.arange(len(words)), w_len]
+            bad = np.flatnonzero(got != want)
+            if not len(bad):
+                return None
+            return min((words[i] for i in bad.tolist()), key=len)
+
+    return TestOracle()
+
+
+def _choose(history: list[dict[str, Any]], kept: list[DFA], epsilon: float) -> int:
+    """The smallest hypothesis within ``epsilon`` of the best held-out error (the last
+    one without held-out words)."""
+    if not history or "heldout_error" not in history[0]:
+        return len(kept) - 1
+    errors = np.array([h["heldout_error"] for h in history])
+    sizes = np.array([h["n_states"] for h in history])
+    ok = np.flatnonzero(errors <= errors.min() + epsilon)
+    return int(ok[np.lexsort((-ok, errors[ok], sizes[ok]))[0]])
 
 
 def learn_active(alphabet: Sequence[str], answer: Answer, *,
+                 final: Final | None = None,
                  words: Sequence[Sequence[str]] = (), walks: int = 2000,
                  lengths: tuple[int, int] | None = None, max_states: int = 200,
-                 seconds: float = 600.0, seed: int = 0, algorithm: str = "lstar"
-                 ) -> ActiveResult:
+                 seconds: float = 600.0, seed: int = 0, algorithm: str = "kv",
+                 known: dict[tuple[str, ...], bool] | None = None,
+                 abstract: Sequence[np.ndarray] | None = None,
+                 select: tuple[Sequence[Sequence[str]], np.ndarray] | None = None,
+                 epsilon: float = 0.001, walks_per_state: int = 10) -> ActiveResult:
     """Learn a DFA of what ``answer`` (the model) accepts, by asking it.
 
     Parameters
@@ -185,15 +356,32 @@ def learn_active(alphabet: Sequence[str], answer: Answer, *,
     answer : callable
         ``answer(list of words) -> per word a bool array of shape (len(word) + 1,)``: the
         model's class (accepted or not) after each prefix, the empty prefix first.
+    final : callable, optional
+        ``final(list of words) -> bool array of shape (n_words,)``: the class of each
+        whole word (cheaper; the learner's membership queries use it). Default: from
+        ``answer``.
     words : sequence of sequence of str
-        The data's words: tests for the equivalence oracle, with all their prefixes.
+        The data's words: tests for the equivalence oracle, with all their prefixes, and
+        the prefixes and suffixes of the guided search.
     walks : int
         Random strings added to the tests, their lengths drawn from ``words``' (or
         uniformly from ``lengths``, default 1 to 12 without words).
     max_states, seconds : int, float
         Budgets.
     seed : int
-    algorithm : {"lstar", "kv"}
+    algorithm : {"kv", "lstar"}
+    known : dict, optional
+        Answers already known (a string's class, e.g. the recorded predictions of every
+        prefix of the data's words): never asked again.
+    abstract : sequence of ndarray, optional
+        Per word of ``words``, the network's abstract state after each prefix, shape
+        (len(word),): turns on the abstraction-guided counterexample search.
+    select : (words, labels), optional
+        Held-out words and the model's class of each (bool, shape (n,)): every hypothesis
+        is scored on them and the smallest within ``epsilon`` of the best error wins.
+    epsilon : float
+    walks_per_state : int
+        Random walks per hypothesis state in the state-coverage search (0: none).
 
     Returns
     -------
@@ -212,29 +400,63 @@ def learn_active(alphabet: Sequence[str], answer: Answer, *,
         raise DataError("active extraction needs a non-empty alphabet")
     runs = {"lstar": run_Lstar, "kv": run_KV}
     if algorithm not in runs:
-        raise DataError(f"unknown algorithm {algorithm!r}; choose lstar or kv")
-    known = set(alphabet)
+        raise DataError(f"unknown algorithm {algorithm!r}; choose kv or lstar")
+    known_symbols = set(alphabet)
     data = [tuple(str(s) for s in w) for w in words]
-    odd = next((s for w in data for s in w if s not in known), None)
+    held = [tuple(str(s) for s in w) for w in select[0]] if select is not None else []
+    odd = next((s for w in data + held for s in w if s not in known_symbols), None)
     if odd is not None:
         raise DataError(f"the words hold {odd!r}, which is not in the alphabet")
+    if abstract is not None and len(abstract) != len(data):
+        raise DataError(f"abstract states are given for {len(abstract)} words of "
+                        f"{len(data)}; give one array per word")
     rng = np.random.default_rng(seed)
-    if data:
-        lens = rng.choice([len(w) for w in data], walks)
+    data_lengths = np.array([len(w) for w in data if w]) if data else None
+    if data_lengths is not None and len(data_lengths):
+        lens = rng.choice(data_lengths, walks)
     else:
         lo, hi = lengths or (1, 12)
+        data_lengths = np.arange(lo, hi + 1)
         lens = rng.integers(lo, hi + 1, walks)
     tests = sorted(set(data) | {tuple(rng.choice(alphabet, int(n))) for n in lens},
                    key=lambda w: (len(w), w))
     t0 = time.perf_counter()
-    answers = _Answers(answer)
+    answers = _Answers(answer, final)
+    if known:
+        answers.cache.update({tuple(k): bool(v) for k, v in known.items()})
     answers.fill([(), *tests])
+    search = _Search(alphabet, rng, guide_words=data if abstract is not None else [],
+                     abstract=_pad_states(abstract, data) if abstract is not None else None,
+                     suffixes=sorted({w[i:] for w in data for i in range(1, len(w))})[:20000],
+                     walks_per_state=walks_per_state,
+                     walk_lengths=np.unique(np.maximum(data_lengths // 2, 1)))
+    sel = None
+    if select is not None:
+        s_ids, s_len = _encode(alphabet, held)
+        sel = (s_ids, s_len, np.asarray(select[1], bool).reshape(-1))
     sul = _sul(answers)
-    oracle = _oracle(alphabet, sul, answers, tests, max_states, t0 + seconds)
-    hyp = runs[algorithm](alphabet, sul, oracle, automaton_type="dfa",
-                          cache_and_non_det_check=False, print_level=0)
-    dfa = minimize(to_dfa(hyp, alphabet))
+    oracle = _oracle(alphabet, sul, answers, tests, search, sel, max_states, t0 + seconds)
+    runs[algorithm](alphabet, sul, oracle, automaton_type="dfa",
+                    cache_and_non_det_check=False, print_level=0)
+    pick = _choose(oracle.history, oracle.kept, epsilon)
+    dfa = minimize(oracle.kept[pick])
     return ActiveResult(dfa, answers.asked, oracle.rounds, round(time.perf_counter() - t0, 3),
-                        oracle.ran_out, len(tests),
+                        oracle.ran_out, len(tests), history=oracle.history,
                         provenance={"algorithm": algorithm, "seed": seed, "walks": walks,
-                                    "max_states": max_states, "seconds_budget": seconds})
+                                    "max_states": max_states, "seconds_budget": seconds,
+                                    "epsilon": epsilon, "chosen_round": pick + 1,
+                                    "guided": abstract is not None,
+                                    "walks_per_state": walks_per_state})
+
+
+def _pad_states(abstract: Sequence[np.ndarray], data: list[tuple[str, ...]]) -> np.ndarray:
+    """Per-word abstract states as one (B, T) array, -1 past each word's end."""
+    width = max((len(w) for w in data), default=0)
+    out = np.full((len(data), width), -1, np.int64)
+    for b, (w, s) in enumerate(zip(data, abstract, strict=True)):
+        s = np.asarray(s, np.int64).reshape(-1)
+        if len(s) != len(w):
+            raise DataError(f"word {b} has {len(w)} symbols but {len(s)} abstract states; "
+                            "give one per prefix")
+        out[b, :len(w)] = s
+    return out

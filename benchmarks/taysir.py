@@ -1,0 +1,213 @@
+"""TAYSIR 2023 track 1: automata from nets nobody here trained, beside the winner's.
+
+Usage::
+
+    python benchmarks/taysir.py PATH [--nets 1.2 1.9] [--seconds 420] [--max-states 2000]
+
+``PATH`` is a local copy of the public repository ``emuskardin/taysir_competition_mbt``
+(the competition winner's: the nets under ``models/1.N.taysir.model``, their validation
+words under ``datasets/1.N.taysir.valid.words`` and the winner's automata under
+``learned_models/model_1_N.dot``). Nothing is downloaded; a net whose files are absent
+from the copy is listed with the reason.
+
+Per net, as a user would:
+
+1. The net is loaded from its own pickle and code and wrapped in a
+   :class:`~stateseer.ClassifierAdapter` with its START and END symbols (the class is read
+   after END): ``benchmarks/taysir_nets.py``, written to a factory module
+   ``stateseer create`` imports.
+2. The validation words are labelled by the net itself and split with seed ``--seed``:
+   50 % train (the learner's data words), 20 % val (choosing among hypotheses), 30 % test
+   (held out: every figure below). ``stateseer record`` and ``abstract --states 32``
+   (the abstraction guides the counterexample search) run on that run.
+3. ``extract-dfa --method active`` (KV, ``--seconds``, ``--max-states``).
+4. Scored on the test words against the net: stateseer's DFA, the winner's DFA (read with
+   AALpy's DOT reader) and always answering the majority class of the train words.
+
+The last line printed is one JSON object: ``nets`` (per net: ``ours`` and ``winner`` with
+``n_states`` and ``error``, ``majority_error``, ``membership_queries``, ``seconds``
+(extraction) and ``total_seconds`` (with record and abstract), ``budget_exhausted``,
+``n_test_words``, ``targets_met``), ``skipped`` (net: why) and the commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from taysir_nets import adapter, read_words  # noqa: E402
+
+NETS = ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "1.11"]
+FACTORY = '''"""TAYSIR net {net} for stateseer create (written by benchmarks/taysir.py)."""
+import sys
+
+sys.path.insert(0, {here!r})
+from taysir_nets import adapter, read_words  # noqa: E402
+
+WORDS, START, END = read_words({words!r})
+
+
+def build():
+    return adapter({model!r}, START, END, check=WORDS[:100])
+'''
+
+
+def why_absent(repo: Path, net: str) -> str | None:
+    """Why the net cannot be run from this copy, or None."""
+    model = repo / "models" / f"{net}.taysir.model"
+    if not (model / "data" / "model.pth").exists():
+        return "model.pth absent from the stored snapshot"
+    if not (repo / "datasets" / f"{net}.taysir.valid.words").exists():
+        return "validation words absent from the stored snapshot"
+    if not (repo / "learned_models" / f"model_{net.replace('.', '_')}.dot").exists():
+        return "no winner's DFA published"
+    return None
+
+
+def _labels(ad, words: list[list[str]]) -> np.ndarray:
+    """The net's class (1 accept) of each word, batched."""
+    from stateseer.rnn_models.record import predict_ids
+
+    index = {w: i for i, w in enumerate(ad.vocab)}
+    seqs = [np.array([index[s] for s in w], np.int64) for w in words]
+    return predict_ids(ad, seqs).argmax(1)
+
+
+def _split(n: int, seed: int) -> np.ndarray:
+    """train / val / test, 50 / 20 / 30 %, seeded."""
+    order = np.random.default_rng(seed).permutation(n)
+    names = np.empty(n, dtype=object)
+    a, b = int(0.5 * n), int(0.7 * n)
+    names[order[:a]], names[order[a:b]], names[order[b:]] = "train", "val", "test"
+    return names
+
+
+def winner_dfa(path: Path):
+    """The winner's automaton as stateseer's DFA over string symbols."""
+    from aalpy.utils import load_automaton_from_file
+
+    from stateseer.core.automaton import DFA
+
+    aut = load_automaton_from_file(str(path), "dfa")
+    states = list(aut.states)
+    index = {id(s): k for k, s in enumerate(states)}
+    symbols = sorted({a for s in states for a in s.transitions}, key=lambda a: int(a))
+    trans = np.array([[index[id(s.transitions[a])] for a in symbols] for s in states])
+    return DFA(tuple(str(a) for a in symbols), trans,
+               np.array([bool(s.is_accepting) for s in states]),
+               index[id(aut.initial_state)])
+
+
+def prepare(repo: Path, net: str, work: Path, seed: int) -> tuple[Path, dict]:
+    """The net's run (created, recorded, abstracted) and its test words and labels."""
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.rnn_models.engine import record_run
+    from stateseer.rnn_models.run import create_model_run
+
+    words, start, end = read_words(repo / "datasets" / f"{net}.taysir.valid.words")
+    model = repo / "models" / f"{net}.taysir.model"
+    ad = adapter(model, start, end, check=words[:100])
+    labels = _labels(ad, words)
+    names = _split(len(words), seed)
+    work.mkdir(parents=True, exist_ok=True)
+    with open(work / "words.csv", "w", newline="", encoding="utf-8") as f:
+        out = csv.writer(f)
+        out.writerow(["text", "label", "split"])
+        for w, y, s in zip(words, labels.tolist(), names.tolist(), strict=True):
+            out.writerow([" ".join(w), ["reject", "accept"][y], s])
+    factory = work / "net.py"
+    factory.write_text(FACTORY.format(net=net, here=str(HERE), model=str(model),
+                                      words=str(repo / "datasets" /
+                                                f"{net}.taysir.valid.words")))
+    run = work / "run"
+    create_model_run(run, f"csv:{work / 'words.csv'}", f"{factory}:build", force=True,
+                     max_tokens=10_000)
+    record_run(run)
+    abstract_run(run, n_states=32)
+    test = names == "test"
+    return run, {"words": [w for w, t in zip(words, test, strict=True) if t],
+                 "labels": labels[test], "batched": type(ad.model).__name__,
+                 "train_majority": int(np.bincount(labels[names == "train"],
+                                                   minlength=2).argmax())}
+
+
+def run_net(repo: Path, net: str, work: Path, args: argparse.Namespace) -> dict:
+    from stateseer.app.workflows.dfa import extract_run_dfa
+
+    t0 = time.perf_counter()
+    run, held = prepare(repo, net, work / net, args.seed)
+    t1 = time.perf_counter()
+    dfa = extract_run_dfa(run, method="active", max_states=args.max_states,
+                          seconds=args.seconds, random_state=args.seed)
+    words, labels = held["words"], held["labels"]
+    ours = dfa.classify(words) == dfa.accept_class
+    win = winner_dfa(repo / "learned_models" / f"model_{net.replace('.', '_')}.dot")
+    theirs = win.accepts(words)
+    r = dfa.report
+    row = {
+        "ours": {"n_states": dfa.n_states,
+                 "error": round(float((ours != labels.astype(bool)).mean()), 5)},
+        "winner": {"n_states": win.n_states,
+                   "error": round(float((theirs != labels.astype(bool)).mean()), 5)},
+        "majority_error": round(float((labels != held["train_majority"]).mean()), 5),
+        "n_test_words": len(words), "membership_queries": r.get("membership_queries"),
+        "rounds": r.get("rounds"), "budget_exhausted": r.get("budget_exhausted"),
+        "counterexamples": r.get("counterexamples"), "chosen_round": r.get("chosen_round"),
+        "seconds": r.get("seconds"), "total_seconds": round(time.perf_counter() - t0, 1),
+        "prepare_seconds": round(t1 - t0, 1), "net_wrapper": held["batched"],
+    }
+    row["targets_met"] = {
+        "error": row["ours"]["error"] <= row["winner"]["error"] + 0.002,
+        "states": row["ours"]["n_states"] <= row["winner"]["n_states"],
+        "ten_minutes": row["total_seconds"] <= 600}
+    return row
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("path", type=Path, help="local copy of emuskardin/taysir_competition_mbt")
+    p.add_argument("--nets", nargs="+", default=NETS, help="track-1 nets (default: all)")
+    p.add_argument("--seconds", type=float, default=420.0, help="learner's time budget")
+    p.add_argument("--max-states", type=int, default=2000, help="learner's state budget")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--work", type=Path, default=Path("/tmp/stateseer-taysir"),
+                   help="where the runs are written")
+    p.add_argument("--out", type=Path, help="also write the JSON here")
+    args = p.parse_args()
+    import torch
+
+    torch.set_num_threads(2)
+    commit = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    nets, skipped = {}, {}
+    for net in args.nets:
+        why = why_absent(args.path, net)
+        if why is None:
+            try:
+                nets[net] = run_net(args.path, net, args.work, args)
+                print(json.dumps({net: nets[net]}), flush=True)
+                continue
+            except Exception as exc:  # a net that does not load is listed, not fatal
+                why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        skipped[net] = why
+        print(json.dumps({net: {"skipped": why}}), flush=True)
+    out = {"benchmark": "taysir-track1", "commit": commit, "seed": args.seed,
+           "seconds_budget": args.seconds, "max_states": args.max_states,
+           "nets": nets, "skipped": skipped}
+    if args.out:
+        args.out.write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

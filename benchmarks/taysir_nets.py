@@ -1,0 +1,115 @@
+"""TAYSIR 2023 track-1 nets as a user loads them: their own pickled module and code, read
+through :class:`stateseer.ClassifierAdapter` with the net's START and END symbols.
+
+A net is an MLflow PyTorch model folder (``models/1.N.taysir.model``): ``data/model.pth``
+is the pickled ``TNetwork`` and ``code/`` its source. It is unpickled with its own code on
+``sys.path`` and a stand-in for ``mlflow.pytorch.pickle_module`` (plain ``pickle``), as
+MLflow does; this runs the benchmark's own code, so only load nets you trust.
+
+``TNetwork.forward`` reads one word at a time (a Python loop); :class:`Batched` runs the
+same recurrent modules and dense head over a whole block at once, and :func:`adapter`
+checks it against the net's own ``predict`` on words before using it (the net's own
+forward, word by word, otherwise).
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+__all__ = ["Batched", "adapter", "load_net", "read_words"]
+
+
+def load_net(folder: str | Path) -> nn.Module:
+    """The pickled ``TNetwork`` of an MLflow model folder, in eval mode."""
+    folder = Path(folder)
+    for name in ("mlflow", "mlflow.pytorch"):
+        sys.modules.setdefault(name, types.ModuleType(name))
+    sys.modules.setdefault("mlflow.pytorch.pickle_module", pickle)
+    code = str(folder / "code")
+    for mod in ("tnetwork", "lstmx"):  # each net brings its own copy
+        sys.modules.pop(mod, None)
+    sys.path.insert(0, code)
+    try:
+        # a pickled module (the net's own class): weights_only cannot read it
+        net = torch.load(folder / "data" / "model.pth", weights_only=False,
+                         pickle_module=pickle)
+    finally:
+        sys.path.remove(code)
+    return net.eval()
+
+
+def read_words(path: str | Path) -> tuple[list[list[str]], str, str]:
+    """The words of a ``*.valid.words`` file without their START and END symbols, and those
+    two symbols (first and last of every line after the header)."""
+    lines = Path(path).read_text(encoding="utf-8").split("\n")
+    rows = [line.split() for line in lines[1:] if line.strip()]
+    start, end = rows[0][1], rows[0][-1]
+    return [r[2:-1] for r in rows], start, end
+
+
+def vocab_of(net: nn.Module) -> list[str]:
+    """``<pad>``, ``<unk>`` and the net's symbols ``0 .. input_size - 2`` (ids 2 ..)."""
+    return ["<pad>", "<unk>", *map(str, range(net.input_size - 1))]
+
+
+class Batched(nn.Module):
+    """The net on a block of equal-length words of symbol ids (vocab ids minus 2): its
+    recurrent modules and dense head, batched."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        net = self.net
+        x = nn.functional.one_hot((ids - 2).clamp(min=0), net.input_size - 1).to(net.dtype)
+        out = (x,)
+        extra = {"full_ret": True} if hasattr(net.cell_type, "forward_x") else {}
+        for machine in net.mach:
+            out = machine(out[0], None, **extra)
+        h = out[1][0] if net.hides_pairs else out[1]  # (directions, batch, hidden)
+        h = h.transpose(0, 1).reshape(len(ids), -1)
+        return net.feed_dense(h)
+
+
+class PerWord(nn.Module):
+    """The net's own forward, one word at a time (what ``predict`` runs)."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        net = self.net
+        x = torch.zeros(*ids.shape, net.input_size, dtype=net.dtype)
+        x.scatter_(-1, ((ids - 2).clamp(min=0) + 1)[..., None], 1.0)
+        return torch.stack([net(w)[0] for w in x])
+
+
+def adapter(folder: str | Path, start: str, end: str, *, check: list[list[str]] = (),
+            batched: bool = True):
+    """The net as a :class:`~stateseer.ClassifierAdapter` (classes reject, accept; the
+    class read after ``end``), batched when that agrees with the net's own ``predict`` on
+    ``check`` (words of symbols, without START/END)."""
+    from stateseer import ClassifierAdapter
+
+    net = load_net(folder)
+    vocab = vocab_of(net)
+    body = Batched(net) if batched else PerWord(net)
+    if batched and check:
+        ids = [[int(start)] + [int(s) for s in w] + [int(end)] for w in check]
+        with torch.no_grad():
+            own = np.array([float(net.predict(net.one_hot_encode(w))) for w in ids])
+            got = np.array([int(body(torch.tensor([w]) + 2)[0].argmax()) for w in ids])
+        if not np.array_equal(own, got):
+            body = PerWord(net)
+    return ClassifierAdapter(body, vocab=vocab, tokenize=str.split,
+                             classes=["reject", "accept"], bos=start, eos=end,
+                             outputs="proba")
