@@ -226,15 +226,18 @@ class _Search:
     def guided(self, dfa: DFA) -> list[tuple[str, ...]]:
         """One data prefix per (hypothesis state, abstract state) pair, in hypothesis
         states that hold several abstract states, extended by the suffixes."""
-        if self.abstract is None or not self.suffixes or not len(self.guide_words):
+        if self.abstract is None or not self.suffixes or not self.abstract.size:
             return []
-        hyp = dfa.run_batch(self.guide_ids, self.guide_lengths)[:, 1:]  # (B, T)
+        hyp = dfa.run_batch(self.guide_ids, self.guide_lengths)  # (B, T + 1)
         b, t = np.nonzero(self.abstract >= 0)
-        key = hyp[b, t] * (int(self.abstract.max()) + 1) + self.abstract[b, t]
+        # the empty prefix is an abstract state of its own (the FSM's initial state)
+        b, t = np.r_[0, b], np.r_[-1, t]
+        ab = np.r_[int(self.abstract.max()) + 1, self.abstract[b[1:], t[1:]]]
+        q = hyp[b, t + 1]
+        key = q * (int(ab.max()) + 1) + ab
         order = np.lexsort((t, key))  # shortest prefix first within a pair
         first = order[np.r_[True, key[order][1:] != key[order][:-1]]]
-        q = hyp[b[first], t[first]]
-        shared = np.isin(q, np.flatnonzero(np.bincount(q) > 1))
+        shared = np.isin(q[first], np.flatnonzero(np.bincount(q[first]) > 1))
         first = first[shared]
         n_suffix = max(1, self.per_round // max(len(first), 1))
         first = first[:self.per_round]

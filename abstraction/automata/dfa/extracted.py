@@ -23,6 +23,7 @@ import numpy as np
 from stateseer.abstraction.automata.io import read_text, write_output
 from stateseer.abstraction.errors import AbstractionError
 from stateseer.core.automaton import DFA, TableAutomaton
+from stateseer.core.dot import dot_document
 
 __all__ = ["FORMAT", "KIND", "VERSION", "ExtractedDFA"]
 
@@ -179,6 +180,23 @@ class ExtractedDFA(TableAutomaton):
                            "shape": "doublecircle" if self.accepting[q] else "circle"})
                 for q in range(self.n_states)]
 
+    def built_by(self) -> dict[str, Any]:
+        """How the automaton was built, for the exports' graph attributes: ``method``
+        (``active`` or ``refine``) and, where known, its figures."""
+        r = self.report or {}
+        out: dict[str, Any] = {"method": str(r.get("method", "refine"))}
+        for key in ("membership_queries", "heldout_error", "majority_error"):
+            if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool):
+                out[key] = r[key]
+        return out
+
+    def to_dot(self, name: str = "learnedModel") -> str:
+        """Graphviz DOT in AALpy's conventions (an invisible ``__start0`` marks the start),
+        with :meth:`built_by` as ``stateseer_*`` graph attributes."""
+        return dot_document(self.dot_nodes(), self.dot_edges(), initial=f"s{self.initial}",
+                            name=name, graph={f"stateseer_{k}": v
+                                              for k, v in self.built_by().items()})
+
     def to_networkx(self) -> Any:
         """The automaton as a ``networkx.MultiDiGraph``.
 
@@ -189,7 +207,8 @@ class ExtractedDFA(TableAutomaton):
         """
         import networkx as nx
 
-        g = nx.MultiDiGraph(initial=self.initial, classes=",".join(self.classes), kind=KIND)
+        g = nx.MultiDiGraph(initial=self.initial, classes=",".join(self.classes), kind=KIND,
+                            **self.built_by())
         for q in range(self.n_states):
             attrs = {f"p_{c}": float(self.prediction[q, i]) for i, c in enumerate(self.classes)}
             g.add_node(q, visits=int(self.visits[q]),

@@ -116,9 +116,26 @@ STYLESHEET = [
 ]
 
 
+def _method(r: Mapping[str, Any]) -> str:
+    """How the automaton was built, with the figures of that method."""
+    if r.get("method") != "active":
+        return "refined from the recorded hidden states (no model asked)"
+    text = (f"learnt by asking the model ({str(r.get('algorithm', 'kv')).upper()}: "
+            f"{r.get('membership_queries', 0):,} queries, {r.get('rounds', 0)} hypotheses")
+    if isinstance(r.get("seconds"), (int, float)):
+        text += f", {r['seconds']:.1f} s"
+    text += ")"
+    if isinstance(r.get("heldout_error"), (int, float)) and \
+            isinstance(r.get("majority_error"), (int, float)):
+        text += (f"; held-out error {r['heldout_error']:.2%} (always the majority class: "
+                 f"{r['majority_error']:.2%})")
+    return text
+
+
 def _headline(dfa: Any) -> str:
     r = dfa.report or {}
-    parts = [f"{dfa.n_states} states over {{{', '.join(map(str, dfa.alphabet))}}}"]
+    parts = [f"{dfa.n_states} states over {{{', '.join(map(str, dfa.alphabet))}}}",
+             _method(r)]
     if isinstance(r.get("agreement"), (int, float)):
         parts.append(f"agrees with the RNN on {r['agreement']:.2%} of the test strings")
     if r.get("minimal_size_match") is True and r.get("grammar_agreement_le12") == 1.0:
@@ -127,7 +144,7 @@ def _headline(dfa: Any) -> str:
         parts.append(f"agrees with the grammar on {r['grammar_agreement_le12']:.2%} of the "
                      "strings up to length 12")
     if r.get("budget_exhausted"):
-        parts.append("the state budget ran out: an approximation")
+        parts.append("a budget ran out: an approximation")
     return "; ".join(parts) + "."
 
 
@@ -159,7 +176,7 @@ def job_status(status: Mapping[str, Any]) -> list[Any]:
     if state == "idle" or status.get("kind") != "dfa":
         return []
     if state == "running":
-        return [html.Div(f"stateseer extract-dfa: refining the abstraction, "
+        return [html.Div(f"stateseer extract-dfa: extracting the automaton, "
                          f"{status['seconds']:.0f} s", className="job-status"),
                 html.Progress(className="job-bar")]  # no count: indeterminate
     if state == "failed":
@@ -187,7 +204,8 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
         jobs = [html.Div([
             html.Button("extract the automaton", id=ids.DFA_START, n_clicks=0,
                         disabled=running, title="run `stateseer extract-dfa` in the "
-                        "background: refine the abstraction into the exact minimal DFA"),
+                        "background: ask the model (or refine the abstraction) for the "
+                        "minimal DFA"),
             html.Button("cancel", id=ids.DFA_CANCEL, n_clicks=0,
                         disabled=not (running and status.get("kind") == "dfa")),
             html.Div(job_status(status), id=ids.DFA_JOB),

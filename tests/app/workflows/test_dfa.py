@@ -127,3 +127,54 @@ def test_missing_examples_file(tmp_path):
     with pytest.raises(StateseerError) as err:
         read_examples(tmp_path / "nope.tsv", ["reject", "accept"], ("0", "1"), "char")
     assert "cannot be read" in one_line(err.value)
+
+
+def test_active_extraction_asks_the_model_and_finds_the_exact_minimal_dfa(recorded):
+    dfa = extract_run_dfa(recorded, method="active", seconds=60)
+    r = dfa.report
+    assert r["method"] == "active" and not r["budget_exhausted"]
+    assert r["minimal_size_match"] and r["grammar_agreement_le12"] == 1.0
+    assert r["membership_queries"] > 0 and r["rounds"] >= 1
+    assert r["heldout_error"] == 0.0 and r["majority_error"] > 0.1  # beside the majority
+    assert dfa.visits.sum() > 0 and dfa.counts.sum() > 0  # the explorer's figures
+    saved = json.loads((recorded / "metrics.json").read_text())["abstraction"]["dfa"]
+    assert saved["method"] == "active" and saved["n_states"] == dfa.n_states
+    again = type(dfa).load(recorded / "abstraction" / "dfa.json")
+    assert again.report["method"] == "active"
+
+
+def test_auto_is_active_with_a_model_and_refine_where_active_cannot_run(recorded, tmp_path):
+    import shutil
+
+    assert extract_run_dfa(recorded).report["method"] == "active"
+    assert extract_run_dfa(recorded, states=4).report["method"] == "refine"
+    imported = tmp_path / "imported"
+    shutil.copytree(recorded, imported)
+    cfg = json.loads((imported / "config.json").read_text())
+    cfg["model"] = {"kind": "imported", "arch": "imported"}
+    (imported / "config.json").write_text(json.dumps(cfg))
+    assert extract_run_dfa(imported).report["method"] == "refine"
+    with pytest.raises(StateseerError) as err:
+        extract_run_dfa(imported, method="active")
+    assert "--method refine" in one_line(err.value)
+    with pytest.raises(StateseerError, match="belong to --method refine"):
+        extract_run_dfa(recorded, method="active", states=3)
+
+
+def test_active_extraction_refuses_more_than_two_classes_in_one_line():
+    from types import SimpleNamespace
+
+    from stateseer.abstraction.automata.dfa.queried import extract_dfa_active
+    from stateseer.abstraction.errors import AbstractionError
+
+    traces = SimpleNamespace(classes=["neg", "neu", "pos"])
+    with pytest.raises(AbstractionError) as err:
+        extract_dfa_active(traces, lambda ws: [], None)
+    assert "two classes" in one_line(err.value) and "--method refine" in one_line(err.value)
+
+
+def test_the_cli_runs_the_active_learner_and_says_so(recorded, capsys):
+    assert main(["extract-dfa", str(recorded), "--method", "active", "--seconds", "30"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["method"] == "active" and out["membership_queries"] > 0
+    assert out["minimal_size_match"] is True

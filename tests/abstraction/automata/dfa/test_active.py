@@ -49,3 +49,61 @@ def test_bad_requests_are_refused_in_one_line():
         learn_active(g.dfa.alphabet, _model_of(g.dfa), algorithm="rpni")
     with pytest.raises(DataError, match="prefixes"):
         learn_active(g.dfa.alphabet, lambda ws: [np.zeros(1, bool) for _ in ws])
+
+
+def _first_equals_last():
+    """Words over {a, b} whose first symbol is their last (5 minimal states)."""
+    from stateseer.core.automaton import DFA
+
+    return DFA(("a", "b"), np.array([[1, 3], [1, 2], [1, 2], [4, 3], [4, 3]]),
+               np.array([False, True, False, True, False]), 0)
+
+
+def test_the_abstraction_guides_the_search_to_counterexamples_the_tests_miss():
+    g = _first_equals_last()
+    words = [list(w) for w in ["ab", "ba", "aab", "bba", "aba", "bab"]]
+    # the "network's" abstract states: here its true states after each prefix
+    abstract = [g.run_batch(*g.encode([w]))[0, 1:] for w in words]
+    every = all_strings(g.alphabet, 10)
+    blind = learn_active(g.alphabet, _model_of(g), words=words, walks=0, walks_per_state=0)
+    guided = learn_active(g.alphabet, _model_of(g), words=words, walks=0, walks_per_state=0,
+                          abstract=abstract)
+    assert blind.dfa.n_states < g.n_states
+    assert not np.array_equal(blind.dfa.accepts(every), g.accepts(every))
+    assert guided.dfa.n_states == g.n_states
+    assert np.array_equal(guided.dfa.accepts(every), g.accepts(every))
+    assert any(h["counterexample"] == "guided" for h in guided.history)
+    with pytest.raises(DataError, match="one array per word"):
+        learn_active(g.alphabet, _model_of(g), words=words, abstract=abstract[:2])
+
+
+def test_membership_queries_ask_the_whole_word_only_when_they_can():
+    g = GRAMMARS["tomita4"].dfa
+    asked = {"prefixes": 0, "final": 0}
+    every_prefix = _model_of(g)
+
+    def answer(words):
+        asked["prefixes"] += len(words)
+        return every_prefix(words)
+
+    def final(words):
+        asked["final"] += len(words)
+        return g.accepts(words)
+
+    res = learn_active(g.alphabet, answer, final=final, walks=200, seed=0)
+    assert res.dfa.n_states == g.n_states
+    assert asked["final"] > 0
+    assert asked["prefixes"] <= res.test_words + 1  # the tests (and the empty word) only
+    assert res.membership_queries == asked["prefixes"] + asked["final"]
+
+
+def test_held_out_words_choose_the_smallest_hypothesis_within_epsilon():
+    g = GRAMMARS["tomita5"].dfa
+    held = all_strings(g.alphabet, 8)
+    labels = g.accepts(held)
+    exact = learn_active(g.alphabet, _model_of(g), select=(held, labels), epsilon=0.0)
+    assert exact.dfa.n_states == g.n_states
+    assert exact.history[exact.provenance["chosen_round"] - 1]["heldout_error"] == 0.0
+    loose = learn_active(g.alphabet, _model_of(g), select=(held, labels), epsilon=1.0)
+    sizes = [h["n_states"] for h in loose.history]
+    assert loose.dfa.n_states <= min(sizes) < g.n_states
