@@ -21,10 +21,10 @@ What is measured, in one run on the CPU:
    (``extract_dfa(traces, initial_states=k, max_states=k)``) — for k = 10 and 40: its
    states and agreement beside the refined DFA's (``baseline`` per grammar).
 
-4. **Against AALpy's L*** (``lstar_comparison``; needs the ``bench`` extra, skipped with a
-   note without it), on the same 1-epoch LSTMs of ``tomita3``, ``tomita6`` and ``tomita7``
-   (seed 0). Both sides get the same *equivalence-oracle budget* of B sampled strings
-   (``--oracle-budgets``), each a random word over {0, 1} of length uniform in 1-20:
+4. **Against AALpy's L*** (``lstar_comparison``), on the same 1-epoch LSTMs of
+   ``tomita3``, ``tomita6`` and ``tomita7`` (seed 0). Both sides get the same
+   *equivalence-oracle budget* of B sampled strings (``--oracle-budgets``), each a random
+   word over {0, 1} of length uniform in 1-20:
 
    - L*: ``run_Lstar(alphabet, sul, RandomWordEqOracle(alphabet, sul, num_walks=B,
      min_walk_len=1, max_walk_len=20, reset_after_cex=False), 'dfa')``: at most B random
@@ -50,6 +50,18 @@ What is measured, in one run on the CPU:
    ours with no more states and no less agreement (``ours_front`` / ``lstar_front`` are
    the Pareto fronts over all budgets).
 
+5. **Active extraction** (``active`` per grammar in ``tomita``): the same trained LSTMs,
+   ``extract-dfa --method active`` (the run's model answers a KV learner): states, exact
+   and minimal, seconds, membership queries.
+
+6. **Noisy labels against passive learners** (``noisy``; ``--noisy`` grammars, ``--noise``
+   rates): the training labels of a grammar's data set are flipped at rate p (seeded), an
+   LSTM is trained on them (``csv:`` data, char tokens, same defaults), and its DFA is
+   extracted both ways (``refine`` and ``active``). AALpy's passive learners RPNI
+   (``run_RPNI``, GSM) and EDSM (``run_EDSM``) get the same noisy training strings and
+   labels (sink-state completion). Per learner: states and agreement with the *grammar*
+   on every string up to length 12 (beside the flipped labels' own agreement).
+
 Earlier figures from the issue (2,903 states in 235 s on Tomita 3, 1,004 in 87 s on
 Tomita 6) stay under ``aalpy_reported``.
 
@@ -57,7 +69,9 @@ The last line of output is one JSON object with keys ``tomita`` (per grammar),
 ``budget_curve`` (per imperfect grammar, a list over budgets), ``max_seconds`` (slowest
 extraction of all), ``all_exact`` (every perfect-RNN DFA exact and minimal) and
 ``lstar_comparison`` (per grammar: ``budgets``, ``ours_front``, ``lstar_front``,
-``dominates``), ``lstar_all_dominated`` and ``ours_max_seconds``.
+``dominates``), ``lstar_all_dominated``, ``ours_max_seconds``, ``all_exact_active`` and
+``noisy`` (per grammar and rate: ``refine``, ``active``, ``rpni``, ``edsm``, each with
+``n_states`` and ``grammar_agreement_le12``).
 
 Run: ``python benchmarks/dfa_extraction.py [--runs-dir /tmp/stateseer-dfa-bench] [--arch lstm]``
 (quick smoke: ``--grammars tomita1 --imperfect --lstar tomita7 --oracle-budgets 100``).
@@ -112,6 +126,82 @@ def get_traces(runs_dir: Path, name: str, arch: str, epochs: int | None,
     traces = record_run(out, splits=("train", "test"))
     print(f"  trained and recorded {out.name} in {time.perf_counter() - t0:.1f} s", flush=True)
     return traces
+
+
+def noisy_run(runs_dir: Path, name: str, arch: str, rate: float, seed: int = 0
+              ) -> tuple[Path, list[tuple[str, bool]]]:
+    """A run trained on the grammar's data with training labels flipped at ``rate`` (or
+    reused), and the noisy training strings with their labels."""
+    import csv
+
+    from stateseer.rnn_models.datasets import load_dataset
+
+    ds = load_dataset(name)
+    train = np.asarray(ds.splits["train"])
+    labels = np.asarray(ds.labels).copy()
+    rng = np.random.default_rng(seed)
+    flip = train[rng.random(len(train)) < rate]
+    labels[flip] = 1 - labels[flip]
+    out = runs_dir / f"{name}-{arch}-noise{rate:g}"
+    data = runs_dir / f"{name}-noise{rate:g}.csv"
+    split = np.empty(len(labels), dtype=object)
+    for k, idx in ds.splits.items():
+        split[np.asarray(idx)] = k
+    with open(data, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label", "split"])
+        for t, y, sp in zip(ds.texts, labels.tolist(), split.tolist(), strict=True):
+            w.writerow([t, ds.classes[y], sp])
+    accept = ds.classes.index("accept")
+    pairs = [(ds.texts[i], bool(labels[i] == accept)) for i in train.tolist()]
+    if not (out / "traces" / "meta.json").exists():
+        from stateseer.rnn_models.engine import record_run
+        from stateseer.rnn_models.train import TrainConfig, train_run
+
+        train_run(TrainConfig(dataset=f"csv:{data}", arch=arch, tokenizer="char"), out,
+                  progress=False, force=True)
+        record_run(out)
+    return out, pairs
+
+
+def _aalpy_dfa(aut: Any, alphabet: tuple[str, ...]) -> Any:
+    """An AALpy DFA (sink-completed) as stateseer's DFA."""
+    from stateseer.core.automaton import DFA
+
+    states = list(aut.states)
+    index = {id(q): k for k, q in enumerate(states)}
+    trans = np.array([[index[id(q.transitions[a])] for a in alphabet] for q in states])
+    return DFA(alphabet, trans, np.array([bool(q.is_accepting) for q in states]),
+               index[id(aut.initial_state)])
+
+
+def compare_noisy(runs_dir: Path, name: str, arch: str, rate: float) -> dict[str, Any]:
+    """States and grammar agreement: our two methods on an LSTM trained on noisy labels,
+    RPNI and EDSM on the same noisy strings."""
+    from aalpy.learning_algs import run_EDSM, run_RPNI
+
+    from stateseer.app.workflows.dfa import extract_run_dfa
+
+    run, pairs = noisy_run(runs_dir, name, arch, rate)
+    grammar = GRAMMARS[name]
+    strings = all_strings(grammar.dfa.alphabet, 12)
+    want = grammar.dfa.accepts(strings)
+    given = dict(pairs)
+    row: dict[str, Any] = {"flipped_share": round(float(np.mean(
+        [given[t] != bool(grammar.dfa.accepts([t])[0]) for t in given])), 4)}
+    for method in ("refine", "active"):
+        t0 = time.perf_counter()
+        dfa = extract_run_dfa(run, method=method, seconds=120)
+        row[method] = {"n_states": dfa.n_states, "seconds": round(time.perf_counter() - t0, 2),
+                       "grammar_agreement_le12": float((dfa.accepts(strings) == want).mean())}
+    data = [(tuple(t), y) for t, y in given.items()]
+    for label, learner in (("rpni", run_RPNI), ("edsm", run_EDSM)):
+        t0 = time.perf_counter()
+        aut = learner(data, "dfa", input_completeness="sink_state", print_info=False)
+        dfa = _aalpy_dfa(aut, grammar.dfa.alphabet)
+        row[label] = {"n_states": dfa.n_states, "seconds": round(time.perf_counter() - t0, 2),
+                      "grammar_agreement_le12": float((dfa.accepts(strings) == want).mean())}
+    return row
 
 
 def grammar_agreement(dfa: ExtractedDFA, name: str, max_len: int = 12) -> float:
@@ -380,6 +470,10 @@ def main() -> None:
                     help="our refinement budget before shrinking (extract_dfa max_states=; "
                     "at least twice the cap)")
     ap.add_argument("--lstar-timeout", type=int, default=60, help="seconds per L* run")
+    ap.add_argument("--noisy", nargs="*", default=["tomita3", "tomita5", "tomita6"],
+                    help="grammars of the noisy-label comparison with RPNI/EDSM")
+    ap.add_argument("--noise", nargs="+", type=float, default=[0.01, 0.02, 0.05],
+                    help="label flip rates of the noisy-label comparison")
     args = ap.parse_args()
     args.runs_dir.mkdir(parents=True, exist_ok=True)
 
@@ -396,7 +490,16 @@ def main() -> None:
             baseline[str(k)] = {"n_states": b.n_states, "seconds": round(b_s, 4),
                                 "agreement": b.report["agreement"],
                                 "grammar_agreement_le12": grammar_agreement(b, name)}
+        from stateseer.app.workflows.dfa import extract_run_dfa
+
+        t_act = time.perf_counter()
+        act = extract_run_dfa(Path(traces.path).parent, method="active", seconds=120)
+        active = {"n_states": act.n_states, "seconds": round(time.perf_counter() - t_act, 3),
+                  "membership_queries": act.report["membership_queries"],
+                  "minimal_size_match": act.n_states == GRAMMARS[name].dfa.n_states,
+                  "grammar_agreement_le12": grammar_agreement(act, name)}
         tomita[name] = {
+            "active": active,
             "seconds": round(seconds, 4), "n_states": dfa.n_states,
             "minimal_states": GRAMMARS[name].dfa.n_states,
             "minimal_size_match": dfa.n_states == GRAMMARS[name].dfa.n_states,
@@ -410,7 +513,9 @@ def main() -> None:
         base = "  ".join(f"k={k}: {v['n_states']}, {v['agreement']:.4f}"
                          for k, v in baseline.items())
         print(f"{name:10} {seconds:8.3f} {t['n_states']:6d} {t['minimal_size_match']!s:>7} "
-              f"{t['grammar_agreement_le12']:9.4f} {r['agreement']:9.4f}   {base}", flush=True)
+              f"{t['grammar_agreement_le12']:9.4f} {r['agreement']:9.4f}   {base}   active: "
+              f"{active['n_states']} states, exact {active['grammar_agreement_le12']:.4f}, "
+              f"{active['seconds']:.2f} s", flush=True)
 
     budget_curve: dict[str, Any] = {}
     for name in args.imperfect:
@@ -439,16 +544,20 @@ def main() -> None:
         budget_curve[name] = {"rnn_test_accuracy": rnn_acc, "curve": rows}
 
     comparison: dict[str, Any] = {}
-    try:
-        import aalpy  # noqa: F401
-    except ImportError:
-        print("\nL* comparison skipped: install the bench extra (pip install -e '.[bench]')")
-        args.lstar = []
     for name in args.lstar:
         comparison[name] = compare_lstar(args.runs_dir, name, args.arch, args.oracle_budgets,
                                          args.state_caps, args.refine_states,
                                          args.lstar_timeout)
         print_comparison(name, comparison[name], args.lstar_timeout)
+
+    noisy: dict[str, Any] = {}
+    for name in args.noisy:
+        for rate in args.noise:
+            row = compare_noisy(args.runs_dir, name, args.arch, rate)
+            noisy[f"{name}@{rate:g}"] = row
+            print(f"{name} noise {rate:g}: " + "  ".join(
+                f"{k} {v['n_states']} states, {v['grammar_agreement_le12']:.4f}"
+                for k, v in row.items() if isinstance(v, dict)), flush=True)
 
     seconds_all = [t["seconds"] for t in tomita.values()] + [
         row["seconds"] for c in budget_curve.values() for row in c["curve"]]
@@ -462,6 +571,10 @@ def main() -> None:
         "aalpy_reported": AALPY_REPORTED,
         "lstar_comparison": comparison,
         "lstar_all_dominated": all(c["dominates"] for c in comparison.values()),
+        "all_exact_active": all(t["active"]["minimal_size_match"]
+                                and t["active"]["grammar_agreement_le12"] == 1.0
+                                for t in tomita.values()),
+        "noisy": noisy,
         "ours_max_seconds": max((o["seconds"] for c in comparison.values()
                                  for r in c["budgets"] for o in r["ours"]), default=None),
     }

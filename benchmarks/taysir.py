@@ -21,13 +21,19 @@ Per net, as a user would:
    (held out: every figure below). ``stateseer record`` and ``abstract --states 32``
    (the abstraction guides the counterexample search) run on that run.
 3. ``extract-dfa --method active`` (KV, ``--seconds``, ``--max-states``).
-4. Scored on the test words against the net: stateseer's DFA, the winner's DFA (read with
-   AALpy's DOT reader) and always answering the majority class of the train words.
+4. Scored against the net: stateseer's DFA, the winner's DFA (read with AALpy's DOT
+   reader) and always answering the majority class of the train words, on two sets:
+
+   - ``error``: the held-out test words. The winner's learner tested its hypotheses on
+     *all* validation words, so these are held out from stateseer only;
+   - ``fresh_error``: ``--fresh`` random words that neither learner saw, each a copy of a
+     test word's length with uniformly drawn symbols (seeded), labelled by the net.
 
 The last line printed is one JSON object: ``nets`` (per net: ``ours`` and ``winner`` with
 ``n_states`` and ``error``, ``majority_error``, ``membership_queries``, ``seconds``
 (extraction) and ``total_seconds`` (with record and abstract), ``budget_exhausted``,
-``n_test_words``, ``targets_met``), ``skipped`` (net: why) and the commit.
+``n_test_words``, ``fresh_error`` of both and of the majority, ``targets_met``),
+``skipped`` (net: why) and the commit.
 """
 
 from __future__ import annotations
@@ -65,9 +71,10 @@ def build():
 def why_absent(repo: Path, net: str) -> str | None:
     """Why the net cannot be run from this copy, or None."""
     model = repo / "models" / f"{net}.taysir.model"
+    words = repo / "datasets" / f"{net}.taysir.valid.words"
     if not (model / "data" / "model.pth").exists():
         return "model.pth absent from the stored snapshot"
-    if not (repo / "datasets" / f"{net}.taysir.valid.words").exists():
+    if not words.exists() or words.stat().st_size == 0:
         return "validation words absent from the stored snapshot"
     if not (repo / "learned_models" / f"model_{net.replace('.', '_')}.dot").exists():
         return "no winner's DFA published"
@@ -108,7 +115,8 @@ def winner_dfa(path: Path):
                index[id(aut.initial_state)])
 
 
-def prepare(repo: Path, net: str, work: Path, seed: int) -> tuple[Path, dict]:
+def prepare(repo: Path, net: str, work: Path, seed: int, n_fresh: int
+            ) -> tuple[Path, dict]:
     """The net's run (created, recorded, abstracted) and its test words and labels."""
     from stateseer.abstraction.pipeline import abstract_run
     from stateseer.rnn_models.engine import record_run
@@ -135,7 +143,12 @@ def prepare(repo: Path, net: str, work: Path, seed: int) -> tuple[Path, dict]:
     record_run(run)
     abstract_run(run, n_states=32)
     test = names == "test"
-    return run, {"words": [w for w, t in zip(words, test, strict=True) if t],
+    held = [w for w, t in zip(words, test, strict=True) if t]
+    rng = np.random.default_rng(seed + 1)
+    symbols = sorted({s for w in words for s in w}, key=int)
+    fresh = [list(rng.choice(symbols, len(held[i]))) for i in
+             rng.integers(0, len(held), n_fresh)]
+    return run, {"words": held, "fresh": fresh, "fresh_labels": _labels(ad, fresh),
                  "labels": labels[test], "batched": type(ad.model).__name__,
                  "train_majority": int(np.bincount(labels[names == "train"],
                                                    minlength=2).argmax())}
@@ -145,7 +158,7 @@ def run_net(repo: Path, net: str, work: Path, args: argparse.Namespace) -> dict:
     from stateseer.app.workflows.dfa import extract_run_dfa
 
     t0 = time.perf_counter()
-    run, held = prepare(repo, net, work / net, args.seed)
+    run, held = prepare(repo, net, work / net, args.seed, args.fresh)
     t1 = time.perf_counter()
     dfa = extract_run_dfa(run, method="active", max_states=args.max_states,
                           seconds=args.seconds, random_state=args.seed)
@@ -166,6 +179,12 @@ def run_net(repo: Path, net: str, work: Path, args: argparse.Namespace) -> dict:
         "seconds": r.get("seconds"), "total_seconds": round(time.perf_counter() - t0, 1),
         "prepare_seconds": round(t1 - t0, 1), "net_wrapper": held["batched"],
     }
+    fresh, f_labels = held["fresh"], held["fresh_labels"].astype(bool)
+    row["fresh_error"] = {
+        "ours": round(float(((dfa.classify(fresh) == dfa.accept_class) != f_labels).mean()), 5),
+        "winner": round(float((win.accepts(fresh) != f_labels).mean()), 5),
+        "majority": round(float((f_labels != bool(held["train_majority"])).mean()), 5),
+        "n_words": len(fresh)}
     row["targets_met"] = {
         "error": row["ours"]["error"] <= row["winner"]["error"] + 0.002,
         "states": row["ours"]["n_states"] <= row["winner"]["n_states"],
@@ -178,7 +197,8 @@ def main() -> None:
     p.add_argument("path", type=Path, help="local copy of emuskardin/taysir_competition_mbt")
     p.add_argument("--nets", nargs="+", default=NETS, help="track-1 nets (default: all)")
     p.add_argument("--seconds", type=float, default=420.0, help="learner's time budget")
-    p.add_argument("--max-states", type=int, default=2000, help="learner's state budget")
+    p.add_argument("--max-states", type=int, default=8000, help="learner's state budget")
+    p.add_argument("--fresh", type=int, default=3000, help="random words neither saw")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--work", type=Path, default=Path("/tmp/stateseer-taysir"),
                    help="where the runs are written")

@@ -18,6 +18,7 @@ from stateseer.app.cli.options import (
     _add_renamed,
     _check_out_dir,
     _check_out_file,
+    _fraction,
     _int,
     _nonnegative_int,
     _note,
@@ -100,7 +101,8 @@ def _cmd_extract_dfa(args: argparse.Namespace) -> int:
 
     dfa = extract_run_dfa(args.run, max_states=args.max_states, random_state=args.seed,
                           examples=args.examples, states=args.merge_to, method=args.method,
-                          seconds=args.seconds, algorithm=args.algorithm)
+                          seconds=args.seconds, algorithm=args.algorithm,
+                          epsilon=args.epsilon)
     keys = ("method", "n_states", "n_states_before_minimisation", "seconds",
             "budget_exhausted", "membership_queries", "rounds", "agreement",
             "heldout_error", "majority_error", "agreement_le12", "grammar_agreement_le12",
@@ -237,6 +239,10 @@ def _add_dfa_export(sub: Any) -> None:
                    help="time budget of the active learner")
     x.add_argument("--algorithm", choices=("kv", "lstar"), default="kv",
                    help="the active learner: Kearns-Vazirani or L*")
+    x.add_argument("--epsilon", type=_fraction, default=None,
+                   help="active: the smallest hypothesis whose validation error is within "
+                   "this of the best wins (default: one validation word's worth, at least "
+                   "0.001)")
     x.add_argument("--seed", type=_seed, default=0, help="random seed")
     _add_renamed(x, "--states", "--merge-to", type=_positive_int, default=None,
                  help="at most this many states (default: no cap, the exact automaton): "

@@ -421,8 +421,11 @@ def learn_active(alphabet: Sequence[str], answer: Answer, *,
         lo, hi = lengths or (1, 12)
         data_lengths = np.arange(lo, hi + 1)
         lens = rng.integers(lo, hi + 1, walks)
-    tests = sorted(set(data) | {tuple(rng.choice(alphabet, int(n))) for n in lens},
-                   key=lambda w: (len(w), w))
+    # the data's words first (shortest first), then the walks: a hypothesis is fixed where
+    # the data go before it is fixed elsewhere
+    in_data = set(data)
+    tests = sorted(in_data | {tuple(rng.choice(alphabet, int(n))) for n in lens},
+                   key=lambda w: (w not in in_data, len(w), w))
     t0 = time.perf_counter()
     answers = _Answers(answer, final)
     if known:

@@ -99,7 +99,7 @@ def extract_dfa_active(
     seconds: float = 600.0,
     random_state: int = 0,
     algorithm: str = "kv",
-    epsilon: float = 0.001,
+    epsilon: float | None = None,
     walks: int = 2000,
     split: str = "train",
     select_split: str | None = "val",
@@ -124,8 +124,10 @@ def extract_dfa_active(
         Budgets of the learner.
     random_state : int
     algorithm : {"kv", "lstar"}
-    epsilon : float
-        Held-out error within which the smallest hypothesis wins.
+    epsilon : float, optional
+        Held-out error within which the smallest hypothesis wins. Default: one held-out
+        word's worth, ``max(0.001, 1 / n_selection_words)`` (a smaller difference is
+        not evidence).
     walks : int
         Random words added to the equivalence tests.
     split, select_split, eval_split : str or None
@@ -179,6 +181,8 @@ def extract_dfa_active(
         s_label = np.asarray(traces[select_split].final_proba).argmax(1) == accept
         select = ([w for w, k in zip(s_words, ok, strict=True) if k], s_label[ok])
         sel_n = int(ok.sum())
+    if epsilon is None:
+        epsilon = max(0.001, 1.0 / sel_n) if sel_n else 0.001
     res = learn_active(alphabet, answer, final=final, words=words, walks=walks,
                        max_states=max_states, seconds=seconds, seed=random_state,
                        algorithm=algorithm, known=known, abstract=per_word, select=select,
@@ -199,13 +203,13 @@ def extract_dfa_active(
         "max_states": int(max_states), "membership_queries": res.membership_queries,
         "rounds": res.rounds, "budget_exhausted": res.budget_ran_out,
         "test_words": res.test_words, "chosen_round": res.provenance["chosen_round"],
-        "epsilon": epsilon, "selection_split": select_split if select else None,
+        "epsilon": round(epsilon, 6), "selection_split": select_split if select else None,
         "n_selection_words": sel_n, "selection_error": chosen.get("heldout_error"),
         "counterexamples": sources, "guided": per_word is not None,
         "train_agreement": stats["train_agreement"],
         "train_prefix_agreement": stats["train_prefix_agreement"],
         "seconds": round(time.perf_counter() - t0, 3),
-        "history": [{k: v for k, v in h.items()} for h in res.history[-200:]],
+        "history": [dict(h) for h in res.history],
     }
     info = {**dict(traces.provenance), "split": split, "max_states": int(max_states),
             "random_state": random_state,
