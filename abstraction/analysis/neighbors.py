@@ -13,11 +13,19 @@ reads a gigabyte per query; the index instead
    hidden space (a handful of rows read from the memory-mapped traces).
 
 ``benchmarks/nearest_contexts.py`` measures its latency and recall against brute force.
-Plain arrays only: :meth:`save` writes an ``.npz`` without pickles.
+Plain arrays only: :meth:`save` writes an uncompressed ``.npz`` without pickles.
+
+Out of core: given a ``workdir``, :meth:`fit` and :meth:`fit_shards` keep the codes in
+memory-mapped files there (the training states are encoded a batch of rows at a time and
+the inverted lists gathered chunk by chunk), so building needs memory for a few integers
+per step, not for the codes. :meth:`load` maps the large members (``codes``, ``order``,
+``norms``) straight from the ``.npz`` (its members are stored, not deflated): a query
+reads only the pages of the lists it probes, and the kernel may drop them again.
 """
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +42,50 @@ __all__ = ["ContextIndex", "brute_force_neighbors"]
 
 FORMAT = "stateseer.neighbors"
 VERSION = 1
+#: rows encoded per batch (their codes held in memory at once)
+BATCH_ROWS = 1 << 19
+#: members :meth:`ContextIndex.load` maps from disk instead of reading
+MAPPED = ("codes", "order", "norms")
+
+
+def _buffer(workdir: Path | None, name: str, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """A new array: a ``.npy`` memory map in ``workdir``, or in memory without one."""
+    if workdir is None:
+        return np.empty(shape, dtype)
+    workdir.mkdir(parents=True, exist_ok=True)
+    return np.lib.format.open_memmap(workdir / f"{name}.npy", mode="w+", dtype=dtype,
+                                     shape=shape)
+
+
+def mapped_member(path: str | Path, name: str) -> np.ndarray | None:
+    """Member ``name`` of an uncompressed ``.npz`` as a read-only memory map (None when it
+    is absent or deflated)."""
+    path = Path(path)
+    with zipfile.ZipFile(path) as zf:
+        try:
+            info = zf.getinfo(f"{name}.npy")
+        except KeyError:
+            return None
+        if info.compress_type != zipfile.ZIP_STORED:
+            return None
+    with open(path, "rb") as fh:
+        fh.seek(info.header_offset)
+        local = fh.read(30)
+        if local[:4] != b"PK\x03\x04":
+            raise ValueError(f"{name}.npy: bad local header")
+        start = info.header_offset + 30 + int.from_bytes(local[26:28], "little") \
+            + int.from_bytes(local[28:30], "little")
+        fh.seek(start)
+        version = np.lib.format.read_magic(fh)
+        read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                else np.lib.format.read_array_header_2_0)
+        shape, fortran, dtype = read(fh)
+        offset = fh.tell()
+    if fortran or dtype.hasobject:
+        return None
+    if int(np.prod(shape)) == 0:
+        return np.zeros(shape, dtype)
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
 
 
 def _sq_dists(Z: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -95,6 +147,9 @@ class ContextIndex(BaseEstimator):
         Rows the PCA and the k-means are fitted on.
     chunk_size : int, default 131_072
     random_state : int, default 0
+    workdir : str or Path, optional
+        Where the codes are kept while building (memory-mapped files, removed by the
+        caller once :meth:`save` has written the index); default in memory.
 
     Attributes
     ----------
@@ -111,7 +166,8 @@ class ContextIndex(BaseEstimator):
 
     def __init__(self, n_components: int = 48, n_lists: int | None = None, n_probe: int = 64,
                  rerank: int = 1024, max_fit_samples: int = 60_000,
-                 chunk_size: int = 131_072, random_state: int = 0) -> None:
+                 chunk_size: int = 131_072, random_state: int = 0,
+                 workdir: str | Path | None = None) -> None:
         self.n_components = n_components
         self.n_lists = n_lists
         self.n_probe = n_probe
@@ -119,6 +175,7 @@ class ContextIndex(BaseEstimator):
         self.max_fit_samples = max_fit_samples
         self.chunk_size = chunk_size
         self.random_state = random_state
+        self.workdir = workdir
 
     # fitting ------------------------------------------------------------------------------
     def fit(self, X, y=None) -> ContextIndex:
@@ -130,8 +187,17 @@ class ContextIndex(BaseEstimator):
         rng = np.random.default_rng(self.random_state)
         S = np.asarray(X[sample_rows(n, self.max_fit_samples, rng)], np.float32)
         self._fit_lists(S, n, d)
-        codes, lists = self.encode(X)
+        codes = self._buf("codes_by_step", (n, self.components_.shape[0]), np.float32)
+        lists = np.empty(n, np.int32)
+        step = max(BATCH_ROWS // self.chunk_size, 1) * self.chunk_size  # whole chunks
+        for lo in range(0, n, step):
+            hi = min(lo + step, n)
+            codes[lo:hi], lists[lo:hi] = self.encode(X, rows=(lo, hi))
         return self._store(codes, lists)
+
+    def _buf(self, name: str, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+        return _buffer(None if self.workdir is None else Path(self.workdir), name, shape,
+                       dtype)
 
     def fit_shards(self, refs, engine) -> ContextIndex:
         """:meth:`fit` over the shards of a split (:mod:`stateseer.abstraction.sharded`): the sample
@@ -168,12 +234,26 @@ class ContextIndex(BaseEstimator):
         self._fit_lists(S, n, open_ref(refs[0]).hidden.shape[1])
         # on a cluster, pieces of shards in runs of whole chunks: the same chunks as the
         # whole shard's encoding, so the same codes (one shard no longer runs on one worker)
+        # pieces of whole chunks (at most BATCH_ROWS rows each), encoded a batch at a time
+        # into the step-ordered codes: the memory held is one batch's codes
         k = pieces_per_shard(engine, len(refs))
-        coded = engine.map(index_piece, [p for r in refs
-                                         for p in step_pieces(r, k, int(self.chunk_size))],
-                           index=self)
-        return self._store(np.concatenate([c[0] for c in coded]),
-                           np.concatenate([c[1] for c in coded]))
+        chunk = int(self.chunk_size)
+        per = max(BATCH_ROWS // chunk, 1) * chunk
+        pieces = [p for r in refs
+                  for p in step_pieces(r, max(k, -(-r.n_steps // per)), chunk)]
+        codes = self._buf("codes_by_step", (n, self.components_.shape[0]), np.float32)
+        lists = np.empty(n, np.int32)
+        at, batch, rows = 0, [], 0
+        for i, piece in enumerate(pieces):
+            batch.append(piece)
+            rows += piece[2] - piece[1]
+            if rows < BATCH_ROWS and i + 1 < len(pieces):
+                continue
+            for c, lst in engine.map(index_piece, batch, index=self):
+                codes[at:at + len(lst)], lists[at:at + len(lst)] = c, lst
+                at += len(lst)
+            batch, rows = [], 0
+        return self._store(codes, lists)
 
     def _fit_lists(self, S: np.ndarray, n: int, d: int) -> None:
         """Projection and list centres from the sample ``S`` of ``n`` rows of width ``d``."""
@@ -209,11 +289,23 @@ class ContextIndex(BaseEstimator):
 
     def _store(self, codes: np.ndarray, lists: np.ndarray) -> ContextIndex:
         """The inverted lists: codes in list order (stable: step order within a list)."""
+        n = len(lists)
         self.order_ = np.argsort(lists, kind="stable").astype(np.int64)
-        self.codes_ = codes[self.order_]
-        self.norms_ = np.einsum("ij,ij->i", self.codes_, self.codes_)
+        self.codes_ = self._buf("codes", codes.shape, np.float32)
+        self.norms_ = self._buf("norms", (n,), np.float32)
+        for lo in range(0, n, BATCH_ROWS):  # gathered chunk by chunk (rows sorted per read)
+            rows = self.order_[lo:lo + BATCH_ROWS]
+            srt = np.argsort(rows)
+            block = np.empty((len(rows), codes.shape[1]), np.float32)
+            block[srt] = codes[rows[srt]]
+            self.codes_[lo:lo + len(rows)] = block
+            self.norms_[lo:lo + len(rows)] = np.einsum("ij,ij->i", block, block)
         self.list_ptr_ = np.searchsorted(lists[self.order_], np.arange(len(self.centers_) + 1))
-        self.n_indexed_ = len(lists)
+        self.n_indexed_ = n
+        if isinstance(codes, np.memmap):  # the step-ordered copy is no longer needed
+            name = codes.filename
+            del codes
+            Path(name).unlink(missing_ok=True)
         return self
 
     def transform(self, X) -> np.ndarray:
@@ -283,15 +375,19 @@ class ContextIndex(BaseEstimator):
                 "params": np.array([self.n_components, len(self.centers_), self.n_probe,
                                     self.rerank, self.random_state]),
                 "mean": self.mean_, "components": self.components_, "centers": self.centers_,
-                "list_ptr": self.list_ptr_, "order": self.order_, "codes": self.codes_}
+                "list_ptr": self.list_ptr_, "order": self.order_, "codes": self.codes_,
+                "norms": self.norms_}
 
     def save(self, path: str | Path) -> None:
-        """Write the index as an ``.npz`` atomically (no pickles)."""
+        """Write the index as an uncompressed ``.npz`` atomically (no pickles; memory-mapped
+        arrays are streamed from disk)."""
         atomic_save_npz(path, **self.to_arrays())
 
     @classmethod
-    def load(cls, path: str | Path) -> ContextIndex:
-        """Read an index written by :meth:`save`."""
+    def load(cls, path: str | Path, *, mmap: bool = True) -> ContextIndex:
+        """Read an index written by :meth:`save`; with ``mmap`` its codes, order and norms
+        are mapped from the file rather than read (an index saved before norms were
+        stored computes them)."""
         try:
             with np.load(path, allow_pickle=False) as z:
                 if str(z["format"]) != FORMAT or int(z["version"]) != VERSION:
@@ -302,8 +398,16 @@ class ContextIndex(BaseEstimator):
                          rerank=rerank, random_state=seed)
                 ix.mean_, ix.components_ = z["mean"], z["components"]
                 ix.centers_, ix.list_ptr_ = z["centers"], z["list_ptr"]
-                ix.order_, ix.codes_ = z["order"], z["codes"]
-                ix.norms_ = np.einsum("ij,ij->i", ix.codes_, ix.codes_)
+                for name in MAPPED:
+                    arr = mapped_member(path, name) if mmap else None
+                    if arr is None and name in z.files:
+                        arr = z[name]
+                    setattr(ix, f"{name}_", arr)
+                if ix.norms_ is None:
+                    ix.norms_ = np.einsum("ij,ij->i", ix.codes_, ix.codes_)
+                if len(ix.codes_) != len(ix.order_) or len(ix.norms_) != len(ix.order_) \
+                        or ix.list_ptr_[-1] != len(ix.order_):
+                    raise ValueError("its arrays disagree in length")
         except (*DAMAGED_NPY, KeyError) as exc:
             raise AbstractionError(f"cannot read the neighbour index {path} ({exc}); delete "
                                    "it to rebuild it") from None

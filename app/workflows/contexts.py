@@ -2,7 +2,8 @@
 
 Files kept in a run directory::
 
-    RUN/index/train.contexts.npz    nearest-context index over the training steps
+    RUN/index/train.contexts.npz    nearest-context index over the training steps (built in
+                                    bounded memory; its codes read from disk on demand)
     RUN/index/train.contexts.json   what it was built from (traces' model and size)
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import time
 from collections import Counter
 from pathlib import Path
@@ -63,17 +65,29 @@ def context_index(run: ModelRun, traces: Traces, *, build: bool = True,
     from stateseer.abstraction.sharded import shard_refs
     from stateseer.core.engine import engine_scope
 
-    with engine_scope(cluster) as engine:
-        index = ContextIndex().fit_shards(shard_refs(traces, "train"), engine)
+    work: Path | None = npz.parent / f"{npz.name}.build"  # the codes while building
     try:
-        npz.parent.mkdir(parents=True, exist_ok=True)
-        index.save(npz)
-        atomic_write_text(meta_path, json.dumps({**want, "seconds": round(
-            time.perf_counter() - t0, 2)}))
-    except OSError as exc:  # e.g. a read-only run: use the index, rebuild it next time
-        logging.getLogger("stateseer").warning(
-            "could not save the context index in %s (%s); it is kept in memory only",
-            npz.parent, exc)
+        work.mkdir(parents=True, exist_ok=True)
+    except OSError:  # e.g. a read-only run: built in memory
+        work = None
+    try:
+        with engine_scope(cluster) as engine:
+            index = ContextIndex(workdir=work).fit_shards(shard_refs(traces, "train"),
+                                                          engine)
+        try:
+            index.save(npz)
+            atomic_write_text(meta_path, json.dumps({**want, "seconds": round(
+                time.perf_counter() - t0, 2)}))
+            index = ContextIndex.load(npz)  # mapped from the file, not held in memory
+        except OSError as exc:  # e.g. a read-only run: use the index, rebuild it next time
+            logging.getLogger("stateseer").warning(
+                "could not save the context index in %s (%s); it is kept in memory only",
+                npz.parent, exc)
+            if work is not None:
+                index.codes_, index.norms_ = np.array(index.codes_), np.array(index.norms_)
+    finally:
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
     return index
 
 

@@ -12,8 +12,10 @@ Methods (``--method``):
     Refinement of the recorded training prefixes' hidden states, no model needed
     (:func:`~stateseer.abstraction.automata.dfa.extract_dfa`); imported runs use it.
 ``auto`` (default)
-    ``active`` when the run has a model and two classes and no ``--examples`` or
-    ``--merge-to`` is given, else ``refine``. The report's ``method`` says which ran.
+    ``active`` when the run has a model, two classes and an alphabet of at most
+    :data:`ACTIVE_ALPHABET` symbols (a formal language: a learner asks about every symbol
+    in every state), and no ``--examples`` or ``--merge-to`` is given; else ``refine``.
+    The report's ``method`` says which ran.
 
 Examples file: one example per line, ``STRING<TAB>LABEL``, where LABEL is one of the run's
 class names (``accept`` / ``reject`` for the built-in grammars) and STRING is written as the
@@ -37,9 +39,12 @@ from stateseer.core.errors import StateseerError
 from stateseer.core.rundir import RunDir
 from stateseer.rnn_models.formal import GRAMMARS
 
-__all__ = ["METHODS", "ModelQuestions", "extract_run_dfa", "read_examples"]
+__all__ = ["ACTIVE_ALPHABET", "METHODS", "ModelQuestions", "extract_run_dfa",
+           "read_examples"]
 
 METHODS = ("auto", "active", "refine")
+#: the largest alphabet ``auto`` learns actively
+ACTIVE_ALPHABET = 100
 
 EXAMPLES_FORMAT = "STRING<TAB>LABEL"
 
@@ -171,8 +176,9 @@ def _method(run: RunDir, traces: Any, method: str, examples: Any, states: Any) -
     has_model = model_kind(run) in ("builtin", "factory")
     two = len(traces.classes) == 2
     if method == "auto":
-        return "active" if has_model and two and examples is None and states is None \
-            else "refine"
+        small = len(training_alphabet(traces)) <= ACTIVE_ALPHABET if two else False
+        return "active" if has_model and two and small and examples is None \
+            and states is None else "refine"
     if method == "active":
         if not has_model:
             raise StateseerError("--method active needs the run's model, and this run has "

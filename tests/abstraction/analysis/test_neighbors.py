@@ -80,3 +80,42 @@ def test_centroids_are_member_means():
     with pytest.raises(AbstractionError) as e:
         state_centroids(H, s[:10], 7)
     assert "re-run" in one_line(e.value)
+
+
+def test_an_index_built_on_disk_answers_as_the_one_in_memory(cloud, tmp_path, monkeypatch):
+    import stateseer.abstraction.analysis.neighbors as nb
+
+    X, Q = cloud
+    memory = ContextIndex(n_lists=8, chunk_size=1000).fit(X)
+    monkeypatch.setattr(nb, "BATCH_ROWS", 3000)  # several batches and gathered chunks
+    work = tmp_path / "build"
+    disk = ContextIndex(n_lists=8, chunk_size=1000, workdir=work).fit(X)
+    assert isinstance(disk.codes_, np.memmap)
+    assert sorted(p.name for p in work.iterdir()) == ["codes.npy", "norms.npy"]
+    for k in ("order_", "codes_", "norms_", "list_ptr_", "centers_"):
+        assert np.asarray(getattr(memory, k)).tobytes() == np.asarray(getattr(disk, k)).tobytes()
+    disk.save(tmp_path / "ix.npz")
+    mapped = ContextIndex.load(tmp_path / "ix.npz")
+    assert all(isinstance(getattr(mapped, f"{m}_"), np.memmap) for m in nb.MAPPED)
+    read = ContextIndex.load(tmp_path / "ix.npz", mmap=False)
+    assert not isinstance(read.codes_, np.memmap)
+    for q in Q:
+        want = memory.kneighbors(q, 10, X=X)
+        for got in (mapped.kneighbors(q, 10, X=X), read.kneighbors(q, 10, X=X)):
+            np.testing.assert_array_equal(got[1], want[1])
+            np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_an_index_saved_without_norms_still_loads(cloud, tmp_path):
+    X, Q = cloud
+    ix = ContextIndex(n_lists=8).fit(X)
+    old = {k: v for k, v in ix.to_arrays().items() if k != "norms"}
+    np.savez(tmp_path / "old.npz", **old)
+    back = ContextIndex.load(tmp_path / "old.npz")
+    np.testing.assert_allclose(back.norms_, ix.norms_, rtol=1e-6)
+    np.testing.assert_array_equal(back.kneighbors(Q[0], 5, X=X)[1], ix.kneighbors(Q[0], 5, X=X)[1])
+    short = dict(old, order=old["order"][:-1])
+    np.savez(tmp_path / "short.npz", **short)
+    with pytest.raises(AbstractionError) as e:
+        ContextIndex.load(tmp_path / "short.npz")
+    assert "delete it" in one_line(e.value)

@@ -178,3 +178,10 @@ def test_the_cli_runs_the_active_learner_and_says_so(recorded, capsys):
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["method"] == "active" and out["membership_queries"] > 0
     assert out["minimal_size_match"] is True
+
+
+def test_auto_refines_where_the_alphabet_is_too_large_to_ask_about(recorded, monkeypatch):
+    import stateseer.app.workflows.dfa as dfa_workflow
+
+    monkeypatch.setattr(dfa_workflow, "ACTIVE_ALPHABET", 1)  # Tomita's {0, 1} is too many
+    assert extract_run_dfa(recorded).report["method"] == "refine"
