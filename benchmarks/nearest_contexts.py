@@ -10,10 +10,14 @@ over all states, held in RAM with their norms precomputed, so the baseline pays 
 disk reads and one matrix-vector product per query) on a subset of the same
 queries.
 
+``--variants`` compares index shapes in the same run (``NAME=LISTS/PROBE``, LISTS a number,
+``auto`` for the default or ``sqrt`` for the square root of the steps): per variant its
+latency, recall, build time and ``scanned_share`` (rows a query scans over all rows).
+
 Prints human-readable lines, then one JSON object with ``n_indexed``, ``query_p95_ms``,
 ``bruteforce_p95_ms``, ``query_p50_ms``, ``bruteforce_p50_ms``, ``speedup_p95``,
 ``recall_at_10`` (share of returned rows no farther than the exact 10th neighbour), ``build_s`` and
-``index_bytes``.
+``index_bytes`` (of the first variant) and ``variants``.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ def main() -> None:
     p.add_argument("--brute-queries", type=int, default=40)
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--variants", nargs="+", default=["default=auto/64"],
+                   help="index shapes to compare, NAME=LISTS/PROBE")
     args = p.parse_args()
 
     from abstraction_speed import build_run
@@ -50,46 +56,65 @@ def main() -> None:
     train, test = traces["train"], traces["test"]
     X = train.hidden
     print(f"indexing {X.shape[0]:,} training steps of dimension {X.shape[1]}")
-    t0 = time.perf_counter()
-    index = ContextIndex(random_state=args.seed).fit(X)
-    build_s = time.perf_counter() - t0
-    index_bytes = sum(a.nbytes for a in index.to_arrays().values())
-    print(f"built in {build_s:.1f} s ({index_bytes / 2**20:.0f} MiB)")
-
     # the baseline's best case: every state in memory, squared norms computed once
     X_ram = np.array(X)
     norms = np.einsum("ij,ij->i", X_ram, X_ram)
     rng = np.random.default_rng(args.seed)
     qi = rng.choice(test.n_steps, args.queries, replace=False)
     Q = np.asarray(test.hidden[np.sort(qi)], np.float32)
-    for q in Q[:5]:  # warm the page cache and BLAS the same way for both
-        index.kneighbors(q, args.k, X=X)
     brute_force_neighbors(X_ram, Q[0], args.k, norms=norms)
-
-    t_index, found = [], []
-    for q in Q:
+    t_brute, exact = [], []
+    for q in Q[: args.brute_queries]:
         t0 = time.perf_counter()
-        dist, _ = index.kneighbors(q, args.k, X=X)
-        t_index.append(time.perf_counter() - t0)
-        found.append(dist)
-    # Recall by distance: many prefixes are shared ("the film ..."), so many states are
-    # exact duplicates and "which" 10 of the tied rows is arbitrary; a returned row counts
-    # when it is no farther than the true k-th neighbour.
-    t_brute, hits = [], []
-    for j, q in enumerate(Q[: args.brute_queries]):
-        t0 = time.perf_counter()
-        exact, _ = brute_force_neighbors(X_ram, q, args.k, norms=norms)
+        exact.append(brute_force_neighbors(X_ram, q, args.k, norms=norms)[0])
         t_brute.append(time.perf_counter() - t0)
-        hits.append(float(np.mean(found[j] <= exact[-1] * (1 + 1e-4) + 1e-6)))
     ms = lambda v, q: float(np.percentile(np.array(v) * 1e3, q))  # noqa: E731
+    variants = {}
+    for spec in args.variants:
+        name, shape = spec.split("=")
+        lists, probe = shape.split("/")
+        n_lists = (None if lists == "auto" else
+                   int(np.sqrt(X.shape[0])) if lists == "sqrt" else int(lists))
+        t0 = time.perf_counter()
+        index = ContextIndex(n_lists=n_lists, n_probe=int(probe),
+                             random_state=args.seed).fit(X)
+        build_s = time.perf_counter() - t0
+        for q in Q[:5]:  # warm the page cache and BLAS the same way for both
+            index.kneighbors(q, args.k, X=X)
+        t_index, found, scanned = [], [], []
+        for q in Q:
+            t0 = time.perf_counter()
+            dist, _ = index.kneighbors(q, args.k, X=X)
+            t_index.append(time.perf_counter() - t0)
+            found.append(dist)
+            scanned.append(index.last_scanned_)
+        # Recall by distance: many prefixes are shared ("the film ..."), so many states
+        # are exact duplicates and "which" 10 of the tied rows is arbitrary; a returned
+        # row counts when it is no farther than the true k-th neighbour.
+        hits = [float(np.mean(found[j] <= e[-1] * (1 + 1e-4) + 1e-6))
+                for j, e in enumerate(exact)]
+        variants[name] = {
+            "n_lists": len(index.centers_), "n_probe": int(probe),
+            "query_p50_ms": round(ms(t_index, 50), 2),
+            "query_p95_ms": round(ms(t_index, 95), 2),
+            "recall_at_10": round(float(np.mean(hits)), 4),
+            "scanned_share": round(float(np.mean(scanned)) / X.shape[0], 4),
+            "build_s": round(build_s, 2),
+            "index_bytes": int(sum(a.nbytes for a in index.to_arrays().values()))}
+        v = variants[name]
+        print(f"{name}: {v['n_lists']} lists, probe {v['n_probe']}: p95 {v['query_p95_ms']} "
+              f"ms, recall@{args.k} {v['recall_at_10']}, scans {v['scanned_share']:.1%}, "
+              f"built in {v['build_s']} s", flush=True)
+    first = next(iter(variants.values()))
     out = {
         "n_indexed": int(X.shape[0]), "dim": int(X.shape[1]), "k": args.k,
         "n_queries": len(Q), "n_bruteforce_queries": len(t_brute),
-        "query_p50_ms": round(ms(t_index, 50), 2), "query_p95_ms": round(ms(t_index, 95), 2),
+        "query_p50_ms": first["query_p50_ms"], "query_p95_ms": first["query_p95_ms"],
         "bruteforce_p50_ms": round(ms(t_brute, 50), 1),
         "bruteforce_p95_ms": round(ms(t_brute, 95), 1),
-        "recall_at_10": round(float(np.mean(hits)), 4),
-        "build_s": round(build_s, 2), "index_bytes": int(index_bytes),
+        "recall_at_10": first["recall_at_10"],
+        "build_s": first["build_s"], "index_bytes": first["index_bytes"],
+        "variants": variants,
     }
     out["speedup_p95"] = round(out["bruteforce_p95_ms"] / max(out["query_p95_ms"], 1e-6), 1)
     print(f"index p95 {out['query_p95_ms']} ms, brute force p95 {out['bruteforce_p95_ms']} ms "

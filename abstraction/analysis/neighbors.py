@@ -353,6 +353,7 @@ class ContextIndex(BaseEstimator):
             probe = min(2 * probe, len(cd))  # tiny lists: widen the search
         # one matrix-vector product per probed list, on the stored (contiguous) codes
         pos = np.concatenate([np.arange(ptr[j], ptr[j + 1]) for j in order[:probe]])
+        self.last_scanned_ = len(pos)  # rows this query scanned (what a benchmark reports)
         d = np.concatenate([self.norms_[ptr[j] : ptr[j + 1]]
                             - 2.0 * (self.codes_[ptr[j] : ptr[j + 1]] @ z)
                             for j in order[:probe]]) + float(z @ z)
