@@ -1,0 +1,240 @@
+"""The explorer at scale: synthetic-but-structured runs, and what grows with them.
+
+Usage::
+
+    python benchmarks/explorer_scale.py index [--sizes 100000 1000000] [--queries 200]
+
+Runs are built the way a user of another framework brings them: a small numpy Elman RNN
+(hidden 64, tanh) reads inputs of 20 token ids drawn from a Zipf distribution over 5,000
+ids (exponent 1.1), a linear head gives the class probabilities after every token (3
+classes), and the gold label is the head's class on the last state with 10 % of labels
+resampled. :func:`synthetic_traces` returns the arrays of the ``import-traces`` format
+(:mod:`stateseer.core.imported`), :func:`write_import` writes them.
+
+``index``: the nearest-context index (:class:`~stateseer.abstraction.analysis.neighbors.
+ContextIndex`) over the training steps of each size, for each index shape
+(``--variants NAME=LISTS/PROBE``; LISTS a number, ``auto`` (the default shape) or
+``sqrtK``: K lists per square root of the steps), built out of core (``workdir``) in a
+child process whose anonymous memory (``RssAnon`` in ``/proc``, sampled every 20 ms;
+mapped file pages are not counted) is followed, then queried with states of held-out
+inputs. Per size and shape: build seconds and peak anonymous memory above the child's
+start, anonymous memory after the queries, query
+p50/p95 ms, ``scanned_share`` (rows a query scans over all rows) and recall at 10 against
+brute force on ``--brute`` queries (a returned row counts when it is no farther than the
+true 10th neighbour). Ratios to the smallest size are printed beside every figure.
+
+Last line: one JSON object, ``{"index": {SIZE: {VARIANT: figures}}, "ratios": ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HIDDEN, LENGTH, VOCAB, CLASSES = 64, 20, 5000, 3
+
+
+def synthetic_traces(n_inputs: int, seed: int = 0, *, hidden: int = HIDDEN,
+                     length: int = LENGTH, vocab: int = VOCAB, n_classes: int = CLASSES,
+                     block: int = 65_536) -> dict[str, np.ndarray]:
+    """An Elman RNN's states over Zipf-distributed ids, ``block`` inputs at a time.
+
+    Returns
+    -------
+    dict
+        ``ids`` (n_inputs, length) int32, ``hidden`` (n_inputs * length, hidden) float32,
+        ``proba`` (n_inputs * length, n_classes) float32, ``labels`` (n_inputs,) int64.
+    """
+    rng = np.random.default_rng(1234)  # the network: the same at every size
+    emb = rng.normal(0, 1.0, (vocab, hidden)).astype(np.float32)
+    w_h = (rng.normal(0, 1.0, (hidden, hidden)) / np.sqrt(hidden) * 0.9).astype(np.float32)
+    head = rng.normal(0, 1.0, (hidden, n_classes)).astype(np.float32)
+    data = np.random.default_rng(seed)
+    ids = np.minimum(data.zipf(1.1, (n_inputs, length)) - 1, vocab - 1).astype(np.int32)
+    H = np.empty((n_inputs, length, hidden), np.float32)
+    for lo in range(0, n_inputs, block):
+        h = np.zeros((min(block, n_inputs - lo), hidden), np.float32)
+        for t in range(length):
+            h = np.tanh(emb[ids[lo:lo + len(h), t]] + h @ w_h)
+            H[lo:lo + len(h), t] = h
+    H = H.reshape(-1, hidden)
+    logits = H @ head
+    proba = np.exp(logits - logits.max(1, keepdims=True))
+    proba /= proba.sum(1, keepdims=True)
+    labels = proba.reshape(n_inputs, length, n_classes)[:, -1].argmax(1)
+    noisy = data.random(n_inputs) < 0.1
+    labels[noisy] = data.integers(0, n_classes, int(noisy.sum()))
+    return {"ids": ids, "hidden": H, "proba": proba.astype(np.float32),
+            "labels": labels.astype(np.int64)}
+
+
+def write_import(folder: Path, splits: dict[str, dict[str, np.ndarray]]) -> Path:
+    """Write arrays of :func:`synthetic_traces` per split in the ``import-traces`` format."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "manifest.json").write_text(json.dumps({
+        "format": "stateseer.import", "version": 1,
+        "classes": [f"c{i}" for i in range(CLASSES)], "splits": list(splits),
+        "dataset": "synthetic-zipf-rnn"}))
+    for name, s in splits.items():
+        d = folder / name
+        d.mkdir(exist_ok=True)
+        n, length = s["ids"].shape
+        np.save(d / "hidden.npy", s["hidden"])
+        np.save(d / "proba.npy", s["proba"])
+        np.save(d / "labels.npy", s["labels"])
+        np.save(d / "offsets.npy", np.arange(n + 1, dtype=np.int64) * length)
+        with open(d / "tokens.txt", "w", encoding="utf-8") as fh:
+            for row in s["ids"]:
+                fh.write(" ".join(f"w{i}" for i in row.tolist()) + "\n")
+    return folder
+
+
+def _status_kib(key: str, pid: str = "self") -> int:
+    """A ``/proc/PID/status`` figure in KiB (``RssAnon``, ``VmHWM`` ...)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{key}:"):
+            return int(line.split()[1])
+    return 0
+
+
+class AnonPeak:
+    """The largest ``RssAnon`` of this process while the block runs (sampled every 20 ms):
+    anonymous memory only; mapped file pages, which the kernel can drop, are not
+    counted."""
+
+    def __enter__(self) -> AnonPeak:
+        import threading
+
+        self.peak, self._stop = _status_kib("RssAnon"), threading.Event()
+
+        def watch() -> None:
+            while not self._stop.wait(0.02):
+                self.peak = max(self.peak, _status_kib("RssAnon"))
+
+        self._thread = threading.Thread(target=watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _status_kib("RssAnon"))
+
+
+def _n_lists(spec: str, n: int) -> int | None:
+    if spec == "auto":
+        return None
+    if spec.startswith("sqrt"):
+        return max(1, int(float(spec[4:] or 1) * np.sqrt(n)))
+    return int(spec)
+
+
+def index_child(path: str, spec: str, probe: int, queries: str, brute: int) -> dict:
+    """In a child process: build the index of the states in ``path`` out of core, query
+    it; its peak memory is this process's."""
+    from stateseer.abstraction.analysis.neighbors import ContextIndex, brute_force_neighbors
+
+    X = np.load(path, mmap_mode="r")
+    Q = np.load(queries)
+    base = _status_kib("RssAnon")
+    with tempfile.TemporaryDirectory(dir=Path(path).parent) as work, AnonPeak() as anon:
+        t0 = time.perf_counter()
+        ix = ContextIndex(n_lists=_n_lists(spec, len(X)), n_probe=probe,
+                          workdir=Path(work) / "build").fit(X)
+        ix.save(Path(work) / "ix.npz")
+        ix = ContextIndex.load(Path(work) / "ix.npz")
+        build_s = time.perf_counter() - t0
+        for q in Q[:5]:
+            ix.kneighbors(q, 10, X=X)
+        times, found, scanned = [], [], []
+        for q in Q:
+            t0 = time.perf_counter()
+            d, _ = ix.kneighbors(q, 10, X=X)
+            times.append(time.perf_counter() - t0)
+            found.append(d)
+            scanned.append(ix.last_scanned_)
+        n_lists = len(ix.centers_)
+        after_queries = _status_kib("RssAnon")
+    X_ram = np.asarray(X)
+    norms = np.einsum("ij,ij->i", X_ram, X_ram)
+    hits = []
+    for j, q in enumerate(Q[:brute]):
+        exact, _ = brute_force_neighbors(X_ram, q, 10, norms=norms)
+        hits.append(float(np.mean(found[j] <= exact[-1] * (1 + 1e-4) + 1e-6)))
+    ms = np.array(times) * 1e3
+    return {"n_lists": n_lists, "n_probe": probe, "build_s": round(build_s, 2),
+            "build_peak_anon_mib": round((anon.peak - base) / 1024, 1),
+            "anon_after_queries_mib": round((after_queries - base) / 1024, 1),
+            "query_p50_ms": round(float(np.percentile(ms, 50)), 2),
+            "query_p95_ms": round(float(np.percentile(ms, 95)), 2),
+            "scanned_share": round(float(np.mean(scanned)) / len(X), 5),
+            "recall_at_10": round(float(np.mean(hits)), 4)}
+
+
+def bench_index(args: argparse.Namespace) -> dict:
+    out: dict = {}
+    with tempfile.TemporaryDirectory(dir=args.work) as tmp:
+        for n_steps in args.sizes:
+            n = -(-n_steps // LENGTH)
+            train = synthetic_traces(n, seed=0)
+            held = synthetic_traces(max(args.queries // LENGTH + 1, 50), seed=1)
+            path, qpath = Path(tmp) / f"h{n_steps}.npy", Path(tmp) / f"q{n_steps}.npy"
+            np.save(path, train["hidden"])
+            rng = np.random.default_rng(0)
+            np.save(qpath, held["hidden"][rng.choice(len(held["hidden"]), args.queries,
+                                                     replace=False)])
+            del train
+            out[str(n_steps)] = {}
+            for spec in args.variants:
+                name, shape = spec.split("=")
+                lists, probe = shape.split("/")
+                res = subprocess.run(
+                    [sys.executable, __file__, "_index_child", str(path), lists, probe,
+                     str(qpath), str(args.brute)], capture_output=True, text=True,
+                    check=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                fig = json.loads(res.stdout.strip().splitlines()[-1])
+                out[str(n_steps)][name] = fig
+                print(f"{n_steps:>10,} {name:>8}: {fig}", flush=True)
+            path.unlink()
+    return out
+
+
+def ratios(result: dict) -> dict:
+    """Each size's figures over the smallest size's, per variant."""
+    sizes = sorted(result, key=int)
+    first = result[sizes[0]]
+    keys = ("build_s", "build_peak_anon_mib", "query_p50_ms", "query_p95_ms",
+            "scanned_share")
+    return {s: {v: {k: round(result[s][v][k] / first[v][k], 2) if first[v][k] else None
+                    for k in keys} for v in result[s]} for s in sizes[1:]}
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "_index_child":
+        path, lists, probe, queries, brute = sys.argv[2:7]
+        print(json.dumps(index_child(path, lists, int(probe), queries, int(brute))))
+        return
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("what", choices=["index"])
+    p.add_argument("--sizes", nargs="+", type=int, default=[100_000, 1_000_000],
+                   help="training steps")
+    p.add_argument("--variants", nargs="+",
+                   default=["auto=auto/64", "sqrt=sqrt1/32", "sqrt2=sqrt2/48"])
+    p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--brute", type=int, default=100)
+    p.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()))
+    args = p.parse_args()
+    result = bench_index(args)
+    print(json.dumps({"index": result, "ratios": ratios(result)}))
+
+
+if __name__ == "__main__":
+    main()
