@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/explorer_scale.py index [--sizes 100000 1000000] [--queries 200]
+    python benchmarks/explorer_scale.py server [--sizes 100000 1000000] [--work DIR]
 
 Runs are built the way a user of another framework brings them: a small numpy Elman RNN
 (hidden 64, tanh) reads inputs of 20 token ids drawn from a Zipf distribution over 5,000
@@ -23,7 +24,16 @@ p50/p95 ms, ``scanned_share`` (rows a query scans over all rows) and recall at 1
 brute force on ``--brute`` queries (a returned row counts when it is no farther than the
 true 10th neighbour). Ratios to the smallest size are printed beside every figure.
 
-Last line: one JSON object, ``{"index": {SIZE: {VARIANT: figures}}, "ratios": ...}``.
+``server``: per size (inputs), a run made through ``stateseer import-traces`` (train 90 %,
+test 10 %) is abstracted into 40 states (``abstract_workflow``: the abstraction, then the
+nearest-context index; in a child process: seconds and peak anonymous memory). Then a
+second child stands in for the server: it loads the explorer's context and builds the app
+(``create_app``), renders the first page (the table's first page and the diagram), then a
+state click, a row click and a nearest-contexts query, each through the explorer's own
+callbacks, reading its ``RssAnon`` after each step and timing each (clicks: median of 6).
+
+Last line: one JSON object, ``{"index": ..., "ratios": ...}`` or
+``{"server": {SIZE: figures}, "ratios": ...}``.
 """
 
 from __future__ import annotations
@@ -217,13 +227,129 @@ def ratios(result: dict) -> dict:
                     for k in keys} for v in result[s]} for s in sizes[1:]}
 
 
+def build_run(work: Path, n_inputs: int, seed: int = 0) -> Path:
+    """An imported run of ``n_inputs`` synthetic inputs (reused when present)."""
+    from stateseer.core.imported import import_traces
+
+    run = work / f"run-{n_inputs}"
+    if (run / "traces" / "meta.json").exists():
+        return run
+    n_test = max(n_inputs // 10, 100)
+    src = write_import(work / f"import-{n_inputs}", {
+        "train": synthetic_traces(n_inputs - n_test, seed),
+        "test": synthetic_traces(n_test, seed + 1)})
+    import_traces(run, src, force=True)
+    import shutil
+
+    shutil.rmtree(src)
+    return run
+
+
+def abstract_child(run: str) -> dict:
+    """In a child process: ``abstract --states 40`` (abstraction, then the index)."""
+    from stateseer.app.workflows.abstract import abstract_workflow
+
+    base = _status_kib("RssAnon")
+    with AnonPeak() as anon:
+        t0 = time.perf_counter()
+        abstract_workflow(run, n_states=40, forcing=False, index=True)
+        seconds = time.perf_counter() - t0
+    return {"abstract_s": round(seconds, 1),
+            "abstract_peak_anon_mib": round((anon.peak - base) / 1024, 1)}
+
+
+def server_child(run: str, repeats: int = 6, seed: int = 0) -> dict:
+    """In a child process: the explorer's start-up and first page, then clicks, each
+    followed by this process's ``RssAnon``."""
+    t_start = time.perf_counter()
+    from stateseer.app.explorer import ids
+    from stateseer.app.explorer.context import ExplorerContext
+    from stateseer.app.explorer.view import Trigger
+    from stateseer.app.explorer.views import card, core, diagram, nearest, table
+    from stateseer.app.main import create_app
+
+    def anon() -> float:
+        return round(_status_kib("RssAnon") / 1024, 1)
+
+    out: dict = {"anon_before_mib": anon(),
+                 "imports_s": round(time.perf_counter() - t_start, 2)}
+    t_start = time.perf_counter()  # the first page from here: the server has started
+    ctx = ExplorerContext.load(run)
+    create_app(context=ctx)
+    sel0 = {"split": "train", "state": None, "row": None, "pattern": None}
+    diag = (3, 5, [], "preset")
+    page, *_ = table.update_table(ctx, sel0, "", [], None, None, None, 0, [])
+    diagram.elements(ctx, Trigger(ids.ACTIVE_TRACE), *diag, None, "prediction")
+    out["first_page_s"] = round(time.perf_counter() - t_start, 2)
+    out["anon_first_page_mib"] = anon()
+    rng = np.random.default_rng(seed)
+    data = ctx.data
+    n = data.traces["train"].n_inputs
+    clicks: dict[str, list[float]] = {"state": [], "row": [], "nearest": []}
+    for r in range(repeats):
+        s = int(rng.integers(1, data.fsm.n_states))
+        t0 = time.perf_counter()
+        sel, _ = diagram.tap(ctx, {"state": s}, sel0)
+        table.update_table(ctx, sel, "", [], None, None, None, 0, [])
+        card.show_card(ctx, Trigger(ids.SELECTION), sel, "card")
+        diagram.style(ctx, sel, None)
+        clicks["state"].append(time.perf_counter() - t0)
+        if r == 0:
+            out["anon_state_click_mib"] = anon()
+        i = int(rng.integers(0, n))
+        rows = [{**page[0], "index": i}]
+        t0 = time.perf_counter()
+        sel, _ = table.select_row(ctx, {"row": 0, "column_id": "text"}, sel0, rows)
+        act, _ = core.choose_trace(ctx, Trigger(ids.SELECTION), sel, 1, None, "", [], None)
+        diagram.elements(ctx, Trigger(ids.ACTIVE_TRACE), *diag, act, "prediction")
+        clicks["row"].append(time.perf_counter() - t0)
+        if r == 0:
+            out["anon_row_click_mib"] = anon()
+        t0 = time.perf_counter()
+        nearest.nearest(ctx, act, None, 8, 5)
+        clicks["nearest"].append(time.perf_counter() - t0)
+        if r == 0:
+            out["anon_nearest_mib"] = anon()
+    for k, v in clicks.items():
+        out[f"{k}_median_ms"] = round(float(np.median(v)) * 1e3, 1)
+    out["anon_end_mib"] = anon()
+    out["n_inputs"] = n
+    return out
+
+
+def _child(*args: str) -> dict:
+    res = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
+                         check=False, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    if res.returncode:
+        raise RuntimeError(f"{args[0]} failed: {res.stderr.strip().splitlines()[-1:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def bench_server(args: argparse.Namespace) -> dict:
+    out: dict = {}
+    args.work.mkdir(parents=True, exist_ok=True)
+    for n in args.sizes:
+        t0 = time.perf_counter()
+        run = build_run(args.work, n)
+        fig = {"build_import_s": round(time.perf_counter() - t0, 1)}
+        fig.update(_child("_abstract_child", str(run)))
+        fig.update(_child("_server_child", str(run)))
+        out[str(n)] = fig
+        print(f"{n:>10,}: {fig}", flush=True)
+    return out
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] in ("_abstract_child", "_server_child"):
+        fn = abstract_child if sys.argv[1] == "_abstract_child" else server_child
+        print(json.dumps(fn(sys.argv[2])))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "_index_child":
         path, lists, probe, queries, brute = sys.argv[2:7]
         print(json.dumps(index_child(path, lists, int(probe), queries, int(brute))))
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=["index"])
+    p.add_argument("what", choices=["index", "server"])
     p.add_argument("--sizes", nargs="+", type=int, default=[100_000, 1_000_000],
                    help="training steps")
     p.add_argument("--variants", nargs="+",
@@ -232,6 +358,14 @@ def main() -> None:
     p.add_argument("--brute", type=int, default=100)
     p.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()))
     args = p.parse_args()
+    if args.what == "server":
+        result = bench_server(args)
+        sizes = sorted(result, key=int)
+        first = result[sizes[0]]
+        print(json.dumps({"server": result, "ratios": {
+            s: {k: round(v / first[k], 2) if isinstance(v, (int, float)) and first.get(k)
+                else None for k, v in result[s].items()} for s in sizes[1:]}}))
+        return
     result = bench_index(args)
     print(json.dumps({"index": result, "ratios": ratios(result)}))
 

@@ -44,10 +44,23 @@ FORMAT = "stateseer.neighbors"
 VERSION = 1
 #: the most inverted lists the default shape uses
 MAX_LISTS = 4096
+#: up to this many lists, one level of centres; above, two (top centres, then theirs)
+FLAT_LISTS = 256
 #: rows encoded per batch (their codes held in memory at once)
 BATCH_ROWS = 1 << 19
 #: members :meth:`ContextIndex.load` maps from disk instead of reading
 MAPPED = ("codes", "order", "norms")
+
+
+def _nearest(z: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """Index of the nearest centre of each row, int32 of shape (n,), in row blocks that
+    bound the distance matrix."""
+    c2 = (centers ** 2).sum(1)
+    out = np.empty(len(z), np.int32)
+    sub = max(1024, (1 << 22) // max(len(centers), 1))
+    for a in range(0, len(z), sub):
+        out[a:a + sub] = (c2[None, :] - 2.0 * (z[a:a + sub] @ centers.T)).argmin(1)
+    return out
 
 
 def _buffer(workdir: Path | None, name: str, shape: tuple[int, ...], dtype: type) -> np.ndarray:
@@ -142,7 +155,9 @@ class ContextIndex(BaseEstimator):
         [1, 4096], so a query scans about ``n_probe / sqrt(n)`` of the rows: a share that
         falls as the index grows (``benchmarks/explorer_scale.py index``: 12 % at 100k
         steps, 5 % at 1M, 3 % at 3M, recall at 10 0.98 throughout; the former ``n / 2,000``
-        up to 256 lists scanned 30 % at 1M).
+        up to 256 lists scanned 30 % at 1M). Above 256 lists the centres have two levels:
+        about ``sqrt(n_lists)`` top centres, each with its own, so a row is assigned by
+        about ``2 sqrt(n_lists)`` distances instead of ``n_lists``.
     n_probe : int, default 32
         Lists scanned per query.
     rerank : int, default 1024
@@ -160,6 +175,9 @@ class ContextIndex(BaseEstimator):
     mean_, components_ : ndarray
         The projection, shapes (d,) and (n_components, d).
     centers_ : ndarray of shape (n_lists, n_components)
+    top_, top_ptr_ : ndarray or None
+        With two levels, the top centres (n_top, n_components) and the range of
+        ``centers_`` under each (n_top + 1,); None with one level.
     list_ptr_ : ndarray of shape (n_lists + 1,)
         List ``j`` holds rows ``order_[list_ptr_[j]:list_ptr_[j + 1]]``.
     order_ : ndarray of shape (n,)
@@ -270,10 +288,48 @@ class ContextIndex(BaseEstimator):
         self.components_ = pca.components_.astype(np.float32)
         n_lists = self.n_lists or int(np.clip(np.sqrt(n), 1, MAX_LISTS))
         n_lists = int(min(n_lists, len(S)))
-        km = MiniBatchKMeans(n_clusters=n_lists, n_init=1, batch_size=4096, max_iter=50,
-                             random_state=self.random_state).fit(self.transform(S))
-        self.centers_ = km.cluster_centers_.astype(np.float32)
+        Z = self.transform(S)
+        if n_lists <= FLAT_LISTS:
+            self.centers_ = self._kmeans(Z, n_lists)
+            self.top_ptr_ = None
+        else:  # two levels: a row is assigned among ~2 sqrt(n_lists) centres, not n_lists
+            n_top = int(np.ceil(np.sqrt(n_lists)))
+            per = int(np.ceil(n_lists / n_top))
+            top = self._kmeans(Z, n_top)
+            near = _nearest(Z, top)
+            centers, ptr = [], [0]
+            for c in range(n_top):
+                members = Z[near == c]
+                sub = self._kmeans(members, min(per, len(members))) if len(members) \
+                    else top[c:c + 1]
+                centers.append(sub)
+                ptr.append(ptr[-1] + len(sub))
+            self.top_ = top
+            self.top_ptr_ = np.asarray(ptr, np.int64)
+            self.centers_ = np.concatenate(centers)
         self.n_features_in_ = d
+
+    def _kmeans(self, Z: np.ndarray, k: int) -> np.ndarray:
+        """``k`` centres of the rows ``Z`` (mini-batch k-means), float32."""
+        km = MiniBatchKMeans(n_clusters=k, n_init=1, batch_size=4096, max_iter=50,
+                             random_state=self.random_state).fit(Z)
+        return km.cluster_centers_.astype(np.float32)
+
+    def _assign(self, z: np.ndarray) -> np.ndarray:
+        """The list of each projected row, shape (n,) int32: the nearest centre, or with
+        two levels the nearest centre under the nearest top centre."""
+        if getattr(self, "top_ptr_", None) is None:
+            return _nearest(z, self.centers_)
+        top = _nearest(z, self.top_)
+        out = np.empty(len(z), np.int32)
+        order = np.argsort(top, kind="stable")
+        bounds = np.searchsorted(top[order], np.arange(len(self.top_) + 1))
+        for c in range(len(self.top_)):  # one product per top centre, over its rows
+            rows = order[bounds[c]:bounds[c + 1]]
+            if len(rows):
+                a, b = self.top_ptr_[c], self.top_ptr_[c + 1]
+                out[rows] = a + _nearest(z[rows], self.centers_[a:b])
+        return out
 
     def encode(self, X, rows: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Projected codes (n, n_components) float32 and list (n,) int32 of rows ``X``
@@ -283,15 +339,11 @@ class ContextIndex(BaseEstimator):
         n = max(hi - lo, 0)
         codes = np.empty((n, self.components_.shape[0]), np.float32)
         lists = np.empty(n, np.int32)
-        c2 = (self.centers_ ** 2).sum(1)
-        sub = max(1024, (1 << 22) // len(self.centers_))  # distance rows held at once
         for start, block in iter_rows(X, self.chunk_size, lo=lo, hi=hi):
             z = self.transform(block)
             at = start - lo
             codes[at : at + len(z)] = z
-            for a in range(0, len(z), sub):
-                lists[at + a : at + a + len(z[a:a + sub])] = (
-                    c2[None, :] - 2.0 * (z[a:a + sub] @ self.centers_.T)).argmin(1)
+            lists[at : at + len(z)] = self._assign(z)
         return codes, lists
 
     def _store(self, codes: np.ndarray, lists: np.ndarray) -> ContextIndex:
@@ -384,7 +436,9 @@ class ContextIndex(BaseEstimator):
                                     self.rerank, self.random_state]),
                 "mean": self.mean_, "components": self.components_, "centers": self.centers_,
                 "list_ptr": self.list_ptr_, "order": self.order_, "codes": self.codes_,
-                "norms": self.norms_}
+                "norms": self.norms_,
+                **({} if getattr(self, "top_ptr_", None) is None else
+                   {"top": self.top_, "top_ptr": self.top_ptr_})}
 
     def save(self, path: str | Path) -> None:
         """Write the index as an uncompressed ``.npz`` atomically (no pickles; memory-mapped
@@ -406,6 +460,8 @@ class ContextIndex(BaseEstimator):
                          rerank=rerank, random_state=seed)
                 ix.mean_, ix.components_ = z["mean"], z["components"]
                 ix.centers_, ix.list_ptr_ = z["centers"], z["list_ptr"]
+                ix.top_, ix.top_ptr_ = ((z["top"], z["top_ptr"]) if "top_ptr" in z.files
+                                        else (None, None))
                 for name in MAPPED:
                     arr = mapped_member(path, name) if mmap else None
                     if arr is None and name in z.files:

@@ -82,14 +82,16 @@ def test_centroids_are_member_means():
     assert "re-run" in one_line(e.value)
 
 
-def test_an_index_built_on_disk_answers_as_the_one_in_memory(cloud, tmp_path, monkeypatch):
+@pytest.mark.parametrize("n_lists", [8, 400])  # one level of centres, and two
+def test_an_index_built_on_disk_answers_as_the_one_in_memory(cloud, tmp_path, monkeypatch,
+                                                            n_lists):
     import stateseer.abstraction.analysis.neighbors as nb
 
     X, Q = cloud
-    memory = ContextIndex(n_lists=8, chunk_size=1000).fit(X)
+    memory = ContextIndex(n_lists=n_lists, chunk_size=1000).fit(X)
     monkeypatch.setattr(nb, "BATCH_ROWS", 3000)  # several batches and gathered chunks
     work = tmp_path / "build"
-    disk = ContextIndex(n_lists=8, chunk_size=1000, workdir=work).fit(X)
+    disk = ContextIndex(n_lists=n_lists, chunk_size=1000, workdir=work).fit(X)
     assert isinstance(disk.codes_, np.memmap)
     assert sorted(p.name for p in work.iterdir()) == ["codes.npy", "norms.npy"]
     for k in ("order_", "codes_", "norms_", "list_ptr_", "centers_"):
@@ -99,6 +101,7 @@ def test_an_index_built_on_disk_answers_as_the_one_in_memory(cloud, tmp_path, mo
     assert all(isinstance(getattr(mapped, f"{m}_"), np.memmap) for m in nb.MAPPED)
     read = ContextIndex.load(tmp_path / "ix.npz", mmap=False)
     assert not isinstance(read.codes_, np.memmap)
+    assert (read.top_ptr_ is None) == (n_lists <= nb.FLAT_LISTS)
     for q in Q:
         want = memory.kneighbors(q, 10, X=X)
         for got in (mapped.kneighbors(q, 10, X=X), read.kneighbors(q, 10, X=X)):
@@ -119,3 +122,19 @@ def test_an_index_saved_without_norms_still_loads(cloud, tmp_path):
     with pytest.raises(AbstractionError) as e:
         ContextIndex.load(tmp_path / "short.npz")
     assert "delete it" in one_line(e.value)
+
+
+def test_two_levels_of_centres_assign_within_the_nearest_top_centre_and_keep_recall(cloud):
+    X, Q = cloud
+    ix = ContextIndex(n_lists=400, n_probe=32).fit(X)
+    assert ix.top_ptr_ is not None and len(ix.centers_) == ix.top_ptr_[-1] > 256
+    z = ix.transform(X[:500])
+    lists = ix._assign(z)
+    top = ((z[:, None, :] - ix.top_[None]) ** 2).sum(-1).argmin(1)
+    assert np.all((ix.top_ptr_[top] <= lists) & (lists < ix.top_ptr_[top + 1]))
+    hits = []
+    for q in Q:
+        d, _ = ix.kneighbors(q, 10, X=X)
+        want, _ = brute_force_neighbors(X, q, 10)
+        hits.append(np.mean(d <= want[-1] * (1 + 1e-4) + 1e-6))
+    assert np.mean(hits) >= 0.95
