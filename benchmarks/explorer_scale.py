@@ -14,8 +14,9 @@ resampled. :func:`synthetic_traces` returns the arrays of the ``import-traces`` 
 
 ``index``: the nearest-context index (:class:`~stateseer.abstraction.analysis.neighbors.
 ContextIndex`) over the training steps of each size, for each index shape
-(``--variants NAME=LISTS/PROBE``; LISTS a number, ``auto`` (the default shape) or
-``sqrtK``: K lists per square root of the steps), built out of core (``workdir``) in a
+(``--variants NAME=LISTS/PROBE``; LISTS a number, ``auto`` (the default shape), ``old``
+(the shape before round 4: n / 2,000 lists, at most 256) or ``sqrtK``: K lists per
+square root of the steps), built out of core (``workdir``) in a
 child process whose anonymous memory (``RssAnon`` in ``/proc``, sampled every 20 ms;
 mapped file pages are not counted) is followed, then queried with states of held-out
 inputs. Per size and shape: build seconds and peak anonymous memory above the child's
@@ -142,6 +143,8 @@ class AnonPeak:
 def _n_lists(spec: str, n: int) -> int | None:
     if spec == "auto":
         return None
+    if spec == "old":  # the shape before round 4: n / 2,000 lists, at most 256
+        return int(np.clip(n // 2000, 1, 256))
     if spec.startswith("sqrt"):
         return max(1, int(float(spec[4:] or 1) * np.sqrt(n)))
     return int(spec)
@@ -353,7 +356,7 @@ def main() -> None:
     p.add_argument("--sizes", nargs="+", type=int, default=[100_000, 1_000_000],
                    help="training steps")
     p.add_argument("--variants", nargs="+",
-                   default=["auto=auto/64", "sqrt=sqrt1/32", "sqrt2=sqrt2/48"])
+                   default=["default=auto/32", "old=old/64"])
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--brute", type=int, default=100)
     p.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()))
