@@ -196,7 +196,9 @@ class FSM(Automaton):
         Weight of the token-independent transitions in the probabilistic simulation.
     initial : int
     info : dict
-        Provenance: model hash, layer, method, seed, split the FSM was built from.
+        Provenance: model hash, layer, method, seed, split the FSM was built from;
+        ``graph_attrs`` (a dict of scalars), when present, become the graph attributes of
+        :meth:`to_networkx` (a DFA's export says how the DFA was built).
     """
 
     classes: list[str]
@@ -803,7 +805,8 @@ class FSM(Automaton):
         """
         import networkx as nx
 
-        g = nx.MultiDiGraph(initial=self.initial, classes=",".join(self.classes))
+        g = nx.MultiDiGraph(initial=self.initial, classes=",".join(self.classes),
+                            **dict(self.info.get("graph_attrs") or {}))
         for s in range(self.n_states):
             attrs = {f"p_{c}": float(self.prediction[s, i]) for i, c in enumerate(self.classes)}
             g.add_node(s, visits=int(self.visits[s]), label=self.classes[self.labels[s]],

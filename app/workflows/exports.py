@@ -41,6 +41,7 @@ def load_run_fsm(run: RunDir, dfa: bool = False) -> tuple[FSM, Any]:
             )
         d = ExtractedDFA.load(path)
         fsm = FSM.from_dict(d.to_dict())
+        fsm.info["graph_attrs"] = d.built_by()  # graph exports say how it was built
         fsm.palette = run_palette(run.config, fsm.classes)
         return fsm, d
     path = run.abstraction_dir / layout.FSM

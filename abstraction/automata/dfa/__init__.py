@@ -64,7 +64,7 @@ A hand-made automaton (``extract_dfa`` builds the same kind of object from trace
 [True, False, False, True]
 >>> parity.run("aab")
 [0, 1, 0, 0]
->>> print(parity.to_dot().splitlines()[2])
+>>> print(parity.to_dot().splitlines()[3])
   s0 [label="s0", shape=doublecircle];
 """
 

@@ -474,6 +474,12 @@ def test_the_automaton_is_drawn_left_to_right_one_arrow_per_pair_of_states():
     assert edges[("q4", "q4")]["data"]["label"] == "0, 1"  # the sink's two symbols, one arrow
     assert edges[("q4", "q4")]["classes"] == "loop" and len(edges) == 9
     assert "the grammar's minimal DFA exactly" in automaton._headline(dfa)
+    assert "refined from the recorded hidden states" in automaton._headline(dfa)
+    dfa.report.update(method="active", algorithm="kv", membership_queries=1234, rounds=4,
+                      seconds=0.5, heldout_error=0.0, majority_error=0.3)
+    line = automaton._headline(dfa)
+    assert "learnt by asking the model (KV: 1,234 queries, 4 hypotheses" in line
+    assert "held-out error 0.00% (always the majority class: 30.00%)" in line
 
 
 def test_the_automaton_tab_extracts_in_the_background_and_its_cancel_leaves_nothing(

@@ -185,3 +185,19 @@ def test_auto_refines_where_the_alphabet_is_too_large_to_ask_about(recorded, mon
 
     monkeypatch.setattr(dfa_workflow, "ACTIVE_ALPHABET", 1)  # Tomita's {0, 1} is too many
     assert extract_run_dfa(recorded).report["method"] == "refine"
+
+
+def test_exports_say_which_method_built_the_automaton(recorded, tmp_path):
+    import networkx as nx
+
+    from stateseer.app.workflows.exports import export_run
+
+    extract_run_dfa(recorded, method="active", seconds=30)
+    export_run(recorded, "dot", tmp_path / "dfa.dot", dfa=True)
+    assert 'stateseer_method="active"' in (tmp_path / "dfa.dot").read_text()
+    export_run(recorded, "graphml", tmp_path / "dfa.graphml", dfa=True)
+    g = nx.read_graphml(tmp_path / "dfa.graphml")
+    assert g.graph["method"] == "active" and g.graph["membership_queries"] > 0
+    extract_run_dfa(recorded, method="refine")
+    export_run(recorded, "graphml", tmp_path / "refined.graphml", dfa=True)
+    assert nx.read_graphml(tmp_path / "refined.graphml").graph["method"] == "refine"
