@@ -71,6 +71,15 @@ def data_label(name: str) -> str:
     return str(name)
 
 
+def _test_accuracy(d: Any) -> str:
+    """The test accuracy training measured, else the one recording measured (a run made
+    with ``create`` or ``import-traces``), else ``n/a``."""
+    acc = d.metrics.get("test_accuracy")
+    if not isinstance(acc, (int, float)):
+        acc = ((d.traces.meta.get("splits") or {}).get("test") or {}).get("accuracy")
+    return f"{acc:.3f}" if isinstance(acc, (int, float)) else "n/a"
+
+
 def header(ctx: ExplorerContext) -> html.Div:
     """The run's name, model and data, then the abstraction's figures: simulation fidelity
     and forcing agreement first (with 95 % intervals when the run has them), label
@@ -92,7 +101,7 @@ def header(ctx: ExplorerContext) -> html.Div:
         html.H2("stateseer"),
         html.Span(f"{d.name} · {d.config['model']['arch'].upper()} on "
                   f"{data_label(d.config['data']['name'])} · test acc "
-                  f"{m.get('test_accuracy', 0):.3f}"
+                  f"{_test_accuracy(d)}"
                   f" · {a.get('n_states', '?')} states", className="runinfo"),
         *([html.Span(NO_MODEL_NOTE, className="runinfo muted")]
           if (d.config.get("model") or {}).get("kind") == "imported" else []),

@@ -90,6 +90,7 @@ def automaton_elements(dfa: Any, palette: ClassColors | None = None) -> list[dic
             pairs.setdefault((q, r), []).append(str(dfa.alphabet[a]))
     edges = []
     for (q, r), symbols in pairs.items():
+        symbols = sorted(symbols, key=_natural)
         label = ", ".join(symbols[:MAX_LABEL]) + (" …" if len(symbols) > MAX_LABEL else "")
         edges.append({"data": {"id": f"e{q}-{r}", "source": f"q{q}", "target": f"q{r}",
                                "label": label},
@@ -110,10 +111,22 @@ STYLESHEET = [
                                    "target-arrow-shape": "triangle", "width": 1.5,
                                    "line-color": "#888", "target-arrow-color": "#888",
                                    "font-size": 11, "text-background-color": "#fff",
+                                   # along the arrow: two arrows between the same states
+                                   # (one each way) keep their labels apart
+                                   "text-rotation": "autorotate",
                                    "text-background-opacity": 0.85,
                                    "text-background-padding": 1}},
     {"selector": "edge.loop", "style": {"loop-direction": "0deg", "loop-sweep": "50deg"}},
 ]
+
+
+def _natural(symbol: str) -> tuple[int, int, str]:
+    """Numbers in numeric order first, then the rest (``2`` before ``10``).
+
+    >>> sorted(["10", "b", "2", "a"], key=_natural)
+    ['2', '10', 'a', 'b']
+    """
+    return (0, int(symbol), symbol) if symbol.isdigit() else (1, 0, symbol)
 
 
 def _method(r: Mapping[str, Any]) -> str:
@@ -134,7 +147,8 @@ def _method(r: Mapping[str, Any]) -> str:
 
 def _headline(dfa: Any) -> str:
     r = dfa.report or {}
-    parts = [f"{dfa.n_states} states over {{{', '.join(map(str, dfa.alphabet))}}}",
+    symbols = sorted(map(str, dfa.alphabet), key=_natural)
+    parts = [f"{dfa.n_states} states over {{{', '.join(symbols)}}}",
              _method(r)]
     if isinstance(r.get("agreement"), (int, float)):
         parts.append(f"agrees with the RNN on {r['agreement']:.2%} of the test strings")

@@ -89,3 +89,11 @@ def test_the_header_leads_with_simulation_fidelity_and_marks_label_fidelity(ctx,
     metrics["abstraction"] = {"label_fidelity": 0.9, "simulation_fidelity": 0.8}
     assert page.header(ctx).children[2].children == ("simulation fidelity 0.800 · "
                                                      "label fidelity 0.900")
+    assert "test acc 0.800 ·" in page.header(ctx).children[1].children
+    # a run made with `create` (no training): the accuracy recording measured, never 0
+    del metrics["test_accuracy"]
+    recorded = ctx.data.traces.meta["splits"]["test"]["accuracy"]
+    assert f"test acc {recorded:.3f} ·" in page.header(ctx).children[1].children
+    splits = ctx.data.traces.meta["splits"]
+    monkeypatch.setitem(ctx.data.traces.meta, "splits", {"train": splits["train"]})
+    assert "test acc n/a ·" in page.header(ctx).children[1].children
