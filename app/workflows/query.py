@@ -8,6 +8,7 @@ state, the collapsed state paths); :func:`query_instances` answers an
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any, Protocol
 
 import numpy as np
@@ -55,30 +56,46 @@ class SplitIndex:
     def __init__(self, tr: SplitTraces, states: np.ndarray, n_states: int) -> None:
         self.tr = tr
         self.n_inputs = tr.n_inputs
-        inp = tr.step_input
-        # (state, input) presence as a CSR index: inputs_of_state[s] = sorted inputs
-        key = distinct(states.astype(np.int64) * max(self.n_inputs, 1) + inp)
-        s, i = key // max(self.n_inputs, 1), key % max(self.n_inputs, 1)
-        self._state_ptr = np.searchsorted(s, np.arange(n_states + 1))
-        self._state_inputs = i
-        self.cstates, self.cinput, _, _ = collapsed_paths(states, tr.offsets)
         self.n_states = n_states
-        self.lower = [t.lower() for t in tr.texts]
+        self._states = states
+        # each part is built on first use: the first page (no filter) needs none of them,
+        # and a split of a million inputs takes seconds to build them all
+
+    @cached_property
+    def _by_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """(state, input) presence as a CSR index: pointers (n_states + 1,) and the
+        sorted inputs of each state."""
+        n = max(self.n_inputs, 1)
+        key = distinct(self._states.astype(np.int64) * n + self.tr.step_input)
+        s, i = key // n, key % n
+        return np.searchsorted(s, np.arange(self.n_states + 1)), i
+
+    @cached_property
+    def _collapsed(self) -> tuple[np.ndarray, np.ndarray]:
+        cstates, cinput, _, _ = collapsed_paths(self._states, self.tr.offsets)
+        return cstates, cinput
+
+    @cached_property
+    def lower(self) -> list[str]:
+        """Every text in lower case (the text search)."""
+        return [t.lower() for t in self.tr.texts]
 
     def inputs_through(self, state: int) -> np.ndarray:
         if state == 0:
             return np.arange(self.n_inputs)
         if not 0 <= state < self.n_states:
             return np.zeros(0, np.int64)
-        return self._state_inputs[self._state_ptr[state] : self._state_ptr[state + 1]]
+        ptr, inputs = self._by_state
+        return inputs[ptr[state] : ptr[state + 1]]
 
     def inputs_with_pattern(self, pattern: tuple[int, ...]) -> np.ndarray:
         w = len(pattern)
         key = 0
         for s in pattern:
             key = key * self.n_states + int(s)
-        keys = window_keys(self.cstates, self.cinput, w, self.n_states)
-        return distinct(self.cinput[keys == key])
+        cstates, cinput = self._collapsed
+        keys = window_keys(cstates, cinput, w, self.n_states)
+        return distinct(cinput[keys == key])
 
 
 class Indexed(Protocol):
