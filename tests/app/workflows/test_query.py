@@ -40,6 +40,26 @@ def test_state_filter_returns_exactly_the_inputs_through_the_state(data):
     assert sorted(r["index"] for r in rows) == expected
 
 
+def test_the_first_page_builds_none_of_the_filters_parts(data):
+    from stateseer.app.workflows.query import SplitIndex
+
+    tr = data.traces["val"]
+    idx = SplitIndex(tr, data.abstraction.states["val"], data.fsm.n_states)
+
+    class One:  # a run view holding only this fresh index
+        classes = data.classes
+
+        def index(self, split):
+            return idx
+
+    rows, total, _ = query_instances(One(), InstanceQuery(split="val", page_size=5))
+    assert total == tr.n_inputs and len(rows) == 5
+    assert not {"_by_state", "_collapsed", "lower"} & set(vars(idx))  # built on first use
+    s = int(data.abstraction.states["val"][0])
+    _, through, _ = query_instances(One(), InstanceQuery(split="val", state=s))
+    assert "_by_state" in vars(idx) and "_collapsed" not in vars(idx) and 0 < through
+
+
 def test_pattern_filter_matches_collapsed_paths(data):
     tr = data.traces["test"]
     pattern = None
