@@ -49,7 +49,7 @@ FLAT_LISTS = 256
 #: rows encoded per batch (their codes held in memory at once)
 BATCH_ROWS = 1 << 19
 #: members :meth:`ContextIndex.load` maps from disk instead of reading
-MAPPED = ("codes", "order", "norms")
+MAPPED = ("codes", "order", "norms", "pc2")
 
 
 def _nearest(z: np.ndarray, centers: np.ndarray) -> np.ndarray:
@@ -184,6 +184,9 @@ class ContextIndex(BaseEstimator):
         Original row of every stored vector.
     codes_ : ndarray of shape (n, n_components)
         Projected states in list order.
+    pc2_ : ndarray of shape (n, 2) or None
+        Their first two columns, contiguous (the explorer's projection reads them without
+        reading every code); None in an index saved before they were stored.
     """
 
     def __init__(self, n_components: int = 48, n_lists: int | None = None, n_probe: int = 32,
@@ -352,6 +355,7 @@ class ContextIndex(BaseEstimator):
         self.order_ = np.argsort(lists, kind="stable").astype(np.int64)
         self.codes_ = self._buf("codes", codes.shape, np.float32)
         self.norms_ = self._buf("norms", (n,), np.float32)
+        self.pc2_ = self._buf("pc2", (n, min(2, codes.shape[1])), np.float32)
         for lo in range(0, n, BATCH_ROWS):  # gathered chunk by chunk (rows sorted per read)
             rows = self.order_[lo:lo + BATCH_ROWS]
             srt = np.argsort(rows)
@@ -359,6 +363,7 @@ class ContextIndex(BaseEstimator):
             block[srt] = codes[rows[srt]]
             self.codes_[lo:lo + len(rows)] = block
             self.norms_[lo:lo + len(rows)] = np.einsum("ij,ij->i", block, block)
+            self.pc2_[lo:lo + len(rows)] = block[:, :2]
         self.list_ptr_ = np.searchsorted(lists[self.order_], np.arange(len(self.centers_) + 1))
         self.n_indexed_ = n
         if isinstance(codes, np.memmap):  # the step-ordered copy is no longer needed
@@ -437,6 +442,7 @@ class ContextIndex(BaseEstimator):
                 "mean": self.mean_, "components": self.components_, "centers": self.centers_,
                 "list_ptr": self.list_ptr_, "order": self.order_, "codes": self.codes_,
                 "norms": self.norms_,
+                **({} if getattr(self, "pc2_", None) is None else {"pc2": self.pc2_}),
                 **({} if getattr(self, "top_ptr_", None) is None else
                    {"top": self.top_, "top_ptr": self.top_ptr_})}
 
@@ -470,7 +476,8 @@ class ContextIndex(BaseEstimator):
                 if ix.norms_ is None:
                     ix.norms_ = np.einsum("ij,ij->i", ix.codes_, ix.codes_)
                 if len(ix.codes_) != len(ix.order_) or len(ix.norms_) != len(ix.order_) \
-                        or ix.list_ptr_[-1] != len(ix.order_):
+                        or ix.list_ptr_[-1] != len(ix.order_) or (
+                            ix.pc2_ is not None and len(ix.pc2_) != len(ix.order_)):
                     raise ValueError("its arrays disagree in length")
         except (*DAMAGED_NPY, KeyError) as exc:
             raise AbstractionError(f"cannot read the neighbour index {path} ({exc}); delete "

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from stateseer.app.explorer.cache import LRUCache
-from stateseer.app.workflows.contexts import context_index, nearest_contexts, projection_sample
+from stateseer.app.workflows.contexts import context_index, nearest_contexts, projection_bins
 from stateseer.app.workflows.forcing import forced_trace, load_centroids
 from stateseer.app.workflows.records import TraceRecord
 from stateseer.app.workflows.runview import RunView
@@ -198,9 +198,9 @@ class ContextService:
 
     @cached_property
     def projection(self) -> dict[str, np.ndarray]:
-        """A sample of training states on the first two principal axes."""
-        d = self.data
-        return projection_sample(self.index(), d.traces["train"], d.abstraction.states["train"])
+        """Every training state on the first two principal axes, binned
+        (:func:`~stateseer.app.workflows.contexts.projection_bins`)."""
+        return projection_bins(self.index(), self.data.abstraction.states["train"])
 
     def project(self, tr: TraceRecord) -> np.ndarray:
         """The trace's hidden states (initial first) on the same axes, shape (n + 1, 2)."""

@@ -60,7 +60,8 @@ def test_nearest_contexts_follow_the_clicked_token(dash_duo, analysed_run):
     dash_duo.select_dcc_dropdown("#nn-k", value="5")
     _wait(lambda: len(dash_duo.find_elements("#nn-list tr.nn-row")) == 5, what="k = 5")
     names = _wait(lambda: _plot_names(dash_duo.driver, "proj-chart"), what="projection")
-    assert {"training states", "this input", "selected step"} <= set(names)
+    assert {"this input", "selected step"} <= set(names)
+    assert any(n.startswith("all ") and "training states, binned" in n for n in names)
     assert any(n.startswith("state ") for n in names)  # the step's state, outlined
     n_path = dash_duo.driver.execute_script(
         "const g = document.querySelector('#proj-chart .js-plotly-plot');"

@@ -71,8 +71,10 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
                       compare_xy: np.ndarray | None = None,
                       highlight_state: int | None = None,
                       colors: ClassColors | None = None) -> dict[str, Any]:
-    """Training states (a sample) on two principal axes, coloured by their state's
-    prediction mix, with the selected trace's path drawn over them.
+    """Training states on two principal axes, coloured by their state's prediction mix,
+    with the selected trace's path drawn over them: every state, binned
+    (:func:`~stateseer.app.workflows.contexts.projection_bins`, a WebGL trace named for
+    what it aggregates), or a sample.
 
     Returned as a plain Plotly figure dict: with thousands of points, building validated
     ``go`` objects costs ~100 ms per click, the dict a few.
@@ -80,8 +82,9 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
     Parameters
     ----------
     sample : dict
-        ``xy`` (n, 2) and ``states`` (n,) from
-        :func:`stateseer.app.workflows.contexts.projection_sample`.
+        ``xy`` (n, 2) and ``states`` (n,): bins (with ``count``, ``n_total`` and
+        ``bins``) from :func:`stateseer.app.workflows.contexts.projection_bins`, or points
+        from :func:`stateseer.app.workflows.contexts.projection_sample`.
     state_prediction : ndarray of shape (n_fsm_states, n_classes)
     path_xy : ndarray of shape (n_tokens + 1, 2)
         The trace, initial state first.
@@ -97,13 +100,28 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
     pal = colors or ClassColors(np.shape(state_prediction)[1])
     palette = np.array([pal.mix(p) for p in state_prediction])
     xy = np.asarray(sample["xy"], float).round(3)
-    data: list[dict[str, Any]] = [{
-        "type": "scatter", "x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(),
-        "mode": "markers", "name": "training states",
-        "marker": {"size": 4, "color": palette[sample["states"]].tolist(), "opacity": 0.55,
-                   "line": {"width": 0}},
-        "customdata": np.asarray(sample["states"]).tolist(),
-        "hovertemplate": "state %{customdata}<extra></extra>"}]
+    if "count" in sample:  # every training state, binned: say so, and how many
+        count = np.asarray(sample["count"])
+        opacity = 0.25 + 0.75 * np.log1p(count) / np.log1p(max(int(count.max()), 1))
+        data: list[dict[str, Any]] = [{
+            "type": "scattergl", "x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(),
+            "mode": "markers",
+            "name": f"all {sample['n_total']:,} training states, binned "
+                    f"{sample['bins']}×{sample['bins']} (colour: most frequent state)",
+            "marker": {"size": 5, "symbol": "square",
+                       "color": palette[sample["states"]].tolist(),
+                       "opacity": opacity.round(3).tolist(), "line": {"width": 0}},
+            "customdata": np.stack([np.asarray(sample["states"]), count], 1).tolist(),
+            "hovertemplate": "%{customdata[1]:,} steps · mostly state %{customdata[0]}"
+                             "<extra></extra>"}]
+    else:
+        data = [{
+            "type": "scatter", "x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(),
+            "mode": "markers", "name": "training states",
+            "marker": {"size": 4, "color": palette[sample["states"]].tolist(),
+                       "opacity": 0.55, "line": {"width": 0}},
+            "customdata": np.asarray(sample["states"]).tolist(),
+            "hovertemplate": "state %{customdata}<extra></extra>"}]
     if highlight_state is not None:
         hit = np.asarray(sample["states"]) == highlight_state
         if hit.any():

@@ -93,9 +93,10 @@ def test_an_index_built_on_disk_answers_as_the_one_in_memory(cloud, tmp_path, mo
     work = tmp_path / "build"
     disk = ContextIndex(n_lists=n_lists, chunk_size=1000, workdir=work).fit(X)
     assert isinstance(disk.codes_, np.memmap)
-    assert sorted(p.name for p in work.iterdir()) == ["codes.npy", "norms.npy"]
-    for k in ("order_", "codes_", "norms_", "list_ptr_", "centers_"):
+    assert sorted(p.name for p in work.iterdir()) == ["codes.npy", "norms.npy", "pc2.npy"]
+    for k in ("order_", "codes_", "norms_", "pc2_", "list_ptr_", "centers_"):
         assert np.asarray(getattr(memory, k)).tobytes() == np.asarray(getattr(disk, k)).tobytes()
+    np.testing.assert_array_equal(memory.pc2_, memory.codes_[:, :2])
     disk.save(tmp_path / "ix.npz")
     mapped = ContextIndex.load(tmp_path / "ix.npz")
     assert all(isinstance(getattr(mapped, f"{m}_"), np.memmap) for m in nb.MAPPED)

@@ -80,3 +80,34 @@ def test_a_damaged_index_is_rebuilt(copy_run, analysed_run):
     assert context_index(run, Traces(run.traces_dir)).n_indexed_ == n
     (run_dir / "index" / "train.contexts.npz").write_bytes(b"garbage")
     assert context_index(run, Traces(run.traces_dir)).n_indexed_ == n
+
+
+def test_the_projection_draws_every_training_state_binned(analysed_run):
+    import numpy as np
+
+    from stateseer.abstraction.pipeline import Abstraction
+    from stateseer.app.explorer.views.nearest import projection_figure
+    from stateseer.app.workflows.contexts import context_index, projection_bins
+    from stateseer.core.traces import Traces
+    from stateseer.rnn_models.run import ModelRun
+
+    run = ModelRun(analysed_run)
+    traces = Traces(run.traces_dir)
+    ab = Abstraction.load(run.abstraction_dir)
+    states = ab.states["train"]
+    ix = context_index(run, traces)
+    b = projection_bins(ix, states, bins=40, chunk=1000)  # several chunks
+    assert b["n_total"] == traces["train"].n_steps == int(b["count"].sum())  # no sampling
+    # each bin's state is its most frequent one, recounted from every step's coordinates
+    xy = ix.transform(np.asarray(traces["train"].hidden, np.float32))[:, :2]
+    lo, hi = xy.min(0), xy.max(0)
+    cell = np.clip(((xy - lo) / ((hi - lo) / 40)).astype(int), 0, 39)
+    busiest = int(b["count"].argmax())
+    near = np.all(np.abs(xy - b["xy"][busiest]) <= (hi - lo) / 80 + 1e-4, axis=1)
+    assert near.sum() == b["count"][busiest]
+    assert np.bincount(states[near]).argmax() == b["states"][busiest]
+    assert len(np.unique(cell[:, 0] * 40 + cell[:, 1])) == len(b["count"])
+    fig = projection_figure(b, ab.fsm.prediction, np.zeros((3, 2)), [0, 1, 2], ["a", "b"])
+    first = fig["data"][0]
+    assert first["type"] == "scattergl" and len(first["x"]) == len(b["count"])
+    assert first["name"].startswith(f"all {b['n_total']:,} training states, binned 40×40")
