@@ -188,7 +188,8 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
         PROMPT, className="muted"))], className="panel nearest-panel", id=ids.NEAREST_PANEL)
     projection = html.Div([
         html.B("Hidden states on two principal axes"),
-        html.Span(" (a sample of training steps, coloured by their state's prediction; the "
+        html.Span(" (every training step, binned: each square coloured by its most "
+                  "frequent state's prediction and shaded by how many steps it holds; the "
                   "clicked step's state outlined; the selected input's path on top)",
                   className="muted"),
         # on the page from the start: a new trace only changes the figure (redrawn in place)
