@@ -14,9 +14,9 @@ resampled. :func:`synthetic_traces` returns the arrays of the ``import-traces`` 
 
 ``index``: the nearest-context index (:class:`~stateseer.abstraction.analysis.neighbors.
 ContextIndex`) over the training steps of each size, for each index shape
-(``--variants NAME=LISTS/PROBE``; LISTS a number, ``auto`` (the default shape), ``old``
-(the shape before round 4: n / 2,000 lists, at most 256) or ``sqrtK``: K lists per
-square root of the steps), built out of core (``workdir``) in a
+(``--variants NAME=LISTS/PROBE``; PROBE 0 for the default; LISTS a number, ``auto``
+(the default shape), ``old`` (the shape before round 4: n / 2,000 lists, at most 256)
+or ``sqrtK``: K lists per square root of the steps), built out of core (``workdir``) in a
 child process whose anonymous memory (``RssAnon`` in ``/proc``, sampled every 20 ms;
 mapped file pages are not counted) is followed, then queried with states of held-out
 inputs. Per size and shape: build seconds and peak anonymous memory above the child's
@@ -185,7 +185,8 @@ def index_child(path: str, spec: str, probe: int, queries: str, brute: int) -> d
         exact, _ = brute_force_neighbors(X_ram, q, 10, norms=norms)
         hits.append(float(np.mean(found[j] <= exact[-1] * (1 + 1e-4) + 1e-6)))
     ms = np.array(times) * 1e3
-    return {"n_lists": n_lists, "n_probe": probe, "build_s": round(build_s, 2),
+    return {"n_lists": n_lists, "n_probe": probe or ix.default_probe(),
+            "build_s": round(build_s, 2),
             "build_peak_anon_mib": round((anon.peak - base) / 1024, 1),
             "anon_after_queries_mib": round((after_queries - base) / 1024, 1),
             "query_p50_ms": round(float(np.percentile(ms, 50)), 2),
@@ -358,7 +359,7 @@ def main() -> None:
     p.add_argument("--sizes", nargs="+", type=int, default=[100_000, 1_000_000],
                    help="training steps")
     p.add_argument("--variants", nargs="+",
-                   default=["default=auto/32", "old=old/64"])
+                   default=["default=auto/0", "old=old/64"])
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--brute", type=int, default=100)
     p.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()))

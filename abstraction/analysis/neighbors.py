@@ -44,6 +44,8 @@ FORMAT = "stateseer.neighbors"
 VERSION = 1
 #: the most inverted lists the default shape uses
 MAX_LISTS = 4096
+#: lists a query scans by default, and the rows they should hold at least (small indexes)
+PROBE, MIN_SCAN = 64, 50_000
 #: up to this many lists, one level of centres; above, two (top centres, then theirs)
 FLAT_LISTS = 256
 #: rows encoded per batch (their codes held in memory at once)
@@ -153,13 +155,14 @@ class ContextIndex(BaseEstimator):
     n_lists : int or None, default None
         Inverted lists; ``None`` uses the square root of the number of rows, clipped to
         [1, 4096], so a query scans about ``n_probe / sqrt(n)`` of the rows: a share that
-        falls as the index grows (``benchmarks/explorer_scale.py index``: 12 % at 100k
-        steps, 5 % at 1M, 3 % at 3M, recall at 10 0.98 throughout; the former ``n / 2,000``
-        up to 256 lists scanned 30 % at 1M). Above 256 lists the centres have two levels:
-        about ``sqrt(n_lists)`` top centres, each with its own, so a row is assigned by
-        about ``2 sqrt(n_lists)`` distances instead of ``n_lists``.
-    n_probe : int, default 32
-        Lists scanned per query.
+        falls as the index grows (the former ``n / 2,000`` up to 256 lists scanned 27 % at
+        every size from 1M; ``benchmarks/explorer_scale.py index``). Above 256 lists the
+        centres have two levels: about ``sqrt(n_lists)`` top centres, each with its own, so
+        a row is assigned by about ``2 sqrt(n_lists)`` distances instead of ``n_lists``.
+    n_probe : int or None, default None
+        Lists scanned per query; ``None``: 64, or more on a small index, enough lists to
+        hold :data:`MIN_SCAN` rows on average (a small index is cheap to scan, and its
+        lists are too small for 64 of them to hold the neighbours).
     rerank : int, default 1024
         Candidates re-ranked exactly in the full space (when the full states are given).
     max_fit_samples : int, default 60_000
@@ -189,7 +192,8 @@ class ContextIndex(BaseEstimator):
         reading every code); None in an index saved before they were stored.
     """
 
-    def __init__(self, n_components: int = 48, n_lists: int | None = None, n_probe: int = 32,
+    def __init__(self, n_components: int = 48, n_lists: int | None = None,
+                 n_probe: int | None = None,
                  rerank: int = 1024, max_fit_samples: int = 60_000,
                  chunk_size: int = 131_072, random_state: int = 0,
                  workdir: str | Path | None = None) -> None:
@@ -409,7 +413,7 @@ class ContextIndex(BaseEstimator):
         if not np.isfinite(q).all():
             raise AbstractionError("the query hidden state contains NaN or infinity")
         z = self.transform(q[None])[0]
-        probe = int(min(n_probe or self.n_probe, len(self.centers_)))
+        probe = int(min(n_probe or self.n_probe or self.default_probe(), len(self.centers_)))
         cd = _sq_dists(self.centers_, z)
         order = np.argsort(cd)
         ptr = self.list_ptr_
@@ -434,10 +438,16 @@ class ContextIndex(BaseEstimator):
         top = np.argsort(dd, kind="stable")[:k]
         return np.sqrt(np.maximum(dd[top], 0.0)), rows[top]
 
+    def default_probe(self) -> int:
+        """Lists a query scans without ``n_probe``: 64, or enough to hold
+        :data:`MIN_SCAN` rows on average."""
+        n_lists = len(self.centers_)
+        return max(PROBE, int(np.ceil(MIN_SCAN * n_lists / max(self.n_indexed_, 1))))
+
     # persistence --------------------------------------------------------------------------
     def to_arrays(self) -> dict[str, np.ndarray]:
         return {"format": np.array(FORMAT), "version": np.array(VERSION),
-                "params": np.array([self.n_components, len(self.centers_), self.n_probe,
+                "params": np.array([self.n_components, len(self.centers_), self.n_probe or 0,
                                     self.rerank, self.random_state]),
                 "mean": self.mean_, "components": self.components_, "centers": self.centers_,
                 "list_ptr": self.list_ptr_, "order": self.order_, "codes": self.codes_,
@@ -462,7 +472,7 @@ class ContextIndex(BaseEstimator):
                     raise AbstractionError(f"{path} is not a stateseer neighbour index v1; "
                                            "delete it to rebuild it")
                 n_comp, n_lists, n_probe, rerank, seed = (int(v) for v in z["params"])
-                ix = cls(n_components=n_comp, n_lists=n_lists, n_probe=n_probe,
+                ix = cls(n_components=n_comp, n_lists=n_lists, n_probe=n_probe or None,
                          rerank=rerank, random_state=seed)
                 ix.mean_, ix.components_ = z["mean"], z["components"]
                 ix.centers_, ix.list_ptr_ = z["centers"], z["list_ptr"]
