@@ -7,6 +7,8 @@ patterns, measures fidelity on the test split, and writes::
     RUN/abstraction/meta.json          parameters and provenance (written last)
     RUN/abstraction/abstractor.npz     fitted PCA + clustering (plain arrays, no pickle)
     RUN/abstraction/fsm.json           the FSM (stateseer.fsm v1)
+    RUN/abstraction/fsm.arrays.npz     the same FSM as arrays (the server's fast read;
+                                       ignored unless it mirrors fsm.json as it is now)
     RUN/abstraction/SPLIT.states.npy   FSM state after every step (int32)
     RUN/abstraction/SPLIT.simulated.npy  state of the FSM run on the tokens alone (int32)
     RUN/abstraction/SPLIT.simulated_prediction.npy  class the FSM alone predicts per input
@@ -164,6 +166,7 @@ class Abstraction:
         tmp = claim(path.with_name(path.name + ".tmp"))
         self.abstractor.save(tmp / layout.ABSTRACTOR)
         self.fsm.save(tmp / layout.FSM)
+        save_fsm_arrays(self.fsm, tmp / FSM_ARRAYS, tmp / layout.FSM)
         for split, arr in self.states.items():
             np.save(tmp / f"{split}.states.npy", arr.astype(np.int32))
             np.save(tmp / f"{split}.simulated.npy", self.simulated[split].astype(np.int32))
@@ -205,7 +208,7 @@ class Abstraction:
             raise AbstractionError(f"{path / layout.META} is corrupt (no split list, metrics "
                                    f"or info); {fix}")
         abstractor = BaseAbstractor.load(path / layout.ABSTRACTOR)
-        fsm = FSM.load(path / layout.FSM)
+        fsm = load_fsm_fast(path / FSM_ARRAYS, path / layout.FSM)
         states = {s: _read_states(path / f"{s}.states.npy", fsm.n_states, fix) for s in splits}
         simulated = {s: _read_states(path / f"{s}.simulated.npy", fsm.n_states, fix)
                      for s in splits}
@@ -221,6 +224,54 @@ class Abstraction:
                 sim_pred[s] = _read_states(f, len(fsm.classes), fix)
         return cls(abstractor=abstractor, fsm=fsm, states=states, simulated=simulated,
                    metrics=metrics, patterns=patterns, info=info, sim_predictions=sim_pred)
+
+
+#: the FSM's arrays beside its JSON, for a server that must start fast: a binary form that
+#: loads in milliseconds where the exchange format takes seconds to parse on big runs
+FSM_ARRAYS = "fsm.arrays.npz"
+
+
+def save_fsm_arrays(fsm: FSM, path: Path, json_path: Path) -> None:
+    """Write the FSM's arrays (and, as JSON, the rest) to ``path``, stamped with the size
+    and modification time of ``json_path``, the exchange format it mirrors."""
+    st = json_path.stat()
+    head = {"classes": fsm.classes, "alphabet": fsm.alphabet, "initial": fsm.initial,
+            "fallback": fsm.fallback, "simulation": fsm.simulation,
+            "smoothing": fsm.smoothing, "bandwidth": fsm.bandwidth, "provenance": fsm.info}
+    # as FSM.from_dict reads the JSON: transitions in its order, figures rounded alike
+    order = np.lexsort((fsm.target, -fsm.count, fsm.token, fsm.source))
+    pred = np.array([[round(float(x), 6) for x in row] for row in fsm.prediction])
+    arrays = {"source": fsm.source[order], "token": fsm.token[order],
+              "target": fsm.target[order], "count": fsm.count[order],
+              "visits": fsm.visits, "prediction": pred.reshape(fsm.prediction.shape),
+              "stamp": np.array([st.st_size, st.st_mtime_ns], np.int64),
+              "head": np.array(json.dumps(head, ensure_ascii=False))}
+    if fsm.coords is not None:
+        arrays["coords"] = np.array([[round(float(x), 6) for x in row] for row in fsm.coords])
+    np.savez(path, **arrays)
+
+
+def load_fsm_fast(path: Path, json_path: Path) -> FSM:
+    """The FSM from its arrays when they mirror ``json_path`` as it is now (same size and
+    modification time), else from the JSON (a missing, damaged or stale array file is
+    never trusted)."""
+    try:
+        st = json_path.stat()
+        with np.load(path, allow_pickle=False) as z:
+            if z["stamp"].tolist() != [st.st_size, st.st_mtime_ns]:
+                raise ValueError("stale")
+            head = json.loads(str(z["head"]))
+            fsm = FSM(classes=list(head["classes"]), alphabet=list(head["alphabet"]),
+                      visits=z["visits"], prediction=z["prediction"], source=z["source"],
+                      token=z["token"], target=z["target"], count=z["count"],
+                      coords=z["coords"] if "coords" in z.files else None,
+                      fallback=head["fallback"], initial=int(head["initial"]),
+                      info=dict(head["provenance"]), bandwidth=float(head["bandwidth"]),
+                      simulation=str(head["simulation"]),
+                      smoothing=float(head["smoothing"]))
+    except (*DAMAGED_NPY, KeyError, TypeError, StateseerError):
+        return FSM.load(json_path)
+    return fsm
 
 
 def _read_json(path: Path, fix: str) -> dict[str, Any]:

@@ -347,3 +347,33 @@ def test_trace_rows_match_the_design_columns(text_abs):
 def test_gmm_method_with_default_split(tomita_abs):
     ab = abstract_run(tomita_abs[0], n_states=4, method="gmm", save=False)
     assert ab.metrics["label_fidelity"] >= 0.0
+
+
+def test_the_fsm_arrays_load_as_the_json_does_and_a_stale_or_damaged_copy_is_ignored(
+        text_abs, tmp_path):
+    import os
+    import shutil
+
+    from stateseer.abstraction.automata.fsm import FSM
+    from stateseer.abstraction.pipeline import FSM_ARRAYS, load_fsm_fast
+
+    run, _ = text_abs
+    src = tmp_path / "abstraction"
+    shutil.copytree(run / "abstraction", src)
+    assert (src / FSM_ARRAYS).exists()
+    fast, slow = load_fsm_fast(src / FSM_ARRAYS, src / "fsm.json"), FSM.load(src / "fsm.json")
+    for k in ("source", "token", "target", "count", "visits", "prediction"):
+        assert np.array_equal(getattr(fast, k), getattr(slow, k)), k
+    assert (fast.classes, fast.alphabet, fast.initial, fast.fallback, fast.simulation,
+            fast.info) == (slow.classes, slow.alphabet, slow.initial, slow.fallback,
+                           slow.simulation, slow.info)
+    assert np.array_equal(Abstraction.load(src).fsm.prediction, slow.prediction)
+    # the JSON edited by hand (another size or time): the arrays are not trusted
+    doc = json.loads((src / "fsm.json").read_text())
+    doc["states"][1]["visits"] += 7
+    (src / "fsm.json").write_text(json.dumps(doc))
+    assert load_fsm_fast(src / FSM_ARRAYS, src / "fsm.json").visits[1] == slow.visits[1] + 7
+    st = (src / "fsm.json").stat()
+    os.utime(src / "fsm.json", ns=(st.st_atime_ns, st.st_mtime_ns))
+    (src / FSM_ARRAYS).write_bytes(b"garbage")
+    assert load_fsm_fast(src / FSM_ARRAYS, src / "fsm.json").visits[1] == slow.visits[1] + 7
