@@ -65,6 +65,31 @@ def nearest_list(result: dict[str, Any], query: dict[str, Any], classes: Sequenc
     return html.Div([head, html.Table(rows, className="mini nn-table")])
 
 
+def _training_states(sample: dict[str, Any], xy: np.ndarray, palette: np.ndarray
+                     ) -> dict[str, Any]:
+    """The training states' trace: every one, binned (a WebGL trace named for what it
+    aggregates and how many it holds), or a sample's points."""
+    if "count" not in sample:
+        return {"type": "scatter", "x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(),
+                "mode": "markers", "name": "training states",
+                "marker": {"size": 4, "color": palette[sample["states"]].tolist(),
+                           "opacity": 0.55, "line": {"width": 0}},
+                "customdata": np.asarray(sample["states"]).tolist(),
+                "hovertemplate": "state %{customdata}<extra></extra>"}
+    count = np.asarray(sample["count"])
+    opacity = 0.25 + 0.75 * np.log1p(count) / np.log1p(max(int(count.max()), 1))
+    return {"type": "scattergl", "x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(),
+            "mode": "markers",
+            "name": f"all {sample['n_total']:,} training states, binned "
+                    f"{sample['bins']}×{sample['bins']} (colour: most frequent state)",
+            "marker": {"size": 5, "symbol": "square",
+                       "color": palette[sample["states"]].tolist(),
+                       "opacity": opacity.round(3).tolist(), "line": {"width": 0}},
+            "customdata": np.stack([np.asarray(sample["states"]), count], 1).tolist(),
+            "hovertemplate": "%{customdata[1]:,} steps · mostly state %{customdata[0]}"
+                             "<extra></extra>"}
+
+
 def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarray,
                       path_xy: np.ndarray, path_states: Sequence[int],
                       tokens: Sequence[str], *, step: int | None = None,
@@ -100,28 +125,7 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
     pal = colors or ClassColors(np.shape(state_prediction)[1])
     palette = np.array([pal.mix(p) for p in state_prediction])
     xy = np.asarray(sample["xy"], float).round(3)
-    if "count" in sample:  # every training state, binned: say so, and how many
-        count = np.asarray(sample["count"])
-        opacity = 0.25 + 0.75 * np.log1p(count) / np.log1p(max(int(count.max()), 1))
-        data: list[dict[str, Any]] = [{
-            "type": "scattergl", "x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(),
-            "mode": "markers",
-            "name": f"all {sample['n_total']:,} training states, binned "
-                    f"{sample['bins']}×{sample['bins']} (colour: most frequent state)",
-            "marker": {"size": 5, "symbol": "square",
-                       "color": palette[sample["states"]].tolist(),
-                       "opacity": opacity.round(3).tolist(), "line": {"width": 0}},
-            "customdata": np.stack([np.asarray(sample["states"]), count], 1).tolist(),
-            "hovertemplate": "%{customdata[1]:,} steps · mostly state %{customdata[0]}"
-                             "<extra></extra>"}]
-    else:
-        data = [{
-            "type": "scatter", "x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(),
-            "mode": "markers", "name": "training states",
-            "marker": {"size": 4, "color": palette[sample["states"]].tolist(),
-                       "opacity": 0.55, "line": {"width": 0}},
-            "customdata": np.asarray(sample["states"]).tolist(),
-            "hovertemplate": "state %{customdata}<extra></extra>"}]
+    data: list[dict[str, Any]] = [_training_states(sample, xy, palette)]
     if highlight_state is not None:
         hit = np.asarray(sample["states"]) == highlight_state
         if hit.any():
