@@ -166,7 +166,9 @@ class Abstraction:
         tmp = claim(path.with_name(path.name + ".tmp"))
         self.abstractor.save(tmp / layout.ABSTRACTOR)
         self.fsm.save(tmp / layout.FSM)
-        save_fsm_arrays(self.fsm, tmp / FSM_ARRAYS, tmp / layout.FSM)
+        # the FSM as the JSON reads back (its transition order, its rounded figures)
+        save_fsm_arrays(FSM.from_dict(self.fsm.to_dict()), tmp / FSM_ARRAYS,
+                        tmp / layout.FSM)
         for split, arr in self.states.items():
             np.save(tmp / f"{split}.states.npy", arr.astype(np.int32))
             np.save(tmp / f"{split}.simulated.npy", self.simulated[split].astype(np.int32))
@@ -233,21 +235,18 @@ FSM_ARRAYS = "fsm.arrays.npz"
 
 def save_fsm_arrays(fsm: FSM, path: Path, json_path: Path) -> None:
     """Write the FSM's arrays (and, as JSON, the rest) to ``path``, stamped with the size
-    and modification time of ``json_path``, the exchange format it mirrors."""
+    and modification time of ``json_path``, the exchange format it mirrors (``fsm`` as
+    read from that JSON, so that both load alike)."""
     st = json_path.stat()
     head = {"classes": fsm.classes, "alphabet": fsm.alphabet, "initial": fsm.initial,
             "fallback": fsm.fallback, "simulation": fsm.simulation,
             "smoothing": fsm.smoothing, "bandwidth": fsm.bandwidth, "provenance": fsm.info}
-    # as FSM.from_dict reads the JSON: transitions in its order, figures rounded alike
-    order = np.lexsort((fsm.target, -fsm.count, fsm.token, fsm.source))
-    pred = np.array([[round(float(x), 6) for x in row] for row in fsm.prediction])
-    arrays = {"source": fsm.source[order], "token": fsm.token[order],
-              "target": fsm.target[order], "count": fsm.count[order],
-              "visits": fsm.visits, "prediction": pred.reshape(fsm.prediction.shape),
+    arrays = {"source": fsm.source, "token": fsm.token, "target": fsm.target,
+              "count": fsm.count, "visits": fsm.visits, "prediction": fsm.prediction,
               "stamp": np.array([st.st_size, st.st_mtime_ns], np.int64),
               "head": np.array(json.dumps(head, ensure_ascii=False))}
     if fsm.coords is not None:
-        arrays["coords"] = np.array([[round(float(x), 6) for x in row] for row in fsm.coords])
+        arrays["coords"] = fsm.coords
     np.savez(path, **arrays)
 
 

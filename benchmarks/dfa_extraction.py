@@ -88,6 +88,7 @@ from typing import Any
 import numpy as np
 
 from stateseer.abstraction.automata.dfa import ExtractedDFA, extract_dfa
+from stateseer.abstraction.automata.dfa.active import to_dfa
 from stateseer.core.traces import Traces
 from stateseer.rnn_models.formal import GRAMMARS, all_strings
 
@@ -164,17 +165,6 @@ def noisy_run(runs_dir: Path, name: str, arch: str, rate: float, seed: int = 0
     return out, pairs
 
 
-def _aalpy_dfa(aut: Any, alphabet: tuple[str, ...]) -> Any:
-    """An AALpy DFA (sink-completed) as stateseer's DFA."""
-    from stateseer.core.automaton import DFA
-
-    states = list(aut.states)
-    index = {id(q): k for k, q in enumerate(states)}
-    trans = np.array([[index[id(q.transitions[a])] for a in alphabet] for q in states])
-    return DFA(alphabet, trans, np.array([bool(q.is_accepting) for q in states]),
-               index[id(aut.initial_state)])
-
-
 def compare_noisy(runs_dir: Path, name: str, arch: str, rate: float) -> dict[str, Any]:
     """States and grammar agreement: our two methods on an LSTM trained on noisy labels,
     RPNI and EDSM on the same noisy strings."""
@@ -198,7 +188,7 @@ def compare_noisy(runs_dir: Path, name: str, arch: str, rate: float) -> dict[str
     for label, learner in (("rpni", run_RPNI), ("edsm", run_EDSM)):
         t0 = time.perf_counter()
         aut = learner(data, "dfa", input_completeness="sink_state", print_info=False)
-        dfa = _aalpy_dfa(aut, grammar.dfa.alphabet)
+        dfa = to_dfa(aut, grammar.dfa.alphabet)
         row[label] = {"n_states": dfa.n_states, "seconds": round(time.perf_counter() - t0, 2),
                       "grammar_agreement_le12": float((dfa.accepts(strings) == want).mean())}
     return row
@@ -333,17 +323,6 @@ def run_lstar(net: _NumpyLSTM, token_of: dict[str, int], accept: int, budget: in
     return hyp, info
 
 
-def _aalpy_table(hyp: Any, alphabet: list[str]) -> Any:
-    """An AALpy ``Dfa`` as a :class:`stateseer.rnn_models.formal.DFA`."""
-    from stateseer.rnn_models.formal import DFA
-
-    states = list(hyp.states)
-    index = {id(q): i for i, q in enumerate(states)}
-    trans = np.array([[index[id(q.transitions[a])] for a in alphabet] for q in states])
-    return DFA(tuple(alphabet), trans, np.array([q.is_accepting for q in states]),
-               index[id(hyp.initial_state)])
-
-
 def _front(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
     """Pareto front of (states, agreement): fewer states and more agreement are better."""
     out: list[tuple[int, float]] = []
@@ -404,7 +383,7 @@ def compare_lstar(runs_dir: Path, name: str, arch: str, budgets: list[int], caps
         hyp, info = run_lstar(net, token_of, accept, budget, timeout)
         lstar = dict(info)
         if hyp is not None:
-            table = _aalpy_table(hyp, alphabet)
+            table = to_dfa(hyp, alphabet)
             lstar["n_states"] = table.n_states
             lstar["agreement_le12"] = agree(np.where(table.accepts(strings), accept,
                                                      1 - accept))

@@ -103,16 +103,10 @@ def winner_dfa(path: Path):
     """The winner's automaton as stateseer's DFA over string symbols."""
     from aalpy.utils import load_automaton_from_file
 
-    from stateseer.core.automaton import DFA
+    from stateseer.abstraction.automata.dfa.active import to_dfa
 
     aut = load_automaton_from_file(str(path), "dfa")
-    states = list(aut.states)
-    index = {id(s): k for k, s in enumerate(states)}
-    symbols = sorted({a for s in states for a in s.transitions}, key=lambda a: int(a))
-    trans = np.array([[index[id(s.transitions[a])] for a in symbols] for s in states])
-    return DFA(tuple(str(a) for a in symbols), trans,
-               np.array([bool(s.is_accepting) for s in states]),
-               index[id(aut.initial_state)])
+    return to_dfa(aut, sorted({a for s in aut.states for a in s.transitions}, key=int))
 
 
 def prepare(repo: Path, net: str, work: Path, seed: int, n_fresh: int

@@ -26,8 +26,7 @@ from stateseer.core.errors import StateseerError
 from stateseer.core.traces import SplitTraces, Traces
 from stateseer.rnn_models.run import ModelRun
 
-__all__ = ["PROJECTION_BINS", "context_index", "nearest_contexts", "projection_bins",
-           "projection_sample"]
+__all__ = ["PROJECTION_BINS", "context_index", "nearest_contexts", "projection_bins"]
 
 
 # -- nearest training contexts ------------------------------------------------------------
@@ -190,19 +189,3 @@ def projection_bins(index: ContextIndex, train_states: np.ndarray, *,
     xy = np.stack([lo[0] + (cx + 0.5) * width[0], lo[1] + (cy + 0.5) * width[1]], 1)
     return {"xy": xy.astype(np.float32), "states": per[used].argmax(1),
             "count": count[used], "n_total": int(count.sum()), "bins": bins}
-
-
-def projection_sample(index: ContextIndex, train: SplitTraces, train_states: np.ndarray, *,
-                      n: int = 2000, seed: int = 0) -> dict[str, np.ndarray]:
-    """A sample of training steps on the index's first two principal axes (``n``: the
-    explorer draws them as SVG markers, redrawn with every trace, so a few thousand).
-
-    Returns
-    -------
-    dict
-        ``xy`` (n, 2), ``states`` (n,), ``rows`` (n,) (step numbers in the split).
-    """
-    rng = np.random.default_rng(seed)
-    rows = np.sort(rng.choice(train.n_steps, min(n, train.n_steps), replace=False))
-    xy = index.transform(np.asarray(train.hidden[rows], np.float32))[:, :2]
-    return {"xy": xy, "states": np.asarray(train_states)[rows], "rows": rows}

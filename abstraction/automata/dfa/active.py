@@ -48,7 +48,7 @@ import numpy as np
 from stateseer.core.automaton import DFA, minimize
 from stateseer.core.errors import DataError
 
-__all__ = ["ActiveResult", "learn_active"]
+__all__ = ["ActiveResult", "learn_active", "to_dfa"]
 
 #: what the model is asked: words (each a list of symbols) -> per word, a bool array of
 #: shape (len(word) + 1,): its class after each prefix, the empty prefix first
@@ -87,7 +87,6 @@ class ActiveResult:
     seconds: float
     budget_ran_out: bool
     test_words: int
-    method: str = "active"
     history: list[dict[str, Any]] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)
 
@@ -180,8 +179,10 @@ def _sul(answers: _Answers) -> Any:
     return ModelSUL()
 
 
-def to_dfa(hypothesis: Any, alphabet: Sequence[str]) -> DFA:
-    """An AALpy ``Dfa`` as stateseer's complete :class:`~stateseer.core.automaton.DFA`."""
+def to_dfa(hypothesis: Any, alphabet: Sequence[Any]) -> DFA:
+    """An AALpy ``Dfa`` as stateseer's complete :class:`~stateseer.core.automaton.DFA`
+    (``alphabet``: AALpy's input symbols, in the order wanted; the DFA's are their
+    strings)."""
     states = list(hypothesis.states)
     index = {id(s): k for k, s in enumerate(states)}
     trans = np.array([[index[id(s.transitions[a])] for a in alphabet] for s in states],
@@ -330,11 +331,11 @@ def _oracle(alphabet: Sequence[str], sul: Any, answers: _Answers,
     return TestOracle()
 
 
-def _choose(history: list[dict[str, Any]], kept: list[DFA], epsilon: float) -> int:
+def _choose(history: list[dict[str, Any]], epsilon: float) -> int:
     """The smallest hypothesis within ``epsilon`` of the best held-out error (the last
     one without held-out words)."""
     if not history or "heldout_error" not in history[0]:
-        return len(kept) - 1
+        return len(history) - 1
     errors = np.array([h["heldout_error"] for h in history])
     sizes = np.array([h["n_states"] for h in history])
     ok = np.flatnonzero(errors <= errors.min() + epsilon)
@@ -444,7 +445,7 @@ def learn_active(alphabet: Sequence[str], answer: Answer, *,
     oracle = _oracle(alphabet, sul, answers, tests, search, sel, max_states, t0 + seconds)
     runs[algorithm](alphabet, sul, oracle, automaton_type="dfa",
                     cache_and_non_det_check=False, print_level=0)
-    pick = _choose(oracle.history, oracle.kept, epsilon)
+    pick = _choose(oracle.history, epsilon)
     dfa = minimize(oracle.kept[pick])
     return ActiveResult(dfa, answers.asked, oracle.rounds, round(time.perf_counter() - t0, 3),
                         oracle.ran_out, len(tests), history=oracle.history,

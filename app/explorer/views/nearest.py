@@ -68,14 +68,7 @@ def nearest_list(result: dict[str, Any], query: dict[str, Any], classes: Sequenc
 def _training_states(sample: dict[str, Any], xy: np.ndarray, palette: np.ndarray
                      ) -> dict[str, Any]:
     """The training states' trace: every one, binned (a WebGL trace named for what it
-    aggregates and how many it holds), or a sample's points."""
-    if "count" not in sample:
-        return {"type": "scatter", "x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(),
-                "mode": "markers", "name": "training states",
-                "marker": {"size": 4, "color": palette[sample["states"]].tolist(),
-                           "opacity": 0.55, "line": {"width": 0}},
-                "customdata": np.asarray(sample["states"]).tolist(),
-                "hovertemplate": "state %{customdata}<extra></extra>"}
+    aggregates and how many it holds)."""
     count = np.asarray(sample["count"])
     opacity = 0.25 + 0.75 * np.log1p(count) / np.log1p(max(int(count.max()), 1))
     return {"type": "scattergl", "x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(),
@@ -99,7 +92,7 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
     """Training states on two principal axes, coloured by their state's prediction mix,
     with the selected trace's path drawn over them: every state, binned
     (:func:`~stateseer.app.workflows.contexts.projection_bins`, a WebGL trace named for
-    what it aggregates), or a sample.
+    what it aggregates).
 
     Returned as a plain Plotly figure dict: with thousands of points, building validated
     ``go`` objects costs ~100 ms per click, the dict a few.
@@ -107,9 +100,8 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
     Parameters
     ----------
     sample : dict
-        ``xy`` (n, 2) and ``states`` (n,): bins (with ``count``, ``n_total`` and
-        ``bins``) from :func:`stateseer.app.workflows.contexts.projection_bins`, or points
-        from :func:`stateseer.app.workflows.contexts.projection_sample`.
+        The bins from :func:`stateseer.app.workflows.contexts.projection_bins`: ``xy``
+        (n, 2), ``states`` (n,), ``count`` (n,), ``n_total`` and ``bins``.
     state_prediction : ndarray of shape (n_fsm_states, n_classes)
     path_xy : ndarray of shape (n_tokens + 1, 2)
         The trace, initial state first.

@@ -48,7 +48,7 @@ def test_nearest_contexts_and_projection_of_a_training_step(analysed_run):
     import numpy as np
 
     from stateseer.abstraction.pipeline import Abstraction
-    from stateseer.app.workflows.contexts import context_index, nearest_contexts, projection_sample
+    from stateseer.app.workflows.contexts import context_index, nearest_contexts, projection_bins
     from stateseer.core.traces import Traces
     from stateseer.rnn_models.run import ModelRun
 
@@ -64,8 +64,9 @@ def test_nearest_contexts_and_projection_of_a_training_step(analysed_run):
     top = res["rows"][0]
     assert top["distance"] < 1e-3 and top["state"] == int(states[step])
     assert res["summary"]["k"] == 4 and res["summary"]["same_state"] >= 1
-    proj = projection_sample(ix, train, states, n=50)
-    assert proj["xy"].shape == (50, 2) and len(proj["states"]) == 50
+    proj = projection_bins(ix, states, bins=8)  # (the sample it replaced: 50 points)
+    assert proj["xy"].shape == (len(proj["count"]), 2) == (len(proj["states"]), 2)
+    assert 0 < len(proj["count"]) <= 64
 
 
 def test_a_damaged_index_is_rebuilt(copy_run, analysed_run):
