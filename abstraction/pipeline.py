@@ -167,7 +167,7 @@ class Abstraction:
         self.abstractor.save(tmp / layout.ABSTRACTOR)
         self.fsm.save(tmp / layout.FSM)
         # the FSM as the JSON reads back (its transition order, its rounded figures)
-        save_fsm_arrays(FSM.from_dict(self.fsm.to_dict()), tmp / FSM_ARRAYS,
+        save_fsm_arrays(self.fsm.exchanged(), tmp / FSM_ARRAYS,
                         tmp / layout.FSM)
         for split, arr in self.states.items():
             np.save(tmp / f"{split}.states.npy", arr.astype(np.int32))

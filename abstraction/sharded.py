@@ -70,6 +70,7 @@ __all__ = [
     "input_pieces",
     "max_token",
     "mine_patterns",
+    "n_pieces",
     "new_states_file",
     "open_ref",
     "path_stats",
@@ -428,6 +429,19 @@ def pieces_per_shard(engine: Any, n_shards: int) -> int:
     return max(1, -(-want // n_shards))
 
 
+#: steps one task holds at most: a longer shard (an imported run is one shard of the
+#: whole split) is cut into pieces, so that assignment, simulation and pattern mining
+#: hold a bounded part of a split at once, on any engine (at 1M inputs, 18M steps, one
+#: piece held 5.1 GB)
+PIECE_STEPS = 1 << 20
+
+
+def n_pieces(engine: Any, ref: ShardRef, n_shards: int) -> int:
+    """Pieces of ``ref`` for ``engine`` (:func:`pieces_per_shard`), enough that none holds
+    more than :data:`PIECE_STEPS` steps."""
+    return max(pieces_per_shard(engine, n_shards), -(-ref.n_steps // PIECE_STEPS))
+
+
 def step_pieces(ref: ShardRef, k: int, chunk: int) -> list[tuple[ShardRef, int, int]]:
     """Up to ``k`` runs ``(ref, lo, hi)`` of the shard's steps (local to the shard) that
     start on multiples of ``chunk``: the chunks a piece's ``predict`` reads are those of
@@ -500,7 +514,7 @@ def assign_piece(item: tuple[ShardRef, int, int], *, abstractor: Any,
     if stats is not None:
         res["stats"] = path_stats(st, tr, *stats, lo=lo, hi=hi, shard=ref.index)
     if out is None:
-        res["states"] = st
+        res["states"] = st.astype(np.int32)  # as in the file: half the memory of int64
     else:
         _write(out, ref.step_start + lo, st.astype(np.int32))
     return res
@@ -519,7 +533,7 @@ def _gather(parts: list[dict[str, Any]], key: str, out: str | None) -> np.ndarra
     if out is not None:
         return np.load(out, mmap_mode="r")
     arrays = [p[key] for p in parts]
-    return np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
+    return np.concatenate(arrays) if arrays else np.zeros(0, np.int32)
 
 
 def assign_split(engine: Any, abstractor: Any, refs: Sequence[ShardRef], *,
@@ -530,16 +544,16 @@ def assign_split(engine: Any, abstractor: Any, refs: Sequence[ShardRef], *,
     Returns
     -------
     states : ndarray of shape (n_steps,)
-        int64 in memory, or an int32 memory map of ``out_dir/SPLIT.states.npy``.
+        int32, in memory or a memory map of ``out_dir/SPLIT.states.npy``.
     stats : PathStats or None
     """
     n = sum(r.n_steps for r in refs)
     split = refs[0].split if refs else "split"
     out = _states_out(out_dir, f"{split}.states.npy", n)
-    k = pieces_per_shard(engine, len(refs))
-    # pieces of shards on a cluster (each with its statistics: their sum is the shard's),
-    # whole shards in this process (k = 1: one piece a shard)
-    items = [p for r in refs for p in step_pieces(r, k, int(abstractor.chunk_size))]
+    # pieces of shards (each with its statistics: their sum is the shard's): enough for
+    # the workers of a cluster, and none longer than PIECE_STEPS
+    items = [p for r in refs for p in step_pieces(r, n_pieces(engine, r, len(refs)),
+                                                  int(abstractor.chunk_size))]
     if stats is not None and items and out is not None:  # only the statistics come back
         return _gather([], "states", out), engine.map_reduce(
             _assign_stats, items, combine_stats, abstractor=abstractor, stats=stats, out=out)
@@ -595,7 +609,7 @@ def simulate_piece(item: tuple[ShardRef, int, int], *, fsm: Any,
         path = fsm.simulate(tok, off)
     res: dict[str, Any] = {"pred": preds}
     if out is None:
-        res["path"] = path
+        res["path"] = path.astype(np.int32)
     else:
         _write(out, ref.step_start + first, path.astype(np.int32))
     return res
@@ -638,7 +652,7 @@ def simulate_split(engine: Any, fsm: Any, refs: Sequence[ShardRef], *,
 
     Returns
     -------
-    path : ndarray of shape (n_steps,)
+    path : ndarray of shape (n_steps,), int32
     preds : list of ndarray of shape (n_inputs,)
         One per entry of ``modes``.
     """
@@ -646,9 +660,9 @@ def simulate_split(engine: Any, fsm: Any, refs: Sequence[ShardRef], *,
     n = sum(r.n_steps for r in refs)
     split = refs[0].split if refs else "split"
     out = _states_out(out_dir, f"{split}.simulated.npy", n)
-    k = pieces_per_shard(engine, len(refs))
     ship = _simulation_copy(fsm) if getattr(engine, "is_cluster", False) else fsm
-    parts = engine.map(simulate_piece, [p for r in refs for p in input_pieces(r, k)],
+    parts = engine.map(simulate_piece, [p for r in refs
+                                        for p in input_pieces(r, n_pieces(engine, r, len(refs)))],
                        fsm=ship, modes=tuple(modes), out=out)
     preds = [np.concatenate([p["pred"][j] for p in parts]) if parts
              else np.zeros(0, np.int64) for j in range(len(modes))]
@@ -680,37 +694,62 @@ PATTERN_MEMO_STEPS = 1 << 22  # splits up to 4M steps keep their parts between t
 CONTEXTS_PER_STATE = 5
 
 
-def _pattern_part(item: tuple[ShardRef, np.ndarray], memo: dict | None = None) -> pat.Part:
-    """The shard's :class:`~stateseer.abstraction.analysis.patterns.Part`, kept in ``memo`` (one
-    dict per
-    :func:`mine_patterns` call): in this process its count and describe phases get the
-    same part, so what one computed from the paths the other reuses (``None`` on a
-    cluster: the dict would be scattered and fill on every worker)."""
-    ref, states = item
-    key = (ref.split, ref.index, ref.step_start)
+PatternItem = tuple[ShardRef, int, int, np.ndarray]
+
+
+def _pattern_items(engine: Any, refs: Sequence[ShardRef], states: np.ndarray
+                   ) -> list[PatternItem]:
+    """``(ref, a, b, states)``: inputs ``a`` to ``b`` of a shard (local) and their FSM
+    states, in pieces of at most :data:`PIECE_STEPS` steps (:func:`n_pieces`)."""
+    items = []
+    for r in refs:
+        pieces = input_pieces(r, n_pieces(engine, r, len(refs)))
+        if len(pieces) == 1:  # the whole shard
+            items.append((r, 0, r.input_stop - r.input_start,
+                          states[r.step_start:r.step_stop]))
+            continue
+        off = open_ref(r).offsets
+        items += [(r, a, b, states[r.step_start + int(off[a]):r.step_start + int(off[b])])
+                  for _, a, b in pieces]
+    return items
+
+
+def _pattern_part(item: PatternItem, memo: dict | None = None) -> pat.Part:
+    """The piece's :class:`~stateseer.abstraction.analysis.patterns.Part`, kept in
+    ``memo`` (one dict per :func:`mine_patterns` call): in this process its count and
+    describe phases get the same part, so what one computed from the paths the other
+    reuses (``None`` on a cluster: the dict would be scattered and fill on every
+    worker)."""
+    ref, a, b, states = item
+    key = (ref.split, ref.index, ref.step_start, a, b)
     if memo is not None and key in memo:
         return memo[key]
     tr = open_ref(ref)
-    part = pat.Part(np.asarray(states, np.int64), np.asarray(tr.offsets),
-                    np.asarray(tr.surface_ids), tr.proba, np.asarray(tr.labels),
-                    np.asarray(tr.predictions), ref.step_start, ref.input_start)
+    off = np.asarray(tr.offsets[a:b + 1], np.int64)
+    lo, hi = int(off[0]), int(off[-1])
+    part = pat.Part(np.asarray(states, np.int64), off - lo,
+                    np.asarray(tr.surface_ids[lo:hi]),
+                    None if tr.proba is None else tr.proba[lo:hi],
+                    np.asarray(tr.labels[a:b]), np.asarray(tr.predictions[a:b]),
+                    ref.step_start + lo, ref.input_start + a)
     if memo is not None:
         memo[key] = part
     return part
 
 
-def count_patterns_shard(item: tuple[ShardRef, np.ndarray], *, lists: tuple[str, ...],
+def count_patterns_shard(item: PatternItem, *, lists: tuple[str, ...],
                          n_states: int, surface: list[str], stop: np.ndarray | None,
-                         initial_proba: np.ndarray, memo: dict | None = None
-                         ) -> dict[str, Any]:
+                         initial_proba: np.ndarray, memo: dict | None = None,
+                         bucket: tuple[int, int] = (0, 1)) -> dict[str, Any]:
     """The count phase of each pattern list on one shard (``item``: the shard and its
     FSM states; ``stop``: :func:`stateseer.abstraction.analysis.patterns.stop_table`, for the
-    n-grams;
-    ``memo``: see :func:`_pattern_part`)."""
+    n-grams, and ``bucket`` the n-grams counted (:func:`~stateseer.abstraction.analysis.
+    patterns.ngram_counts`); ``memo``: see :func:`_pattern_part`)."""
     part = _pattern_part(item, memo)
     out: dict[str, Any] = {}
     if "ngrams" in lists:
-        out["ngrams"] = pat.ngram_counts(part, n_states, vocab_size=len(surface), stop=stop)
+        out["ngrams"] = pat.ngram_counts(part, n_states, vocab_size=len(surface), stop=stop,
+                                         bucket=bucket)
     if "contexts" in lists:
         out["contexts"] = pat.context_candidates(part, surface, n_states,
                                                  per_state=CONTEXTS_PER_STATE)
@@ -733,7 +772,7 @@ def combine_pattern_counts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, An
     return out
 
 
-def describe_patterns_shard(item: tuple[ShardRef, np.ndarray], *, influential: list,
+def describe_patterns_shard(item: PatternItem, *, influential: list,
                             buggy: list, n_states: int, surface: list[str],
                             initial_proba: np.ndarray, memo: dict | None = None
                             ) -> dict[str, Any]:
@@ -742,6 +781,28 @@ def describe_patterns_shard(item: tuple[ShardRef, np.ndarray], *, influential: l
     return {"influential": pat.influential_describe(part, influential, surface, n_states,
                                                     initial_proba=initial_proba),
             "buggy": pat.buggy_describe(part, buggy, surface, n_states)}
+
+
+#: steps per n-gram bucket: a longer split counts its n-grams in several passes, each
+#: over the n-grams of one hash bucket (every n-gram, exactly, in one of them), since
+#: distinct n-grams grow with the data (at 1M inputs counting all at once took 3.5 GB)
+NGRAM_BUCKET_STEPS = 1 << 21
+
+
+def _mine_ngrams(engine: Any, items: list[PatternItem], shared: dict[str, Any],
+                 n_steps: int) -> list[dict[str, Any]]:
+    """:func:`~stateseer.abstraction.analysis.patterns.state_ngrams` of the split in
+    ``items``, counted one hash bucket of n-grams at a time (the same lists)."""
+    surface, n_states = shared["surface"], shared["n_states"]
+    stop = pat.stop_table(surface)
+    n_buckets = max(1, -(-n_steps // NGRAM_BUCKET_STEPS))
+    rows = []
+    for b in range(n_buckets):
+        counts = engine.map_reduce(count_patterns_shard, items, combine_pattern_counts,
+                                   lists=("ngrams",), stop=stop, bucket=(b, n_buckets),
+                                   **shared)
+        rows.append(pat.ngram_candidates(counts["ngrams"], len(surface)))
+    return pat.ngrams_from_candidates(rows, surface, n_states)
 
 
 def mine_patterns(engine: Any, refs: Sequence[ShardRef], states: np.ndarray,
@@ -775,19 +836,19 @@ def mine_patterns(engine: Any, refs: Sequence[ShardRef], states: np.ndarray,
         One entry per list.
     """
     lists = tuple(lists)
-    items = [(r, states[r.step_start:r.step_stop]) for r in refs]
+    items = _pattern_items(engine, refs, states)
     # the shards' parts, kept for the describe phase (in this process) while the split is
     # small enough: about 100 bytes a step, so a bounded memory, not one that grows with N
     small = sum(r.n_steps for r in refs) <= PATTERN_MEMO_STEPS
     memo = {} if small and not getattr(engine, "is_cluster", False) else None
     shared = {"n_states": n_states, "surface": list(surface), "initial_proba": initial_proba,
               "memo": memo}
-    counts = engine.map_reduce(count_patterns_shard, items, combine_pattern_counts,
-                               lists=lists, **shared,
-                               stop=pat.stop_table(surface) if "ngrams" in lists else None)
     out: dict[str, Any] = {}
     if "ngrams" in lists:
-        out["ngrams"] = pat.ngrams_from_counts(counts["ngrams"], surface, n_states)
+        out["ngrams"] = _mine_ngrams(engine, items, shared, sum(r.n_steps for r in refs))
+    lists = tuple(x for x in lists if x != "ngrams")
+    counts = engine.map_reduce(count_patterns_shard, items, combine_pattern_counts,
+                               lists=lists, **shared, stop=None) if lists else {}
     if "contexts" in lists:
         out["contexts"] = pat.contexts_from_candidates(counts["contexts"], n_states,
                                                        CONTEXTS_PER_STATE)

@@ -253,8 +253,11 @@ def build_run(work: Path, n_inputs: int, seed: int = 0) -> Path:
 
 def abstract_child(run: str) -> dict:
     """In a child process: ``abstract --states 40`` (abstraction, then the index)."""
+    import shutil
+
     from stateseer.app.workflows.abstract import abstract_workflow
 
+    shutil.rmtree(Path(run) / "index", ignore_errors=True)  # built afresh, not kept
     base = _status_kib("RssAnon")
     with AnonPeak() as anon:
         t0 = time.perf_counter()

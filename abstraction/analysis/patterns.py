@@ -111,9 +111,13 @@ def _uninformative(words: Sequence[str]) -> np.ndarray:
 
 # -- per-state n-grams ----------------------------------------------------------------------
 def ngram_counts(part: Part, n_states: int, *, vocab_size: int, stop: np.ndarray,
-                 max_n: int = 3) -> Counts:
+                 max_n: int = 3, bucket: tuple[int, int] = (0, 1)) -> Counts:
     """Count phase of :func:`state_ngrams`: per n, n-gram totals, (state, n-gram) pairs,
-    steps per state and the number of steps counted."""
+    steps per state and the number of steps counted.
+
+    ``bucket=(b, B)`` counts only the n-grams whose :func:`key_bucket` is ``b`` of ``B``
+    (their totals and pairs both; steps per state and the number of steps are always
+    all of them), so that B passes count every n-gram once in 1/B of the memory."""
     states = np.asarray(part.states, np.int64)
     tok = np.asarray(part.token_ids, np.int64)
     V = max(vocab_size, 1)
@@ -127,12 +131,22 @@ def ngram_counts(part: Part, n_states: int, *, vocab_size: int, stop: np.ndarray
             all_stop = all_stop[:-1] & tok_stop[n - 1:]
         keep = np.flatnonzero((pos[n - 1:] >= n - 1) & ~all_stop)
         kept, at = key[keep], states[keep + (n - 1)]
-        out[f"total{n}"] = _keyed(*np.unique(kept, return_counts=True))
-        out[f"pair{n}"] = _keyed(*np.unique(at * (V ** n) + kept, return_counts=True))
         out[f"state{n}"] = _keyed(np.arange(n_states),
                                   np.bincount(at, minlength=n_states)[:n_states])
         out[f"steps{n}"] = _keyed(np.zeros(1), [len(keep)])
+        if bucket[1] > 1:
+            mine = key_bucket(kept, bucket[1]) == bucket[0]
+            kept, at = kept[mine], at[mine]
+        out[f"total{n}"] = _keyed(*np.unique(kept, return_counts=True))
+        out[f"pair{n}"] = _keyed(*np.unique(at * (V ** n) + kept, return_counts=True))
     return out
+
+
+def key_bucket(keys: np.ndarray, n_buckets: int) -> np.ndarray:
+    """Bucket ``0..n_buckets-1`` of each int64 key: a multiplicative hash (Fibonacci
+    hashing), so that buckets are even whatever the keys' distribution."""
+    mixed = np.asarray(keys).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return ((mixed >> np.uint64(32)) % np.uint64(n_buckets)).astype(np.int64)
 
 
 def _within_top(groups: np.ndarray, score: np.ndarray, k: int) -> np.ndarray:
@@ -158,11 +172,26 @@ def _group_runs(groups: np.ndarray) -> list[np.ndarray]:
     return [order[a:b] for a, b in pairwise(bounds)]
 
 
+NgramRows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 def ngrams_from_counts(counts: Counts, vocab: Sequence[str], n_states: int, *, max_n: int = 3,
                        top_k: int = 10, min_count_for_lift: int = 5
                        ) -> list[dict[str, list[dict[str, Any]]]]:
     """Select phase of :func:`state_ngrams`: rank the merged counts."""
-    V = max(len(vocab), 1)
+    rows = ngram_candidates(counts, len(vocab), max_n=max_n, top_k=top_k,
+                            min_count_for_lift=min_count_for_lift)
+    return ngrams_from_candidates([rows], vocab, n_states, top_k=top_k,
+                                  min_count_for_lift=min_count_for_lift)
+
+
+def ngram_candidates(counts: Counts, vocab_size: int, *, max_n: int = 3, top_k: int = 10,
+                     min_count_for_lift: int = 5) -> NgramRows:
+    """The rows of merged counts (all n-grams, or one :func:`key_bucket` of them) that may
+    be listed: ``(state, key, count, lift, n)``, a superset of each state's ``top_k`` by
+    count and by lift, so that the lists of several buckets' candidates
+    (:func:`ngrams_from_candidates`) are those of all the counts."""
+    V = max(vocab_size, 1)
     rows: list[tuple[np.ndarray, ...]] = []
     for n in range(1, max_n + 1):
         uk, total = counts[f"total{n}"]
@@ -174,6 +203,19 @@ def ngrams_from_counts(counts: Counts, vocab: Sequence[str], n_states: int, *, m
         p_all = total[np.searchsorted(uk, k)] / max(n_steps, 1)
         rows.append((st, k, cnt, p_state / p_all, np.full(len(st), n)))
     st, key, cnt, lift, nn = (np.concatenate(c) for c in zip(*rows, strict=True))
+    ok = _within_top(st, -cnt, top_k)
+    lifted = np.flatnonzero(cnt >= min_count_for_lift)
+    ok[lifted[_within_top(st[lifted], -lift[lifted], top_k)]] = True
+    return st[ok], key[ok], cnt[ok], lift[ok], nn[ok]
+
+
+def ngrams_from_candidates(parts: Sequence[NgramRows], vocab: Sequence[str], n_states: int,
+                           *, top_k: int = 10, min_count_for_lift: int = 5
+                           ) -> list[dict[str, list[dict[str, Any]]]]:
+    """Each state's ``top_k`` n-grams by count and by lift among
+    :func:`ngram_candidates`' rows."""
+    V = max(len(vocab), 1)
+    st, key, cnt, lift, nn = (np.concatenate(c) for c in zip(*parts, strict=True))
 
     def decode(k: int, n: int) -> str:
         words = []
@@ -190,7 +232,9 @@ def ngrams_from_counts(counts: Counts, vocab: Sequence[str], n_states: int, *, m
     ):
         sel = np.flatnonzero(ok)
         sel = sel[_within_top(st[sel], order_key[sel], top_k)]  # the rest cannot be listed
-        order = sel[np.lexsort((nn[sel], order_key[sel], st[sel]))]
+        # ties by n, then by key (the counts' own order): the same lists whatever
+        # buckets the candidates came in
+        order = sel[np.lexsort((key[sel], nn[sel], order_key[sel], st[sel]))]
         s_sorted = st[order]
         first = np.searchsorted(s_sorted, s_sorted, side="left")
         rank = np.arange(len(order)) - first

@@ -43,9 +43,9 @@ Probabilistic simulation (``simulation='probabilistic'``, :meth:`FSM.simulate_di
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import pairwise
 from pathlib import Path
@@ -54,7 +54,7 @@ from typing import IO, Any
 import numpy as np
 
 from stateseer.abstraction.arrays import numpy_threads
-from stateseer.abstraction.automata.io import read_text, write_output
+from stateseer.abstraction.automata.io import read_text, write_chunks
 from stateseer.abstraction.colors import ClassColors
 from stateseer.abstraction.errors import AbstractionError
 from stateseer.abstraction.kernels import HAVE_NUMBA, pfa_run
@@ -70,6 +70,9 @@ FALLBACKS = ("displacement", "nearest", "token", "stay")
 SIMULATIONS = ("argmax", "probabilistic")
 FORMAT = "stateseer.fsm"
 VERSION = 1
+#: transitions an FSM's document holds one to a line; above, a line holds this many and
+#: the document is written in pieces (:meth:`FSM.save`)
+STREAM_TRANSITIONS = 65_536
 
 
 PREDICTION_BITS = 30
@@ -817,8 +820,9 @@ class FSM(Automaton):
         return g
 
     # exchange format ----------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        """The ``stateseer.fsm`` v1 exchange format (DESIGN.md), with extra keys."""
+    def to_dict(self, *, transitions: bool = True) -> dict[str, Any]:
+        """The ``stateseer.fsm`` v1 exchange format (DESIGN.md), with extra keys
+        (``transitions=False``: an empty transition list)."""
         states = []
         for s in range(self.n_states):
             rec = {"id": s, "visits": int(self.visits[s]),
@@ -827,15 +831,31 @@ class FSM(Automaton):
             if self.coords is not None:
                 rec["coords"] = [round(float(x), 6) for x in self.coords[s]]
             states.append(rec)
-        transitions = [
-            {"source": int(s), "target": int(d), "token": self.alphabet[int(t)], "count": int(c)}
-            for s, t, d, c in zip(self.source, self.token, self.target, self.count, strict=True)
-        ]
         return {"format": FORMAT, "version": VERSION, "classes": self.classes,
-                "initial": self.initial, "states": states, "transitions": transitions,
+                "initial": self.initial, "states": states,
+                "transitions": self._transition_records(0, len(self.source))
+                if transitions else [],
                 "alphabet": self.alphabet, "fallback": self.fallback,
                 "simulation": self.simulation, "smoothing": self.smoothing,
                 "bandwidth": self.bandwidth, "provenance": self.info}
+
+    def _transition_records(self, lo: int, hi: int) -> list[dict[str, Any]]:
+        """Transitions ``lo`` to ``hi`` as exchange-format records."""
+        a = self.alphabet
+        return [{"source": int(s), "target": int(d), "token": a[int(t)], "count": int(c)}
+                for s, t, d, c in zip(self.source[lo:hi], self.token[lo:hi],
+                                      self.target[lo:hi], self.count[lo:hi], strict=True)]
+
+    def exchanged(self) -> FSM:
+        """This FSM as its saved document reads back (``from_dict(to_dict())``: the
+        transitions in :meth:`from_dict`'s order, the figures rounded as saved), without a
+        record per transition."""
+        fsm = FSM.from_dict(self.to_dict(transitions=False))
+        order = np.lexsort((self.target, -self.count, self.token, self.source))
+        return replace(fsm, source=np.asarray(self.source, np.int64)[order],
+                       token=np.asarray(self.token, np.int64)[order],
+                       target=np.asarray(self.target, np.int64)[order],
+                       count=np.asarray(self.count, np.int64)[order])
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FSM:
@@ -897,8 +917,26 @@ class FSM(Automaton):
 
     def save(self, path: str | Path | IO[str], *, overwrite: bool = False) -> None:
         """Write the JSON exchange format to a path or an open text file."""
-        write_output(json.dumps(self.to_dict(), indent=1, ensure_ascii=False), path,
-                     overwrite=overwrite)
+        write_chunks(self._json_chunks(), path, overwrite=overwrite)
+
+    def _json_chunks(self) -> Iterator[str]:
+        """The saved document's text in pieces: whole (one transition a line) up to
+        :data:`STREAM_TRANSITIONS` transitions; above, the transitions
+        :data:`STREAM_TRANSITIONS` to a line, so that a big FSM's document is never held
+        whole (at 1M inputs it is 1.5M transitions, 137 MB of JSON)."""
+        n = len(self.source)
+        if n <= STREAM_TRANSITIONS:
+            yield json.dumps(self.to_dict(), indent=1, ensure_ascii=False)
+            return
+        key = '"transitions": []'  # the first occurrence: the keys before it are escaped
+        before, after = json.dumps(self.to_dict(transitions=False), indent=1,
+                                   ensure_ascii=False).split(key, 1)
+        yield before + '"transitions": [\n'
+        for lo in range(0, n, STREAM_TRANSITIONS):
+            text = json.dumps(self._transition_records(lo, lo + STREAM_TRANSITIONS),
+                              ensure_ascii=False)[1:-1]
+            yield text if lo == 0 else ",\n" + text
+        yield "\n ]" + after
 
     @classmethod
     def load(cls, path: str | Path | IO[str]) -> FSM:

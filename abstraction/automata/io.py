@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
 from stateseer.abstraction.errors import AbstractionError
-from stateseer.core.atomic import atomic_write_bytes
+from stateseer.core.atomic import atomic_write, atomic_write_bytes
 
-__all__ = ["read_text", "write_output"]
+__all__ = ["read_text", "write_chunks", "write_output"]
 
 
 def write_output(data: bytes | str, out: str | Path | IO, *, overwrite: bool = False) -> None:
@@ -27,6 +28,24 @@ def write_output(data: bytes | str, out: str | Path | IO, *, overwrite: bool = F
     if p.exists() and not overwrite:
         raise AbstractionError(f"{p} exists; pass overwrite=True (or --force) to replace it")
     atomic_write_bytes(p, data if isinstance(data, bytes) else data.encode("utf-8"))
+
+
+def write_chunks(chunks: Iterable[str], out: str | Path | IO, *,
+                 overwrite: bool = False) -> None:
+    """:func:`write_output` of text produced piece by piece (never held whole)."""
+    if hasattr(out, "write"):
+        for chunk in chunks:
+            out.write(chunk)
+        return
+    p = Path(out)
+    if p.exists() and not overwrite:
+        raise AbstractionError(f"{p} exists; pass overwrite=True (or --force) to replace it")
+
+    def write(f: IO[bytes]) -> None:
+        for chunk in chunks:
+            f.write(chunk.encode("utf-8"))
+
+    atomic_write(p, write)
 
 
 def read_text(source: str | Path | IO[str]) -> str:

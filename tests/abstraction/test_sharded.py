@@ -100,10 +100,12 @@ def test_pieces_cut_mid_input_sum_to_the_shard_bit_for_bit():
 
 
 def test_patterns_mined_over_shards_equal_the_whole_split_at_any_shard_size(
-        tmp_path, text_run):
+        tmp_path, text_run, monkeypatch):
     """``abstract`` mines DeepSeer's lists shard by shard (counts merged, then phrases and
     inputs of the chosen ones): the lists are those of the whole-split functions, and the
-    same for one shard or many (contexts are a seeded sample keyed by step number)."""
+    same for one shard or many, or one shard cut into pieces of PIECE_STEPS steps (as an
+    imported run is) with its n-grams counted a hash bucket at a time (contexts are a
+    seeded sample keyed by step number)."""
     import shutil
 
     from stateseer.abstraction.analysis.patterns import (
@@ -116,17 +118,25 @@ def test_patterns_mined_over_shards_equal_the_whole_split_at_any_shard_size(
     from stateseer.core.traces import Traces
     from stateseer.rnn_models.engine import record_run
 
-    docs = []
-    for size in (None, 97):
-        run = tmp_path / f"shards-{size}"
+    docs, states = [], []
+    for size, piece in ((None, None), (97, None), (None, 700)):
+        run = tmp_path / f"shards-{size}-{piece}"
         shutil.copytree(text_run, run, ignore=shutil.ignore_patterns("traces*", "abstraction*"))
         record_run(run, shard_size=size)
         traces = Traces(run / "traces")
         assert len(traces.shards("train")) == (1 if size is None else
                                               -(-traces["train"].n_inputs // size))
+        if piece:  # pieces, and the n-grams counted in hash buckets
+            monkeypatch.setattr(sharded, "PIECE_STEPS", piece)
+            monkeypatch.setattr(sharded, "NGRAM_BUCKET_STEPS", piece)
+            assert traces["train"].n_steps > 3 * piece  # several pieces
         ab = abstract_run(run, n_states=10, save=False)
         docs.append(json.dumps(ab.patterns))
-    assert docs[0] == docs[1]
+        states.append([np.asarray(ab.simulated["train"]).tobytes(),
+                       np.asarray(ab.states["train"]).tobytes(),
+                       json.dumps(ab.fsm.to_dict(transitions=True)["transitions"])])
+    assert docs[0] == docs[1] == docs[2]
+    assert states[0] == states[2]  # assignment and simulation, cut into pieces
     S, tr = ab.fsm.n_states, traces["train"]
     st = np.asarray(ab.states["train"])
     want = {

@@ -248,6 +248,33 @@ def test_dict_and_file_round_trips_keep_delta_and_labels(tmp_path, fallback):
     np.testing.assert_array_equal(FSM.load(buf).delta, fsm.delta)
 
 
+@pytest.mark.parametrize("per_line", [1, 2, 100])
+def test_a_big_fsm_is_written_in_pieces_and_reads_back_whole(tmp_path, monkeypatch,
+                                                             per_line):
+    """Above STREAM_TRANSITIONS the document is streamed (a line of transitions at a
+    time) and reads back as the whole document does; exchanged() is that reading."""
+    import stateseer.abstraction.automata.fsm as fsm_mod
+
+    fsm = example_a()
+    fsm.classes = ['the "transitions": [] class', "b"]  # the splice is not fooled
+    whole = FSM.from_dict(fsm.to_dict())
+    monkeypatch.setattr(fsm_mod, "STREAM_TRANSITIONS", per_line)
+    path = tmp_path / "fsm.json"
+    fsm.save(path)
+    text = path.read_text()
+    assert text.count("\n") > 1 and json.loads(text)["classes"] == fsm.classes
+    for other in (FSM.load(path), fsm.exchanged()):
+        for name in ("source", "token", "target", "count", "visits", "prediction",
+                     "coords"):  # same transition order, same rounding
+            np.testing.assert_array_equal(getattr(other, name), getattr(whole, name))
+        assert (other.info, other.classes, other.alphabet) == (whole.info, whole.classes,
+                                                               whole.alphabet)
+        np.testing.assert_array_equal(other.delta, fsm.delta)
+    buf = io.StringIO()
+    fsm.save(buf)
+    assert buf.getvalue() == text
+
+
 def test_from_dict_without_alphabet_or_coords():
     d = example_a().to_dict()
     del d["alphabet"], d["fallback"]
