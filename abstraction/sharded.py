@@ -433,7 +433,7 @@ def pieces_per_shard(engine: Any, n_shards: int) -> int:
 #: whole split) is cut into pieces, so that assignment, simulation and pattern mining
 #: hold a bounded part of a split at once, on any engine (at 1M inputs, 18M steps, one
 #: piece held 5.1 GB)
-PIECE_STEPS = 1 << 20
+PIECE_STEPS = 1 << 21
 
 
 def n_pieces(engine: Any, ref: ShardRef, n_shards: int) -> int:

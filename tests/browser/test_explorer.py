@@ -136,6 +136,50 @@ def test_select_row_shows_trace_chart_and_path(dash_duo, explored_run):
     assert dash_duo.get_logs() == []
 
 
+def test_a_click_at_the_same_place_on_new_rows_shows_the_new_row(dash_duo, explored_run):
+    """#52's row-click mystery: one seeded click of six showed input #7, the input of the
+    click before, instead of the row clicked. The table kept its active cell when a state
+    click replaced its rows, so a click at the same place set the same active cell:
+    nothing fired, and the trace stayed on the earlier input. The page now clears the
+    active cell after each row click (SELECT_ROW_JS)."""
+    d = dash_duo.driver
+    _start(dash_duo, explored_run)
+
+    def row(k: int) -> tuple[str, object]:
+        ids = d.find_elements(By.CSS_SELECTOR, '#table td[data-dash-column="id"]')
+        return ids[k].text, d.find_elements(By.CSS_SELECTOR,
+                                            '#table td[data-dash-column="text"]')[k]
+
+    first, cell = row(3)
+    cell.click()
+    dash_duo.wait_for_contains_text("#trace-title", f"#{first} ", timeout=10)
+    import numpy as np
+
+    from stateseer.core.traces import Traces
+
+    # a state whose fourth input is not the table's fourth (inputs are listed in order)
+    off = np.asarray(Traces(explored_run / "traces")["test"].offsets)
+    st = np.load(explored_run / "abstraction" / "test.states.npy")
+    through = {s: np.unique(np.searchsorted(off, np.flatnonzero(st == s), "right") - 1)
+               for s in range(1, int(st.max()) + 1)}
+    state = next(s for s, inputs in sorted(through.items(), key=lambda kv: -len(kv[1]))
+                 if len(inputs) > 12 and inputs[3] != 3)
+    ids0 = [e.text for e in d.find_elements(By.CSS_SELECTOR,
+                                            '#table td[data-dash-column="id"]')]
+    _select_state(dash_duo, state)
+    dash_duo.wait_for_contains_text("#filter-chips", f"through state {state}", timeout=10)
+    deadline = time.time() + 10
+    while time.time() < deadline and [e.text for e in d.find_elements(
+            By.CSS_SELECTOR, '#table td[data-dash-column="id"]')] == ids0:
+        time.sleep(0.1)
+    _wait_idle(d)
+    second, cell = row(3)
+    assert second != first  # the same place now holds another input
+    cell.click()
+    dash_duo.wait_for_contains_text("#trace-title", f"#{second} ", timeout=10)
+    assert dash_duo.get_logs() == []
+
+
 def test_a_page_with_some_views_left_out_works_without_them(dash_duo, explored_run):
     """Registry.layout(views=...): the views left out are not in the page; the callbacks
     that read their components get None and nothing fails."""

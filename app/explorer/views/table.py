@@ -194,11 +194,17 @@ function (cell, sel, rows) {
     const nu = window.dash_clientside.no_update;
     const r = cell ? cell.row : null;
     if (r === null || r === undefined || !rows || r >= rows.length) { return [nu, nu]; }
+    // the table keeps its active cell when its rows change (a state click, a filter): a
+    // click at the same place on the new rows would then change nothing and fire nothing,
+    // and the input shown would stay the one clicked before. Clearing it makes every
+    // click a change (the selected row is marked by MARK_ROW_JS, not by the active cell).
+    window.dash_clientside.set_props("__TABLE__", {active_cell: null});
     return window.stateseer.select(sel || window.stateseer.EMPTY, "row",
                                    parseInt(rows[r].index, 10));
 }
-"""
-""":func:`select_row` in the page."""
+""".replace("__TABLE__", ids.TABLE)
+""":func:`select_row` in the page (which then clears the table's active cell, so that a
+click at the same place on other rows is a new click)."""
 
 SELECT_SPLIT_JS = """
 function (split, sel) {
