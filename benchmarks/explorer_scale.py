@@ -326,6 +326,50 @@ def server_child(run: str, repeats: int = 6, seed: int = 0) -> dict:
     return out
 
 
+def browser_figures(run: Path, clicks: int = 6, seed: int = 0) -> dict:
+    """The explorer served over HTTP (``browser_latency.Session``: the app in a
+    subprocess, headless chromium through selenium) on ``run``: the first render in a
+    fresh browser, then ``clicks`` seeded state clicks each followed by a row click, every
+    one timed in the page (``browser_latency``'s harness); whether each row click showed
+    the row clicked (the trace title names its id); then the tab's memory: its JS heap
+    (Chrome's ``Performance.getMetrics``) and the resident memory of chromium's renderer
+    processes."""
+    import psutil
+    from browser_latency import Session, load
+    from selenium.webdriver.common.by import By
+
+    s = Session(Path(__file__).resolve().parents[1], run, "?split=train",
+                list(range(1, 41)), [""], seed)
+    try:
+        first = load(s.driver, s.url, timeout=300)
+        s.server.wait_idle(quiet=1.0, timeout=300)
+        right = 0
+        for _ in range(clicks):
+            s.state_click()
+            ids = [e.text for e in s.driver.find_elements(
+                By.CSS_SELECTOR, '#table td[data-dash-column="id"]')]
+            s.row_click()  # raises when the row's trace is not shown
+            right += s.driver.find_element(By.ID, "trace-title").text.startswith(
+                f"#{ids[s.last_row]} ")
+        s.server.wait_idle()
+        s.driver.execute_cdp_cmd("Performance.enable", {})
+        metrics = {m["name"]: m["value"] for m in s.driver.execute_cdp_cmd(
+            "Performance.getMetrics", {})["metrics"]}
+        driver_pid = s.driver.service.process.pid
+        renderers = [p for p in psutil.Process(driver_pid).children(recursive=True)
+                     if "--type=renderer" in " ".join(p.cmdline())]
+        rows = s.ms.get("row_click_first", []) + s.ms.get("row_click", [])
+        return {"browser_first_render_ms": round(first),
+                "browser_state_click_median_ms": round(float(np.median(s.ms["state_click"]))),
+                "browser_row_click_median_ms": round(float(np.median(rows))),
+                "browser_rows_right": f"{right}/{clicks}",
+                "tab_js_heap_mib": round(metrics["JSHeapUsedSize"] / 2**20, 1),
+                "tab_renderer_rss_mib": round(sum(p.memory_info().rss for p in renderers)
+                                              / 2**20, 1)}
+    finally:
+        s.close()
+
+
 def _child(*args: str) -> dict:
     res = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
                          check=False, env={**os.environ, "PYTHONWARNINGS": "ignore"})
@@ -343,6 +387,8 @@ def bench_server(args: argparse.Namespace) -> dict:
         fig = {"build_import_s": round(time.perf_counter() - t0, 1)}
         fig.update(_child("_abstract_child", str(run)))
         fig.update(_child("_server_child", str(run)))
+        if args.browser:
+            fig.update(browser_figures(run))
         out[str(n)] = fig
         print(f"{n:>10,}: {fig}", flush=True)
     return out
@@ -366,6 +412,9 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--brute", type=int, default=100)
     p.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()))
+    p.add_argument("--browser", action="store_true",
+                   help="server: also serve each run over HTTP and measure it in headless "
+                        "chromium (first render, clicks, the tab's memory)")
     args = p.parse_args()
     if args.what == "server":
         result = bench_server(args)
@@ -373,6 +422,7 @@ def main() -> None:
         first = result[sizes[0]]
         print(json.dumps({"server": result, "ratios": {
             s: {k: round(v / first[k], 2) if isinstance(v, (int, float)) and first.get(k)
+                and not isinstance(v, bool)
                 else None for k, v in result[s].items()} for s in sizes[1:]}}))
         return
     result = bench_index(args)

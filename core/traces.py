@@ -614,7 +614,10 @@ class Traces:
         self._check_recorded(split)
         if split not in self._splits:
             infos = self.shards(split)
-            parts = [self.open_shard(split, k) for k in range(len(infos))]
+            # one shard: its texts are read when first used (at 1M inputs, 144 MB that
+            # the abstraction never reads); several: joined, so read and checked now
+            parts = [self.open_shard(split, k, texts=len(infos) > 1)
+                     for k in range(len(infos))]
             self._splits[split] = (parts[0] if len(parts) == 1
                                    else self._join(split, parts, infos))
         return self._splits[split]
