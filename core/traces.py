@@ -789,5 +789,8 @@ class _LazyTexts(Sequence):
     def __getitem__(self, i):
         return self._load()[i]
 
+    def __setitem__(self, i, value) -> None:  # as the list the texts were before
+        self._load()[i] = value
+
     def __iter__(self):
         return iter(self._load())
