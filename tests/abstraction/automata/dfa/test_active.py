@@ -107,3 +107,15 @@ def test_held_out_words_choose_the_smallest_hypothesis_within_epsilon():
     loose = learn_active(g.alphabet, _model_of(g), select=(held, labels), epsilon=1.0)
     sizes = [h["n_states"] for h in loose.history]
     assert loose.dfa.n_states <= min(sizes) < g.n_states
+
+
+def test_one_held_out_words_worth_of_epsilon_is_not_lost_to_rounding():
+    """Errors are k/n: at n = 68, 2/68 + 1/68 < 3/68 in floating point, and the smaller
+    hypothesis one word worse than the best must still be chosen."""
+    from stateseer.abstraction.automata.dfa.active import _choose
+
+    n = 68
+    assert 2 / n + 1 / n < 3 / n  # the rounding this guards against
+    history = [{"n_states": 9, "heldout_error": 2 / n}, {"n_states": 4, "heldout_error": 3 / n},
+               {"n_states": 3, "heldout_error": 4 / n}]
+    assert _choose(history, 1 / n) == 1
