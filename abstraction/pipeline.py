@@ -170,8 +170,9 @@ class Abstraction:
         save_fsm_arrays(self.fsm.exchanged(), tmp / FSM_ARRAYS,
                         tmp / layout.FSM)
         for split, arr in self.states.items():
-            np.save(tmp / f"{split}.states.npy", arr.astype(np.int32))
-            np.save(tmp / f"{split}.simulated.npy", self.simulated[split].astype(np.int32))
+            np.save(tmp / f"{split}.states.npy", np.asarray(arr).astype(np.int32, copy=False))
+            np.save(tmp / f"{split}.simulated.npy",
+                    np.asarray(self.simulated[split]).astype(np.int32, copy=False))
             if split in self.sim_predictions:
                 np.save(tmp / f"{split}.simulated_prediction.npy",
                         self.sim_predictions[split].astype(np.int32))
@@ -231,6 +232,8 @@ class Abstraction:
 #: the FSM's arrays beside its JSON, for a server that must start fast: a binary form that
 #: loads in milliseconds where the exchange format takes seconds to parse on big runs
 FSM_ARRAYS = "fsm.arrays.npz"
+#: where a big run's abstraction keeps its states while it runs (RUN/SCRATCH)
+SCRATCH = "abstraction.scratch"
 
 
 def save_fsm_arrays(fsm: FSM, path: Path, json_path: Path) -> None:
@@ -287,9 +290,11 @@ def _read_json(path: Path, fix: str) -> dict[str, Any]:
 
 
 def _read_states(path: Path, n_fsm_states: int, fix: str) -> np.ndarray:
-    """FSM state ids of shape (n_steps,) from ``path``, checked against the FSM's size."""
+    """FSM state ids of shape (n_steps,) from ``path``, checked against the FSM's size:
+    memory-mapped, read-only (at 1M inputs reading the states and simulated paths of a
+    run into int64 arrays took 0.3 GB of the server's memory)."""
     try:
-        a = np.load(path, allow_pickle=False)
+        a = np.load(path, allow_pickle=False, mmap_mode="r")
     except FileNotFoundError:
         raise AbstractionError(f"{path} is missing; {fix}") from None
     except DAMAGED_NPY:
@@ -298,7 +303,7 @@ def _read_states(path: Path, n_fsm_states: int, fix: str) -> np.ndarray:
         raise AbstractionError(f"{path} is corrupt (not a 1-d integer array); {fix}")
     if len(a) and (int(a.min()) < 0 or int(a.max()) >= n_fsm_states):
         raise AbstractionError(f"{path} refers to states outside 0..{n_fsm_states - 1}; {fix}")
-    return a.astype(np.int64)
+    return a
 
 
 def fresh_traces(run: RunDir) -> Traces:
@@ -723,25 +728,33 @@ def _abstract_run(run: RunDir | str | Path, engine: Engine, *, n_states: int | s
     elif not isinstance(n_states, (int, np.integer)) or isinstance(n_states, bool):
         raise AbstractionError(f"--states must be a positive integer or 'auto', not {n_states!r}")
     eval_split = _eval_split(traces)
-    # one BLAS thread: the run's own threads keep the cores busy, and BLAS threads left
-    # spinning after a call took CPU from them (1.7 -> 1.6 s on 1M steps, 2 cores)
-    with threadpool_limits(1, user_api="blas"), \
-            ThreadPoolExecutor(max(2, os.cpu_count() or 2)) as pool:
-        pool.submit(warm_up)  # the compiled simulation loads while the fit runs
-        ab = fit_abstraction(traces, alphabet, n_states=int(n_states), method=method,
-                             pool=pool, **params)
-        figures = _figures(ab, traces, eval_split, int(ab.abstractor.n_states),
-                           bool(getattr(ab.abstractor, "split_by_prediction_",
-                                        split_by_prediction)), engine)
-        ab.patterns = _patterns(ab.patterns)  # mined meanwhile
-    if auto is not None:
-        figures["auto"] = auto
-    figures["seconds"] = time.perf_counter() - t0
-    ab.metrics = figures
-    ab.info = _info(ab, traces, method, features, pca, fallback, split_by_prediction,
-                    random_state)
-    ab.fsm.info = dict(ab.info)
-    if save:
-        ab.save(run.abstraction_dir)
-        run.update_metrics(abstraction=figures)
+    # a big run's states and simulated paths go to files (mapped: the kernel's pages, not
+    # the process's memory; at 1M inputs 0.3 GB), removed once saved
+    steps = traces.meta.get("splits", {}).get("train", {}).get("n_steps", 0)
+    scratch = claim(run.path / SCRATCH) if steps > sharded.PIECE_STEPS else None
+    try:
+        # one BLAS thread: the run's own threads keep the cores busy, and BLAS threads
+        # left spinning after a call took CPU from them (1.7 -> 1.6 s on 1M steps, 2 cores)
+        with threadpool_limits(1, user_api="blas"), \
+                ThreadPoolExecutor(max(2, os.cpu_count() or 2)) as pool:
+            pool.submit(warm_up)  # the compiled simulation loads while the fit runs
+            ab = fit_abstraction(traces, alphabet, n_states=int(n_states), method=method,
+                                 pool=pool, out_dir=scratch, **params)
+            figures = _figures(ab, traces, eval_split, int(ab.abstractor.n_states),
+                               bool(getattr(ab.abstractor, "split_by_prediction_",
+                                            split_by_prediction)), engine)
+            ab.patterns = _patterns(ab.patterns)  # mined meanwhile
+        if auto is not None:
+            figures["auto"] = auto
+        figures["seconds"] = time.perf_counter() - t0
+        ab.metrics = figures
+        ab.info = _info(ab, traces, method, features, pca, fallback, split_by_prediction,
+                        random_state)
+        ab.fsm.info = dict(ab.info)
+        if save:
+            ab.save(run.abstraction_dir)
+            run.update_metrics(abstraction=figures)
+    finally:
+        if scratch is not None:  # what was mapped from it stays readable until dropped
+            shutil.rmtree(scratch, ignore_errors=True)
     return ab

@@ -31,7 +31,8 @@ nearest-context index; in a child process: seconds and peak anonymous memory). T
 second child stands in for the server: it loads the explorer's context and builds the app
 (``create_app``), renders the first page (the table's first page and the diagram), then a
 state click, a row click and a nearest-contexts query, each through the explorer's own
-callbacks, reading its ``RssAnon`` after each step and timing each (clicks: median of 6).
+callbacks, reading its ``RssAnon`` after each step (after glibc's ``malloc_trim``, which
+the served app runs soon after every request) and timing each (clicks: median of 6).
 
 Last line: one JSON object, ``{"index": ..., "ratios": ...}`` or
 ``{"server": {SIZE: figures}, "ratios": ...}``.
@@ -277,7 +278,10 @@ def server_child(run: str, repeats: int = 6, seed: int = 0) -> dict:
     from stateseer.app.explorer.views import card, core, diagram, nearest, table
     from stateseer.app.main import create_app
 
+    from stateseer.core.heap import trim
+
     def anon() -> float:
+        trim()  # as the served app does soon after each request (app.security)
         return round(_status_kib("RssAnon") / 1024, 1)
 
     out: dict = {"anon_before_mib": anon(),

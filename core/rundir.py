@@ -71,7 +71,7 @@ def sha256_file(path: str | Path) -> str:
 
 
 #: the directories a command writes beside their target before swapping them in
-WORK_DIRS = ("traces.tmp", "abstraction.tmp")
+WORK_DIRS = ("traces.tmp", "abstraction.tmp", "abstraction.scratch")
 OWNER = ".owner"
 
 

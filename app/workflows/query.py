@@ -66,8 +66,10 @@ class SplitIndex:
         """(state, input) presence as a CSR index: pointers (n_states + 1,) and the
         sorted inputs of each state."""
         n = max(self.n_inputs, 1)
-        key = distinct(self._states.astype(np.int64) * n + self.tr.step_input)
-        s, i = key // n, key % n
+        step_input = np.repeat(np.arange(self.n_inputs), np.diff(self.tr.offsets))
+        key = distinct(self._states.astype(np.int64) * n + step_input)
+        del step_input  # not kept: 8 bytes a step (the traces' cached step_input would be)
+        s, i = key // n, (key % n).astype(np.int32 if n < 2**31 else np.int64)
         return np.searchsorted(s, np.arange(self.n_states + 1)), i
 
     @cached_property

@@ -131,12 +131,21 @@ def test_patterns_mined_over_shards_equal_the_whole_split_at_any_shard_size(
             monkeypatch.setattr(sharded, "NGRAM_BUCKET_STEPS", piece)
             assert traces["train"].n_steps > 3 * piece  # several pieces
         ab = abstract_run(run, n_states=10, save=False)
+        # a run longer than PIECE_STEPS keeps its states in mapped files, removed at the end
+        assert isinstance(ab.states["train"], np.memmap) == bool(piece)
+        assert not (run / "abstraction.scratch").exists()
         docs.append(json.dumps(ab.patterns))
         states.append([np.asarray(ab.simulated["train"]).tobytes(),
                        np.asarray(ab.states["train"]).tobytes(),
                        json.dumps(ab.fsm.to_dict(transitions=True)["transitions"])])
     assert docs[0] == docs[1] == docs[2]
     assert states[0] == states[2]  # assignment and simulation, cut into pieces
+    abstract_run(run, n_states=10)  # saved from the mapped files
+    saved = np.load(run / "abstraction" / "train.states.npy")
+    assert saved.dtype == np.int32 and saved.astype(np.int64).tobytes() == \
+        np.frombuffer(states[0][1], np.asarray(ab.states["train"]).dtype).astype(
+            np.int64).tobytes()
+    assert not (run / "abstraction.scratch").exists()
     S, tr = ab.fsm.n_states, traces["train"]
     st = np.asarray(ab.states["train"])
     want = {
