@@ -277,7 +277,6 @@ def server_child(run: str, repeats: int = 6, seed: int = 0) -> dict:
     from stateseer.app.explorer.view import Trigger
     from stateseer.app.explorer.views import card, core, diagram, nearest, table
     from stateseer.app.main import create_app
-
     from stateseer.core.heap import trim
 
     def anon() -> float:

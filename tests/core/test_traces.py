@@ -322,3 +322,30 @@ def test_a_stray_half_written_directory_is_removed_by_the_next_writer_and_said(
         live.wait()
     with pytest.warns(StrayWorkWarning):
         assert RunDir(run).clean_stray() == [stray]
+
+
+@pytest.mark.parametrize("scan", [3, 1 << 26])
+def test_single_texts_are_read_alone_and_equal_the_parsed_list(tmp_path, monkeypatch, scan):
+    """A shard's texts are located in texts.json (scanned a few bytes at a time here)
+    and read one by one; quotes, '", "' inside a text, trailing backslashes and non-ASCII
+    text read back exactly. Another layout (indented) is parsed whole, as before."""
+    import json as _json
+
+    from stateseer.core import traces as tr_mod
+    from stateseer.core.traces import _LazyTexts, text_spans
+
+    monkeypatch.setattr(tr_mod, "TEXT_SCAN_BYTES", scan)
+    texts = ['plain', 'he said ", " and left', 'ends in a backslash \\', '',
+             'ünïcödé, "quoted", \\"', 'a\\\\", "b', 'last']
+    (tmp_path / "texts.json").write_text(_json.dumps(texts, ensure_ascii=False), "utf-8")
+    spans = text_spans(tmp_path / "texts.json", len(texts))
+    assert spans is not None and len(spans[0]) == len(texts)
+    lazy = _LazyTexts(tmp_path, len(texts), "fix")
+    assert [lazy[i] for i in range(len(texts))] == texts
+    assert lazy[-1] == "last" and lazy[1:3] == texts[1:3] and len(lazy) == len(texts)
+    assert lazy._texts is None  # never parsed whole
+    assert list(lazy) == texts  # iteration reads the list
+    (tmp_path / "texts.json").write_text(_json.dumps(texts, indent=1), "utf-8")
+    assert text_spans(tmp_path / "texts.json", len(texts)) is None
+    assert _LazyTexts(tmp_path, len(texts), "fix")[1] == texts[1]
+    assert text_spans(tmp_path / "texts.json", len(texts) + 1) is None
