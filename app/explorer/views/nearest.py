@@ -149,7 +149,7 @@ def projection_figure(sample: dict[str, np.ndarray], state_prediction: np.ndarra
                        "line": {"width": 3}}, "hoverinfo": "skip"})
     # the legend under the plot: above it, the plotly toolbar would cover its right end
     layout = {"margin": {"l": 30, "r": 10, "t": 30, "b": 30}, "height": 330,
-              "legend": {"orientation": "h", "x": 0, "y": -0.22, "yanchor": "top"},
+              "legend": {"orientation": "h", "x": 0, "y": -0.3, "yanchor": "top"},
               "plot_bgcolor": "#fafafa",
               "xaxis": {"title": {"text": "PC 1"}, "zeroline": False},
               "yaxis": {"title": {"text": "PC 2"}, "zeroline": False},
