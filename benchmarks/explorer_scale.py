@@ -3,7 +3,8 @@
 Usage::
 
     python benchmarks/explorer_scale.py index [--sizes 100000 1000000] [--queries 200]
-    python benchmarks/explorer_scale.py server [--sizes 100000 1000000] [--work DIR]
+    python benchmarks/explorer_scale.py server [--sizes 100000 1000000] [--work DIR] [--browser]
+    python benchmarks/explorer_scale.py cluster-index [--sizes 100000 1000000] [--cluster local:2]
 
 Runs are built the way a user of another framework brings them: a small numpy Elman RNN
 (hidden 64, tanh) reads inputs of 20 token ids drawn from a Zipf distribution over 5,000
@@ -34,8 +35,13 @@ state click, a row click and a nearest-contexts query, each through the explorer
 callbacks, reading its ``RssAnon`` after each step (after glibc's ``malloc_trim``, which
 the served app runs soon after every request) and timing each (clicks: median of 6).
 
-Last line: one JSON object, ``{"index": ..., "ratios": ...}`` or
-``{"server": {SIZE: figures}, "ratios": ...}``.
+``cluster-index``: per size, the nearest-context index built afresh in a child process,
+in that process and then on ``--cluster`` (Dask): seconds, the child's peak anonymous
+memory above its start and the largest peak of any one worker process.
+
+Last line: one JSON object, ``{"index": ..., "ratios": ...}``,
+``{"server": {SIZE: figures}, "ratios": ...}`` or ``{"cluster_index": {SIZE: {"in_process":
+figures, "cluster": figures}}, "ratios": ...}``.
 """
 
 from __future__ import annotations
@@ -122,16 +128,26 @@ def _status_kib(key: str, pid: str = "self") -> int:
 class AnonPeak:
     """The largest ``RssAnon`` of this process while the block runs (sampled every 20 ms):
     anonymous memory only; mapped file pages, which the kernel can drop, are not
-    counted."""
+    counted. ``worker_peak``: the largest of any one descendant process (Dask workers)."""
 
     def __enter__(self) -> AnonPeak:
         import threading
 
+        import psutil
+
         self.peak, self._stop = _status_kib("RssAnon"), threading.Event()
+        self.worker_peak = 0
+        me = psutil.Process()
 
         def watch() -> None:
             while not self._stop.wait(0.02):
                 self.peak = max(self.peak, _status_kib("RssAnon"))
+                for child in me.children(recursive=True):
+                    try:
+                        kib = _status_kib("RssAnon", str(child.pid))
+                    except (OSError, ValueError):  # it ended meanwhile
+                        continue
+                    self.worker_peak = max(self.worker_peak, kib)
 
         self._thread = threading.Thread(target=watch, daemon=True)
         self._thread.start()
@@ -268,6 +284,43 @@ def abstract_child(run: str) -> dict:
             "abstract_peak_anon_mib": round((anon.peak - base) / 1024, 1)}
 
 
+def cluster_index_child(run: str, cluster: str) -> dict:
+    """In a child process: the nearest-context index of ``run`` built afresh on
+    ``cluster`` (``""``: in this process), with this process's and its workers' peaks."""
+    import shutil
+
+    from stateseer.app.workflows.contexts import context_index
+    from stateseer.core.engine import engine_scope
+    from stateseer.core.traces import Traces
+    from stateseer.rnn_models.run import ModelRun
+
+    shutil.rmtree(Path(run) / "index", ignore_errors=True)
+    base = _status_kib("RssAnon")
+    with AnonPeak() as anon:
+        t0 = time.perf_counter()
+        with engine_scope(cluster or None) as engine:
+            r = ModelRun(run)
+            context_index(r, Traces(r.traces_dir), cluster=engine)
+        seconds = time.perf_counter() - t0
+    return {"index_s": round(seconds, 1),
+            "client_peak_anon_mib": round((anon.peak - base) / 1024, 1),
+            "worker_peak_anon_mib": round(anon.worker_peak / 1024, 1)}
+
+
+def bench_cluster_index(args: argparse.Namespace) -> dict:
+    """``cluster-index``: per size, the index built in process and on ``--cluster``."""
+    out: dict = {}
+    args.work.mkdir(parents=True, exist_ok=True)
+    for n in args.sizes:
+        run = build_run(args.work, n)
+        if not (run / "abstraction" / "meta.json").exists():
+            _child("_abstract_child", str(run))
+        out[str(n)] = {name: _child("_cluster_index_child", str(run), cluster)
+                       for name, cluster in (("in_process", ""), ("cluster", args.cluster))}
+        print(f"{n:>10,}: {out[str(n)]}", flush=True)
+    return out
+
+
 def server_child(run: str, repeats: int = 6, seed: int = 0) -> dict:
     """In a child process: the explorer's start-up and first page, then clicks, each
     followed by this process's ``RssAnon``."""
@@ -402,12 +455,15 @@ def main() -> None:
         fn = abstract_child if sys.argv[1] == "_abstract_child" else server_child
         print(json.dumps(fn(sys.argv[2])))
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "_cluster_index_child":
+        print(json.dumps(cluster_index_child(sys.argv[2], sys.argv[3])))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "_index_child":
         path, lists, probe, queries, brute = sys.argv[2:7]
         print(json.dumps(index_child(path, lists, int(probe), queries, int(brute))))
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=["index", "server"])
+    p.add_argument("what", choices=["index", "server", "cluster-index"])
     p.add_argument("--sizes", nargs="+", type=int, default=[100_000, 1_000_000],
                    help="training steps")
     p.add_argument("--variants", nargs="+",
@@ -415,6 +471,8 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--brute", type=int, default=100)
     p.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()))
+    p.add_argument("--cluster", default="local:2",
+                   help="cluster-index: the Dask cluster (default: %(default)s)")
     p.add_argument("--browser", action="store_true",
                    help="server: also serve each run over HTTP and measure it in headless "
                         "chromium (first render, clicks, the tab's memory)")
@@ -427,6 +485,14 @@ def main() -> None:
             s: {k: round(v / first[k], 2) if isinstance(v, (int, float)) and first.get(k)
                 and not isinstance(v, bool)
                 else None for k, v in result[s].items()} for s in sizes[1:]}}))
+        return
+    if args.what == "cluster-index":
+        result = bench_cluster_index(args)
+        first = result[sorted(result, key=int)[0]]
+        print(json.dumps({"cluster_index": result, "ratios": {
+            s: {w: {k: round(v / first[w][k], 2) if first[w][k] else None
+                    for k, v in fig.items()} for w, fig in result[s].items()}
+            for s in sorted(result, key=int)[1:]}}))
         return
     result = bench_index(args)
     print(json.dumps({"index": result, "ratios": ratios(result)}))
