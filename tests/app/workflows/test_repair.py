@@ -279,3 +279,26 @@ def test_a_shortcut_is_offered_no_action_that_changes_or_drops_labels():
          "actions": ["relabel", "drop", "counterfactual"]}]}
     assert check_findings(doc, "f.json", n_classes=2)["findings"][0]["actions"] == \
         ["counterfactual"]
+
+
+def test_rebalance_copies_the_thinned_class_up_to_the_split_share_and_refuses_when_there():
+    """neg holds 4 of the 14 training labels (29 %); a prior-shift finding that measured
+    50 % on the split adds 6 copies of neg inputs (10 of 20), edits no label or text,
+    and a finding whose share the training labels already hold is refused in one line."""
+    ds = _ds()
+    prior = {"kind": "prior", "tokens": [], "class": "neg", "split_share": 0.5}
+    out, edits = repair.ACTION_EDITS["rebalance"](ds, prior, np.random.default_rng(0),
+                                                 _Src())
+    train = np.asarray(out.splits["train"])
+    assert len(edits["added_copies_of"]) == 6 and edits["share_after"] == 0.5
+    assert (out.labels[train] == 0).sum() == 10 and len(train) == 20
+    assert all(ds.labels[i] == 0 for i in edits["added_copies_of"])
+    assert out.texts[:len(ds)] == ds.texts and (out.labels[:len(ds)] == ds.labels).all()
+    assert [out.texts[i] for i in range(len(ds), len(out.texts))] == \
+        [ds.texts[i] for i in edits["added_copies_of"]]
+    with pytest.raises(StateseerError, match="nothing to rebalance") as e:
+        repair.ACTION_EDITS["rebalance"](ds, {**prior, "split_share": 0.2},
+                                         np.random.default_rng(0), _Src())
+    one_line(e.value)
+    with pytest.raises(StateseerError, match="fits a prior-shift finding"):
+        repair.ACTION_EDITS["rebalance"](ds, CONF, np.random.default_rng(0), _Src())
