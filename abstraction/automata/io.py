@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import IO
 
 from stateseer.abstraction.errors import AbstractionError
-from stateseer.core.atomic import atomic_write, atomic_write_bytes
+from stateseer.core.atomic import atomic_write
 
 __all__ = ["read_text", "write_chunks", "write_output"]
 
@@ -21,18 +21,13 @@ def write_output(data: bytes | str, out: str | Path | IO, *, overwrite: bool = F
     AbstractionError
         ``out`` is an existing path and ``overwrite`` is False.
     """
-    if hasattr(out, "write"):
-        out.write(data)
-        return
-    p = Path(out)
-    if p.exists() and not overwrite:
-        raise AbstractionError(f"{p} exists; pass overwrite=True (or --force) to replace it")
-    atomic_write_bytes(p, data if isinstance(data, bytes) else data.encode("utf-8"))
+    write_chunks([data], out, overwrite=overwrite)
 
 
-def write_chunks(chunks: Iterable[str], out: str | Path | IO, *,
+def write_chunks(chunks: Iterable[bytes | str], out: str | Path | IO, *,
                  overwrite: bool = False) -> None:
-    """:func:`write_output` of text produced piece by piece (never held whole)."""
+    """:func:`write_output` of data produced piece by piece (never held whole; text is
+    written to a path as UTF-8)."""
     if hasattr(out, "write"):
         for chunk in chunks:
             out.write(chunk)
@@ -43,7 +38,7 @@ def write_chunks(chunks: Iterable[str], out: str | Path | IO, *,
 
     def write(f: IO[bytes]) -> None:
         for chunk in chunks:
-            f.write(chunk.encode("utf-8"))
+            f.write(chunk if isinstance(chunk, bytes) else chunk.encode("utf-8"))
 
     atomic_write(p, write)
 
