@@ -75,6 +75,13 @@ VERSION = 1
 STREAM_TRANSITIONS = 65_536
 
 
+def _exchange_order(source: np.ndarray, token: np.ndarray, target: np.ndarray,
+                    count: np.ndarray) -> np.ndarray:
+    """The order of the transitions an FSM read from its document holds: by source, then
+    token, then count (largest first), then target."""
+    return np.lexsort((target, -count, token, source))
+
+
 PREDICTION_BITS = 30
 """Fixed point of the per-state prediction sums: each intermediate prediction counts as
 ``round(p * 2**30)``, an integer, so the sums are exact and the same whatever order or
@@ -851,11 +858,11 @@ class FSM(Automaton):
         transitions in :meth:`from_dict`'s order, the figures rounded as saved), without a
         record per transition."""
         fsm = FSM.from_dict(self.to_dict(transitions=False))
-        order = np.lexsort((self.target, -self.count, self.token, self.source))
-        return replace(fsm, source=np.asarray(self.source, np.int64)[order],
-                       token=np.asarray(self.token, np.int64)[order],
-                       target=np.asarray(self.target, np.int64)[order],
-                       count=np.asarray(self.count, np.int64)[order])
+        src, tok, dst, cnt = (np.asarray(a, np.int64)
+                              for a in (self.source, self.token, self.target, self.count))
+        order = _exchange_order(src, tok, dst, cnt)
+        return replace(fsm, source=src[order], token=tok[order], target=dst[order],
+                       count=cnt[order])
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FSM:
@@ -879,7 +886,7 @@ class FSM(Automaton):
             tok = np.array([index[t["token"]] for t in tr], np.int64)
             dst = np.array([t["target"] for t in tr], np.int64)
             cnt = np.array([t.get("count", 1) for t in tr], np.int64)
-            order = np.lexsort((dst, -cnt, tok, src))
+            order = _exchange_order(src, tok, dst, cnt)
             coords = (np.array([s["coords"] for s in states], np.float64)
                       if all("coords" in s for s in states) else None)
             n = len(states)
