@@ -779,17 +779,27 @@ def text_spans(path: Path, n: int) -> tuple[np.ndarray, np.ndarray] | None:
     A boundary is a ``", "`` whose quote no odd run of backslashes escapes; the file is
     scanned :data:`TEXT_SCAN_BYTES` at a time from a memory map.
     """
+    raw = _map_file(path)
+    return None if raw is None else _spans_in(raw, n)
+
+
+def _map_file(path: Path) -> Any:
+    """``path`` memory-mapped for reading, or None (missing, empty, unreadable)."""
     import mmap
 
     try:
-        size = path.stat().st_size
-        if n < 1 or size < 4:
-            return None
         with path.open("rb") as f:
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):
         return None
-    b = np.frombuffer(mm, np.uint8)
+
+
+def _spans_in(raw: Any, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`text_spans` of the mapped bytes ``raw``."""
+    size = len(raw)
+    if n < 1 or size < 4:
+        return None
+    b = np.frombuffer(raw, np.uint8)
     if bytes(b[:2]) != b'["' or bytes(b[-2:]) != b'"]':
         return None
     hits = []
@@ -841,14 +851,9 @@ class _LazyTexts(Sequence):
         """Whether single texts can be read alone (the strings located)."""
         if self._texts is not None:
             return False
-        if self._spans is False:
-            spans = text_spans(self._d / "texts.json", self._n)
-            if spans is not None:
-                with (self._d / "texts.json").open("rb") as f:
-                    import mmap
-
-                    self._raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            self._spans = spans
+        if self._spans is False:  # the file mapped once: located, then read from
+            self._raw = _map_file(self._d / "texts.json")
+            self._spans = None if self._raw is None else _spans_in(self._raw, self._n)
         return self._spans is not None
 
     def _one(self, i: int) -> str:
