@@ -225,7 +225,7 @@ def sample_shard(item: tuple[ShardRef, int], *, random_state: int | None,
         check_finite(S[bad][:1], ref.step_start + int(idx[bad][0]))
     if not final:
         return S, np.asarray(tr.proba[idx])
-    inputs = np.searchsorted(np.asarray(tr.offsets), idx, side="right") - 1  # each row's
+    inputs, _ = tr.locate(idx)  # each row's input
     return S, np.asarray(tr.proba[idx]), np.asarray(tr.final_proba)[inputs]
 
 

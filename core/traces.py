@@ -416,6 +416,13 @@ class SplitTraces:
         """Position (0-based) of every step within its input, shape (n_steps,)."""
         return np.arange(self.n_steps) - np.repeat(self.offsets[:-1], self.lengths)
 
+    def locate(self, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Input and position of some steps, each of shape (len(steps),): read from the
+        offsets, without :attr:`step_input`'s array of every step (kept once built)."""
+        off = np.asarray(self.offsets)
+        inputs = np.searchsorted(off, steps, side="right") - 1
+        return inputs, np.asarray(steps) - off[inputs]
+
     def steps(self, i: int) -> slice:
         """Slice of the step arrays that belongs to input ``i``."""
         return slice(int(self.offsets[i]), int(self.offsets[i + 1]))

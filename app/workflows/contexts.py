@@ -119,11 +119,7 @@ def nearest_contexts(index: ContextIndex, train: SplitTraces, train_states: np.n
         ``correct``, ``tokens`` (most common current tokens with counts), ``states``.
     """
     dist, idx = index.kneighbors(query, k, X=train.hidden)
-    # the inputs and positions of the k rows alone (the split's step_input and
-    # step_position would hold 16 bytes a step for the server's life)
-    off = np.asarray(train.offsets)
-    inp = np.searchsorted(off, idx, side="right") - 1
-    pos = np.asarray(idx) - off[inp]
+    inp, pos = train.locate(idx)  # the k rows alone (not an array of every step)
     rows = []
     for d, r, i, p in zip(dist, idx, inp, pos, strict=True):
         toks = train.tokens(int(i))

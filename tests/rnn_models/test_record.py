@@ -63,6 +63,10 @@ def test_provenance_and_layout(text_run, recorded):
     assert tr.offsets[0] == 0 and np.all(np.diff(tr.offsets) >= 1)
     assert tr.step_input.shape == (tr.n_steps,)
     assert np.array_equal(tr.step_position[tr.offsets[:-1]], np.zeros(tr.n_inputs))
+    some = np.arange(0, tr.n_steps, 7)  # locate: the same, from the offsets alone
+    inputs, positions = tr.locate(some)
+    assert np.array_equal(inputs, tr.step_input[some])
+    assert np.array_equal(positions, tr.step_position[some])
     assert not (run.path / "traces.tmp").exists()
     shards = recorded.shards("train")
     assert [s.path.name for s in shards] == [f"{k:05d}" for k in range(len(shards))]
