@@ -703,14 +703,9 @@ def _pattern_items(engine: Any, refs: Sequence[ShardRef], states: np.ndarray
     states, in pieces of at most :data:`PIECE_STEPS` steps (:func:`n_pieces`)."""
     items = []
     for r in refs:
-        pieces = input_pieces(r, n_pieces(engine, r, len(refs)))
-        if len(pieces) == 1:  # the whole shard
-            items.append((r, 0, r.input_stop - r.input_start,
-                          states[r.step_start:r.step_stop]))
-            continue
         off = open_ref(r).offsets
         items += [(r, a, b, states[r.step_start + int(off[a]):r.step_start + int(off[b])])
-                  for _, a, b in pieces]
+                  for _, a, b in input_pieces(r, n_pieces(engine, r, len(refs)))]
     return items
 
 
@@ -839,13 +834,14 @@ def mine_patterns(engine: Any, refs: Sequence[ShardRef], states: np.ndarray,
     items = _pattern_items(engine, refs, states)
     # the shards' parts, kept for the describe phase (in this process) while the split is
     # small enough: about 100 bytes a step, so a bounded memory, not one that grows with N
-    small = sum(r.n_steps for r in refs) <= PATTERN_MEMO_STEPS
+    n_steps = sum(r.n_steps for r in refs)
+    small = n_steps <= PATTERN_MEMO_STEPS
     memo = {} if small and not getattr(engine, "is_cluster", False) else None
     shared = {"n_states": n_states, "surface": list(surface), "initial_proba": initial_proba,
               "memo": memo}
     out: dict[str, Any] = {}
     if "ngrams" in lists:
-        out["ngrams"] = _mine_ngrams(engine, items, shared, sum(r.n_steps for r in refs))
+        out["ngrams"] = _mine_ngrams(engine, items, shared, n_steps)
     lists = tuple(x for x in lists if x != "ngrams")
     counts = engine.map_reduce(count_patterns_shard, items, combine_pattern_counts,
                                lists=lists, **shared, stop=None) if lists else {}
