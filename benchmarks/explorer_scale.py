@@ -240,14 +240,29 @@ def bench_index(args: argparse.Namespace) -> dict:
     return out
 
 
-def ratios(result: dict) -> dict:
-    """Each size's figures over the smallest size's, per variant."""
+INDEX_RATIOS = ("build_s", "build_peak_anon_mib", "query_p50_ms", "query_p95_ms",
+                "scanned_share")
+
+
+def ratios(result: dict, keys: tuple[str, ...] | None = None) -> dict:
+    """Each size's figures over the smallest size's, per variant where the figures are
+    nested (``keys``: only these figures); None where a figure is not a number or the
+    smallest size's is 0."""
     sizes = sorted(result, key=int)
-    first = result[sizes[0]]
-    keys = ("build_s", "build_peak_anon_mib", "query_p50_ms", "query_p95_ms",
-            "scanned_share")
-    return {s: {v: {k: round(result[s][v][k] / first[v][k], 2) if first[v][k] else None
-                    for k in keys} for v in result[s]} for s in sizes[1:]}
+
+    def over(fig: dict, base: dict) -> dict:
+        out = {}
+        for k, v in fig.items():
+            if isinstance(v, dict):
+                out[k] = over(v, base[k])
+            elif keys is None or k in keys:
+                b = base.get(k)
+                number = isinstance(v, (int, float)) and not isinstance(v, bool)
+                out[k] = round(v / b, 2) if number and isinstance(b, (int, float)) and b \
+                    else None
+        return out
+
+    return {s: over(result[s], result[sizes[0]]) for s in sizes[1:]}
 
 
 def build_run(work: Path, n_inputs: int, seed: int = 0) -> Path:
@@ -479,23 +494,14 @@ def main() -> None:
     args = p.parse_args()
     if args.what == "server":
         result = bench_server(args)
-        sizes = sorted(result, key=int)
-        first = result[sizes[0]]
-        print(json.dumps({"server": result, "ratios": {
-            s: {k: round(v / first[k], 2) if isinstance(v, (int, float)) and first.get(k)
-                and not isinstance(v, bool)
-                else None for k, v in result[s].items()} for s in sizes[1:]}}))
+        print(json.dumps({"server": result, "ratios": ratios(result)}))
         return
     if args.what == "cluster-index":
         result = bench_cluster_index(args)
-        first = result[sorted(result, key=int)[0]]
-        print(json.dumps({"cluster_index": result, "ratios": {
-            s: {w: {k: round(v / first[w][k], 2) if first[w][k] else None
-                    for k, v in fig.items()} for w, fig in result[s].items()}
-            for s in sorted(result, key=int)[1:]}}))
+        print(json.dumps({"cluster_index": result, "ratios": ratios(result)}))
         return
     result = bench_index(args)
-    print(json.dumps({"index": result, "ratios": ratios(result)}))
+    print(json.dumps({"index": result, "ratios": ratios(result, INDEX_RATIOS)}))
 
 
 if __name__ == "__main__":
