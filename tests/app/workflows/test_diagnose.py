@@ -272,6 +272,88 @@ def test_a_confusion_is_confirmed_by_training_labels_that_contradict_the_model_o
     assert iv["rate"] < iv["the_other_way_rate"] and iv["prior_p"] < 1e-3
     assert iv["train_share"] < iv["split_share"] and iv["confirmed"]
     assert _label_check(rotten_called_fresh, test, None) is None
+    # the other held-out split must show the same confusion: where it errs the other way
+    # (a confusion one split's drawing made), nothing is confirmed; where it agrees, the
+    # replication is reported beside the check
+    again = Split({(0, 0): 45, (0, 2): 5, (2, 2): 30, (2, 0): 20})
+    other_way = Split({(0, 0): 40, (0, 2): 10, (2, 2): 45, (2, 0): 5})
+    iv = _label_check(rotten_called_fresh, test, noisy, again)
+    assert iv["confirmed"] and iv["replication"]["holds"]
+    assert (iv["replication"]["rate"], iv["replication"]["the_other_way_rate"]) == (0.4, 0.1)
+    iv = _label_check(rotten_called_fresh, test, noisy, other_way)
+    assert not iv["confirmed"] and not iv["replication"]["holds"]
+
+
+def test_a_class_share_candidate_needs_the_model_to_err_on_that_class_far_more():
+    import numpy as np
+
+    from stateseer.abstraction.analysis.diagnosis import SHARE_ERROR_LIFT, share_candidates
+
+    train = np.array([0] * 400 + [1] * 600)  # class 0: 40 % of training, 53 % of the split
+    labels = np.array([0] * 530 + [1] * 470)
+
+    def preds(err0: float, err1: float) -> np.ndarray:
+        p = labels.copy()
+        p[:int(530 * err0)] = 1
+        p[530:530 + int(470 * err1)] = 0
+        return p
+
+    # the shares differ beyond chance, but 44 % of class 0's inputs wrong against 42 %
+    # of the others' explains no error: no candidate
+    assert share_candidates(train, labels, preds(0.44, 0.42), 2) == []
+    [c] = share_candidates(train, labels, preds(0.44, 0.42 / SHARE_ERROR_LIFT * 0.99), 2)
+    assert c.extra["classes"] == [0, 1]
+
+
+def test_under_ten_errors_or_a_shortcut_training_never_taught_is_not_significant():
+    import numpy as np
+
+    from stateseer.abstraction.analysis.diagnosis import Candidate
+    from stateseer.app.workflows.diagnose import (
+        MIN_ERRORS,
+        SHORTCUT_ODDS,
+        _finding,
+        _lean,
+        _test_kinds,
+    )
+
+    class Split:
+        def __init__(self, labels, preds):
+            self.labels, self.predictions = np.asarray(labels), np.asarray(preds)
+            self.rows = np.arange(len(self.labels))
+            self.n_inputs = len(self.labels)
+            self.final_proba = np.eye(2)[self.predictions]
+
+    split = Split([0] * 30 + [1] * 30, [1] * 30 + [1] * 30)
+    confirmed = {"kind": "delete_tokens", "confirmed": True}
+    for k, significant in ((MIN_ERRORS - 1, False), (MIN_ERRORS, True)):
+        c = Candidate("shortcut", ("tag",), np.arange(k), k, 1.0, 0.1, 1e-9)
+        c.q_value = 1e-6
+        assert _finding(c, confirmed, ["a", "b"], split, None, [])["significant"] is significant
+    # a word carried by 49 % of class-1 training inputs against 40 % elsewhere: odds 1.4
+    train = Split([1] * 49 + [0] * 51 + [1] * 400 + [0] * 600, [0] * 1100)
+    lean = _lean(train, {"labels": [51, 49]}, 1)
+    assert lean["share"] == 0.49 and lean["rest_share"] == 0.4
+    assert lean["odds_ratio"] < SHORTCUT_ODDS
+    # an artefact on nine tenths of its carriers' class: a shortcut training taught
+    assert _lean(train, {"labels": [5, 45]}, 1)["odds_ratio"] > 10
+
+    class Text:  # the kind test: their training labels agree with their text
+        def model(self):
+            return self
+
+        def kind_test(self, culprit):
+            return {"label_noise": False, "agreement": 0.66, "baseline": 0.68}
+
+    def shortcut(lean):
+        return {"significant": True, "kind": "shortcut", "tokens": ["you", "what"],
+                "description": "d", "actions": [], "training": {"n_inputs": 100, "lean": lean}}
+
+    weak, taught = shortcut(lean), shortcut(_lean(train, {"labels": [5, 45]}, 1))
+    _test_kinds([weak, taught], Text(), np.array([0, 1]), ["a", "b"], np.array([0, 1]),
+                [["you"], ["what"]])
+    assert not weak["significant"] and "not a shortcut" in weak["description"]
+    assert taught["significant"] and taught["kind"] == "shortcut"
 
 
 def test_a_topic_labelled_one_way_in_training_is_one_subpopulation_finding(tmp_path_factory):
