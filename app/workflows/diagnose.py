@@ -48,7 +48,12 @@ A subpopulation (a token whose training labels differ from the split's) takes th
 ``delete_tokens`` check: its q-value says the labels differ, the check that the model
 learnt them.
 
-A finding is ``significant`` only when its q-value passes *and* its check confirms it.
+A finding is ``significant`` only when its q-value passes *and* its check confirms it
+*and* it explains at least :data:`MIN_ERRORS` errors. Where documents, not inputs, were
+drawn into the splits, the splits differ by more than tests of inputs drawn one by one
+allow; so a confusion must also replicate on the other held-out split
+(:func:`_replication`), and a shortcut's training carriers must lean to the class the
+model calls them (:data:`SHORTCUT_ODDS`; :func:`_lean`).
 Findings are ranked significant first (by the errors their intervention fixes; for a
 finding checked on the training data, the errors it covers), then by q-value, and written
 to ``RUN/diagnosis/findings.json`` (``stateseer.findings`` v1).

