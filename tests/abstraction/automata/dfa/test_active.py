@@ -119,3 +119,56 @@ def test_one_held_out_words_worth_of_epsilon_is_not_lost_to_rounding():
     history = [{"n_states": 9, "heldout_error": 2 / n}, {"n_states": 4, "heldout_error": 3 / n},
                {"n_states": 3, "heldout_error": 4 / n}]
     assert _choose(history, 1 / n) == 1
+
+
+def _parity_unless_0000():
+    """Parity of the 1s, except that a word with four 0s in a row is rejected: 9 states
+    (parity x the run of 0s, and a dead state)."""
+    from stateseer.core.automaton import DFA
+
+    trans, acc = [], []
+    for p in range(2):
+        for run in range(4):
+            on0 = 8 if run == 3 else p * 4 + run + 1
+            trans.append([on0, (1 - p) * 4])
+            acc.append(p == 0)
+    trans.append([8, 8])
+    acc.append(False)
+    return DFA(("0", "1"), np.array(trans), np.array(acc), 0)
+
+
+def test_states_the_data_never_visit_are_pruned_when_a_budget_runs_out():
+    from stateseer.abstraction.automata.dfa.active import _encode, pruned_variants
+
+    dfa = _parity_unless_0000()
+    rng = np.random.default_rng(0)
+    # the data never hold two 0s in a row: the run-of-0s states past 1 are never visited
+    words = [tuple("".join(rng.choice(["1", "01"], rng.integers(1, 6)))) for _ in range(300)]
+    ids, lengths = _encode(("0", "1"), words)
+    [(small, below), *_] = pruned_variants(dfa, ids, lengths, rng)
+    assert below == 1 and small.n_states == 2  # without the 0000 rule: parity alone
+    every = [w for w in all_strings(("0", "1"), 10) if "00" not in w]
+    assert np.array_equal(small.accepts(every), dfa.accepts(every))  # where the data go
+    # through the learner: 1s counted modulo 3 after a first 1, and a sink for words that
+    # start with 0, which one data word visits; a 5-state budget runs out on the
+    # 5-state language, and the variant without the sink is as right on held-out words
+    # like the data, with fewer states: it is chosen
+    from stateseer.core.automaton import DFA
+
+    mod3 = DFA(("0", "1"), np.array([[4, 2], [1, 2], [2, 3], [3, 1], [4, 4]]),
+               np.array([True, True, False, False, False]), 0)
+    draw = lambda: ("1", *rng.choice(["0", "1"], rng.integers(0, 9)))  # noqa: E731
+    words = [draw() for _ in range(300)] + [("0",)]
+    held = [draw() for _ in range(200)]
+    truth = mod3.accepts(["".join(w) for w in held])
+    res = learn_active(("0", "1"), _model_of(mod3), words=words, max_states=5, seed=0,
+                       select=(held, truth))
+    chosen = res.history[res.provenance["chosen_round"] - 1]
+    assert res.budget_ran_out and chosen["pruned_below"] == 2
+    assert res.dfa.n_states == 4 and chosen["heldout_error"] == 0.0
+    assert np.array_equal(res.dfa.accepts(["".join(w) for w in held]), truth)
+    # a learning that converged keeps its exact automaton
+    done = learn_active(("0", "1"), _model_of(mod3), words=words, seed=0,
+                        select=(held, truth))
+    assert not done.budget_ran_out and done.dfa.n_states == 5
+    assert not any("pruned_below" in h for h in done.history)
