@@ -291,6 +291,9 @@ MIN_ERRORS = 10
 #: much (odds ratio against the rest of training): a model that learnt a shortcut learnt
 #: it from training inputs where the culprit went with that class
 SHORTCUT_ODDS = 2.0
+#: a prior shift's class has at least this odds ratio between the split's share and
+#: training's (a class thinned to 40 % of its inputs: 2.5)
+PRIOR_ODDS = 2.0
 
 
 def _replication(other: Any, a: int, b: int) -> dict[str, Any] | None:
@@ -882,6 +885,13 @@ def _test_pair(f: dict[str, Any], text: TextLabels, classes: Sequence[str],
                         f"({kt.get('train_agreement', 0):.0%} and "
                         f"{kt.get('split_agreement', 0):.0%}): a prior shift, not label "
                         "noise")
+    odds = (share_s / max(1 - share_s, 1e-12)) / max(share_t / max(1 - share_t, 1e-12), 1e-12)
+    f["share_odds_ratio"] = round(float(odds), 3)
+    if odds < PRIOR_ODDS:
+        f["significant"] = False
+        f["description"] += (f"; but the class's odds differ only {odds:.2f}-fold, within "
+                             "what drawing documents (speeches, authors) into the splits "
+                             "gives: no prior shift to act on")
 
 
 def _one_per_token(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -631,3 +631,30 @@ def test_a_word_dropped_from_the_training_texts_only_is_a_pipeline_finding(tmp_p
     assert f["kind"] == "unknown" and "not" in f["tokens"] and f["actions"] == ["reconfigure"]
     assert not [g for g in doc["findings"] if g["significant"] and g["kind"] == "shortcut"
                 and "not" in g["tokens"]]
+
+
+def test_a_prior_shift_needs_the_class_odds_to_differ_twofold():
+    import numpy as np
+
+    from stateseer.app.workflows.diagnose import PRIOR_ODDS, _test_pair
+
+    class Text:  # the pair test: the training labels agree with their text
+        def pair_test(self, a, b, inputs, labels):
+            return {"label_noise": False, "train_agreement": 0.77, "split_agreement": 0.75}
+
+    def shifted(train_share):
+        f = {"kind": "confusion", "classes": ["rep", "dem"], "significant": True,
+             "description": "rep inputs are called dem",
+             "intervention": {"kind": "training_labels", "rate": 0.1,
+                              "the_other_way_rate": 0.6}}
+        train = np.array([0] * int(1000 * train_share) + [1] * int(1000 * (1 - train_share)))
+        split = np.array([0] * 53 + [1] * 47)
+        _test_pair(f, Text(), ["rep", "dem"], train, split, [])
+        return f
+
+    small = shifted(0.42)  # 42 % of training, 53 % of the split: odds 1.56-fold
+    assert small["kind"] == "prior" and small["share_odds_ratio"] < PRIOR_ODDS
+    assert not small["significant"] and "no prior shift to act on" in small["description"]
+    thinned = shifted(0.2)  # a class thinned to a fifth in training: odds 4.5-fold
+    assert thinned["kind"] == "prior" and thinned["significant"]
+    assert thinned["share_odds_ratio"] > PRIOR_ODDS
