@@ -22,9 +22,7 @@ current hypothesis run, each asked of the model in one batch:
   (AALpy's random W-method oracle, batched).
 
 Selection: with held-out words (``select``), every hypothesis is scored on them, and the
-smallest one within ``epsilon`` of the best held-out error is returned. Where a budget ran
-out, pruned variants of the best compete too (:func:`pruned_variants`: the states the
-data's words hardly visit, redirected to the state that behaves most like each).
+smallest one within ``epsilon`` of the best held-out error is returned.
 
 Budgets: ``max_states`` (a hypothesis that large is returned as it is) and ``seconds``
 (checked between hypotheses); :class:`ActiveResult` says whether either ran out.
@@ -50,7 +48,7 @@ import numpy as np
 from stateseer.core.automaton import DFA, minimize
 from stateseer.core.errors import DataError
 
-__all__ = ["ActiveResult", "learn_active", "pruned_variants", "to_dfa"]
+__all__ = ["ActiveResult", "learn_active", "to_dfa"]
 
 #: what the model is asked: words (each a list of symbols) -> per word, a bool array of
 #: shape (len(word) + 1,): its class after each prefix, the empty prefix first
@@ -449,19 +447,6 @@ def learn_active(alphabet: Sequence[str], answer: Answer, *,
     oracle = _oracle(alphabet, sul, answers, tests, search, sel, max_states, t0 + seconds)
     runs[algorithm](alphabet, sul, oracle, automaton_type="dfa",
                     cache_and_non_det_check=False, print_level=0)
-    if sel is not None and data and oracle.ran_out:
-        # a budget ran out: the hypothesis is unfinished wherever the queries took it, and
-        # smaller variants without the states the data hardly visit compete with it (a
-        # learning that converged keeps its exact automaton)
-        d_ids, d_len = _encode(alphabet, data)
-        for dfa, below in pruned_variants(minimize(oracle.kept[_choose(oracle.history,
-                                                                        epsilon)]),
-                                          d_ids, d_len, rng):
-            got = dfa.prefix_labels(sel[0], sel[1])[np.arange(len(sel[1])), sel[1]]
-            oracle.history.append({"n_states": dfa.n_states, "counterexample": None,
-                                   "heldout_error": float((got != sel[2]).mean()),
-                                   "pruned_below": below})
-            oracle.kept.append(dfa)
     pick = _choose(oracle.history, epsilon)
     dfa = minimize(oracle.kept[pick])
     return ActiveResult(dfa, answers.asked, oracle.rounds, round(time.perf_counter() - t0, 3),
@@ -471,80 +456,6 @@ def learn_active(alphabet: Sequence[str], answer: Answer, *,
                                     "epsilon": epsilon, "chosen_round": pick + 1,
                                     "guided": abstract is not None,
                                     "walks_per_state": walks_per_state})
-
-
-#: visits (prefixes of the data's words reaching a state) below which a state is pruned,
-#: one variant each
-PRUNE_BELOW = (1, 2, 3, 5, 8, 13, 21, 34)
-#: suffixes of the data's words whose outcomes make a state's signature
-SIGNATURE_SUFFIXES = 256
-
-
-def pruned_variants(dfa: DFA, ids: np.ndarray, lengths: np.ndarray,
-                    rng: np.random.Generator, below: Sequence[int] = PRUNE_BELOW
-                    ) -> list[tuple[DFA, int]]:
-    """Smaller automata than ``dfa``: for each threshold of ``below``, the states that
-    fewer prefixes of the data's words reach (the initial state kept) are pruned, every
-    transition into one redirected to the kept state whose outcomes after the data's
-    suffixes agree with its own most often (Hamming distance over
-    :data:`SIGNATURE_SUFFIXES` suffixes and the empty one), then minimised.
-
-    A learner with membership queries refines wherever a query shows a difference, also
-    where the data never go; those states change little of what the automaton says on
-    words like the data's, and a held-out choice (:func:`_choose`) keeps a variant only
-    within its error tolerance.
-
-    Parameters
-    ----------
-    dfa : DFA
-        Minimal.
-    ids, lengths : ndarray of shape (B, T) and (B,)
-        The data's words (:func:`_encode`).
-    rng : numpy Generator
-        Draws the suffixes.
-    below : sequence of int
-
-    Returns
-    -------
-    list of (DFA, int)
-        Each distinct smaller variant with its threshold, in increasing threshold.
-    """
-    n = dfa.n_states
-    if n < 3 or not len(lengths):
-        return []
-    trans, acc = np.asarray(dfa.transitions), np.asarray(dfa.accepting)
-    states = dfa.run_batch(ids, lengths)
-    valid = np.arange(states.shape[1])[None, :] <= lengths[:, None]
-    visits = np.bincount(states[valid], minlength=n)
-    # outcomes after a sample of the data's suffixes (and the empty suffix), every state
-    b = rng.integers(0, len(lengths), SIGNATURE_SUFFIXES)
-    start = (rng.random(SIGNATURE_SUFFIXES) * (lengths[b] + 1)).astype(np.int64)
-    sig = np.empty((n, SIGNATURE_SUFFIXES + 1), bool)
-    sig[:, 0] = acc
-    for j, (w, a) in enumerate(zip(b.tolist(), start.tolist(), strict=True), 1):
-        cur = np.arange(n)
-        for sym in ids[w, a:lengths[w]].tolist():
-            cur = trans[cur, sym]
-        sig[:, j] = acc[cur]
-    f = sig.astype(np.float32)
-    out, seen = [], {n}
-    for t in below:
-        kept = visits >= t
-        kept[dfa.initial] = True
-        if kept.all():
-            continue
-        if kept.sum() < 2:
-            break
-        k_idx = np.flatnonzero(kept)
-        gone = np.flatnonzero(~kept)
-        dist = f[gone] @ (1 - f[k_idx]).T + (1 - f[gone]) @ f[k_idx].T
-        to = np.arange(n)
-        to[gone] = k_idx[dist.argmin(1)]
-        small = minimize(DFA(dfa.alphabet, to[trans], acc, dfa.initial))
-        if small.n_states not in seen:
-            seen.add(small.n_states)
-            out.append((small, int(t)))
-    return out
 
 
 def _pad_states(abstract: Sequence[np.ndarray], data: list[tuple[str, ...]]) -> np.ndarray:
