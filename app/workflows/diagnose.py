@@ -894,11 +894,24 @@ def _test_pair(f: dict[str, Any], text: TextLabels, classes: Sequence[str],
                              "gives: no prior shift to act on")
 
 
+def _in_order(pair: Sequence[str], span: list[str]) -> bool:
+    """Whether both tokens of ``pair`` are in ``span``, the first before the second.
+
+    >>> _in_order(["all", "rights"], ["all", "rights", "reserved"]), _in_order(
+    ...     ["rights", "all"], ["all", "rights", "reserved"])
+    (True, False)
+    """
+    a, b = pair
+    return a in span and b in span and span.index(a) < len(span) - 1 - span[::-1].index(b)
+
+
 def _one_per_token(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One finding per culprit token.
 
-    A significant span (tokens that travel together) replaces its tokens' own findings
-    and the unconfirmed sequences that hold one of them (pairs of a word and the span).
+    A significant span (tokens that travel together) replaces its tokens' own findings,
+    the unconfirmed sequences that hold one of them (pairs of a word and the span) and
+    the sequences, confirmed or not, of two of its tokens in its order (its pieces:
+    "all … rights" beside "all rights reserved newscorp").
 
     A token that is both a shortcut and a subpopulation keeps the shortcut where it is
     significant (the word itself moves the model; its training labels show in
@@ -908,6 +921,10 @@ def _one_per_token(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     subpopulation holding a token of a significant sequence goes (the sequence, which must
     explain more than its tokens do, is the more specific culprit).
     """
+    spans = [list(f["tokens"]) for f in findings if f["kind"] == "shortcut"
+             and f["significant"] and len(f["tokens"]) > 1]
+    findings = [f for f in findings if not (f["kind"] == "sequence" and any(
+        _in_order(f["tokens"], span) for span in spans))]
     in_sequence = {t for f in findings if f["kind"] == "sequence" and f["significant"]
                    for t in f["tokens"]}
     in_topic = {t for f in findings if f["kind"] == "subpopulation" and f["significant"]

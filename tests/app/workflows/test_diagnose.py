@@ -658,3 +658,17 @@ def test_a_prior_shift_needs_the_class_odds_to_differ_twofold():
     thinned = shifted(0.2)  # a class thinned to a fifth in training: odds 4.5-fold
     assert thinned["kind"] == "prior" and thinned["significant"]
     assert thinned["share_odds_ratio"] > PRIOR_ODDS
+
+
+def test_a_pair_of_tokens_inside_a_significant_span_is_a_piece_of_it_not_a_finding():
+    from stateseer.app.workflows.diagnose import _one_per_token
+
+    def finding(kind, tokens, significant=True, q=1e-9):
+        return {"kind": kind, "tokens": tokens, "significant": significant, "q_value": q}
+
+    span = finding("shortcut", ["all", "rights", "reserved", "newscorp"], q=1e-19)
+    piece = finding("sequence", ["all", "rights"], q=1e-5)  # confirmed, yet a piece
+    backwards = finding("sequence", ["rights", "all"])  # not in the span's order
+    other = finding("sequence", ["not", "funny"])
+    kept = _one_per_token([piece, span, backwards, other])
+    assert [f["tokens"] for f in kept] == [span["tokens"], ["rights", "all"], ["not", "funny"]]
