@@ -820,9 +820,9 @@ def _test_kinds(findings: list[dict[str, Any]], text: _TextOf,
             # leaning differs between splits drawn by document, not a shortcut)
             f["significant"] = False
             f["description"] += (
-                f"; not a shortcut: in training {lean['share']:.0%} of its carriers are "
-                f"labelled {classes[lean['class']]}, against {lean['rest_share']:.0%} of "
-                "the other inputs (the splits differ; the model learnt no shortcut)")
+                f"; yet no shortcut that training taught: there {lean['share']:.0%} of its "
+                f"carriers are labelled {classes[lean['class']]}, against "
+                f"{lean['rest_share']:.0%} of the other inputs (the splits differ)")
 
 
 def _explained_shares(findings: list[dict[str, Any]], train_inputs: Sequence[list[str]],

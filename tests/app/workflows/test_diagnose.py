@@ -352,7 +352,7 @@ def test_under_ten_errors_or_a_shortcut_training_never_taught_is_not_significant
     weak, taught = shortcut(lean), shortcut(_lean(train, {"labels": [5, 45]}, 1))
     _test_kinds([weak, taught], Text(), np.array([0, 1]), ["a", "b"], np.array([0, 1]),
                 [["you"], ["what"]])
-    assert not weak["significant"] and "not a shortcut" in weak["description"]
+    assert not weak["significant"] and "no shortcut that training taught" in weak["description"]
     assert taught["significant"] and taught["kind"] == "shortcut"
 
 
