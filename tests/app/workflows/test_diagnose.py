@@ -672,3 +672,28 @@ def test_a_pair_of_tokens_inside_a_significant_span_is_a_piece_of_it_not_a_findi
     other = finding("sequence", ["not", "funny"])
     kept = _one_per_token([piece, span, backwards, other])
     assert [f["tokens"] for f in kept] == [span["tokens"], ["rights", "all"], ["not", "funny"]]
+
+
+def test_the_clean_rules_benchmark_sets_and_restores_the_rules_and_refuses_an_empty_dir(
+        tmp_path):
+    import importlib.util
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import stateseer.app.workflows.diagnose as D
+
+    script = Path(__file__).resolve().parents[3] / "benchmarks" / "clean_rules.py"
+    spec = importlib.util.spec_from_file_location("clean_rules", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    shipped = dict(mod.RULE_SETS["current"])
+    assert shipped["MIN_ERRORS"] == D.MIN_ERRORS and shipped["PRIOR_ODDS"] == D.PRIOR_ODDS
+    mod.use(mod.RULE_SETS["stop55"])
+    assert D.MIN_ERRORS == 0 and D.REPLICATION_ALPHA > 1
+    mod.use(mod.RULE_SETS["current"])
+    assert D.MIN_ERRORS == shipped["MIN_ERRORS"] and D.SHORTCUT_ODDS == shipped["SHORTCUT_ODDS"]
+    out = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
+                         text=True)
+    assert out.returncode != 0 and "no clean models under" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
