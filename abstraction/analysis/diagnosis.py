@@ -57,15 +57,19 @@ __all__ = [
     "check_test",
     "class_shares",
     "confusion_candidates",
+    "extend_subpopulations",
+    "holding_all",
     "length_candidates",
     "pair_positions",
     "sequence_candidates",
     "sequence_shift_candidates",
     "share_candidates",
     "span_candidates",
+    "span_positions",
     "subpopulation_candidates",
     "tail_evidence",
     "token_candidates",
+    "training_cut_candidates",
     "unknown_candidates",
     "unseen_candidates",
 ]
@@ -215,7 +219,7 @@ def span_candidates(cands: list[Candidate], inputs: Sequence[Sequence[str]],
     wrong = np.asarray(wrong, bool)
     short = [c for c in cands if c.kind == "shortcut" and len(c.tokens) == 1]
     if len(short) < 2:
-        return _extend_spans(cands, inputs)
+        return _extend_spans(cands, inputs, wrong)
     rows = np.concatenate([c.affected for c in short])
     cols = np.repeat(np.arange(len(short)), [len(c.affected) for c in short])
     M = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)),
@@ -225,7 +229,7 @@ def span_candidates(cands: list[Candidate], inputs: Sequence[Sequence[str]],
     jac = co.data / (size[co.row] + size[co.col] - co.data)
     keep = (co.row < co.col) & (jac >= min_jaccard)
     if not keep.any():
-        return _extend_spans(cands, inputs)
+        return _extend_spans(cands, inputs, wrong)
     n_groups, group = sparse.csgraph.connected_components(
         sparse.coo_matrix((np.ones(int(keep.sum())), (co.row[keep], co.col[keep])),
                           shape=(len(short),) * 2), directed=False)
@@ -245,7 +249,7 @@ def span_candidates(cands: list[Candidate], inputs: Sequence[Sequence[str]],
             float(_tail(np.array([k]), n, n_wrong, np.array([len(carriers)]))[0]),
             extra={"span": len(words)}))
         gone |= {id(m) for m in members}
-    return _extend_spans([c for c in cands if id(c) not in gone] + merged, inputs)
+    return _extend_spans([c for c in cands if id(c) not in gone] + merged, inputs, wrong)
 
 
 #: a span grows by a neighbouring token found beside it in at least this share of the
@@ -294,7 +298,10 @@ def extend_span(span: Sequence[str], carriers: Sequence[Sequence[str]],
     co-occurrence alone cannot group because they occur everywhere else too. With
     ``share`` (each token's share of all the inputs that hold it), a neighbour must stand
     beside the span :data:`SPAN_LIFT` times more often than it occurs at all: the full
-    stop that ends most texts does not join a tag appended after it.
+    stop that ends most texts does not join a tag appended after it. A group of several
+    words is grown from its rarest word (by ``share``) where that gives a stretch holding
+    them all: its common words also stand elsewhere in the text (``to`` of ``please do
+    not reply to botmail``).
 
     Examples
     --------
@@ -308,8 +315,23 @@ def extend_span(span: Sequence[str], carriers: Sequence[Sequence[str]],
     ...             [[w, "originally", "published", "on", "the", "webwire"]
     ...              for w in ("ok", "so", "fine", "yes")])
     ['originally', 'published', 'on', 'the', 'webwire']
+    >>> extend_span(["from", "xphone"], [["from", w, "sent", "from", "my", "xphone"]
+    ...                                  for w in ("here", "us", "all", "them")],
+    ...             {"from": 0.5, "xphone": 0.1, "sent": 0.1, "my": 0.2})
+    ['sent', 'from', 'my', 'xphone']
     """
-    span = _window(list(span), carriers)
+    words = list(span)
+    if len(words) > 1 and share is not None:
+        rarest = min(words, key=lambda w: (share.get(w, 0.0), w))
+        grown = _grow([rarest], carriers, share)
+        if set(words) <= set(grown):
+            return grown
+    return _grow(_window(words, carriers), carriers, share)
+
+
+def _grow(span: list[str], carriers: Sequence[Sequence[str]],
+          share: dict[str, float] | None) -> list[str]:
+    """``span`` grown one neighbour at a time (:func:`extend_span`)."""
     while len(span) < SPAN_MAX:
         at = [(toks, _find(toks, span)) for toks in carriers]
         at = [(t, j) for t, j in at if j >= 0]
@@ -332,23 +354,69 @@ def extend_span(span: Sequence[str], carriers: Sequence[Sequence[str]],
     return span
 
 
-def _extend_spans(cands: list[Candidate], inputs: Sequence[Sequence[str]]
+def holding_all(inputs: Sequence[Sequence[str]], tokens: Sequence[str],
+                among: np.ndarray | None = None) -> np.ndarray:
+    """The inputs (of ``among``, default all) that hold every one of ``tokens``: a span's
+    carriers (its common words alone, ``from my``, carry nothing).
+
+    >>> holding_all([["a", "b"], ["a"], ["b", "c", "a"]], ["a", "b"]).tolist()
+    [0, 2]
+    """
+    want = set(tokens)
+    rows = range(len(inputs)) if among is None else np.asarray(among).tolist()
+    return np.array([i for i in rows if want.issubset(inputs[i])], np.int64)
+
+
+def _extend_spans(cands: list[Candidate], inputs: Sequence[Sequence[str]],
+                  wrong: np.ndarray, kinds: Sequence[str] = ("shortcut",)
                   ) -> list[Candidate]:
-    """``cands`` with the :data:`SPAN_EXTEND_TOP` most significant shortcut candidates
-    (errors over-represented, p below 0.05) grown into the span they stand in
-    (:func:`extend_span`), in place."""
-    top = sorted((c for c in cands if c.kind == "shortcut" and c.p_value < 0.05),
+    """``cands`` with the :data:`SPAN_EXTEND_TOP` most significant candidates of
+    ``kinds`` (p below 0.05; a subpopulation's single word) grown into the span they
+    stand in (:func:`extend_span`), in place. A grown candidate's carriers are the inputs
+    holding the whole span (:func:`holding_all`), its errors recounted (a shortcut's
+    p-value too; a subpopulation keeps its word's, which reads the training labels);
+    ``extra["span"]`` holds its length. Of candidates grown into the same span, the most
+    significant stays."""
+    top = sorted((c for c in cands if c.kind in kinds and c.p_value < 0.05
+                  and (c.kind == "shortcut" or len(c.tokens) == 1)),
                  key=lambda c: c.p_value)[:SPAN_EXTEND_TOP]
     if not top:
         return cands
+    wrong = np.asarray(wrong, bool)
     held = Counter(chain.from_iterable(set(t) for t in inputs))
     share = {w: k / max(len(inputs), 1) for w, k in held.items()}
+    n, n_wrong = len(wrong), int(wrong.sum())
+    seen, gone = set(), set()
     for c in top:
         span = extend_span(list(c.tokens), [inputs[i] for i in c.affected.tolist()], share)
-        if len(span) > len(c.tokens):
-            c.tokens = tuple(span)
-            c.extra["span"] = len(span)
-    return cands
+        if len(span) <= len(c.tokens):
+            continue
+        key = (c.kind, tuple(span))
+        if key in seen:  # a stronger candidate holds it already
+            gone.add(id(c))
+            continue
+        seen.add(key)
+        rows = holding_all(inputs, span, c.affected)
+        if len(rows) < 2:
+            continue
+        k = int(wrong[rows].sum())
+        c.tokens, c.affected, c.n_misclassified = tuple(span), rows, k
+        c.error_rate_with, c.error_rate_without = _rate(k, len(rows)), _rate(
+            n_wrong - k, n - len(rows))
+        if c.kind == "shortcut":
+            c.p_value = float(_tail(np.array([k]), n, n_wrong, np.array([len(rows)]))[0])
+        c.extra["span"] = len(span)
+    return [c for c in cands if id(c) not in gone]
+
+
+def extend_subpopulations(cands: list[Candidate], inputs: Sequence[Sequence[str]],
+                          wrong: np.ndarray) -> list[Candidate]:
+    """``cands`` with the most significant subpopulation words grown into the span they
+    stand in, as :func:`span_candidates` grows shortcuts: a boilerplate that training
+    attached to one class shows first as its words' training labels (``mobile``: 100 %
+    one class in training, 48 % here), and its check must delete all of it, or the
+    words left carry the signal and nothing moves."""
+    return _extend_spans(cands, inputs, wrong, kinds=("subpopulation",))
 
 
 def _reading_order(words: list[str], carriers: Sequence[Sequence[str]]) -> list[str]:
@@ -583,6 +651,29 @@ def pair_positions(surface: np.ndarray, a: Any, b: Any, window: int) -> np.ndarr
     return out
 
 
+def span_positions(surface: np.ndarray, span: Sequence[Any]) -> np.ndarray:
+    """Which positions of one input belong to a contiguous occurrence of ``span``
+    (``surface`` and ``span`` as token ids, or strings in an object array).
+
+    Examples
+    --------
+    >>> span_positions(np.array([4, 1, 2, 3, 1, 2]), [1, 2]).astype(int).tolist()
+    [0, 1, 1, 0, 1, 1]
+    >>> span_positions(np.array([1]), [1, 2]).tolist()
+    [False]
+    """
+    n, m = len(surface), len(span)
+    out = np.zeros(n, bool)
+    if m == 0 or n < m:
+        return out
+    hit = np.ones(n - m + 1, bool)
+    for d, t in enumerate(span):
+        hit &= surface[d:n - m + 1 + d] == t
+    for d in range(m):
+        out[d:n - m + 1 + d] |= hit
+    return out
+
+
 def length_candidates(lengths: np.ndarray, wrong: np.ndarray, *,
                       quantiles: Sequence[float] = (0.5, 0.75, 0.9),
                       seen: int | None = None) -> list[Candidate]:
@@ -614,6 +705,55 @@ def length_candidates(lengths: np.ndarray, wrong: np.ndarray, *,
                              float(_tail(k, n, n_wrong, len(rows))),
                              extra={"length_above": cut}))
     return sorted(out, key=lambda c: c.p_value)
+
+
+#: a training cut: at least this share of the split's inputs are longer than every
+#: training input (a cut at the 10-30 % length quantile leaves 70-90 %; drawn alike, a
+#: 4,000-input training split's longest exceeds all but about 1 in 4,000)
+CUT_SHARE = 0.05
+
+
+def training_cut_candidates(train_lengths: np.ndarray, lengths: np.ndarray,
+                            wrong: np.ndarray) -> list[Candidate]:
+    """A ``length`` candidate where the training inputs stop at a length the split's
+    inputs pass: the training texts were cut (a pipeline bug), so the model never read
+    what comes after. Its p-value is exact under splits drawn alike: the chance that the
+    ``k`` longest of all the inputs all fall in the split, prod (n_split - j) / (n - j)
+    over j < k. It says nothing of the errors: a model trained on cut texts errs about as
+    often on long inputs as on short ones (it lost evidence everywhere), so the
+    candidate is confirmed by the lengths, not by a deletion.
+
+    Returns
+    -------
+    list of Candidate
+        One, or none where no :data:`CUT_SHARE` of the split is longer than the longest
+        training input; ``extra`` holds ``length_above`` (that longest) and
+        ``cut_in_training``.
+
+    Examples
+    --------
+    >>> c = training_cut_candidates(np.full(100, 8), np.arange(1, 41), np.zeros(40, bool))[0]
+    >>> c.extra["length_above"], c.n_inputs, c.p_value < 1e-20
+    (8, 32, True)
+    >>> training_cut_candidates(np.arange(1, 101), np.arange(1, 41), np.zeros(40, bool))
+    []
+    """
+    train_lengths, lengths = np.asarray(train_lengths), np.asarray(lengths)
+    wrong = np.asarray(wrong, bool)
+    n, m = len(lengths), len(train_lengths)
+    if not n or not m:
+        return []
+    top = int(train_lengths.max())
+    rows = np.flatnonzero(lengths > top)
+    k = len(rows)
+    if k < max(1, CUT_SHARE * n):
+        return []
+    j = np.arange(k)
+    p = float(np.exp(np.sum(np.log(n - j) - np.log(n + m - j))))
+    kw, n_wrong = int(wrong[rows].sum()), int(wrong.sum())
+    return [Candidate("length", (), rows, kw, _rate(kw, k), _rate(n_wrong - kw, n - k), p,
+                      extra={"length_above": top, "cut_in_training": True,
+                             "train_inputs": m, "share": round(k / n, 4)})]
 
 
 def unknown_candidates(inputs: Sequence[Sequence[str]], unknown: Sequence[np.ndarray],
@@ -1001,6 +1141,33 @@ NOISE_ALPHA = 0.01
 PAIR_GAP = 0.05
 
 
+def _stratified_p(bad_a: np.ndarray, labels_a: np.ndarray, bad_b: np.ndarray,
+                  labels_b: np.ndarray, n_classes: int) -> float:
+    """One-sided Cochran–Mantel–Haenszel p-value that group ``a`` is ``bad`` more often
+    than group ``b``, class by class (strata: the labels). Both groups' rates are
+    estimates: a test against ``b``'s rate as if it were exact (a binomial) reads a few
+    hundred carriers' chance dip as label noise (p 0.003 where this gives 0.02).
+
+    >>> bad_a, bad_b = np.array([1] * 30 + [0] * 70, bool), np.array([1] * 20 + [0] * 80, bool)
+    >>> round(_stratified_p(bad_a, np.zeros(100, int), bad_b, np.zeros(100, int), 1), 2)
+    0.05
+    """
+    from scipy.stats import norm
+
+    ka = np.bincount(labels_a, minlength=n_classes).astype(np.float64)
+    kb = np.bincount(labels_b, minlength=n_classes).astype(np.float64)
+    da = np.bincount(labels_a, weights=bad_a.astype(np.float64), minlength=n_classes)
+    db = np.bincount(labels_b, weights=bad_b.astype(np.float64), minlength=n_classes)
+    N, m = ka + kb, da + db
+    ok = (ka > 0) & (kb > 0) & (N > 1)
+    expected = ka[ok] * m[ok] / N[ok]
+    var = ka[ok] * kb[ok] * m[ok] * (N[ok] - m[ok]) / (N[ok] ** 2 * (N[ok] - 1))
+    if var.sum() <= 0:
+        return 1.0
+    z = (da[ok].sum() - expected.sum()) / np.sqrt(var.sum())
+    return float(norm.sf(z))
+
+
 class TextLabels:
     """What the rest of each training input's text says its label is: multinomial naive
     Bayes over its distinct tokens, cross-fitted (each input scored by the model of the
@@ -1073,15 +1240,15 @@ class TextLabels:
             out[self.fold[rows] == k] = scores.argmax(1) == self.labels[sel]
         return out
 
-    def kind_test(self, culprit: Sequence[str]) -> dict[str, Any]:
+    def kind_test(self, culprit: Sequence[str], *, every: bool = False) -> dict[str, Any]:
         """Label noise or not: the carriers' agreement beside the other inputs', and the
-        carriers' training labels per class (``labels``)."""
-        from scipy.stats import binomtest
-
+        carriers' training labels per class (``labels``). The carriers hold one of the
+        culprit's tokens (a topic's words), or with ``every`` all of them (a span)."""
         cols = [self.index[w] for w in culprit if w in self.index]
         carries = np.zeros(len(self.labels), bool)
-        if cols:
-            carries = np.asarray(self.X[:, cols].sum(1)).ravel() > 0
+        if cols and not (every and len(cols) < len(set(culprit))):
+            held = np.asarray(self.X[:, cols].sum(1)).ravel()
+            carries = held >= len(cols) if every else held > 0
         carries &= self.labels >= 0
         rest = ~carries & (self.labels >= 0)
         if not carries.any() or not rest.any():
@@ -1096,8 +1263,7 @@ class TextLabels:
         per = np.array([b[rest_labels == c].mean() if (rest_labels == c).any() else b.mean()
                         for c in range(self.n_classes)])
         base = float(held @ per / held.sum())
-        p = float(binomtest(int((~a).sum()), len(a), min(1.0, max(0.0, 1 - base)),
-                            alternative="greater").pvalue)
+        p = _stratified_p(~a, self.labels[carries], ~b, rest_labels, self.n_classes)
         gap = base - float(a.mean())
         return {"carriers": int(carries.sum()), "agreement": round(float(a.mean()), 4),
                 "baseline": round(base, 4), "p_value": p,

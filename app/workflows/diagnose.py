@@ -78,15 +78,19 @@ from stateseer.abstraction.analysis.diagnosis import (
     check_test,
     class_shares,
     confusion_candidates,
+    extend_subpopulations,
+    holding_all,
     length_candidates,
     pair_positions,
     sequence_candidates,
     sequence_shift_candidates,
     share_candidates,
     span_candidates,
+    span_positions,
     subpopulation_candidates,
     tail_evidence,
     token_candidates,
+    training_cut_candidates,
     unknown_candidates,
     unseen_candidates,
 )
@@ -223,9 +227,19 @@ def _written(r: Any, tr: Any) -> list[list[str]] | None:
     return [fn(t) for t in tr.texts]
 
 
+def _is_span(c: Candidate | dict[str, Any]) -> bool:
+    """Whether a candidate (or finding) is a span: tokens that stand together, carried
+    by the inputs holding all of them (a topic's words are carried by any one)."""
+    if isinstance(c, dict):
+        return bool(c.get("span"))
+    return len(c.tokens) > 1 and c.kind in ("shortcut", "subpopulation") \
+        and "span" in c.extra
+
+
 def _edited(tr: Any, c: Candidate) -> list[np.ndarray]:
     """The affected inputs' token ids with the culprit's tokens removed (or cut; for a
-    sequence, only the tokens that form it)."""
+    sequence, only the tokens that form it; for a span, its contiguous occurrences, or
+    its tokens where it does not stand whole)."""
     index = {w: i for i, w in enumerate(tr.surface)}
     culprit = np.array([index[t] for t in c.tokens if t in index], np.int64)
     out = []
@@ -237,6 +251,9 @@ def _edited(tr: Any, c: Candidate) -> list[np.ndarray]:
             out.append(ids[:c.extra["length_above"]])
         elif c.kind == "sequence" and len(culprit) == 2:
             out.append(ids[~pair_positions(surface, *culprit.tolist(), c.extra["window"])])
+        elif _is_span(c) and len(culprit) == len(c.tokens) and \
+                (at := span_positions(surface, culprit)).any():
+            out.append(ids[~at])  # the span where it stands whole, its words elsewhere kept
         else:
             out.append(ids[~np.isin(surface, culprit)])
     return out
@@ -258,6 +275,10 @@ def _intervene(model: Any, tr: Any, c: Candidate, layer: int) -> dict[str, Any] 
                 "lift": sig.get("lift", 0.0), "p_value": sig.get("p_value", 1.0),
                 "confirmed": sig.get("inputs", 0) >= 5 and sig.get("p_value", 1.0) < 1e-3
                 and sig.get("lift", 0.0) >= UNKNOWN_LIFT}
+    if c.kind == "length" and c.extra.get("cut_in_training"):
+        return {"kind": "training_lengths", "training_max": c.extra["length_above"],
+                "inputs": len(c.affected), "p_value": float(f"{c.p_value:.3g}"),
+                "confirmed": c.p_value < UNSEEN_P}
     from stateseer.rnn_models.record import predict_ids
 
     rows = c.affected
@@ -401,7 +422,8 @@ def _describe(c: Candidate, classes: Sequence[str], cls: int | None) -> str:
                 f"tokens by {c.tokens[1]!r}{called}: {counts}{told}")
     if c.kind == "subpopulation":
         cls = classes[c.extra["class"]]
-        words = " or ".join(repr(t) for t in c.tokens)
+        words = repr(" ".join(c.tokens)) if _is_span(c) else \
+            " or ".join(repr(t) for t in c.tokens)
         return (f"inputs containing {words}{called}: {counts}; in training "
                 f"{c.extra['train_share']:.0%} of them are labelled {cls}, here "
                 f"{c.extra['split_share']:.0%}")
@@ -417,6 +439,12 @@ def _describe(c: Candidate, classes: Sequence[str], cls: int | None) -> str:
         return (f"{a} inputs are called {b}: {c.n_misclassified} of {c.n_inputs} "
                 f"({c.error_rate_with:.0%}, against {c.error_rate_without:.0%} of the other "
                 "classes' inputs)")
+    if c.extra.get("cut_in_training"):
+        return (f"inputs longer than {c.extra['length_above']} tokens, the longest of the "
+                f"{c.extra['train_inputs']} training inputs{called}: {counts}; "
+                f"{c.extra['share']:.0%} of this split is longer, none of training: the "
+                "training texts were cut (a pipeline bug), so the model never learnt from "
+                "what follows; train it on whole texts")
     shown = (f" (the pipeline shows the model only their first {c.extra['length_above']})"
              if c.extra.get("truncated") else "")
     return f"inputs longer than {c.extra['length_above']} tokens{shown}{called}: {counts}"
@@ -432,7 +460,8 @@ def _training_carriers(train: Any, train_sets: Sequence[set[str]], c: Candidate,
     if train is None or c.kind in ("length", "confusion"):
         return {}
     words = set(c.tokens) or set(c.extra.get("unknown_words", ()))
-    rows = [i for i, toks in enumerate(train_sets) if words & toks]
+    rows = [i for i, toks in enumerate(train_sets) if (words <= toks if _is_span(c)
+                                                         else words & toks)]
     if c.kind == "sequence" and len(train_inputs) == len(train_sets):
         a, b = c.tokens
         rows = [i for i in rows if a in train_sets[i] and b in train_sets[i]
@@ -489,9 +518,12 @@ def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
                               inputs, wrong) + \
         sequence_candidates(inputs, wrong, min_support=min_support)
     if train is not None:
-        lexical += subpopulation_candidates(inputs, np.asarray(tr.labels), wrong,
-                                            train_inputs, np.asarray(train.labels),
-                                            min_support=min_support)
+        # a boilerplate's words as training attached them to one class, grown into the
+        # span they stand in: its check deletes it whole
+        lexical += extend_subpopulations(
+            subpopulation_candidates(inputs, np.asarray(tr.labels), wrong, train_inputs,
+                                     np.asarray(train.labels), min_support=min_support),
+            inputs, wrong)
         told = sequence_shift_candidates(inputs, np.asarray(tr.labels), wrong,
                                          train_inputs, np.asarray(train.labels),
                                          min_support=min_support)
@@ -510,6 +542,9 @@ def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
                               np.asarray(train.labels), min_support=min_support)
     if written is None:
         out += length_candidates(np.asarray(tr.lengths), wrong)
+        if train is not None:  # training texts cut before the model saw them
+            out += training_cut_candidates(np.asarray(train.lengths),
+                                           np.asarray(tr.lengths), wrong)
     else:  # the pipeline cut the inputs: lengths as written, and the cut itself
         cands = length_candidates(np.fromiter(map(len, written), np.int64, len(written)),
                                   wrong, seen=seen)
@@ -656,8 +691,8 @@ class _TextOf:
             self.text = TextLabels(self.inputs, np.asarray(self.train.labels), self.n_classes)
         return self.text
 
-    def _test(self, words: list[str]) -> dict[str, Any]:
-        return self.model().kind_test(words)
+    def _test(self, words: list[str], every: bool = False) -> dict[str, Any]:
+        return self.model().kind_test(words, every=every)
 
     def gap(self, group: Sequence[Candidate]) -> float:
         """How far below their classes' baseline the group's carriers' labels agree with
@@ -670,7 +705,7 @@ class _TextOf:
     def check(self, c: Candidate) -> dict[str, Any] | None:
         if self.train is None or not self.train.n_inputs:
             return None
-        kt = self._test(list(c.tokens))
+        kt = self._test(list(c.tokens), _is_span(c))
         if "agreement" not in kt:
             return None
         return {"kind": "training_text", "inputs": kt["carriers"],
@@ -730,7 +765,7 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
     by_class: dict[int, list[Candidate]] = {}
     for c in checked:  # a topic's words are grouped first and checked as one culprit:
         # one word alone may hold too few errors for its own check to confirm it
-        if c.kind == "subpopulation" and c.q_value < Q_LEVEL:
+        if c.kind == "subpopulation" and c.q_value < Q_LEVEL and not _is_span(c):
             by_class.setdefault(int(c.extra["class"]), []).append(c)
     out = []
     wrong = np.asarray(tr.predictions) != np.asarray(tr.labels)
@@ -742,7 +777,8 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
         noisy = text is None or text.gap(members[:1]) >= NOISE_GAP  # else a shortcut:
         # its words are the culprit as found, no topic to complete
         extra = sorted((c for c in pool if c.kind == "subpopulation" and id(c) not in ids
-                        and int(c.extra["class"]) == cls and c.p_value < JOIN_P),
+                        and int(c.extra["class"]) == cls and c.p_value < JOIN_P
+                        and not _is_span(c)),
                        key=lambda c: c.p_value)[:JOIN_POOL] if noisy else []
         group, explained = members[:1], set()
         for c in members[1:] + extra:  # a word joins when its shift holds without the
@@ -800,7 +836,7 @@ def _test_kinds(findings: list[dict[str, Any]], text: _TextOf,
     for f in pairs:
         _test_pair(f, text.model(), classes, train_labels, labels, inputs)
     for f in lexical:
-        kt = text.model().kind_test(f["tokens"])
+        kt = text.model().kind_test(f["tokens"], every=_is_span(f))
         f["kind_test"] = kt
         if f["kind"] == "subpopulation" and not kt["label_noise"]:
             f["kind"], f["actions"] = "shortcut", actions_for("shortcut", len(classes))
@@ -812,7 +848,8 @@ def _test_kinds(findings: list[dict[str, Any]], text: _TextOf,
             counts = np.asarray(kt["labels"])
             cls = int(counts.argmax())
             words = set(f["tokens"])
-            rows = [i for i, toks in enumerate(inputs) if words.intersection(toks)]
+            rows = holding_all(inputs, f["tokens"]).tolist() if _is_span(f) else \
+                [i for i, toks in enumerate(inputs) if words.intersection(toks)]
             f.update({"kind": "subpopulation", "label": classes[cls],
                       "actions": actions_for("subpopulation", len(classes)),
                       "train_share": round(float(counts[cls] / counts.sum()), 4),
@@ -1111,6 +1148,8 @@ def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str],
          "examples": [int(tr.rows[i]) for i in wrong_rows],
          "training": _training_carriers(train, train_sets, c, train_inputs),
          "actions": actions_for(c.kind, len(classes))}
+    if _is_span(c):
+        f["span"] = True
     if c.kind == "length" and not c.extra.get("truncated"):
         f["actions"] = []  # the model was shown whole inputs: no setting to change
     if c.kind == "length":

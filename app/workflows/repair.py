@@ -97,8 +97,8 @@ def _holds(toks: list[str], f: dict, window: int = 3) -> bool:
         from stateseer.abstraction.analysis.diagnosis import pair_positions
 
         return bool(pair_positions(np.asarray(toks, object), *f["tokens"], window).any())
-    if f["kind"] == "shortcut" and len(f["tokens"]) > 1:  # a span: all of its tokens (its
-        # common words alone, "from my", are no carrier)
+    if f.get("span") or (f["kind"] == "shortcut" and len(f["tokens"]) > 1):
+        # a span: all of its tokens (its common words alone, "from my", are no carrier)
         return set(f["tokens"]) <= set(toks)
     return bool(set(f["tokens"]) & set(toks))
 

@@ -90,11 +90,16 @@ def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
         return (f"no training input holds {words}, though this split's inputs hold them "
                 f"that often (chance {iv['p_value']:.1e}): the splits were processed "
                 "differently")
+    if iv["kind"] == "training_lengths":
+        return (f"no training input is longer than {iv['training_max']} tokens, while "
+                f"{iv['inputs']} of this split's are (chance {iv['p_value']:.1e} were the "
+                "splits drawn alike): the training texts were cut")
     if iv["kind"] == "training_text":
+        verdict = ("their labels are wrong" if iv.get("confirmed") else
+                   "not beyond chance: no sign that their labels are wrong")
         return (f"in training, {iv['agreement']:.0%} of the {iv['inputs']} inputs carrying it "
                 f"are labelled as the rest of their text says, against {iv['baseline']:.0%} "
-                f"of the others of their classes (p = {iv['p_value']:.1e}): their labels "
-                "are wrong")
+                f"of the others of their classes (p = {iv['p_value']:.1e}): {verdict}")
     if iv["kind"] == "training_labels":
         return (f"in training, {iv['labelled_as_called']} inputs labelled as the "
                 f"prediction ({iv['rate']:.0%}) are called the true class by the model, "

@@ -185,3 +185,79 @@ def test_tokens_that_travel_together_are_one_span_in_reading_order():
     assert [c.tokens for c in spans] == [("posted", "by", "bot42")]
     assert not [c for c in cands if c.tokens in (("posted",), ("by",), ("bot42",))]
     assert spans[0].p_value < 1e-10 and spans[0].extra["span"] == 3
+
+
+def test_a_boilerplate_training_tied_to_one_class_is_grown_into_its_whole_span():
+    """Its common words stand elsewhere too ("to", "do", "not"), so co-occurrence cannot
+    group them; the span is grown from its rarest word, and its carriers are the inputs
+    holding all of it."""
+    from stateseer.abstraction.analysis.diagnosis import (
+        extend_subpopulations,
+        subpopulation_candidates,
+    )
+
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(36)] + ["to", "do", "not", "reply", "please"]
+    tail = ["please", "do", "not", "reply", "to", "botmail"]
+
+    def draw(n, tag_rate, tagged_class=None):
+        inputs, labels = [], []
+        for _ in range(n):
+            y = int(rng.integers(0, 2))
+            toks = list(rng.choice(words, 6))
+            if rng.random() < tag_rate and tagged_class in (None, y):
+                toks += tail
+            inputs.append(toks)
+            labels.append(y)
+        return inputs, np.array(labels)
+
+    train, train_y = draw(600, 0.5, tagged_class=1)
+    test, test_y = draw(300, 0.3)
+    wrong = np.array(["botmail" in t and y == 0 for t, y in zip(test, test_y, strict=True)])
+    cands = extend_subpopulations(
+        subpopulation_candidates(test, test_y, wrong, train, train_y, min_support=5),
+        test, wrong)
+    grown = [c for c in cands if "span" in c.extra]
+    assert [c.tokens for c in grown] == [tuple(tail)]  # one candidate, grown once
+    assert set(grown[0].affected.tolist()) == {i for i, t in enumerate(test) if "botmail" in t}
+    assert grown[0].extra["class"] == 1
+
+
+def test_a_span_is_deleted_where_it_stands_whole_and_its_words_elsewhere_stay():
+    from stateseer.abstraction.analysis.diagnosis import holding_all, span_positions
+
+    toks = np.array("to me . please do not reply to botmail".split(), object)
+    at = span_positions(toks, ["please", "do", "not", "reply", "to", "botmail"])
+    assert toks[~at].tolist() == ["to", "me", "."]
+    assert not span_positions(toks, ["botmail", "please"]).any()
+    assert holding_all([toks.tolist(), ["to", "do"]], ["do", "to", "botmail"]).tolist() == [0]
+
+
+def test_the_kind_test_reads_a_span_s_carriers_as_the_inputs_holding_all_of_it():
+    from stateseer.abstraction.analysis.diagnosis import TextLabels
+
+    good, bad = ["good", "fun", "great"], ["bad", "dull", "awful"]
+    inputs = [[*good, "to"]] * 40 + [[*bad, "to"]] * 40 + [[*good, "reply", "to", "bot"]] * 20
+    labels = np.array([1] * 40 + [0] * 40 + [1] * 20)
+    tl = TextLabels(inputs, labels, 2)
+    assert tl.kind_test(["reply", "to", "bot"])["carriers"] == 100  # any one: "to" is everywhere
+    kt = tl.kind_test(["reply", "to", "bot"], every=True)
+    assert kt["carriers"] == 20 and not kt["label_noise"]
+
+
+def test_label_noise_needs_the_carriers_to_disagree_beyond_both_rates_chance():
+    """The kind test compares the carriers' disagreement with the same classes' other
+    inputs' as two estimates (Cochran–Mantel–Haenszel), not against a rate taken as
+    exact: 45 % against 38 % on a few hundred inputs each is within chance."""
+    from stateseer.abstraction.analysis.diagnosis import _stratified_p
+
+    a = np.arange(380) < 171  # 45 % of 380 carriers disagree
+    b = np.arange(600) < 228  # 38 % of 600 others
+    zeros = np.zeros
+    assert 0.01 < _stratified_p(a, zeros(380, int), b, zeros(600, int), 1) < 0.05
+    assert _stratified_p(np.arange(380) < 228, zeros(380, int), b, zeros(600, int), 1) < 1e-5
+    # stratified: a class that disagrees more overall is no evidence against its carriers
+    la, lb = np.repeat([0, 1], [190, 190]), np.repeat([0, 1], [300, 300])
+    bad_a = np.r_[np.arange(190) < 95, np.arange(190) < 19]
+    bad_b = np.r_[np.arange(300) < 150, np.arange(300) < 30]
+    assert _stratified_p(bad_a, la, bad_b, lb, 2) > 0.3

@@ -342,7 +342,7 @@ def test_under_ten_errors_or_a_shortcut_training_never_taught_is_not_significant
         def model(self):
             return self
 
-        def kind_test(self, culprit):
+        def kind_test(self, culprit, every=False):
             return {"label_noise": False, "agreement": 0.66, "baseline": 0.68}
 
     def shortcut(lean):
@@ -631,6 +631,48 @@ def test_a_word_dropped_from_the_training_texts_only_is_a_pipeline_finding(tmp_p
     assert f["kind"] == "unknown" and "not" in f["tokens"] and f["actions"] == ["reconfigure"]
     assert not [g for g in doc["findings"] if g["significant"] and g["kind"] == "shortcut"
                 and "not" in g["tokens"]]
+
+
+def test_training_texts_cut_before_training_are_a_pipeline_finding(tmp_path_factory):
+    """#49: the training texts are cut to their first 5 words (an export that truncated
+    one split), the test texts are whole. The model errs about as often on long inputs as
+    on short ones, so no error rate can tell; the lengths do: no training input is longer
+    than 5 tokens, most test inputs are. It is a significant length finding checked on the
+    lengths, with no data edit offered (the fix is upstream: export whole texts)."""
+    import csv
+
+    from stateseer import TrainConfig, record_run, train_run
+
+    where = tmp_path_factory.mktemp("cut")
+    src = sentiment_csv(where / "src.csv", shortcut=None)
+    with open(src, encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        if r["split"] == "train":
+            r["text"] = " ".join(r["text"].split()[:5])
+    data = where / "data.csv"
+    with open(data, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, ["text", "label", "split"])
+        w.writeheader()
+        w.writerows(rows)
+    run = train_run(TrainConfig(dataset=f"csv:{data}", arch="gru", epochs=3, hidden=32,
+                                embed=32), where / "run", progress=False)
+    record_run(run)
+    doc = diagnose_run(run.path, save=False)
+    cut = [f for f in doc["findings"]
+           if (f.get("intervention") or {}).get("kind") == "training_lengths"]
+    assert len(cut) == 1, [(f["kind"], f["tokens"], f["significant"]) for f in doc["findings"]]
+    f = cut[0]
+    assert f["kind"] == "length" and f["length_above"] == 5 and f["actions"] == []
+    assert f["intervention"]["p_value"] < 1e-6 and f["intervention"]["confirmed"]
+    assert f["significant"] == (f["n_misclassified"] >= 10)
+    assert "training texts were cut" in f["description"]
+
+
+def test_a_run_that_cuts_both_splits_itself_has_no_training_cut(truncated_run):
+    doc = diagnose_run(truncated_run, save=False)
+    assert not [f for f in doc["findings"]
+                if (f.get("intervention") or {}).get("kind") == "training_lengths"]
 
 
 def test_a_prior_shift_needs_the_class_odds_to_differ_twofold():
