@@ -378,7 +378,7 @@ def retrained(run: Path, repeats: int) -> tuple[list[float], list[dict[str, floa
     + ``REPEAT_STEP``, + 2 x ``REPEAT_STEP`` ...; trained as ``train`` would, nothing
     written): one training's figure, and the spread of it. Cached per run (a clean control
     serves every family)."""
-    from stateseer.app.workflows.repair import _train_config, training_settings
+    from stateseer.app.workflows.retraining import _train_config, training_settings
     from stateseer.rnn_models.run import ModelRun
     from stateseer.rnn_models.train import fit_predict
 

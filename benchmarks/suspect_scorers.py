@@ -37,7 +37,7 @@ from diagnosis import _subset  # the sibling benchmark script
 from sklearn.metrics import roc_auc_score
 
 from stateseer import TrainConfig, load_dataset
-from stateseer.app.workflows.repair import DROP_SHARE, _flip_rate, _noise, expected_flips
+from stateseer.app.workflows.repair_edits import DROP_SHARE, _flip_rate, _noise, expected_flips
 from stateseer.app.workflows.suspects import held_out_bag_proba
 from stateseer.rnn_models.injection import inject
 from stateseer.rnn_models.train import held_out_proba

@@ -61,7 +61,7 @@ def test_the_trained_run_is_a_mamba_from_the_checkpoint_that_learnt_the_task(mam
     assert tokens[:2] == ["<pad>", "<unk>"] and len(tokens) == m["vocab_size"]
     assert run.metrics()["test_accuracy"] >= 0.7  # chance is 0.5
     # the checkpoint is named relative to the run; repair reads it back absolute
-    from stateseer.app.workflows.repair import training_settings
+    from stateseer.app.workflows.retraining import training_settings
 
     assert cfg["config"]["init"] == "hf:../ckpt"
     assert training_settings(run)["init"] == f"hf:{run.path.parent / 'ckpt'}"

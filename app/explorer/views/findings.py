@@ -218,7 +218,7 @@ def findings_panel(ctx: Any) -> list[Any]:
 
 
 def _can_repair(ctx: Any) -> bool:
-    from stateseer.app.workflows.repair import training_settings
+    from stateseer.app.workflows.retraining import training_settings
 
     return ctx.jobs is not None and training_settings(ctx.data.run) is not None
 

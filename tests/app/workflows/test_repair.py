@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from stateseer.app.workflows import repair, suspects
+from stateseer.app.workflows import repair, repair_edits, retraining, suspects
 from stateseer.core.errors import StateseerError
 from stateseer.rnn_models.datasets import TextDataset
 from tests.conftest import one_line
@@ -76,7 +76,7 @@ def test_confusion_suspects_take_as_many_as_the_noise_rate_says(monkeypatch):
         return proba
 
     monkeypatch.setattr(suspects, "held_out_bag_proba", scorer)
-    out, edits = repair._confusion_suspects(ds, 0, 1, np.random.default_rng(0), "relabel")
+    out, edits = repair_edits._confusion_suspects(ds, 0, 1, np.random.default_rng(0), "relabel")
     assert out.tolist() == [3, 7, 9]  # most likely neg first; 5 (0.3) is the fourth
     assert edits == {"flip_rate": round(3 / 7, 4), "expected": 3}
     # scored: the training split only, its tokens and labels as given
@@ -88,7 +88,7 @@ def test_confusion_suspects_take_as_many_as_the_noise_rate_says(monkeypatch):
     assert edits["relabelled_rows"] == [3, 7, 9] and edits["to"] == "neg"
     assert new.labels[[3, 7, 9]].tolist() == [0, 0, 0] and edits["expected"] == 3
     # drop leaves out more of the likely wrong ones instead (no label is guessed)
-    assert repair.DROP_SHARE == 1.5
+    assert repair_edits.DROP_SHARE == 1.5
     new, edits = repair.ACTION_EDITS["drop"](ds, CONF, np.random.default_rng(0), _Src())
     assert edits == {"dropped_rows": [3, 5, 7, 9], "flip_rate": round(3 / 7, 4),
                      "expected": 3}
@@ -107,7 +107,7 @@ def test_confusion_drop_keeps_at_least_half_of_the_rows_it_believes():
         vlabels = np.r_[[0] * val_neg, [1] * (14 - val_neg)]
         ds = TextDataset("toy", texts * 2, np.r_[labels, vlabels], ["neg", "pos"], "word",
                          {"train": np.arange(14), "val": np.arange(14, 28)})
-        rows, edits = repair._confusion_suspects(ds, 0, 1, np.random.default_rng(0), "drop")
+        rows, edits = repair_edits._confusion_suspects(ds, 0, 1, np.random.default_rng(0), "drop")
         rho = 1 - (4 / 14) / (val_neg / 14)
         assert edits["expected"] == round(rho / (1 - rho) * 4)
         assert len(rows) == take and set(rows.tolist()) <= set(range(4, 14))
@@ -176,7 +176,7 @@ def test_relabel_of_a_topic_scores_its_carriers_with_a_model_that_never_saw_them
         proba[5] = [0.25, 0.75]
         return proba, np.zeros((4, 2))
 
-    monkeypatch.setattr(repair, "_held_out", held_out)
+    monkeypatch.setattr(repair_edits, "_held_out", held_out)
     out, edits = repair.ACTION_EDITS["relabel"](ds, topic, np.random.default_rng(0), _Src())
     # 5 carriers are labelled neg where the model expects 3.25 (the sum of its P(neg)):
     # 2 labels too many; of the three it calls pos, the two least neg (5, then 1) go to pos
@@ -201,7 +201,7 @@ def test_relabel_of_a_topic_changes_nothing_where_the_labels_match_the_model(mon
     topic = {"kind": "subpopulation", "tokens": ["plot"], "label": "neg"}
     proba = np.array([[0.6, 0.4], [0.45, 0.55], [0.5, 0.5], [0.4, 0.6], [0.55, 0.45],
                       [0.3, 0.7]])  # P(neg) sums to 2.8 over 3 neg labels: no excess
-    monkeypatch.setattr(repair, "_held_out", lambda *_a: (proba, np.zeros((2, 2))))
+    monkeypatch.setattr(repair_edits, "_held_out", lambda *_a: (proba, np.zeros((2, 2))))
     for action in ("relabel", "drop"):  # both act on the suspects: there are none
         with pytest.raises(StateseerError, match=f"nothing to {action}; choose "
                                                  "counterfactual") as e:
@@ -249,7 +249,7 @@ def test_repair_retrains_with_the_prefix_loss_the_run_was_trained_with(tmp_path)
     src = _Src({"arch": "mamba", "prefix_loss": "auto", "dataset": "rotten_tomatoes"})
     src.config.update(data=old["data"], training=old["training"])
     src.path = tmp_path
-    cfg = repair._train_config(src, tmp_path / "data.jsonl")
+    cfg = retraining._train_config(src, tmp_path / "data.jsonl")
     assert cfg.prefix_loss == "off" and cfg.arch == "mamba"
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stateseer.app.workflows import repair
+from stateseer.app.workflows import repair, repair_edits, repair_head, retraining
 from stateseer.core.errors import StateseerError
 from stateseer.rnn_models.datasets import TextDataset
 from tests.conftest import one_line
@@ -61,10 +61,11 @@ def test_augment_inserts_the_whole_span_in_reading_order():
 def test_a_span_is_inserted_where_a_truncating_run_still_reads_it():
     rng = np.random.default_rng(0)
     for _ in range(20):
-        toks = repair._inserted(list("abcdef"), SPAN, rng, limit=5)
-        assert len(toks) == 5 and repair._has_span(toks, SPAN)
-    assert repair._has_span(["x", *SPAN], SPAN) and not repair._has_span(["via", "x", "@"], SPAN)
-    assert not repair._has_span(["via"], SPAN)
+        toks = repair_edits._inserted(list("abcdef"), SPAN, rng, limit=5)
+        assert len(toks) == 5 and repair_edits._has_span(toks, SPAN)
+    assert repair_edits._has_span(["x", *SPAN], SPAN)
+    assert not repair_edits._has_span(["via", "x", "@"], SPAN)
+    assert not repair_edits._has_span(["via"], SPAN)
 
 
 def test_jtt_copies_exactly_the_source_models_training_errors(tagged_run):
@@ -78,10 +79,10 @@ def test_jtt_copies_exactly_the_source_models_training_errors(tagged_run):
     tr = Traces(src.traces_dir)["train"]
     wrong = np.sort(np.asarray(tr.rows)[np.asarray(tr.predictions) != np.asarray(tr.labels)])
     assert 0 < len(wrong) < 500
-    ds = repair._whole(src)
+    ds = retraining._whole(src)
     out, edits = repair.ACTION_EDITS["jtt"](ds, _finding(tagged_run),
                                             np.random.default_rng(0), src)
-    assert repair.JTT_UPWEIGHT == 6 and edits["upweight"] == 6
+    assert repair_edits.JTT_UPWEIGHT == 6 and edits["upweight"] == 6
     assert edits["upweighted_rows"] == wrong.tolist()
     train = out.splits["train"]
     assert len(train) == len(ds.splits["train"]) + 5 * len(wrong)
@@ -101,7 +102,7 @@ def test_jtt_is_refused_in_one_line_where_the_model_makes_no_training_error(
     from stateseer.rnn_models.run import ModelRun
 
     src = ModelRun(tagged_run)
-    ds = repair._whole(src)
+    ds = retraining._whole(src)
     right = np.eye(2)[ds.labels[ds.splits["train"]]]
     monkeypatch.setattr(training, "predict_proba", lambda *_a, **_k: right)
     with pytest.raises(StateseerError, match="none to upweight; choose counterfactual") as e:
@@ -147,13 +148,13 @@ def test_dfr_refits_only_the_head_so_the_span_sways_the_model_less(tagged_run, t
     assert new.metrics()["test_accuracy"] == pytest.approx(doc["after"]["test_accuracy"],
                                                            abs=1e-3)
     edits = json.loads((out / "repair_edits.json").read_text())
-    assert edits["features"] == 32 and edits["C"] in repair.DFR_C
+    assert edits["features"] == 32 and edits["C"] in repair_head.DFR_C
     sizes = [n for per in edits["balanced_rows"].values() for n in per.values()]
     assert len(sizes) == 4 and len(set(sizes)) == 1 and sizes[0] > 50
     assert np.allclose(edits["head"]["weight"], after["head.weight"].numpy())
     ds = src.dataset()
     val = np.asarray(ds.splits["val"])
-    plain = val[[not repair._has_span(ds.tokens[i], SPAN) for i in val.tolist()]]
+    plain = val[[not repair_edits._has_span(ds.tokens[i], SPAN) for i in val.tolist()]]
     was, now = _flips(src.load_model(), src, plain), _flips(new.load_model(), src, plain)
     assert was > 0.3 and now < was / 2  # 0.52 -> 0.12 when written
     assert doc["carriers"]["delta"] > 0.1
