@@ -57,6 +57,7 @@ __all__ = [
     "check_test",
     "class_shares",
     "confusion_candidates",
+    "directed_check",
     "extend_subpopulations",
     "holding_all",
     "length_candidates",
@@ -1127,6 +1128,49 @@ def check_test(fixed: int, broken: int, n_misclassified: int) -> dict[str, Any]:
     return {"sign_p": p, "alpha": CHECK_ALPHA,
             "confirmed": bool(p < CHECK_ALPHA and fixed >= CHECK_RATIO * broken
                               and fixed >= max(1, CHECK_SHARE * n_misclassified))}
+
+
+def directed_check(before: np.ndarray, after: np.ndarray, labels: np.ndarray, called: int
+                   ) -> dict[str, Any]:
+    """A deletion check of a culprit whose inputs are called ``called``, in the direction
+    the finding claims: fixes against breaks on the carriers of the *other* classes
+    (:func:`check_test`), where being called ``called`` is an error. A carrier of
+    ``called`` itself that the deletion "breaks" was right only through the culprit: on a
+    hard task (a model near chance on these inputs), deleting a word the model leans on
+    leaves it guessing there, and counting those guesses as breaks hides the harm (a
+    planted word: 73 fixes against 62 breaks in all, 60 against 0 on the other classes).
+    A word with no effect flips as few and as evenly here as anywhere: 7 fixes against 6
+    breaks still never confirm.
+
+    Parameters
+    ----------
+    before, after : ndarray of int of shape (n_carriers,)
+        The predictions with the culprit and with it deleted.
+    labels : ndarray of int of shape (n_carriers,)
+    called : int
+        The class the culprit's errors are called.
+
+    Returns
+    -------
+    dict
+        ``inputs`` (carriers of the other classes), ``fixed``, ``broken``, ``claimed``
+        (of them, called ``called`` before), ``sign_p``, ``confirmed``.
+
+    Examples
+    --------
+    >>> labels = np.r_[np.zeros(73, int), np.ones(63, int)]    # 73 of class 0, 63 of 1
+    >>> before = np.ones(136, int)                              # all called 1
+    >>> after = np.r_[np.zeros(60, int), np.ones(13, int), np.zeros(62, int), 1]
+    >>> directed_check(before, after, labels, 1)["confirmed"], check_test(60, 62, 73)["confirmed"]
+    (True, False)
+    """
+    before, after, labels = (np.asarray(a) for a in (before, after, labels))
+    other = labels != called
+    fixed = int(((before != labels) & (after == labels) & other).sum())
+    broken = int(((before == labels) & (after != labels) & other).sum())
+    claimed = int(((before == called) & other).sum())
+    return {"inputs": int(other.sum()), "fixed": fixed, "broken": broken,
+            "claimed": claimed, **check_test(fixed, broken, claimed)}
 
 
 #: the kind test: carriers' labels disagree with their text this much more than the

@@ -78,6 +78,7 @@ from stateseer.abstraction.analysis.diagnosis import (
     check_test,
     class_shares,
     confusion_candidates,
+    directed_check,
     extend_subpopulations,
     holding_all,
     length_candidates,
@@ -294,8 +295,18 @@ def _intervene(model: Any, tr: Any, c: Candidate, layer: int) -> dict[str, Any] 
                 "confirmed": unchanged >= 0.95}
     # fixes against breaks, an exact sign test with a least effect (check_test): a
     # stop word's 7 fixes against 6 breaks never confirm
-    test = check_test(fixed, broken, c.n_misclassified)
-    return {"kind": "delete_tokens", "inputs": len(rows), "fixed": fixed, "broken": broken,
+    cls = _called(c, tr) if CHECK_DIRECTED else None
+    if cls is None:
+        test = check_test(fixed, broken, c.n_misclassified)
+        return {"kind": "delete_tokens", "inputs": len(rows), "fixed": fixed,
+                "broken": broken, "unchanged": round(unchanged, 4),
+                "sign_p": float(f"{test['sign_p']:.3g}"), "confirmed": test["confirmed"]}
+    # the finding says the culprit makes the model call its inputs ``cls``: tested on the
+    # carriers of the other classes, where that is an error (directed_check)
+    test = directed_check(before, after, labels, cls)
+    return {"kind": "delete_tokens", "inputs": len(rows), "called": int(cls),
+            "inputs_other_classes": test["inputs"], "fixed": test["fixed"],
+            "broken": test["broken"], "fixed_all": fixed, "broken_all": broken,
             "unchanged": round(unchanged, 4), "sign_p": float(f"{test['sign_p']:.3g}"),
             "confirmed": test["confirmed"]}
 
@@ -308,6 +319,9 @@ def _intervene(model: Any, tr: Any, c: Candidate, layer: int) -> dict[str, Any] 
 REPLICATION_ALPHA = 0.1
 #: the least errors a significant finding explains
 MIN_ERRORS = 10
+#: a lexical culprit's deletion check counts fixes and breaks on the carriers of the
+#: classes other than the one their errors are called (the direction the finding claims)
+CHECK_DIRECTED = True
 #: a shortcut's training carriers lean to the class the model calls them at least this
 #: much (odds ratio against the rest of training): a model that learnt a shortcut learnt
 #: it from training inputs where the culprit went with that class
@@ -858,6 +872,10 @@ def _test_kinds(findings: list[dict[str, Any]], text: _TextOf,
             f["description"] += (f"; their training labels disagree with the rest of their "
                                  f"text ({kt['agreement']:.0%} agree, others "
                                  f"{kt['baseline']:.0%}): mislabelled")
+        if f["kind"] == "subpopulation" and _is_span(f) and len(f["tokens"]) == 2:
+            # two tokens in reading order whose training labels were taught wrong: a
+            # sequence told by its training labels ("nothing she" labelled one way)
+            f.update({"kind": "sequence", "actions": actions_for("sequence", len(classes))})
         lean = (f.get("training") or {}).get("lean")
         if f["kind"] == "shortcut" and lean and lean["odds_ratio"] < SHORTCUT_ODDS:
             # the model cannot have learnt from training to call the carriers this class:

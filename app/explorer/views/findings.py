@@ -75,6 +75,12 @@ def _intervention(iv: dict[str, Any] | None, kind: str = "") -> str:
                 else "not checked with the model (not among the most significant)")
     if iv["kind"] == "delete_tokens":
         sign = f" (sign test p = {iv['sign_p']:.1e})" if "sign_p" in iv else ""
+        if "inputs_other_classes" in iv:  # read in the direction the finding claims
+            return (f"deleting it fixes {iv['fixed']} misclassification"
+                    f"{'' if iv['fixed'] == 1 else 's'} and breaks {iv['broken']} of the "
+                    f"{iv['inputs_other_classes']} inputs of the other classes{sign}; over "
+                    f"all {iv['inputs']} inputs it fixes {iv['fixed_all']} and breaks "
+                    f"{iv['broken_all']}")
         return (f"deleting it fixes {iv['fixed']} misclassification"
                 f"{'' if iv['fixed'] == 1 else 's'} and breaks {iv['broken']} of "
                 f"{iv['inputs']} inputs{sign}")

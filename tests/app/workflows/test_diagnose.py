@@ -356,6 +356,60 @@ def test_under_ten_errors_or_a_shortcut_training_never_taught_is_not_significant
     assert taught["significant"] and taught["kind"] == "shortcut"
 
 
+def test_a_span_taught_the_wrong_label_is_a_sequence_of_two_or_a_subpopulation_of_more():
+    """A relabelled span's kind test finds label noise: two tokens in reading order are a
+    sequence told by its training labels ("nothing she"), longer ones stay a
+    subpopulation; a topic's words (no span) stay a subpopulation however many."""
+    import numpy as np
+
+    from stateseer.app.workflows.diagnose import _test_kinds
+
+    class Text:  # the kind test: their training labels disagree with their text
+        def model(self):
+            return self
+
+        def kind_test(self, culprit, every=False):
+            return {"label_noise": True, "agreement": 0.3, "baseline": 0.7,
+                    "labels": [0, 40]}
+
+    def finding(tokens, span):
+        f = {"significant": True, "kind": "subpopulation", "tokens": tokens,
+             "description": "d", "actions": ["drop"], "training": {"n_inputs": 40}}
+        return {**f, "span": True} if span else f
+
+    two, three, topic = (finding(["nothing", "she"], True),
+                         finding(["sent", "from", "mars"], True),
+                         finding(["opera", "ballet"], False))
+    _test_kinds([two, three, topic], Text(), np.array([0, 1]), ["a", "b"],
+                np.array([0, 1]), [["nothing", "she"], ["opera"]])
+    assert two["kind"] == "sequence" and two["actions"] == ["relabel", "drop", "counterfactual"]
+    assert three["kind"] == "subpopulation" and topic["kind"] == "subpopulation"
+
+
+def test_a_deletion_check_is_read_in_the_direction_the_finding_claims():
+    """A planted word on a hard task: every carrier is called class 1; deleting the word
+    fixes 60 of the 73 class-0 carriers and "breaks" 62 of the 63 class-1 carriers, which
+    were right only through it (the model guesses without it). Counted over all carriers
+    (60 against 62) nothing confirms; on the other class's carriers, where the claim can
+    err, 60 against 0 does. A stop word's 7 against 6 confirms neither way."""
+    import numpy as np
+
+    from stateseer.abstraction.analysis.diagnosis import check_test, directed_check
+
+    labels = np.r_[np.zeros(73, int), np.ones(63, int)]
+    before = np.ones(136, int)
+    after = np.r_[np.zeros(60, int), np.ones(13, int), np.zeros(62, int), 1]
+    got = directed_check(before, after, labels, 1)
+    assert (got["fixed"], got["broken"], got["inputs"], got["claimed"]) == (60, 0, 73, 73)
+    assert got["confirmed"] and not check_test(60, 62, 73)["confirmed"]
+    # no effect: as many flips one way as the other on the other class's carriers
+    labels = np.r_[np.zeros(20, int), np.ones(20, int)]
+    before = np.r_[np.ones(7, int), np.zeros(13, int), np.ones(20, int)]
+    after = np.r_[np.zeros(7, int), np.ones(6, int), np.zeros(7, int), np.ones(20, int)]
+    got = directed_check(before, after, labels, 1)
+    assert (got["fixed"], got["broken"]) == (7, 6) and not got["confirmed"]
+
+
 def test_a_topic_labelled_one_way_in_training_is_one_subpopulation_finding(tmp_path_factory):
     run = _run(tmp_path_factory, "topic", None, topic=("opera", "ballet", "circus"))
     doc = diagnose_run(run, save=False)
