@@ -144,7 +144,7 @@ def test_dfr_refits_only_the_head_so_the_span_sways_the_model_less(tagged_run, t
     assert changed == {"head.weight", "head.bias"}
     assert new.vocab_path.read_bytes() == src.vocab_path.read_bytes()
     assert new.config["model"] == src.config["model"] and new.data["name"] == src.data["name"]
-    assert repair.training_settings(new) == repair.training_settings(src)  # paths moved
+    assert retraining.training_settings(new) == retraining.training_settings(src)  # paths moved
     assert new.metrics()["test_accuracy"] == pytest.approx(doc["after"]["test_accuracy"],
                                                            abs=1e-3)
     edits = json.loads((out / "repair_edits.json").read_text())
