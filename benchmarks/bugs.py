@@ -354,16 +354,17 @@ def main(argv: list[str] | None = None) -> int:
                 if recipes:
                     _, again = _train(base, where / "clean-again", seed + SEED_STEP,
                                       record=False)
-                noise = abs(clean_acc - again)
+                noise = abs(clean_acc - again) if recipes else None
                 doc = diagnose_run(run, top=10)
                 cleans.append({"partition": part, "dataset": name, "seed": seed,
                                "significant": doc["n_significant"],
                                "findings": [f["description"] for f in doc["findings"]
                                             if f["significant"]],
                                "test_accuracy": round(clean_acc, 4),
-                               "retrain_noise": round(noise, 4)})
-                print(f"[{part}] {name} seed {seed}: clean {clean_acc:.3f} (retrained "
-                      f"{again:.3f}), {doc['n_significant']} significant", file=sys.stderr)
+                               "retrain_noise": None if noise is None else round(noise, 4)})
+                again_note = f"retrained {again:.3f}" if recipes else "not retrained: no bug"
+                print(f"[{part}] {name} seed {seed}: clean {clean_acc:.3f} ({again_note}), "
+                      f"{doc['n_significant']} significant", file=sys.stderr)
                 for recipe in recipes:
                     rng = np.random.default_rng(
                         [seed, zlib.crc32(f"{part}/{name}/{recipe}".encode())])
