@@ -5,13 +5,20 @@ unknown words, input length, class confusions, subpopulations), with Benjaminiâ€
 q-values over every candidate tested. The most promising are then checked with the model
 itself, on the inputs that carry the culprit:
 
-``delete_tokens``  the culprit's tokens removed: misclassifications that turn correct
-                   (``fixed``) against correct predictions that turn wrong (``broken``);
+``delete_tokens``  the culprit's tokens removed (a span where it stands whole):
+                   misclassifications that turn correct (``fixed``) against correct
+                   predictions that turn wrong (``broken``), counted on the carriers of
+                   the classes other than the one their errors are called (the direction
+                   the finding claims; :func:`~stateseer.abstraction.analysis.diagnosis.
+                   directed_check`; ``fixed_all``, ``broken_all`` over every carrier);
                    confirmed by an exact one-sided sign test of fixes against breaks
                    (McNemar's exact test, ``sign_p`` below 0.05) with a least effect:
                    1.2 fixes per break, reaching a tenth of the affected errors
                    (:func:`~stateseer.abstraction.analysis.diagnosis.check_test`; 7 fixes
                    against 6 breaks never confirm);
+``training_lengths`` (training texts cut upstream) no training input is longer than N
+                   tokens while at least 5 % of the split is: the exact chance of that
+                   under splits drawn alike below :data:`UNSEEN_P`;
 ``cut``            the input cut after N tokens: confirmed when the prediction of at least
                    95 % of the long inputs stays the same (the model sees nothing past N);
 ``unread_tail``    (a run whose pipeline truncates inputs, ``train --truncate N``) the
