@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from stateseer.abstraction.analysis.diagnosis import span_positions
 from stateseer.app.workflows.retraining import _encoded, _train_config
 from stateseer.core.errors import StateseerError
 
@@ -153,10 +154,7 @@ def _jtt(ds: Any, f: dict, rng: np.random.Generator, src: Any) -> tuple[Any, dic
 
 def _has_span(toks: list[str], span: list[str]) -> bool:
     """Whether ``span`` occurs in ``toks`` whole, its tokens next to each other in order."""
-    if len(span) > len(toks):
-        return False
-    windows = np.lib.stride_tricks.sliding_window_view(np.asarray(toks, object), len(span))
-    return bool((windows == np.asarray(span, object)).all(1).any())
+    return bool(span_positions(np.asarray(toks, object), span).any())
 
 
 def _class_index(ds: Any, name: str) -> int:

@@ -33,6 +33,29 @@ def _run(tmp_path_factory, name: str, shortcut: str | None, topic=(), sequence=N
     return run.path
 
 
+def _edited_run(tmp_path_factory, name: str, edit, **data):
+    """A run trained on ``sentiment_csv(**data)`` whose rows ``edit`` changed in place
+    first (a step of the user's pipeline run on one split)."""
+    import csv
+
+    from stateseer import TrainConfig, record_run, train_run
+
+    where = tmp_path_factory.mktemp(name)
+    with open(sentiment_csv(where / "src.csv", **data), encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        edit(r)
+    path = where / "data.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, ["text", "label", "split"])
+        w.writeheader()
+        w.writerows(rows)
+    run = train_run(TrainConfig(dataset=f"csv:{path}", arch="gru", epochs=3, hidden=32,
+                                embed=32), where / "run", progress=False)
+    record_run(run)
+    return run.path
+
+
 @pytest.fixture(scope="module")
 def shortcut_run(tmp_path_factory):
     return _run(tmp_path_factory, "shortcut", "frankly")
@@ -656,28 +679,14 @@ def test_a_word_dropped_from_the_training_texts_only_is_a_pipeline_finding(tmp_p
     though a fifth of the test inputs do. It is named as a pipeline finding (unknown to
     the model, never in training), not as a shortcut the model leans on, and offered the
     setting, not a data edit."""
-    import csv
-
-    from stateseer import TrainConfig, record_run, train_run
-
-    where = tmp_path_factory.mktemp("negation")
-    src = sentiment_csv(where / "src.csv", sequence=("not", "superb"))
-    with open(src, encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    for r in rows:
+    def drop_not(r):
         if r["split"] == "train":
             r["text"] = " ".join(w for w in r["text"].split() if w != "not")
         elif "not superb" in r["text"]:
             r["label"] = "neg"  # the pair's true label outside training
-    data = where / "data.csv"
-    with open(data, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, ["text", "label", "split"])
-        w.writeheader()
-        w.writerows(rows)
-    run = train_run(TrainConfig(dataset=f"csv:{data}", arch="gru", epochs=3, hidden=32,
-                                embed=32), where / "run", progress=False)
-    record_run(run)
-    doc = diagnose_run(run.path, save=False)
+
+    run = _edited_run(tmp_path_factory, "negation", drop_not, sequence=("not", "superb"))
+    doc = diagnose_run(run, save=False)
     unseen = [f for f in doc["findings"] if f["significant"]
               and (f.get("intervention") or {}).get("kind") == "never_in_training"]
     assert unseen, [(f["kind"], f["tokens"], f["significant"]) for f in doc["findings"]]
@@ -693,26 +702,11 @@ def test_training_texts_cut_before_training_are_a_pipeline_finding(tmp_path_fact
     on short ones, so no error rate can tell; the lengths do: no training input is longer
     than 5 tokens, most test inputs are. It is a significant length finding checked on the
     lengths, with no data edit offered (the fix is upstream: export whole texts)."""
-    import csv
-
-    from stateseer import TrainConfig, record_run, train_run
-
-    where = tmp_path_factory.mktemp("cut")
-    src = sentiment_csv(where / "src.csv", shortcut=None)
-    with open(src, encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    for r in rows:
+    def cut(r):
         if r["split"] == "train":
             r["text"] = " ".join(r["text"].split()[:5])
-    data = where / "data.csv"
-    with open(data, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, ["text", "label", "split"])
-        w.writeheader()
-        w.writerows(rows)
-    run = train_run(TrainConfig(dataset=f"csv:{data}", arch="gru", epochs=3, hidden=32,
-                                embed=32), where / "run", progress=False)
-    record_run(run)
-    doc = diagnose_run(run.path, save=False)
+
+    doc = diagnose_run(_edited_run(tmp_path_factory, "cut", cut), save=False)
     cut = [f for f in doc["findings"]
            if (f.get("intervention") or {}).get("kind") == "training_lengths"]
     assert len(cut) == 1, [(f["kind"], f["tokens"], f["significant"]) for f in doc["findings"]]
