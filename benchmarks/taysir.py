@@ -155,7 +155,8 @@ def run_net(repo: Path, net: str, work: Path, args: argparse.Namespace) -> dict:
     run, held = prepare(repo, net, work / net, args.seed, args.fresh)
     t1 = time.perf_counter()
     dfa = extract_run_dfa(run, method="active", max_states=args.max_states,
-                          seconds=args.seconds, random_state=args.seed)
+                          seconds=args.seconds, random_state=args.seed,
+                          tests_on=args.tests_on)
     words, labels = held["words"], held["labels"]
     ours = dfa.classify(words) == dfa.accept_class
     win = winner_dfa(repo / "learned_models" / f"model_{net.replace('.', '_')}.dot")
@@ -194,6 +195,8 @@ def main() -> None:
     p.add_argument("--max-states", type=int, default=8000, help="learner's state budget")
     p.add_argument("--fresh", type=int, default=3000, help="random words neither saw")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tests-on", choices=("auto", "prefixes", "words"), default="auto",
+                   help="what the learner's equivalence tests compare")
     p.add_argument("--work", type=Path, default=Path("/tmp/stateseer-taysir"),
                    help="where the runs are written")
     p.add_argument("--out", type=Path, help="also write the JSON here")
@@ -217,6 +220,7 @@ def main() -> None:
         print(json.dumps({net: {"skipped": why}}), flush=True)
     out = {"benchmark": "taysir-track1", "commit": commit, "seed": args.seed,
            "seconds_budget": args.seconds, "max_states": args.max_states,
+           "tests_on": args.tests_on,
            "nets": nets, "skipped": skipped}
     if args.out:
         args.out.write_text(json.dumps(out, indent=1) + "\n")

@@ -38,6 +38,45 @@ sys.path.insert(0, str(HERE))
 import taysir as T  # noqa: E402
 
 
+def big_of(r):
+    return r[:, 1] >= 200
+
+
+def markov_words(words, n, order, rng):
+    """``n`` words drawn from an order-``order`` Markov chain of ``words`` (their
+    transitions only, the end of a word as a symbol)."""
+    nxt: dict = {}
+    for w in words:
+        ctx = ("^",) * order
+        for s in (*w, "$"):
+            nxt.setdefault(ctx, []).append(s)
+            ctx = (*ctx[1:], s)
+    out = []
+    while len(out) < n:
+        ctx, w = ("^",) * order, []
+        while True:
+            opts = nxt[ctx]
+            s = opts[rng.integers(len(opts))]
+            if s == "$":
+                break
+            w.append(s)
+            ctx = (*ctx[1:], s)
+        out.append(tuple(w))
+    return out
+
+
+def mutants(words, n, alphabet, rng):
+    """``n`` copies of random ``words``, each with one to three symbols replaced."""
+    out = []
+    pool = [w for w in words if w]
+    for i in rng.integers(0, len(pool), n):
+        w = list(pool[i])
+        for j in rng.integers(0, len(w), rng.integers(1, 4)):
+            w[j] = alphabet[rng.integers(len(alphabet))]
+        out.append(tuple(w))
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("path", type=Path, help="local copy of emuskardin/taysir_competition_mbt")
@@ -45,6 +84,9 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=420.0)
     p.add_argument("--work", type=Path, default=Path("/tmp/stateseer-taysir-frontier"))
     p.add_argument("--out", type=Path)
+    p.add_argument("--sampled", type=int, default=0,
+                   help="also score on this many words drawn from an order-3 Markov chain "
+                        "of the train words, and as many one-to-three-symbol mutants of them")
     args = p.parse_args()
     import torch
 
@@ -77,6 +119,16 @@ def main() -> None:
     truth = [step[offsets[i]:offsets[i] + len(w)] for i, w in enumerate(val) if ok[i]]
     ids, lengths = active._encode(alphabet, [w for w, k in zip(val, ok, strict=True) if k])
     chosen = dfa.report["chosen_round"] - 1
+    extra = []
+    if args.sampled:
+        from taysir_nets import adapter, read_words
+        _, start, end = read_words(args.path / "datasets" / f"{args.net}.taysir.valid.words")
+        ad = adapter(args.path / "models" / f"{args.net}.taysir.model", start, end)
+        train, _ = split_words(traces, "train", alphabet)
+        rng = np.random.default_rng(7)
+        for drawn in (markov_words(train, args.sampled, 3, rng),
+                      mutants(train, args.sampled, alphabet, rng)):
+            extra.append((drawn, T._labels(ad, [list(w) for w in drawn]).astype(bool)))
     rows = []
     for i, (h, d) in enumerate(zip(oracle.history, oracle.kept, strict=True)):
         if i % 5 and i != chosen:
@@ -85,15 +137,20 @@ def main() -> None:
         bad = sum(int((got[b, 1:lengths[b] + 1] != truth[b]).sum()) for b in range(len(truth)))
         rows.append([i + 1, d.n_states, h.get("heldout_error"), bad / int(lengths.sum()),
                      float((d.accepts(words) != labels).mean()),
-                     float((d.accepts(fresh) != fresh_labels).mean())])
+                     float((d.accepts(fresh) != fresh_labels).mean()),
+                     *[float((d.accepts(x) != y).mean()) for x, y in extra]])
     r = np.array(rows, float)
+    for c in range(6, r.shape[1]):
+        print("column", c, "corr with test (>=200 states)",
+              float(np.corrcoef(r[big_of(r), c], r[big_of(r), 4])[0, 1]))
     big = r[:, 1] >= 200
     out = {"net": args.net, "chosen": rows[[x[0] for x in rows].index(chosen + 1)],
            "corr_word_val_test": float(np.corrcoef(r[big, 2], r[big, 4])[0, 1]),
            "corr_prefix_val_test": float(np.corrcoef(r[big, 3], r[big, 4])[0, 1]),
            "best_test_within": {}, "columns": ["round", "states", "val_word_error",
                                                "val_prefix_error", "test_error",
-                                               "fresh_error"]}
+                                               "fresh_error", "markov_error",
+                                               "mutant_error"]}
     for budget in (500, 1000, 1500, 2000, 4000):
         m = r[:, 1] <= budget
         if m.any():

@@ -79,6 +79,31 @@ class Batched(nn.Module):
         return net.feed_dense(h)
 
 
+class Packed(Batched):
+    """:class:`Batched` on a right-padded block of words of any lengths (``lengths``
+    counts each word's ids): the recurrent modules (torch's own RNN, GRU, LSTM, batch
+    first, stacked or bidirectional) read packed sequences, so padding never reaches a
+    state. One call per block instead of one per word length."""
+
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        from torch.nn.utils.rnn import pack_padded_sequence
+
+        net = self.net
+        x = nn.functional.one_hot((ids - 2).clamp(min=0), net.input_size - 1).to(net.dtype)
+        out = (pack_padded_sequence(x, lengths.cpu(), batch_first=True,
+                                    enforce_sorted=False),)
+        for machine in net.mach:
+            out = machine(out[0], None)
+        h = out[1]  # (directions, batch, hidden), in the block's order
+        h = h.transpose(0, 1).reshape(len(ids), -1)
+        return net.feed_dense(h)
+
+
+def _packable(net: nn.Module) -> bool:
+    return not net.hides_pairs and all(isinstance(m, nn.RNNBase) and m.batch_first
+                                       and m.num_layers == 1 for m in net.mach)
+
+
 class PerWord(nn.Module):
     """The net's own forward, one word at a time (what ``predict`` runs)."""
 
@@ -93,6 +118,24 @@ class PerWord(nn.Module):
         return torch.stack([net(w)[0] for w in x])
 
 
+def _in_blocks(body: nn.Module, ids: list[list[int]]) -> np.ndarray:
+    """``body``'s class of each word, asked in blocks as the adapter asks: every word in
+    one padded block (:class:`Packed`), or one block per word length (a net that cannot
+    batch its words shows here, not one word at a time)."""
+    lens = np.array([len(w) for w in ids])
+    got = np.zeros(len(ids), np.int64)
+    groups = [np.arange(len(ids))] if isinstance(body, Packed) else \
+        [np.flatnonzero(lens == n) for n in np.unique(lens)]
+    for rows in groups:
+        block = torch.zeros(len(rows), int(lens[rows].max()), dtype=torch.int64)
+        for b, r in enumerate(rows.tolist()):
+            block[b, :lens[r]] = torch.tensor(ids[r]) + 2
+        out = body(block, torch.from_numpy(lens[rows])) if isinstance(body, Packed) \
+            else body(block)
+        got[rows] = out.argmax(1).numpy()
+    return got
+
+
 def adapter(folder: str | Path, start: str, end: str, *, check: list[list[str]] = (),
             batched: bool = True):
     """The net as a :class:`~stateseer.ClassifierAdapter` (classes reject, accept; the
@@ -102,14 +145,14 @@ def adapter(folder: str | Path, start: str, end: str, *, check: list[list[str]] 
 
     net = load_net(folder)
     vocab = vocab_of(net)
-    body = Batched(net) if batched else PerWord(net)
+    body = (Packed(net) if _packable(net) else Batched(net)) if batched else PerWord(net)
     if batched and check:
         ids = [[int(start)] + [int(s) for s in w] + [int(end)] for w in check]
         with torch.no_grad():
             own = np.array([float(net.predict(net.one_hot_encode(w))) for w in ids])
-            got = np.array([int(body(torch.tensor([w]) + 2)[0].argmax()) for w in ids])
-        if not np.array_equal(own, got):
-            body = PerWord(net)
+            if not np.array_equal(own, _in_blocks(body, ids)):
+                body = PerWord(net)
     return ClassifierAdapter(body, vocab=vocab, tokenize=str.split,
                              classes=["reject", "accept"], bos=start, eos=end,
-                             outputs="proba")
+                             outputs="proba",
+                             **({"pad": "<pad>"} if isinstance(body, Packed) else {}))

@@ -349,6 +349,9 @@ class ClassifierAdapter(TraceAdapter):
         if not seen:
             return scores.detach().float(), self._proba(scores)
         state = seen[-1]
+        if len(seen) > 1 and sum(len(x) for x in seen) == len(block) \
+                and len(state) < len(block):  # a model that runs its head input by input
+            state = torch.cat(seen)
         if state.dim() == 3:  # a head applied to every step: the one at the last token
             state = state[torch.arange(len(state)), (lengths - 1).clamp(min=0)]
         return state.reshape(len(block), -1), self._proba(scores)

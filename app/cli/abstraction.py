@@ -102,7 +102,7 @@ def _cmd_extract_dfa(args: argparse.Namespace) -> int:
     dfa = extract_run_dfa(args.run, max_states=args.max_states, random_state=args.seed,
                           examples=args.examples, states=args.merge_to, method=args.method,
                           seconds=args.seconds, algorithm=args.algorithm,
-                          epsilon=args.epsilon)
+                          epsilon=args.epsilon, tests_on=args.tests_on)
     keys = ("method", "n_states", "n_states_before_minimisation", "seconds",
             "budget_exhausted", "membership_queries", "rounds", "agreement",
             "heldout_error", "majority_error", "agreement_le12", "grammar_agreement_le12",
@@ -243,6 +243,10 @@ def _add_dfa_export(sub: Any) -> None:
                    help="active: the smallest hypothesis whose validation error is within "
                    "this of the best wins (default: one validation word's worth, at least "
                    "0.001)")
+    x.add_argument("--tests-on", choices=("auto", "prefixes", "words"), default="auto",
+                   help="active: what the equivalence tests compare, the class after every "
+                   "prefix of each test word or each whole word's only; auto: whole words "
+                   "where the training words all have one length")
     x.add_argument("--seed", type=_seed, default=0, help="random seed")
     _add_renamed(x, "--states", "--merge-to", type=_positive_int, default=None,
                  help="at most this many states (default: no cap, the exact automaton): "

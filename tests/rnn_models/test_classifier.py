@@ -1,7 +1,8 @@
 """ClassifierAdapter reads any classifier exactly (#50): the prediction after the last token
 is the model's own, and every prefix's is the model on that prefix, for model shapes
 RecurrentAdapter cannot read: a mean-pooled head, a bidirectional net, stacked separate
-modules, a class read after an END token, a softmax output, a padded (ids, lengths) net."""
+modules, a class read after an END token, a softmax output, a padded (ids, lengths) net, a
+net that runs its head input by input."""
 
 from __future__ import annotations
 
@@ -67,6 +68,14 @@ class Softmaxed(LastState):
         return torch.softmax(super().forward(ids), -1)
 
 
+class OneAtATime(LastState):
+    """A net whose forward loops over its batch (TAYSIR's own nets do): its head is
+    called once per input."""
+
+    def forward(self, ids):
+        return torch.cat([LastState.forward(self, x[None]) for x in ids])
+
+
 class Padded(nn.Module):
     """A net that reads (ids, lengths): packed, so padding never changes its answer."""
 
@@ -100,7 +109,8 @@ def _one(net, ids, **kw):
 
 @pytest.mark.parametrize(("net", "kwargs"), [
     (MeanPooled, {}), (BiGRU, {}), (Stacked, {}), (Softmaxed, {"outputs": "proba"}),
-    (LastState, {"bos": "<s>", "eos": "</s>"}), (Padded, {"pad": "<pad>"})])
+    (LastState, {"bos": "<s>", "eos": "</s>"}), (Padded, {"pad": "<pad>"}),
+    (OneAtATime, {})])
 def test_every_prefix_is_the_model_on_that_prefix(net, kwargs):
     torch.manual_seed(0)
     model = net().eval()

@@ -8,8 +8,10 @@ What the traces supply, so the model is never asked again:
 * the network's prediction after every prefix of those words (known answers);
 * with an abstraction, the abstract state after every training prefix, which turns on
   the abstraction-guided counterexample search;
-* held-out words (``select_split``, default ``val``) and the network's class of each: every
-  hypothesis is scored on them and the smallest within ``epsilon`` of the best wins;
+* held-out words (``select_split``, default ``val``) and the network's class of each,
+  with ``mutants`` words near the training words (the model asked their class): every
+  hypothesis is scored on them and the smallest within ``epsilon`` (one standard error)
+  of the best wins;
 * an evaluation split (default ``test``): the report's ``heldout_error`` beside
   ``majority_error`` (always answering the network's most frequent class).
 
@@ -105,6 +107,8 @@ def extract_dfa_active(
     select_split: str | None = "val",
     eval_split: str | None = "test",
     grammar: Any = None,
+    tests_on: str = "auto",
+    mutants: int = 5000,
 ) -> ExtractedDFA:
     """Learn the run's automaton by asking its model (see the module notes).
 
@@ -125,14 +129,20 @@ def extract_dfa_active(
     random_state : int
     algorithm : {"kv", "lstar"}
     epsilon : float, optional
-        Held-out error within which the smallest hypothesis wins. Default: one held-out
-        word's worth, ``max(0.001, 1 / n_selection_words)`` (a smaller difference is
-        not evidence).
+        Held-out error within which the smallest hypothesis wins. Default: one standard
+        error of the best one's, at least one word's worth
+        (:func:`~.active.selection_epsilon`; a smaller difference is not evidence).
     walks : int
         Random words added to the equivalence tests.
     split, select_split, eval_split : str or None
     grammar : optional
         A known language (as in :func:`~stateseer.abstraction.automata.dfa.extract_dfa`).
+    tests_on : {"auto", "prefixes", "words"}
+        What the equivalence tests compare (:func:`~.active.learn_active`).
+    mutants : int
+        Words near the training words (one to three symbols replaced), their class asked
+        of the model, that join ``select_split``'s words for the choice
+        (:func:`~.active.mutant_words`).
 
     Returns
     -------
@@ -181,12 +191,10 @@ def extract_dfa_active(
         s_label = np.asarray(traces[select_split].final_proba).argmax(1) == accept
         select = ([w for w, k in zip(s_words, ok, strict=True) if k], s_label[ok])
         sel_n = int(ok.sum())
-    if epsilon is None:
-        epsilon = max(0.001, 1.0 / sel_n) if sel_n else 0.001
     res = learn_active(alphabet, answer, final=final, words=words, walks=walks,
                        max_states=max_states, seconds=seconds, seed=random_state,
                        algorithm=algorithm, known=known, abstract=per_word, select=select,
-                       epsilon=epsilon)
+                       epsilon=epsilon, tests_on=tests_on, mutants=mutants)
     dfa = _initial_first(res.dfa)
     trans = np.asarray(dfa.transitions)
     cls = np.where(np.asarray(dfa.accepting), accept, 1 - accept).astype(np.int64)
@@ -203,9 +211,12 @@ def extract_dfa_active(
         "max_states": int(max_states), "membership_queries": res.membership_queries,
         "rounds": res.rounds, "budget_exhausted": res.budget_ran_out,
         "test_words": res.test_words, "chosen_round": res.provenance["chosen_round"],
-        "epsilon": round(epsilon, 6), "selection_split": select_split if select else None,
-        "n_selection_words": sel_n, "selection_error": chosen.get("heldout_error"),
+        "epsilon": round(float(res.provenance["epsilon"] or 0.0), 6),
+        "selection_split": select_split if select else None,
+        "n_selection_words": sel_n, "n_selection_mutants": res.provenance["mutants"],
+        "selection_error": chosen.get("heldout_error"),
         "counterexamples": sources, "guided": per_word is not None,
+        "tests_on": res.provenance["tests_on"],
         "train_agreement": stats["train_agreement"],
         "train_prefix_agreement": stats["train_prefix_agreement"],
         "seconds": round(time.perf_counter() - t0, 3),

@@ -118,4 +118,76 @@ def test_one_held_out_words_worth_of_epsilon_is_not_lost_to_rounding():
     assert 2 / n + 1 / n < 3 / n  # the rounding this guards against
     history = [{"n_states": 9, "heldout_error": 2 / n}, {"n_states": 4, "heldout_error": 3 / n},
                {"n_states": 3, "heldout_error": 4 / n}]
-    assert _choose(history, 1 / n) == 1
+    assert _choose(history, 1 / n, n) == 1
+
+
+def test_mutants_are_near_the_data_and_join_the_choice():
+    from stateseer.abstraction.automata.dfa.active import mutant_words, selection_epsilon
+
+    data = [tuple("abba"), tuple("aaaaaa")]
+    near = mutant_words(data, 200, ("a", "b", "c"), np.random.default_rng(0))
+    assert len(near) == 200
+    for w in near:  # one to three symbols replaced in a copy of a data word
+        diffs = min(sum(x != y for x, y in zip(w, d, strict=True)) for d in data
+                    if len(d) == len(w))
+        assert diffs <= 3
+    assert any("c" in w for w in near)
+    assert mutant_words([()], 5, ("a",), np.random.default_rng(0)) == []
+    g = GRAMMARS["tomita4"].dfa
+    words = [list(s) for s in all_strings(g.alphabet, 6)]
+    res = learn_active(g.alphabet, _model_of(g), words=words, mutants=300, seed=0)
+    assert res.provenance["mutants"] == 300 and res.provenance["n_select"] == 300
+    assert all("heldout_error" in h for h in res.history)
+    assert res.dfa.n_states == g.n_states  # still the exact minimal automaton
+    # the default epsilon: one standard error of the best, at least one word's worth
+    assert res.provenance["epsilon"] == selection_epsilon(0.0, 300) == 1 / 300
+    assert selection_epsilon(0.1, 100) == pytest.approx(0.03)
+
+
+def test_kv_asks_its_sifting_queries_in_batches_and_learns_the_same(monkeypatch):
+    """The batched classification tree changes how often the model is called, not what
+    is learnt: the same hypotheses, round by round, in fewer calls."""
+    import contextlib
+
+    import stateseer.abstraction.automata.dfa.active as active
+    from stateseer.core.automaton import DFA
+
+    rng = np.random.default_rng(3)
+    g = DFA(("a", "b", "c"), rng.integers(0, 12, (12, 3)), rng.random(12) < 0.5, 0)
+    words = [list(s) for s in all_strings(g.alphabet, 4)]
+
+    def learn():
+        calls = []
+
+        def final(ws):
+            calls.append(len(ws))
+            return g.accepts(ws)
+
+        res = learn_active(g.alphabet, _model_of(g), final=final, words=words, seed=0)
+        return res, calls
+
+    batched, calls_batched = learn()
+    monkeypatch.setattr(active, "_batched_sifting",
+                        lambda answers, on: contextlib.nullcontext())
+    one_by_one, calls_single = learn()
+    assert [h["n_states"] for h in batched.history] == \
+        [h["n_states"] for h in one_by_one.history]
+    assert np.array_equal(batched.dfa.transitions, one_by_one.dfa.transitions)
+    every = all_strings(g.alphabet, 8)
+    assert np.array_equal(batched.dfa.accepts(every), g.accepts(every))
+    assert len(calls_batched) < len(calls_single) / 2
+    assert max(calls_batched) > 1
+
+
+def test_whole_words_are_the_tests_where_the_data_have_one_length():
+    g = GRAMMARS["tomita2"].dfa
+    one = [list(s) for s in all_strings(g.alphabet, 6) if len(s) == 6]
+    many = [list(s) for s in all_strings(g.alphabet, 6)]
+    got = {n: learn_active(g.alphabet, _model_of(g), words=w, seed=0)
+           for n, w in (("one", one), ("many", many))}
+    assert got["one"].provenance["tests_on"] == "words"
+    assert got["many"].provenance["tests_on"] == "prefixes"
+    for res in got.values():  # either way the known language, exactly
+        assert res.dfa.n_states == g.n_states
+    with pytest.raises(DataError, match="auto, prefixes or words"):
+        learn_active(g.alphabet, _model_of(g), tests_on="suffixes")
