@@ -156,7 +156,7 @@ def run_net(repo: Path, net: str, work: Path, args: argparse.Namespace) -> dict:
     t1 = time.perf_counter()
     dfa = extract_run_dfa(run, method="active", max_states=args.max_states,
                           seconds=args.seconds, random_state=args.seed,
-                          tests_on=args.tests_on)
+                          tests_on=args.tests_on, mutants=args.mutants)
     words, labels = held["words"], held["labels"]
     ours = dfa.classify(words) == dfa.accept_class
     win = winner_dfa(repo / "learned_models" / f"model_{net.replace('.', '_')}.dot")
@@ -197,6 +197,9 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tests-on", choices=("auto", "prefixes", "words"), default="auto",
                    help="what the learner's equivalence tests compare")
+    p.add_argument("--mutants", type=int, default=0,
+                   help="words near the training words that join the validation words "
+                   "for choosing among the learner's hypotheses")
     p.add_argument("--work", type=Path, default=Path("/tmp/stateseer-taysir"),
                    help="where the runs are written")
     p.add_argument("--out", type=Path, help="also write the JSON here")
@@ -220,7 +223,7 @@ def main() -> None:
         print(json.dumps({net: {"skipped": why}}), flush=True)
     out = {"benchmark": "taysir-track1", "commit": commit, "seed": args.seed,
            "seconds_budget": args.seconds, "max_states": args.max_states,
-           "tests_on": args.tests_on,
+           "tests_on": args.tests_on, "mutants": args.mutants,
            "nets": nets, "skipped": skipped}
     if args.out:
         args.out.write_text(json.dumps(out, indent=1) + "\n")

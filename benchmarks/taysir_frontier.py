@@ -17,6 +17,11 @@ Usage::
 
     python benchmarks/taysir_frontier.py PATH --net 1.10 [--seconds 420] [--out F]
 
+With ``--sampled N`` the hypotheses are also scored on N words drawn from an order-3
+Markov chain of the training words and on N mutants of them (one to three symbols
+replaced; :func:`~stateseer.abstraction.automata.dfa.active.mutant_words`), both labelled
+by the net.
+
 Prints the correlation of each validation error with the test error over the hypotheses
 of at least 200 states, and per state budget the best test error reachable; ``--out``
 keeps the rows (round, states, validation word error, validation prefix error, test
@@ -38,11 +43,12 @@ sys.path.insert(0, str(HERE))
 import taysir as T  # noqa: E402
 
 
-def big_of(r):
+def big_of(r: np.ndarray) -> np.ndarray:
+    """The rows of hypotheses of at least 200 states."""
     return r[:, 1] >= 200
 
 
-def markov_words(words, n, order, rng):
+def markov_words(words: list, n: int, order: int, rng: np.random.Generator) -> list:
     """``n`` words drawn from an order-``order`` Markov chain of ``words`` (their
     transitions only, the end of a word as a symbol)."""
     nxt: dict = {}
@@ -61,18 +67,6 @@ def markov_words(words, n, order, rng):
                 break
             w.append(s)
             ctx = (*ctx[1:], s)
-        out.append(tuple(w))
-    return out
-
-
-def mutants(words, n, alphabet, rng):
-    """``n`` copies of random ``words``, each with one to three symbols replaced."""
-    out = []
-    pool = [w for w in words if w]
-    for i in rng.integers(0, len(pool), n):
-        w = list(pool[i])
-        for j in rng.integers(0, len(w), rng.integers(1, 4)):
-            w[j] = alphabet[rng.integers(len(alphabet))]
         out.append(tuple(w))
     return out
 
@@ -127,7 +121,7 @@ def main() -> None:
         train, _ = split_words(traces, "train", alphabet)
         rng = np.random.default_rng(7)
         for drawn in (markov_words(train, args.sampled, 3, rng),
-                      mutants(train, args.sampled, alphabet, rng)):
+                      active.mutant_words(train, args.sampled, alphabet, rng)):
             extra.append((drawn, T._labels(ad, [list(w) for w in drawn]).astype(bool)))
     rows = []
     for i, (h, d) in enumerate(zip(oracle.history, oracle.kept, strict=True)):

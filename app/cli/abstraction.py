@@ -102,7 +102,8 @@ def _cmd_extract_dfa(args: argparse.Namespace) -> int:
     dfa = extract_run_dfa(args.run, max_states=args.max_states, random_state=args.seed,
                           examples=args.examples, states=args.merge_to, method=args.method,
                           seconds=args.seconds, algorithm=args.algorithm,
-                          epsilon=args.epsilon, tests_on=args.tests_on)
+                          epsilon=args.epsilon, tests_on=args.tests_on,
+                          mutants=args.mutants)
     keys = ("method", "n_states", "n_states_before_minimisation", "seconds",
             "budget_exhausted", "membership_queries", "rounds", "agreement",
             "heldout_error", "majority_error", "agreement_le12", "grammar_agreement_le12",
@@ -247,6 +248,10 @@ def _add_dfa_export(sub: Any) -> None:
                    help="active: what the equivalence tests compare, the class after every "
                    "prefix of each test word or each whole word's only; auto: whole words "
                    "where the training words all have one length")
+    x.add_argument("--mutants", type=_nonnegative_int, default=0,
+                   help="active: this many words near the training words (one to three "
+                   "symbols replaced, the model asked their class) join the validation "
+                   "words in the choice among hypotheses (they favour larger automata)")
     x.add_argument("--seed", type=_seed, default=0, help="random seed")
     _add_renamed(x, "--states", "--merge-to", type=_positive_int, default=None,
                  help="at most this many states (default: no cap, the exact automaton): "

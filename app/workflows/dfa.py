@@ -204,8 +204,8 @@ def extract_run_dfa(run: RunDir | str | Path, *, max_states: int = 200,
                     random_state: int = 0, examples: str | Path | None = None,
                     states: int | None = None, method: str = "auto",
                     seconds: float = 600.0, algorithm: str = "kv",
-                    epsilon: float | None = None, tests_on: str = "auto"
-                    ) -> ExtractedDFA:
+                    epsilon: float | None = None, tests_on: str = "auto",
+                    mutants: int = 0) -> ExtractedDFA:
     """Extract the run's DFA, save ``abstraction/automata/dfa.json`` and record its report in
     ``metrics.json["abstraction"]["dfa"]``.
 
@@ -216,8 +216,8 @@ def extract_run_dfa(run: RunDir | str | Path, *, max_states: int = 200,
     them as counterexamples first; ``report["examples"]`` then says how many the DFA and
     the RNN itself classify as labelled. ``states`` caps the automaton's size
     (:func:`stateseer.abstraction.automata.dfa.extract_dfa`). ``method``, ``seconds``,
-    ``algorithm``, ``epsilon`` and ``tests_on``: see the module notes (all but ``method``
-    are the active learner's;
+    ``algorithm``, ``epsilon``, ``tests_on`` and ``mutants``: see the module notes (all but
+    ``method`` are the active learner's;
     :func:`~stateseer.abstraction.automata.dfa.queried.extract_dfa_active`).
     """
     run = run if isinstance(run, RunDir) else RunDir(run)
@@ -234,7 +234,7 @@ def extract_run_dfa(run: RunDir | str | Path, *, max_states: int = 200,
                                  abstract_states=_abstract_states(run), max_states=max_states,
                                  seconds=seconds, random_state=random_state,
                                  algorithm=algorithm, epsilon=epsilon, grammar=grammar,
-                                 tests_on=tests_on)
+                                 tests_on=tests_on, mutants=mutants)
         return _save(run, dfa)
     extra, checked = [], None
     if examples is not None:

@@ -108,7 +108,7 @@ def extract_dfa_active(
     eval_split: str | None = "test",
     grammar: Any = None,
     tests_on: str = "auto",
-    mutants: int = 5000,
+    mutants: int = 0,
 ) -> ExtractedDFA:
     """Learn the run's automaton by asking its model (see the module notes).
 
