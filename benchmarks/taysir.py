@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/taysir.py PATH [--nets 1.2 1.9] [--seconds 420] [--max-states 2000]
+        [--tests-on auto|prefixes|words] [--mutants N]
 
 ``PATH`` is a local copy of the public repository ``emuskardin/taysir_competition_mbt``
 (the competition winner's: the nets under ``models/1.N.taysir.model``, their validation
@@ -20,7 +21,8 @@ Per net, as a user would:
    50 % train (the learner's data words), 20 % val (choosing among hypotheses), 30 % test
    (held out: every figure below). ``stateseer record`` and ``abstract --states 32``
    (the abstraction guides the counterexample search) run on that run.
-3. ``extract-dfa --method active`` (KV, ``--seconds``, ``--max-states``).
+3. ``extract-dfa --method active`` (KV, ``--seconds``, ``--max-states``, ``--tests-on``,
+   ``--mutants``; the defaults are extract-dfa's).
 4. Scored against the net: stateseer's DFA, the winner's DFA (read with AALpy's DOT
    reader) and always answering the majority class of the train words, on two sets:
 
@@ -33,7 +35,7 @@ The last line printed is one JSON object: ``nets`` (per net: ``ours`` and ``winn
 ``n_states`` and ``error``, ``majority_error``, ``membership_queries``, ``seconds``
 (extraction) and ``total_seconds`` (with record and abstract), ``budget_exhausted``,
 ``n_test_words``, ``fresh_error`` of both and of the majority, ``targets_met``),
-``skipped`` (net: why) and the commit.
+``skipped`` (net: why), the commit and the settings.
 """
 
 from __future__ import annotations
