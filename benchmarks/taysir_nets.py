@@ -74,8 +74,14 @@ class Batched(nn.Module):
         extra = {"full_ret": True} if hasattr(net.cell_type, "forward_x") else {}
         for machine in net.mach:
             out = machine(out[0], None, **extra)
-        h = out[1][0] if net.hides_pairs else out[1]  # (directions, batch, hidden)
-        h = h.transpose(0, 1).reshape(len(ids), -1)
+        if net.hides_pairs:  # LSTMx: its final (h, c) come out scrambled across a batch,
+            # its every-step states do not: the last step forward, the first backward
+            every, size = out[2][0][-1], out[1][0].shape[-1]  # (batch, time, D * hidden)
+            parts = [every[:, -1, :size]]
+            if every.shape[-1] == 2 * size:
+                parts.append(every[:, 0, size:])
+            return net.feed_dense(torch.cat(parts, -1))
+        h = out[1].transpose(0, 1).reshape(len(ids), -1)  # (directions, batch, hidden)
         return net.feed_dense(h)
 
 
