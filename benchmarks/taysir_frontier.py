@@ -134,10 +134,10 @@ def main() -> None:
                      float((d.accepts(fresh) != fresh_labels).mean()),
                      *[float((d.accepts(x) != y).mean()) for x, y in extra]])
     r = np.array(rows, float)
+    big = big_of(r)
     for c in range(6, r.shape[1]):
         print("column", c, "corr with test (>=200 states)",
-              float(np.corrcoef(r[big_of(r), c], r[big_of(r), 4])[0, 1]))
-    big = r[:, 1] >= 200
+              float(np.corrcoef(r[big, c], r[big, 4])[0, 1]))
     out = {"net": args.net, "chosen": rows[[x[0] for x in rows].index(chosen + 1)],
            "corr_word_val_test": float(np.corrcoef(r[big, 2], r[big, 4])[0, 1]),
            "corr_prefix_val_test": float(np.corrcoef(r[big, 3], r[big, 4])[0, 1]),

@@ -67,10 +67,17 @@ class Batched(nn.Module):
         super().__init__()
         self.net = net
 
+    def _onehot(self, ids: torch.Tensor) -> torch.Tensor:
+        net = self.net
+        return nn.functional.one_hot((ids - 2).clamp(min=0), net.input_size - 1).to(net.dtype)
+
+    def _head(self, final: torch.Tensor) -> torch.Tensor:
+        """The dense head on the modules' final states (directions, batch, hidden)."""
+        return self.net.feed_dense(final.transpose(0, 1).reshape(final.shape[1], -1))
+
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         net = self.net
-        x = nn.functional.one_hot((ids - 2).clamp(min=0), net.input_size - 1).to(net.dtype)
-        out = (x,)
+        out = (self._onehot(ids),)
         extra = {"full_ret": True} if hasattr(net.cell_type, "forward_x") else {}
         for machine in net.mach:
             out = machine(out[0], None, **extra)
@@ -81,8 +88,7 @@ class Batched(nn.Module):
             if every.shape[-1] == 2 * size:
                 parts.append(every[:, 0, size:])
             return net.feed_dense(torch.cat(parts, -1))
-        h = out[1].transpose(0, 1).reshape(len(ids), -1)  # (directions, batch, hidden)
-        return net.feed_dense(h)
+        return self._head(out[1])
 
 
 class Packed(Batched):
@@ -94,15 +100,11 @@ class Packed(Batched):
     def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         from torch.nn.utils.rnn import pack_padded_sequence
 
-        net = self.net
-        x = nn.functional.one_hot((ids - 2).clamp(min=0), net.input_size - 1).to(net.dtype)
-        out = (pack_padded_sequence(x, lengths.cpu(), batch_first=True,
+        out = (pack_padded_sequence(self._onehot(ids), lengths.cpu(), batch_first=True,
                                     enforce_sorted=False),)
-        for machine in net.mach:
+        for machine in self.net.mach:
             out = machine(out[0], None)
-        h = out[1]  # (directions, batch, hidden), in the block's order
-        h = h.transpose(0, 1).reshape(len(ids), -1)
-        return net.feed_dense(h)
+        return self._head(out[1])  # final states in the block's order
 
 
 def _packable(net: nn.Module) -> bool:

@@ -242,8 +242,8 @@ def _add_dfa_export(sub: Any) -> None:
                    help="the active learner: Kearns-Vazirani or L*")
     x.add_argument("--epsilon", type=_fraction, default=None,
                    help="active: the smallest hypothesis whose validation error is within "
-                   "this of the best wins (default: one validation word's worth, at least "
-                   "0.001)")
+                   "this of the best wins (default: one standard error of the best error, "
+                   "at least one validation word's worth)")
     x.add_argument("--tests-on", choices=("auto", "prefixes", "words"), default="auto",
                    help="active: what the equivalence tests compare, the class after every "
                    "prefix of each test word or each whole word's only; auto: whole words "

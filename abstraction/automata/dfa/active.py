@@ -290,8 +290,8 @@ def _prefetch_sifts(root: Any, words: list[tuple[str, ...]], answers: _Answers) 
         nxt = []
         for i in live:  # down the tree as far as the answers now go
             n = nodes[i]
-            while n is not None and words[i] + n.distinguishing_string in answers.cache:
-                child = n.children.get(answers.cache[words[i] + n.distinguishing_string])
+            while n is not None and (q := words[i] + n.distinguishing_string) in answers.cache:
+                child = n.children.get(answers.cache[q])
                 n = child if child is not None and not child.is_leaf() else None
                 if n is not None:
                     nodes[i] = n
@@ -412,17 +412,13 @@ def _oracle(alphabet: Sequence[str], sul: Any, answers: _Answers,
     return TestOracle()
 
 
-def _choose(history: list[dict[str, Any]], epsilon: float | None, n_select: int) -> int:
+def _choose(history: list[dict[str, Any]], epsilon: float | None) -> int:
     """The smallest hypothesis within ``epsilon`` of the best held-out error (the last
-    one without held-out words). ``epsilon`` None: one standard error of the best error
-    on ``n_select`` words, at least one word's worth (a smaller difference is not
-    evidence; Breiman et al.'s one-standard-error rule)."""
+    one without held-out words)."""
     if not history or "heldout_error" not in history[0]:
         return len(history) - 1
     errors = np.array([h["heldout_error"] for h in history])
     sizes = np.array([h["n_states"] for h in history])
-    if epsilon is None:
-        epsilon = selection_epsilon(float(errors.min()), n_select)
     # errors are counts over the held-out words: k/n + 1/n can round below (k+1)/n (at
     # n = 68, 3/68 > 2/68 + 1/68), so "one word's worth" needs a tolerance
     ok = np.flatnonzero(errors <= errors.min() + epsilon + 1e-9)
@@ -431,7 +427,8 @@ def _choose(history: list[dict[str, Any]], epsilon: float | None, n_select: int)
 
 def selection_epsilon(best: float, n: int) -> float:
     """One standard error of an error rate ``best`` measured on ``n`` words, at least one
-    word's worth (``1 / n``).
+    word's worth (``1 / n``): the default ``epsilon`` (a smaller difference is not
+    evidence; Breiman et al.'s one-standard-error rule).
 
     >>> round(selection_epsilon(0.0, 200), 4), round(selection_epsilon(0.02, 5000), 4)
     (0.005, 0.002)
@@ -581,10 +578,9 @@ def learn_active(alphabet: Sequence[str], answer: Answer, *,
     sel = None
     near = mutant_words(data, mutants, alphabet, np.random.default_rng([seed, 1]))
     if select is not None or near:
+        given = np.asarray(select[1], bool).reshape(-1) if select is not None else []
         s_ids, s_len = _encode(alphabet, held + near)
-        sel = (s_ids, s_len, np.r_[np.asarray(select[1] if select is not None else [],
-                                              bool).reshape(-1),
-                                   answers.last(near) if near else np.zeros(0, bool)])
+        sel = (s_ids, s_len, np.r_[given, answers.last(near)].astype(bool))
     sul = _sul(answers)
     oracle = _oracle(alphabet, sul, answers, tests, search, sel, max_states, t0 + seconds,
                      whole=tests_on == "words")
@@ -592,11 +588,10 @@ def learn_active(alphabet: Sequence[str], answer: Answer, *,
         runs[algorithm](alphabet, sul, oracle, automaton_type="dfa",
                         cache_and_non_det_check=False, print_level=0)
     n_select = 0 if sel is None else len(sel[1])
-    pick = _choose(oracle.history, epsilon, n_select)
-    best = min((h["heldout_error"] for h in oracle.history if "heldout_error" in h),
-               default=None)
-    if epsilon is None and best is not None:
-        epsilon = selection_epsilon(best, n_select)
+    if epsilon is None and sel is not None and oracle.history:
+        epsilon = selection_epsilon(min(h["heldout_error"] for h in oracle.history),
+                                    n_select)
+    pick = _choose(oracle.history, epsilon)
     dfa = minimize(oracle.kept[pick])
     return ActiveResult(dfa, answers.asked, oracle.rounds, round(time.perf_counter() - t0, 3),
                         oracle.ran_out, len(tests), history=oracle.history,

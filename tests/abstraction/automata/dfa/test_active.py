@@ -118,7 +118,7 @@ def test_one_held_out_words_worth_of_epsilon_is_not_lost_to_rounding():
     assert 2 / n + 1 / n < 3 / n  # the rounding this guards against
     history = [{"n_states": 9, "heldout_error": 2 / n}, {"n_states": 4, "heldout_error": 3 / n},
                {"n_states": 3, "heldout_error": 4 / n}]
-    assert _choose(history, 1 / n, n) == 1
+    assert _choose(history, 1 / n) == 1
 
 
 def test_mutants_are_near_the_data_and_join_the_choice():
