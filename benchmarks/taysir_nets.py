@@ -40,9 +40,21 @@ def load_net(folder: str | Path) -> nn.Module:
         # a pickled module (the net's own class): weights_only cannot read it
         net = torch.load(folder / "data" / "model.pth", weights_only=False,
                          pickle_module=pickle)
+    except AttributeError as exc:  # 1.7: a DistilBERT of an older transformers
+        if "transformers" not in str(exc):
+            raise
+        import taysir_distilbert
+
+        net = taysir_distilbert.load(folder / "data" / "model.pth")
     finally:
         sys.path.remove(code)
     return net.eval()
+
+
+def is_transformer(net: nn.Module) -> bool:
+    """Whether ``net`` is TAYSIR's transformer (a DistilBERT classifier over symbol ids
+    + 2, read after a leading 1), not a ``TNetwork``."""
+    return hasattr(net, "distilbert")
 
 
 def read_words(path: str | Path) -> tuple[list[list[str]], str, str]:
@@ -55,8 +67,10 @@ def read_words(path: str | Path) -> tuple[list[list[str]], str, str]:
 
 
 def vocab_of(net: nn.Module) -> list[str]:
-    """``<pad>``, ``<unk>`` and the net's symbols ``0 .. input_size - 2`` (ids 2 ..)."""
-    return ["<pad>", "<unk>", *map(str, range(net.input_size - 1))]
+    """``<pad>``, ``<unk>`` and the net's symbols ``0 .. input_size - 2`` (ids 2 ..; a
+    transformer's ``0 .. vocab_size - 3``, its own ids)."""
+    n = net.distilbert.config.vocab_size - 2 if is_transformer(net) else net.input_size - 1
+    return ["<pad>", "<unk>", *map(str, range(n))]
 
 
 class Batched(nn.Module):
@@ -126,19 +140,45 @@ class PerWord(nn.Module):
         return torch.stack([net(w)[0] for w in x])
 
 
+class Encoder(nn.Module):
+    """TAYSIR's transformer on a right-padded block of words (vocab ids: its own symbol
+    ids + 2): each word led by id 1, as the competition reads it, padding masked out of
+    the attention; the class is read from the first position, so it never sees the
+    padding."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        x = torch.cat([torch.ones(len(ids), 1, dtype=ids.dtype), ids], 1)
+        mask = (torch.arange(x.shape[1])[None] <= lengths[:, None]).long()
+        return self.net(x, attention_mask=mask)
+
+
+def _own(net: nn.Module, ids: list[list[int]]) -> np.ndarray:
+    """The net's own class of each word (symbol ids with START and END), one word at a
+    time: ``predict`` of a ``TNetwork``; the transformer on ``[1] + (ids + 2)``, as the
+    competition's harness calls it."""
+    if is_transformer(net):
+        return np.array([int(net(torch.tensor([[1] + [i + 2 for i in w]])).argmax())
+                         for w in ids])
+    return np.array([float(net.predict(net.one_hot_encode(w))) for w in ids])
+
+
 def _in_blocks(body: nn.Module, ids: list[list[int]]) -> np.ndarray:
     """``body``'s class of each word, asked in blocks as the adapter asks: every word in
     one padded block (:class:`Packed`), or one block per word length (a net that cannot
     batch its words shows here, not one word at a time)."""
     lens = np.array([len(w) for w in ids])
     got = np.zeros(len(ids), np.int64)
-    groups = [np.arange(len(ids))] if isinstance(body, Packed) else \
+    groups = [np.arange(len(ids))] if isinstance(body, Packed | Encoder) else \
         [np.flatnonzero(lens == n) for n in np.unique(lens)]
     for rows in groups:
         block = torch.zeros(len(rows), int(lens[rows].max()), dtype=torch.int64)
         for b, r in enumerate(rows.tolist()):
             block[b, :lens[r]] = torch.tensor(ids[r]) + 2
-        out = body(block, torch.from_numpy(lens[rows])) if isinstance(body, Packed) \
+        out = body(block, torch.from_numpy(lens[rows])) if isinstance(body, Packed | Encoder) \
             else body(block)
         got[rows] = out.argmax(1).numpy()
     return got
@@ -153,14 +193,21 @@ def adapter(folder: str | Path, start: str, end: str, *, check: list[list[str]] 
 
     net = load_net(folder)
     vocab = vocab_of(net)
-    body = (Packed(net) if _packable(net) else Batched(net)) if batched else PerWord(net)
-    if batched and check:
+    if is_transformer(net):
+        body: nn.Module = Encoder(net)
+    else:
+        body = (Packed(net) if _packable(net) else Batched(net)) if batched else PerWord(net)
+    if (batched or is_transformer(net)) and check:
         ids = [[int(start)] + [int(s) for s in w] + [int(end)] for w in check]
         with torch.no_grad():
-            own = np.array([float(net.predict(net.one_hot_encode(w))) for w in ids])
-            if not np.array_equal(own, _in_blocks(body, ids)):
-                body = PerWord(net)
+            agree = np.array_equal(_own(net, ids), _in_blocks(body, ids))
+        if not agree and is_transformer(net):
+            raise RuntimeError("the transformer's padded blocks disagree with its own "
+                               "per-word classes")
+        if not agree:
+            body = PerWord(net)
+    padded = isinstance(body, Packed | Encoder)
     return ClassifierAdapter(body, vocab=vocab, tokenize=str.split,
                              classes=["reject", "accept"], bos=start, eos=end,
-                             outputs="proba",
-                             **({"pad": "<pad>"} if isinstance(body, Packed) else {}))
+                             outputs="logits" if is_transformer(net) else "proba",
+                             **({"pad": "<pad>"} if padded else {}))
