@@ -810,7 +810,8 @@ UNSEEN_SHARE = 0.02
 
 def unseen_candidates(inputs: Sequence[Sequence[str]], wrong: np.ndarray,
                       train_sets: Sequence[set[str]], *, min_support: int = 5,
-                      top: int = 10) -> list[Candidate]:
+                      top: int = 10, exclude: frozenset[str] = frozenset()
+                      ) -> list[Candidate]:
     """An ``unknown`` candidate for a pipeline that processed the splits differently:
     tokens that no training input holds although the split holds them so often that,
     had the splits been drawn alike, training would hold them too (the Poisson chance of
@@ -820,7 +821,8 @@ def unseen_candidates(inputs: Sequence[Sequence[str]], wrong: np.ndarray,
     the other stripped. A clean split's unseen words are rare ones; these are not.
 
     ``extra``: ``unknown_words`` (the ``top`` most frequent, most frequent first),
-    ``never_in_training`` (their document frequency on the split).
+    ``never_in_training`` (their document frequency on the split). Tokens in ``exclude``
+    are never candidates: those a repair deleted from the training texts on purpose.
 
     Examples
     --------
@@ -834,7 +836,7 @@ def unseen_candidates(inputs: Sequence[Sequence[str]], wrong: np.ndarray,
     if not n or not n_train:
         return []
     seen = set().union(*train_sets)
-    df = Counter(w for toks in inputs for w in set(toks) if w not in seen)
+    df = Counter(w for toks in inputs for w in set(toks) if w not in seen and w not in exclude)
     words = [w for w, k in df.most_common() if k >= max(min_support, UNSEEN_SHARE * n)
              and np.exp(-n_train * k / n) < UNSEEN_P][:top]
     if not words:

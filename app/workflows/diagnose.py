@@ -524,12 +524,13 @@ def _never_seen(inputs: Sequence[list[str]], unknown: Sequence[np.ndarray]) -> s
 def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
                 split_data: tuple, min_support: int,
                 written: Sequence[list[str]] | None = None, seen: int | None = None,
-                confusion: bool = True, train_sets: Sequence[set[str]] = ()
-                ) -> list[Candidate]:
+                confusion: bool = True, train_sets: Sequence[set[str]] = (),
+                removed: frozenset[str] = frozenset()) -> list[Candidate]:
     """Every candidate of the split (``written`` and ``seen``: the inputs as written and
     the cut, for a run whose pipeline truncates them; ``confusion``: also the class
     confusions, which read the predicted classes rather than the flags; ``train_sets``:
-    each training input's distinct tokens)."""
+    each training input's distinct tokens; ``removed``: tokens a repair deleted from the
+    training texts, :func:`removed_by_repair`)."""
     inputs, wrong, unknown = split_data
     unseen = _never_seen(inputs, unknown)
     # a token the model reads as <unk> everywhere is no shortcut or sequence it learnt:
@@ -557,7 +558,8 @@ def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
         lexical += told
     out = [c for c in lexical if not unseen.intersection(c.tokens)]
     if train is not None:  # a pipeline that processed the splits differently
-        out += unseen_candidates(inputs, wrong, train_sets, min_support=min_support)
+        out += unseen_candidates(inputs, wrong, train_sets, min_support=min_support,
+                                 exclude=removed)
     out += unknown_candidates(inputs, unknown, wrong, train_inputs=train_inputs,
                               train_labels=None if train is None else
                               np.asarray(train.labels), min_support=min_support)
@@ -565,7 +567,7 @@ def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
         out += length_candidates(np.asarray(tr.lengths), wrong)
         if train is not None:  # training texts cut before the model saw them
             out += training_cut_candidates(np.asarray(train.lengths),
-                                           np.asarray(tr.lengths), wrong)
+                                           _lengths_without(tr, inputs, removed), wrong)
     else:  # the pipeline cut the inputs: lengths as written, and the cut itself
         cands = length_candidates(np.fromiter(map(len, written), np.int64, len(written)),
                                   wrong, seen=seen)
@@ -582,6 +584,48 @@ def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
                       if tuple(c.extra["classes"]) not in have]
         out += pairs
     return out
+
+
+def removed_by_repair(run: Any) -> frozenset[str]:
+    """The tokens that ``stateseer repair`` deleted from the run's training texts
+    (``counterfactual``) or whose carriers it left out (``drop``), through the repairs the
+    run descends from (``repair_edits.json``, then its ``source_run``'s).
+
+    The training split lacks them by the repair's design, while the held-out splits keep
+    them: such a token is no pipeline bug (never in training, or held-out inputs longer
+    than any training input), and ``reconfigure`` could not change it.
+    """
+    out: set[str] = set()
+    path, seen = Path(getattr(run, "path", run)), set()
+    while path not in seen and len(seen) < 16:
+        seen.add(path)
+        try:
+            doc = load_json(path / layout.REPAIR_EDITS)
+        except (OSError, StateseerError):  # not a repair (or its record is unreadable)
+            break
+        if not isinstance(doc, dict):
+            break
+        if doc.get("action") in ("counterfactual", "drop"):
+            out |= {str(t) for t in (doc.get("finding") or {}).get("tokens") or ()}
+        src = doc.get("source_run")
+        if not isinstance(src, str):
+            break
+        src_path = Path(src)
+        path = next((p for p in (src_path, path.parent / src_path.name,
+                                 path.parent.parent / src_path)
+                     if (p / layout.CONFIG).is_file()), path)
+    return frozenset(out)
+
+
+def _lengths_without(tr: Any, inputs: Sequence[list[str]],
+                     removed: frozenset[str]) -> np.ndarray:
+    """The split's lengths in tokens, less the occurrences of ``removed`` (the training
+    texts lost them to a repair, so lengths compare without them)."""
+    lengths = np.asarray(tr.lengths)
+    if not removed:
+        return lengths
+    return lengths - np.fromiter((sum(t in removed for t in toks) for toks in inputs),
+                                 np.int64, len(inputs))
 
 
 def permutation_null(run: str | Path, *, split: str = "test", n: int = 20, seed: int = 0,
@@ -1100,7 +1144,7 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
     train_sets = [set(t) for t in train_inputs]
     written = _written(r, tr) if train is not None else None
     cands = _candidates(tr, train, train_inputs, data, min_support, written, r.truncate,
-                        train_sets=train_sets)
+                        train_sets=train_sets, removed=removed_by_repair(r))
     layer = int(traces.meta.get("layer", -1))
     tails = _tails(r, cands, tr, train, written)
     q = by_qvalues([c.p_value for c in cands])

@@ -146,6 +146,15 @@ def test_repair_drops_the_shortcut_retrains_and_measures_the_change(shortcut_run
     assert len(doc["fixed"]) > len(doc["broken"]) and doc["finding_gone"] is True
     car = doc["carriers"]  # measured: the carriers moved beyond the control's change
     assert car["n_inputs"] > 50 and car["delta_ci"][0] > c["carriers_delta"]
+    # the repair's own deletion is no pipeline bug: 'frankly' is now in no training text
+    # while 50 test inputs hold it, and those are longer than the training texts were cut
+    from stateseer.app.workflows.diagnose import load_findings, removed_by_repair
+
+    assert removed_by_repair(new) == {"frankly"}
+    after = load_findings(new)["findings"]
+    assert not [f for f in after if f["significant"]]
+    assert not [f for f in after if (f["intervention"] or {}).get("kind") in
+                ("never_in_training", "training_lengths")]
 
 
 def test_repair_over_seeds_pairs_each_seed_and_reports_the_mean_change(shortcut_run,
