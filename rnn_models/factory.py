@@ -6,11 +6,13 @@ a local Hugging Face checkpoint, :mod:`stateseer.rnn_models.hf`)::
 
     "model": {"kind": "factory", "factory": "mymodel:build",
               "module_path": "/abs/path/mymodel.py", "search_path": "/abs/cwd",
-              "module_sha256": "…", "n_classes": 3, "vocab_size": 5000,
+              "module_sha256": "…", "weights_sha256": "…", "n_classes": 3, "vocab_size": 5000,
               "classes": [...], "tokenizer": "model" | "word" | "char" | "space"}
 
 and every command that needs the model calls the factory again through
-:func:`stateseer.rnn_models.loading.load_model` → :func:`load_factory`. ``MODULE`` is an
+:func:`stateseer.rnn_models.loading.load_model` → :func:`load_factory`, which warns
+(:class:`ModuleChangedWarning`) when the module file or the built model's weights differ
+from the fingerprints kept at ``create`` (and renewed by each ``record``). ``MODULE`` is an
 importable module name (the current directory first on ``sys.path``, then the directory
 ``create`` ran in) or a path to a ``.py`` file; ``FACTORY`` is called with no arguments
 and returns a model in the protocol of :mod:`stateseer.rnn_models.protocol` (``n_classes``,
@@ -51,11 +53,12 @@ from typing import Any
 
 from stateseer.core import layout
 from stateseer.core.errors import CheckpointError, DataError, StateseerError
-from stateseer.core.rundir import RunDir, sha256_file
+from stateseer.core.rundir import RunDir, located_path, sha256_file
 
-__all__ = ["FactoryError", "ModuleChangedWarning", "check_protocol", "describe",
-           "factory_section", "load_factory", "model_classes", "model_tokenizer", "model_vocab",
-           "obtain_model", "parse_spec", "reorder_classes", "vocabulary_of"]
+__all__ = ["FactoryError", "ModuleChangedWarning", "check_protocol", "check_sizes",
+           "describe", "factory_section", "fingerprints", "load_factory", "model_classes",
+           "model_tokenizer", "model_vocab", "obtain_model", "parse_spec", "reorder_classes",
+           "vocabulary_of", "weights_sha256"]
 
 PAD, UNK = "<pad>", "<unk>"
 #: the spec prefix of a local Hugging Face checkpoint (:mod:`stateseer.rnn_models.hf`)
@@ -70,7 +73,8 @@ class FactoryError(CheckpointError):
 
 
 class ModuleChangedWarning(UserWarning):
-    """The factory's module file changed since ``stateseer create``."""
+    """The factory's module file, or the weights of the model it builds, changed since the
+    run's traces were recorded (``stateseer create`` or the last ``stateseer record``)."""
 
 
 # -- the MODULE:FACTORY spec --------------------------------------------------------------
@@ -288,6 +292,122 @@ def _module_sha(file: Path | None) -> str | None:
     return sha256_file(file) if file is not None and file.is_file() else None
 
 
+def weights_sha256(model: Any) -> str | None:
+    """SHA-256 of the weights the model computes with: its ``state_dict()`` tensors.
+
+    Names are taken in sorted order, each with its dtype, shape and bytes, so a new weights
+    file loaded by the factory gives another digest. An adapter
+    (:class:`~stateseer.rnn_models.models.RecurrentAdapter`,
+    :class:`~stateseer.rnn_models.classifier.ClassifierAdapter`) registers the network it
+    wraps, so its parameters and buffers are these tensors.
+
+    Parameters
+    ----------
+    model : object
+        What a factory returned.
+
+    Returns
+    -------
+    str or None
+        64 hex digits; None for a model that is not an ``nn.Module`` (a plain callable has
+        no weights to read) or whose tensors cannot be read as bytes (sparse, meta).
+    """
+    state_dict = getattr(model, "state_dict", None)
+    if not callable(getattr(model, "parameters", None)) or not callable(state_dict):
+        return None
+    import torch
+
+    digest = hashlib.sha256()
+    try:
+        state = state_dict()
+        for name in sorted(state):
+            tensor = state[name]
+            if not isinstance(tensor, torch.Tensor):
+                continue  # a module's extra state: no weights
+            flat = tensor.detach().to("cpu").contiguous().reshape(-1)
+            digest.update(f"{name}:{flat.dtype}:{tuple(tensor.shape)}".encode())
+            digest.update(memoryview(flat.view(torch.uint8).numpy()))
+    except (RuntimeError, TypeError, ValueError, NotImplementedError):
+        return None
+    return digest.hexdigest()
+
+
+def fingerprints(section: dict[str, Any], model: Any, base: str | Path | None = None
+                 ) -> dict[str, str]:
+    """The SHA-256 of a factory run's module file and of the weights of ``model``, as the
+    ``model`` section of ``config.json`` keeps them (``module_sha256``, ``weights_sha256``).
+
+    ``stateseer record`` stores them for the model it recorded with, so that later commands
+    compare the model they build with the one the traces come from.
+
+    Parameters
+    ----------
+    section : dict
+        The ``model`` section (``module_file`` or ``module_path``; ``factory``).
+    model : object
+        The model the traces were recorded with.
+    base : str or Path, optional
+        The run directory a relative module path is read against.
+
+    Returns
+    -------
+    dict
+        The fingerprints that can be taken (none for a Hugging Face checkpoint's weights,
+        which ``config_sha256`` covers).
+    """
+    out: dict[str, str] = {}
+    file = section.get("module_file") or section.get("module_path")
+    if isinstance(file, str):
+        sha = _module_sha(Path(located_path(file, base) if base is not None else file))
+        if sha is not None:
+            out["module_sha256"] = sha
+    if not str(section.get("factory", "")).startswith(HF):
+        sha = weights_sha256(model)
+        if sha is not None:
+            out["weights_sha256"] = sha
+    return out
+
+
+#: where a fingerprint is kept from: what a warning tells the user
+SINCE = "since `stateseer create` or the last `stateseer record`"
+
+
+def _warn_if_module_changed(file: Path | None, want: str | None) -> None:
+    if want and _module_sha(file) not in (None, want):
+        warnings.warn(f"{file} changed {SINCE} (SHA-256 differs); traces recorded before the "
+                      "change may not match the model — re-record them with `stateseer "
+                      "record RUN`", ModuleChangedWarning, stacklevel=3)
+
+
+def _warn_if_weights_changed(model: Any, where: str, want: str | None) -> None:
+    if want and weights_sha256(model) not in (None, want):
+        warnings.warn(f"the weights of the model {where} builds changed {SINCE} (SHA-256 of "
+                      "its state_dict differs: a new weights file, or random weights without "
+                      "a fixed seed); traces recorded before may not match the model — "
+                      "re-record them with `stateseer record RUN`", ModuleChangedWarning,
+                      stacklevel=3)
+
+
+def _call_factory(mod: Any, module: str, name: str, dirs: Sequence[str]) -> Any:
+    """``mod.name()``, with ``dirs`` first on ``sys.path`` while it runs (a factory that
+    imports a sibling module inside its body finds it, as the module's own imports did)."""
+    factory = getattr(mod, name, None)
+    if factory is None:
+        public = sorted(k for k, v in vars(mod).items()
+                        if callable(v) and not k.startswith("_"))[:8]
+        raise FactoryError(f"module {module} has no attribute {name!r}; it defines "
+                           f"{', '.join(public) or 'no public callables'}")
+    if not callable(factory):
+        raise FactoryError(f"{module}:{name} is a {type(factory).__name__}, not a callable; "
+                           "give a function that returns the model")
+    try:
+        with _front_of_path(dirs):
+            return factory()
+    except Exception as exc:
+        raise FactoryError(f"{module}:{name}() raised {_first_line(exc)}; fix the factory "
+                           "(it is called with no arguments)") from None
+
+
 def load_factory(spec: dict[str, Any] | str, base_dir: str | Path | None = None, *,
                  check: bool = True) -> Any:
     """Import the factory's module, call the factory and check what it returns.
@@ -296,13 +416,15 @@ def load_factory(spec: dict[str, Any] | str, base_dir: str | Path | None = None,
     ----------
     spec : dict or str
         The ``model`` section of a run's ``config.json`` (``factory``, ``module_path``,
-        ``search_path``, ``module_sha256``), or a bare ``"MODULE:FACTORY"``.
+        ``search_path``, ``module_sha256``, ``weights_sha256``), or a bare
+        ``"MODULE:FACTORY"``.
     base_dir : str or Path, optional
         Where a relative module path or a module name is looked up after the current
         directory (default: ``spec["search_path"]``).
     check : bool
-        Warn (:class:`ModuleChangedWarning`) when the module file's SHA-256 differs
-        from ``spec["module_sha256"]``.
+        Warn (:class:`ModuleChangedWarning`) when the module file's SHA-256 differs from
+        ``spec["module_sha256"]``, or the built model's weights (:func:`weights_sha256`)
+        from ``spec["weights_sha256"]``.
 
     Returns
     -------
@@ -326,26 +448,14 @@ def load_factory(spec: dict[str, Any] | str, base_dir: str | Path | None = None,
     if spec.get("module_path") and _is_path(module):
         module = str(spec["module_path"])
     mod, file = _resolve(module, search)
-    want = spec.get("module_sha256")
-    if check and want and _module_sha(file) not in (None, want):
-        warnings.warn(f"{file} changed since `stateseer create` (SHA-256 differs); traces "
-                      "recorded before the change may not match the model — re-record them "
-                      "with `stateseer record`", ModuleChangedWarning, stacklevel=2)
-    factory = getattr(mod, name, None)
-    if factory is None:
-        public = sorted(k for k, v in vars(mod).items()
-                        if callable(v) and not k.startswith("_"))[:8]
-        raise FactoryError(f"module {module} has no attribute {name!r}; it defines "
-                           f"{', '.join(public) or 'no public callables'}")
-    if not callable(factory):
-        raise FactoryError(f"{module}:{name} is a {type(factory).__name__}, not a callable; "
-                           "give a function that returns the model")
-    try:
-        model = factory()
-    except Exception as exc:
-        raise FactoryError(f"{module}:{name}() raised {_first_line(exc)}; fix the factory "
-                           "(it is called with no arguments)") from None
-    return check_protocol(model, f"{module}:{name}()")
+    if check:
+        _warn_if_module_changed(file, spec.get("module_sha256"))
+    dirs = [str(file.parent) if file is not None else "", *search]
+    where = f"{module}:{name}()"
+    model = check_protocol(_call_factory(mod, module, name, dirs), where)
+    if check:
+        _warn_if_weights_changed(model, where, spec.get("weights_sha256"))
+    return model
 
 
 def factory_section(spec: str, base_dir: str | Path | None = None) -> dict[str, Any]:
@@ -400,18 +510,117 @@ def obtain_model(model: Any, base_dir: Path) -> tuple[Any, dict[str, Any]]:
         obj = load_factory(section, base_dir, check=False)
         if "hf_path" in section:  # what the run header shows: the transformers class
             section["arch"] = obj.arch
-        return obj, section
+        return obj, _with_weights(section, obj)
     mod, qual = getattr(model, "__module__", None), getattr(model, "__qualname__", "")
     if callable(model) and not hasattr(model, "trace") and mod and qual.isidentifier() \
             and mod != "__main__":
         section = factory_section(f"{mod}:{qual}", base_dir)  # an importable function
-        return check_protocol(model(), f"{mod}:{qual}()"), section
+        obj = check_protocol(model(), f"{mod}:{qual}()")
+        return obj, _with_weights(section, obj)
     if callable(model) and not hasattr(model, "trace"):
         raise FactoryError(f"the factory {qual or model!r} cannot be imported again by later "
                            "commands (defined in __main__ or locally); move it into a module "
                            "and pass 'module:function'")
     obj = check_protocol(model, "the model object")
     return obj, {"kind": "object", "class": f"{type(obj).__module__}.{type(obj).__qualname__}"}
+
+
+def _with_weights(section: dict[str, Any], model: Any) -> dict[str, Any]:
+    """``section`` with the SHA-256 of the built model's weights (``weights_sha256``), which
+    later commands compare the model they build with (a Hugging Face checkpoint: none)."""
+    sha = None if "hf_path" in section else weights_sha256(model)
+    return {**section, "weights_sha256": sha} if sha is not None else section
+
+
+class _TooFewRows(Exception):
+    """A token id at or past the end of an ``nn.Embedding`` (raised by the probe's hook)."""
+
+    def __init__(self, rows: int) -> None:
+        super().__init__(rows)
+        self.rows = rows
+
+
+@contextlib.contextmanager
+def _embedding_guard(model: Any) -> Iterator[None]:
+    """While the probe runs: an ``nn.Embedding`` of the model given an id it has no row for
+    stops the call with :class:`_TooFewRows` (instead of an ``IndexError`` deep inside)."""
+
+    def hook(module: Any, args: tuple) -> None:
+        ids = args[0] if args else None
+        if getattr(ids, "numel", lambda: 0)() and int(ids.max()) >= module.num_embeddings:
+            raise _TooFewRows(module.num_embeddings)
+
+    from torch import nn
+
+    modules = model.modules() if isinstance(model, nn.Module) else ()
+    handles = [m.register_forward_pre_hook(hook) for m in modules
+               if isinstance(m, nn.Embedding)]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def _score_widths(model: Any, ids: Any, lengths: Any) -> Iterator[int]:
+    """The number of class scores each reading of the model gives on the probe: its own
+    ``predict`` (when it has one), the last traced step, the empty input."""
+    if callable(getattr(model, "predict", None)):
+        yield int(model.predict(ids, lengths).shape[-1])
+    yield int(model.trace(ids, lengths)[1].shape[-1])
+    yield int(model.initial()[1].shape[-1])
+
+
+def check_sizes(model: Any, tokens: Sequence[str], classes: Sequence[str], *,
+                declared: bool = True) -> None:
+    """Run the model once on a two-token probe (the vocabulary's highest id, then
+    ``'<unk>'``'s) and refuse sizes that disagree, before ``create`` writes anything.
+
+    Parameters
+    ----------
+    model : object
+        The built model (protocol: ``trace``, ``initial``; ``predict`` when it has one).
+    tokens : sequence of str
+        The run's vocabulary, by id.
+    classes : sequence of str
+        The run's classes, in the order of the model's outputs.
+    declared : bool
+        Whether the model declares ``classes`` (else they are the data set's): for the
+        message.
+
+    Raises
+    ------
+    FactoryError
+        An embedding the token ids go into has fewer rows than the vocabulary has tokens;
+        the model gives another number of class scores than there are classes; or the
+        model fails on the probe (one line each).
+    """
+    import torch
+
+    high, low = len(tokens) - 1, list(tokens).index(UNK)
+    device = next(iter(getattr(model, "parameters", tuple)()), torch.zeros(0)).device
+    ids, lengths = torch.tensor([[high, low]], device=device), torch.tensor([2], device=device)
+    try:
+        with torch.no_grad(), _embedding_guard(model):
+            for width in _score_widths(model, ids, lengths):
+                if width != len(classes):
+                    named = (f"classes names {len(classes)}" if declared else
+                             f"the data set has {len(classes)} classes")
+                    raise FactoryError(
+                        f"the model gives {width} class scores but {named} ({list(classes)}); "
+                        f"make its head give one score per class (e.g. nn.Linear(hidden, "
+                        f"{len(classes)})) or name all {width} classes")
+    except _TooFewRows as exc:
+        raise FactoryError(
+            f"the vocabulary has {len(tokens)} tokens but the model's embedding has "
+            f"{exc.rows} rows; give the embedding one row per token (nn.Embedding(len(vocab), "
+            "...)) or give the model the vocabulary it was trained with") from None
+    except FactoryError:
+        raise
+    except Exception as exc:
+        raise FactoryError(f"the model fails on a two-token probe input (ids {high}, {low}): "
+                           f"{_first_line(exc)}; fix the model so that it reads any token "
+                           "sequence of its vocabulary") from None
 
 
 def vocabulary_of(model: Any, vocab: Any, ds: Any) -> list[str]:

@@ -498,6 +498,7 @@ def record_in_process(
     atomic_write_text(tmp / layout.META, json.dumps(meta, indent=2))  # written last
     release(tmp)
     swap_dir(tmp, run.traces_dir)  # old or new traces, whole, at every instant
+    run.keep_fingerprints(model)  # a factory's model: what later builds compare with
     check_expected_accuracy(run.config.get("model", {}).get("expect_accuracy"),
                             meta["splits"])
     return Traces(run.traces_dir)

@@ -27,6 +27,8 @@ from stateseer.core.errors import StateseerError
 from stateseer.core.rundir import MODEL_PATHS, RunDir, data_section, portable_path
 from stateseer.rnn_models.factory import (
     FactoryError,
+    check_sizes,
+    fingerprints,
     model_classes,
     model_tokenizer,
     obtain_model,
@@ -82,6 +84,33 @@ class ModelRun(RunDir):
             except OSError:
                 out.append(None)
         return tuple(out)
+
+    def keep_fingerprints(self, model: Any) -> dict[str, str]:
+        """Keep in ``config.json`` the fingerprints of ``model``, the model the run's traces
+        were just recorded with (``stateseer record`` calls it once they are in place).
+
+        A factory run's ``model`` section holds the SHA-256 of the factory's module file and
+        of the built model's weights (:func:`~stateseer.rnn_models.factory.fingerprints`);
+        every later build is compared with them, and a difference warns that the traces
+        may not match the model. Recording again renews them, so the warning stops.
+
+        Parameters
+        ----------
+        model : object
+            The model that recorded the traces.
+
+        Returns
+        -------
+        dict
+            The fingerprints kept; empty for a run whose model is not a factory's.
+        """
+        section = self.config.get("model")
+        if not isinstance(section, dict) or section.get("kind") != "factory":
+            return {}
+        new = fingerprints(section, model, self.path)
+        if any(section.get(k) != v for k, v in new.items()):
+            self.update_config(model={**section, **new})
+        return new
 
     def vocab(self) -> Vocab:
         """The run's vocabulary (``vocab.json``)."""
@@ -167,6 +196,10 @@ def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any =
         :class:`~stateseer.rnn_models.classifier.ClassifierAdapter`): read every K-th
         prefix and the last (kept in ``config.json``; every command reads it so).
 
+    The model is run once on a two-token probe first: an embedding with fewer rows than
+    the vocabulary has tokens, or a head that gives another number of class scores than
+    there are classes, is refused in one line before anything is written.
+
     When the model offers ``predict(ids, lengths) -> logits`` (its own classification, as
     you run it: ``RecurrentAdapter(..., model=net)`` or a ``ClassifierAdapter``), its
     answers on up to 256 test inputs are compared with the prediction the adapter reads at
@@ -206,6 +239,7 @@ def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any =
     if declared is not None:
         ds = reorder_classes(ds, declared)
     tokens = vocabulary_of(obj, vocab, ds)
+    check_sizes(obj, tokens, ds.classes, declared=declared is not None)
     data = data_section(ds, text_col=text_col, label_col=label_col, seed=seed,
                         max_tokens=max_tokens, base=run.path)
     if use_model_tok:

@@ -114,8 +114,10 @@ def test_a_changed_module_warns_but_loads(user_module, tmp_path):
         warnings.simplefilter("error")
         load_factory(section)  # unchanged: no warning
     (tmp_path / f"{user_module}.py").write_text(textwrap.dedent(MODULE) + "\n# edited\n")
-    with pytest.warns(ModuleChangedWarning, match="changed since `stateseer create`"):
+    with pytest.warns(ModuleChangedWarning, match="changed since `stateseer create` or the "
+                      "last `stateseer record`") as rec:
         assert load_factory(section).n_classes == 2
+    assert "stateseer record RUN" in str(rec[0].message)
 
 
 class _M:
@@ -267,3 +269,214 @@ def test_record_texts_with_the_models_own_tokeniser(tmp_path, monkeypatch):
     with pytest.raises(DataError) as exc:
         record_texts(m, vocab, ["a"], tokenizer="model")
     assert "tokenize" in one_line(exc.value)
+
+
+# -- fingerprints of the model the traces come from; sizes checked at create ----------------
+TOPICS = '''
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from stateseer import ClassifierAdapter, RecurrentAdapter
+
+ITOS = ["<pad>", "<unk>", "ball", "goal", "vote", "law", "rain", "sun"]
+CLASSES = ["politics", "sport", "weather"]
+HERE = Path(__file__).parent
+
+
+class Net(nn.Module):
+    def __init__(self, rows=len(ITOS), width=len(CLASSES)):
+        super().__init__()
+        self.emb = nn.Embedding(rows, 4)
+        self.rnn = nn.GRU(4, 6, batch_first=True)
+        self.out = nn.Linear(6, width)
+
+    def forward(self, ids):
+        h, _ = self.rnn(self.emb(ids))
+        return self.out(h.mean(1))
+
+
+def recurrent(net):
+    return RecurrentAdapter(net.emb, net.rnn, net.out, vocab=ITOS, tokenize=str.split,
+                            classes=CLASSES)
+
+
+def build():  # the user's trained weights, from a file next to the module
+    net = Net()
+    net.load_state_dict(torch.load(HERE / "deep.pt", weights_only=True))
+    return recurrent(net)
+
+
+def wide_head():
+    torch.manual_seed(0)
+    return recurrent(Net(width=5))
+
+
+def wide_pooled():
+    torch.manual_seed(0)
+    return ClassifierAdapter(Net(width=5).eval(), vocab=ITOS, tokenize=str.split,
+                             classes=CLASSES)
+
+
+def few_rows():
+    torch.manual_seed(0)
+    return recurrent(Net(rows=3))
+'''
+
+
+@pytest.fixture
+def topics(tmp_path, monkeypatch):
+    """A user folder: ``topics_<id>.py``, its weights ``deep.pt`` and ``news.csv``."""
+    import random
+
+    import torch
+
+    name = f"topics_{abs(hash(str(tmp_path))) % 10**8}"
+    (tmp_path / f"{name}.py").write_text(TOPICS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _save_weights(tmp_path, name, seed=0)
+    rng = random.Random(0)
+    words = {"politics": ["vote", "law"], "sport": ["ball", "goal"], "weather": ["rain", "sun"]}
+    rows = ["sentence,topic,split"]
+    for i in range(60):
+        topic = rng.choice(sorted(words))
+        text = " ".join(rng.choice(words[topic]) for _ in range(rng.randint(1, 5)))
+        rows.append(f"{text},{topic},{('train', 'val', 'test')[i % 3]}")
+    (tmp_path / "news.csv").write_text("\n".join(rows) + "\n")
+    torch.manual_seed(0)
+    return tmp_path, name
+
+
+def _save_weights(folder, name, seed):
+    import importlib
+
+    import torch
+
+    torch.manual_seed(seed)
+    torch.save(importlib.import_module(name).Net().state_dict(), folder / "deep.pt")
+
+
+def _create(folder, name, factory):
+    from stateseer.rnn_models.run import create_model_run
+
+    return create_model_run(folder / "run", "csv:news.csv", f"{folder / name}.py:{factory}",
+                            text_col="sentence", label_col="topic")
+
+
+def _build(run):
+    """The run's model as a later command builds it, and the warnings it gave."""
+    from stateseer.rnn_models.run import ModelRun
+
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        ModelRun(run.path).load_model()
+    return [str(w.message) for w in rec if issubclass(w.category, ModuleChangedWarning)]
+
+
+def test_weights_sha256_follows_the_tensors_not_the_object():
+    import torch
+    from torch import nn
+
+    from stateseer.rnn_models.factory import weights_sha256
+    from stateseer.rnn_models.models import RecurrentAdapter
+
+    def adapter(seed):
+        torch.manual_seed(seed)
+        return RecurrentAdapter(nn.Embedding(5, 4), nn.GRU(4, 6, batch_first=True),
+                                nn.Linear(6, 2), n_classes=2)
+
+    first = weights_sha256(adapter(0))
+    assert len(first) == 64 and weights_sha256(adapter(0)) == first
+    assert weights_sha256(adapter(1)) != first
+    moved = adapter(0)
+    with torch.no_grad():
+        moved.head.bias[0] += 1e-3
+    assert weights_sha256(moved) != first
+    assert weights_sha256(_M()) is None  # no nn.Module: no weights to read
+
+
+def test_new_weights_behind_an_unchanged_factory_warn(topics):
+    folder, name = topics
+    run = _create(folder, name, "build")
+    assert len(run.config["model"]["weights_sha256"]) == 64
+    assert _build(run) == []
+    _save_weights(folder, name, seed=1)  # the user retrained: same factory, new deep.pt
+    (msg,) = _build(run)
+    assert "weights of the model" in msg and "stateseer record RUN" in msg
+    assert "\n" not in msg
+
+
+def test_recording_again_renews_the_fingerprints_so_the_warning_stops(topics):
+    """An edited factory file and new weights warn until the traces are recorded again
+    with the current model (``stateseer record`` keeps its fingerprints)."""
+    from stateseer.rnn_models.run import ModelRun
+
+    folder, name = topics
+    run = _create(folder, name, "build")
+    module = folder / f"{name}.py"
+    module.write_text(module.read_text() + "\n# tuned\n")
+    _save_weights(folder, name, seed=2)
+    assert len(_build(run)) == 2  # the file and the weights, one line each
+    current = ModelRun(run.path)
+    with pytest.warns(ModuleChangedWarning):  # the record itself builds the new model
+        model = current.load_model()
+    kept = current.keep_fingerprints(model)  # what `stateseer record` does at its end
+    assert set(kept) == {"module_sha256", "weights_sha256"}
+    assert _build(run) == []
+    assert ModelRun(run.path).config["model"]["weights_sha256"] == kept["weights_sha256"]
+
+
+def test_a_factory_that_imports_a_sibling_inside_its_body_finds_it(tmp_path):
+    import sys
+
+    sibling = f"mymodels_{abs(hash(str(tmp_path))) % 10**8}"
+    folder = tmp_path / "user"
+    folder.mkdir()
+    (folder / f"{sibling}.py").write_text(textwrap.dedent(MODULE).replace(
+        "def build():", "def build_deep():"))
+    (folder / "lazy.py").write_text(f"def build():\n    import {sibling}\n"
+                                    f"    return {sibling}.build_deep()\n")
+    before = list(sys.path)
+    try:
+        model = load_factory(f"{folder / 'lazy.py'}:build")
+    finally:
+        sys.modules.pop(sibling, None)
+    assert model.n_classes == 2
+    assert sys.path == before  # the folder was on it only while the factory ran
+
+
+@pytest.mark.parametrize("factory", ["wide_head", "wide_pooled"])
+def test_a_head_of_another_width_than_the_classes_is_refused_at_create(topics, factory):
+    folder, name = topics
+    with pytest.raises(FactoryError) as exc:
+        _create(folder, name, factory)
+    msg = one_line(exc.value)
+    assert "the model gives 5 class scores but classes names 3" in msg
+    assert "nn.Linear(hidden, 3)" in msg
+    assert not (folder / "run").exists()
+
+
+def test_an_embedding_smaller_than_the_vocabulary_is_refused_at_create(topics):
+    folder, name = topics
+    with pytest.raises(FactoryError) as exc:
+        _create(folder, name, "few_rows")
+    msg = one_line(exc.value)
+    assert "the vocabulary has 8 tokens but the model's embedding has 3 rows" in msg
+    assert not (folder / "run").exists()
+
+
+def test_record_renews_the_fingerprints_so_the_warning_stops(topics):
+    """Edit the factory file and retrain: every build warns, until `record` re-records."""
+    from stateseer.rnn_models.engine import record_run
+
+    folder, name = topics
+    run = _create(folder, name, "build")
+    module = folder / f"{name}.py"
+    module.write_text(module.read_text() + "\n# tuned\n")
+    _save_weights(folder, name, seed=2)
+    assert len(_build(run)) == 2
+    with pytest.warns(ModuleChangedWarning):  # the record builds the changed model
+        record_run(str(run.path), splits=["test"])
+    assert _build(run) == []
