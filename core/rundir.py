@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import socket
@@ -371,7 +372,7 @@ class RunDir:
     def update_metrics(self, **sections: Any) -> dict[str, Any]:
         """Merge top-level keys into ``metrics.json`` (atomically) and return the result."""
         m = self.metrics()
-        m.update(sections)
+        m.update(_finite(sections))
         atomic_write_text(self.metrics_path, json.dumps(m, indent=2, sort_keys=True))
         return m
 
@@ -418,3 +419,16 @@ class RunDir:
                 f"{self.path} already holds a run; pass --force to overwrite it or choose "
                 "another --out"
             )
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by None (``null``): JSON has
+    no NaN, and strict readers refuse the ``NaN`` Python writes (a test accuracy without a
+    test split)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value

@@ -51,7 +51,7 @@ def _cmd_abstract(args: argparse.Namespace) -> int:
     return 0
 
 
-def _forcing(run: str, split: str = "test", cluster: Any = None) -> dict:
+def _forcing(run: str, split: str | None = None, cluster: Any = None) -> dict:
     from stateseer.app.workflows.forcing import measure_forcing
 
     return measure_forcing(run, split=split, cluster=cluster)
@@ -71,7 +71,8 @@ def _cmd_force(args: argparse.Namespace) -> int:
     per = figs["forcing"].get("per_state", {})
     worst = sorted(per.items(), key=lambda kv: kv[1]["agreement"])[:5]
     print(json.dumps({"forcing_agreement": figs["forcing_agreement"],
-                      "split": args.split, "n_inputs": figs["forcing"]["n_inputs"],
+                      "split": figs["forcing"].get("split", args.split),
+                      "n_inputs": figs["forcing"]["n_inputs"],
                       "least_faithful_states": dict(worst),
                       "seconds": figs["forcing"]["seconds"]}))
     return 0
@@ -206,7 +207,9 @@ def _add_force_compare_index(sub: Any) -> None:
     f = sub.add_parser("force", help="state forcing: how often predictions survive when "
                        "hidden states are replaced by their state's centroid")
     f.add_argument("run", help="run directory")
-    f.add_argument("--split", default="test", choices=SPLITS, help="split to force")
+    f.add_argument("--split", default=None, choices=SPLITS,
+                   help="split to force (default: test, or val where the data has no test "
+                   "inputs)")
     _add_cluster(f)
     f.set_defaults(func=_cmd_force)
 

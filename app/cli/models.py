@@ -55,6 +55,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.colors:
         _set_colors(run.path, args.colors)
     m = run.metrics()
+    if m.get("test_accuracy") is None:
+        _note("the data set has no test inputs, so test accuracy is not measured (null); "
+              f"diagnose the val split: `stateseer diagnose {run.path} --split val`")
     print(json.dumps({"run": str(run.path), **{k: m[k] for k in (
         "train_accuracy", "val_accuracy", "test_accuracy", "best_epoch", "train_seconds")}}))
     return 0

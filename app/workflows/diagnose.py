@@ -586,6 +586,18 @@ def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
     return out
 
 
+def _no_inputs(r: Any, traces: Any, split: str) -> str:
+    """Why ``split`` has nothing to diagnose, and the fix: recorded but empty (the data
+    set has no such inputs: another split), or not recorded (``record``)."""
+    other = next((s for s in ("val", "test", "train") if s != split and s in traces
+                  and traces[s].n_inputs), None)
+    if split in traces and other:
+        return (f"the run's data has no {split} inputs to diagnose; diagnose another "
+                f"split: `stateseer diagnose {r.path} --split {other}`")
+    return (f"the run has no recorded {split} inputs to diagnose; record them with "
+            f"`stateseer record {r.path}`")
+
+
 def removed_by_repair(run: Any) -> frozenset[str]:
     """The tokens that ``stateseer repair`` deleted from the run's training texts
     (``counterfactual``) or whose carriers it left out (``drop``), through the repairs the
@@ -1134,10 +1146,13 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
         r.clean_stray()
     traces = fresh_traces(r)
     if split not in traces or traces[split].n_inputs == 0:
-        raise StateseerError(f"the run has no recorded {split} inputs to diagnose; record "
-                             f"them with `stateseer record {r.path}`")
-    model = r.load_model()
+        raise StateseerError(_no_inputs(r, traces, split))
     tr = traces[split]
+    if min_support > tr.n_inputs:
+        raise StateseerError(f"--min-support {min_support} is more than the "
+                             f"{tr.n_inputs} {split} inputs, so no culprit could qualify; "
+                             f"give at most {tr.n_inputs} (default 5)")
+    model = r.load_model()
     train = traces["train"] if "train" in traces and split != "train" else None
     data = _split_data(tr)  # each input's tokens, the misclassified, the unknown words
     train_inputs = [train.tokens(i) for i in range(0 if train is None else train.n_inputs)]

@@ -234,9 +234,12 @@ def _forcing_on_shards(engine: Any, run: ModelRun, traces: Traces, ab: Abstracti
     return out
 
 
-def measure_forcing(run_dir: str | Path, *, split: str = "test", per_state: bool = True,
+def measure_forcing(run_dir: str | Path, *, split: str | None = None, per_state: bool = True,
                     save: bool = True, cluster: Any = None) -> dict[str, Any]:
     """:func:`forcing_figures` for a run, merged into ``metrics.json["abstraction"]``.
+
+    ``split`` defaults to the one the abstraction's fidelity is measured on: ``test``
+    where it has inputs, else ``val`` (an agreement over no inputs is no figure).
 
     The split's shards are forced one task each, in this process or on ``cluster``
     (``local``, ``local:N``, ``tcp://HOST:PORT`` or an open engine; default
@@ -247,8 +250,13 @@ def measure_forcing(run_dir: str | Path, *, split: str = "test", per_state: bool
     run = ModelRun(run_dir)
     traces = Traces(run.traces_dir)
     ab = Abstraction.load(run.abstraction_dir)
+    if split is None:
+        split = "test" if "test" in traces and traces["test"].n_inputs else "val"
     if split not in traces:
         raise StateseerError(f"split {split!r} was not recorded; record it first")
+    if not traces[split].n_inputs:
+        raise StateseerError(f"the {split} split has no inputs to force; choose another "
+                             f"with --split")
     with engine_scope(cluster) as engine:
         cent = load_centroids(run, ab, traces)
         figs = _forcing_on_shards(engine, run, traces, ab, cent, split, per_state)

@@ -74,3 +74,15 @@ def test_a_run_made_before_keeps_reading_its_path_as_it_was_written(tmp_path, te
     (tmp_path / "runs" / "r" / "config.json").write_text(json.dumps(conf))
     run = ModelRun(tmp_path / "runs" / "r")
     assert run.data["name"] == "csv:d.csv" and len(run.dataset().texts) == 1500
+
+
+def test_metrics_json_writes_nan_as_null(tmp_path):
+    """JSON has no NaN: a test accuracy without a test split is written as null."""
+    import json
+
+    from stateseer.core.rundir import RunDir
+
+    run = RunDir(tmp_path)
+    run.update_metrics(test_accuracy=float("nan"), a={"b": [1.0, float("inf")]}, c=0.5)
+    doc = json.loads(run.metrics_path.read_text(), parse_constant=lambda x: 1 / 0)
+    assert doc == {"test_accuracy": None, "a": {"b": [1.0, None]}, "c": 0.5}

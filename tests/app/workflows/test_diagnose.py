@@ -148,7 +148,7 @@ def test_repair_drops_the_shortcut_retrains_and_measures_the_change(shortcut_run
     assert car["n_inputs"] > 50 and car["delta_ci"][0] > c["carriers_delta"]
     # the repair's own deletion is no pipeline bug: 'frankly' is now in no training text
     # while 50 test inputs hold it, and those are longer than the training texts were cut
-    from stateseer.app.workflows.diagnose import load_findings, removed_by_repair
+    from stateseer.app.workflows.diagnose import removed_by_repair
 
     assert removed_by_repair(new) == {"frankly"}
     after = load_findings(new)["findings"]
@@ -796,3 +796,30 @@ def test_the_clean_rules_benchmark_sets_and_restores_the_rules_and_refuses_an_em
                          text=True)
     assert out.returncode != 0 and "no clean models under" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_a_min_support_above_the_split_is_refused_before_the_findings_are_replaced(
+        shortcut_run):
+    diagnose_run(shortcut_run)
+    path = shortcut_run / "diagnosis" / "findings.json"
+    before = path.read_bytes()
+    with pytest.raises(StateseerError, match=r"more than the .* test inputs") as e:
+        diagnose_run(shortcut_run, min_support=10**6)
+    assert "give at most" in one_line(e.value)
+    assert path.read_bytes() == before
+
+
+def test_a_split_the_data_lacks_points_to_another_split_not_to_record():
+    from types import SimpleNamespace
+
+    from stateseer.app.workflows.diagnose import _no_inputs
+
+    class Traces(dict):
+        pass
+
+    run = SimpleNamespace(path="RUNDIR")
+    have = Traces(train=SimpleNamespace(n_inputs=9), val=SimpleNamespace(n_inputs=3),
+                  test=SimpleNamespace(n_inputs=0))
+    assert _no_inputs(run, have, "test").endswith("`stateseer diagnose RUNDIR --split val`")
+    lacking = Traces(train=SimpleNamespace(n_inputs=9))
+    assert "stateseer record RUNDIR" in _no_inputs(run, lacking, "test")
