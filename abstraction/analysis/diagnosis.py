@@ -214,6 +214,12 @@ def span_candidates(cands: list[Candidate], inputs: Sequence[Sequence[str]],
     >>> spans = span_candidates(token_candidates(inputs, wrong, min_support=5), inputs, wrong)
     >>> [c.tokens for c in spans if len(c.tokens) > 1]
     [('via', '@', 'src')]
+    >>> dinner = [[w, "cooked", "a", "spicy", "curry"] for w in "we i they".split()] * 2
+    >>> inputs = dinner + [["a", "film"]] * 8 + [["good", "film"]] * 6
+    >>> wrong = np.array([True] * 6 + [False] * 14)
+    >>> spans = span_candidates(token_candidates(inputs, wrong, min_support=5), inputs, wrong)
+    >>> [c.tokens for c in spans if len(c.tokens) > 1]
+    [('cooked', 'a', 'spicy', 'curry')]
     """
     from scipy import sparse
 
@@ -243,12 +249,16 @@ def span_candidates(cands: list[Candidate], inputs: Sequence[Sequence[str]],
         words = [m.tokens[0] for m in members]
         carriers = np.unique(np.concatenate([m.affected for m in members]))
         k = int(wrong[carriers].sum())
-        order = _reading_order(words, [inputs[i] for i in carriers])
+        held = [inputs[i] for i in carriers]
+        # in reading order, and with the words between them where the stretch is the same
+        # in nearly every carrier ("cooked a spicy curry" for cooked, spicy, curry): the
+        # check deletes the stretch the model reads, not its pieces around a stray "a"
+        order = _window(_reading_order(words, held), held)
         merged.append(Candidate(
             "shortcut", tuple(order), carriers,
             k, _rate(k, len(carriers)), _rate(n_wrong - k, n - len(carriers)),
             float(_tail(np.array([k]), n, n_wrong, np.array([len(carriers)]))[0]),
-            extra={"span": len(words)}))
+            extra={"span": len(order)}))
         gone |= {id(m) for m in members}
     return _extend_spans([c for c in cands if id(c) not in gone] + merged, inputs, wrong)
 
