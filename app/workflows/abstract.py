@@ -100,6 +100,9 @@ def abstract_workflow(run: str | Path, *, n_states: int | str = N_STATES, cap: i
             step("reusing the abstraction of this model")
             metrics = kept
         out = {k: metrics[k] for k in SUMMARY_KEYS if k in metrics}
+        if kept is None:
+            for line in size_notes(metrics, _train_steps(run)):
+                say(line)
         if not has_predictions(run):  # imported without proba: nothing to be faithful to
             out.update(dict.fromkeys(("label_fidelity", "simulation_fidelity",
                                       "simulation_chance", "simulation_kappa",
@@ -128,6 +131,50 @@ def abstract_workflow(run: str | Path, *, n_states: int | str = N_STATES, cap: i
             r = ModelRun(run)
             context_index(r, Traces(r.traces_dir), cluster=engine)
     return out
+
+
+#: training steps per abstract state below which a count is too many for the data: most
+#: (state, token) pairs are then seen once or twice, and the FSM's transitions are noise
+MIN_STEPS_PER_STATE = 20
+
+
+def size_notes(metrics: dict[str, Any], train_steps: int) -> list[str]:
+    """One line each where the state count does not suit the data: fewer states fitted
+    than asked (the training split has fewer distinct hidden states), or fewer than
+    :data:`MIN_STEPS_PER_STATE` training steps per state.
+
+    >>> size_notes({"n_states": 39, "n_states_requested": 40}, 120)[0][:40]
+    'k-means found 39 distinct states of the '
+    >>> size_notes({"n_states": 5000, "n_states_requested": 5000,
+    ...             "state_coverage": 0.417}, 17249)[0][:46]
+    '5000 states for 17,249 training steps (3.4 per'
+    >>> size_notes({"n_states": 40, "n_states_requested": 40}, 10_000)
+    []
+    """
+    out = []
+    got, asked = metrics.get("n_states"), metrics.get("n_states_requested")
+    if isinstance(got, int) and isinstance(asked, int) and got < asked:
+        out.append(f"k-means found {got} distinct states of the {asked} asked: the training "
+                   f"split holds fewer distinct hidden states; the abstraction has {got}")
+    if isinstance(got, int) and got and train_steps and \
+            train_steps / got < MIN_STEPS_PER_STATE:
+        cover = metrics.get("state_coverage")
+        seen = f"; state coverage {cover:.2f}" if isinstance(cover, float) else ""
+        fewer = max(1, train_steps // MIN_STEPS_PER_STATE)
+        out.append(f"{got} states for {train_steps:,} training steps "
+                   f"({train_steps / got:.1f} per state): most transitions are seen once or "
+                   f"twice{seen}; ask for at most {fewer} (--states auto chooses)")
+    return out
+
+
+def _train_steps(run: str | Path) -> int:
+    """The training split's recorded steps (0 when unknown)."""
+    meta = layout.RunLayout(run).traces_meta
+    try:
+        doc = json.loads(meta.read_text(encoding="utf-8"))
+        return int(doc["splits"]["train"]["n_steps"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
 
 
 def _current_figures(run: str | Path) -> dict[str, Any] | None:

@@ -252,6 +252,24 @@ def test_sweep_writes_json_png_html_and_a_table(explored_run, tmp_path, capsys):
     assert "plotly" in (out / "sweep.html").read_text()[:5_000_000]
 
 
+def test_abstract_says_when_the_states_are_too_many_for_the_data(explored_run, copy_run,
+                                                                 capsys):
+    """A count that leaves fewer than MIN_STEPS_PER_STATE training steps per state is
+    fitted, with one line saying so and the count to ask for instead."""
+    from stateseer.app.workflows.abstract import MIN_STEPS_PER_STATE
+
+    run = copy_run(explored_run)
+    steps = json.loads((run / "traces" / "meta.json").read_text())["splits"]["train"]["n_steps"]
+    many = steps // (MIN_STEPS_PER_STATE // 2)
+    assert main(["abstract", str(run), "--states", str(many), "--no-forcing",
+                 "--no-index"]) == 0
+    err = capsys.readouterr().err
+    assert f"for {steps:,} training steps" in err
+    assert f"ask for at most {steps // MIN_STEPS_PER_STATE}" in err
+    assert main(["abstract", str(run), "--states", "6", "--no-forcing", "--no-index"]) == 0
+    assert "training steps" not in capsys.readouterr().err
+
+
 def test_abstract_auto_stays_under_its_cap_and_says_why(explored_run, copy_run, capsys):
     run = copy_run(explored_run)
     assert main(["abstract", str(run), "--states", "auto", "--auto-cap", "6",
