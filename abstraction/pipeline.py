@@ -709,6 +709,8 @@ def _abstract_run(run: RunDir | str | Path, engine: Engine, *, n_states: int | s
                   random_state: int, cap: int, save: bool) -> Abstraction:
     """:func:`abstract_run` on an open engine."""
     run = run if isinstance(run, RunDir) else RunDir(run)
+    if run.exists():
+        _ = run.config  # a damaged config.json refuses, in one line, as every command does
     run.clean_stray()
     t0 = time.perf_counter()
     traces = fresh_traces(run)

@@ -75,8 +75,9 @@ def regular_size(path: str | Path, limit: int | None = None) -> int:
     return st.st_size
 
 
-def load_json(path: str | Path, limit: int = JSON_LIMIT) -> Any:
-    """``json.loads`` of :func:`read_bounded` (UTF-8).
+def load_json(path: str | Path, limit: int = JSON_LIMIT, *, fix: str = "rewrite it") -> Any:
+    """``json.loads`` of :func:`read_bounded` (UTF-8); ``fix`` ends the message of a file
+    that is not JSON (what the user should do: the step that writes it).
 
     Raises
     ------
@@ -91,5 +92,5 @@ def load_json(path: str | Path, limit: int = JSON_LIMIT) -> Any:
         raise DataError(f"{path} is nested too deeply to read; write flat JSON "
                         "(lists of lists of strings at most)") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path} is not valid UTF-8 JSON ({str(exc)[:80]}); rewrite it"
+        raise DataError(f"{path} is not valid UTF-8 JSON ({str(exc)[:80]}); {fix}"
                         ) from None

@@ -313,11 +313,12 @@ class RunDir:
                 f"{self.path}`"
             )
         try:
-            cfg = load_json(self.config_path, SMALL)
-        except (OSError, DataError) as exc:
-            raise StateseerError(
-                f"{self.config_path} is not valid JSON ({exc}); restore it or retrain"
-            ) from None
+            cfg = load_json(self.config_path, SMALL, fix="restore it or retrain the run")
+        except DataError as exc:
+            raise StateseerError(str(exc)) from None
+        except OSError as exc:
+            raise StateseerError(f"{self.config_path} cannot be read ({exc.strerror or exc}); "
+                                 "restore it or retrain the run") from None
         if not isinstance(cfg, dict):
             raise StateseerError(f"{self.config_path} is corrupt (not a JSON object); restore "
                                  "it or retrain the run")

@@ -947,10 +947,16 @@ class FSM(Automaton):
 
     @classmethod
     def load(cls, path: str | Path | IO[str]) -> FSM:
+        fix = ("rerun `stateseer abstract RUN`" if hasattr(path, "read") else
+               f"rerun `stateseer abstract {Path(path).resolve().parent.parent}`")
         try:
-            data = json.loads(read_text(path)) if hasattr(path, "read") else load_json(path)
+            data = json.loads(read_text(path)) if hasattr(path, "read") else \
+                load_json(path, fix=fix)
         except FileNotFoundError:
-            raise AbstractionError(f"FSM file {path} not found; run `stateseer abstract`") from None
-        except (ValueError, StateseerError) as exc:  # also a non-file, too large, too deep
-            raise AbstractionError(f"FSM file {path} is not valid JSON ({exc})") from None
+            raise AbstractionError(f"FSM file {path} not found; {fix}") from None
+        except StateseerError as exc:  # not JSON, a non-file, too large, too deep
+            raise AbstractionError(str(exc)) from None
+        except ValueError as exc:
+            raise AbstractionError(f"FSM file {path} is not valid JSON ({str(exc)[:80]}); "
+                                   f"{fix}") from None
         return cls.from_dict(data)

@@ -86,3 +86,18 @@ def test_metrics_json_writes_nan_as_null(tmp_path):
     run.update_metrics(test_accuracy=float("nan"), a={"b": [1.0, float("inf")]}, c=0.5)
     doc = json.loads(run.metrics_path.read_text(), parse_constant=lambda x: 1 / 0)
     assert doc == {"test_accuracy": None, "a": {"b": [1.0, None]}, "c": 0.5}
+
+
+def test_a_damaged_config_is_refused_in_one_line_by_abstract_too(tmp_path):
+    """``abstract`` refuses a run whose config.json is not JSON, as every command does,
+    with one cause and one fix (not the reader's message nested in the run's)."""
+    from stateseer.abstraction.pipeline import abstract_run
+    from stateseer.core.errors import StateseerError
+    from tests.conftest import one_line
+
+    (tmp_path / "config.json").write_text('{"format": ')
+    with pytest.raises(StateseerError) as e:
+        abstract_run(tmp_path, n_states=4)
+    msg = one_line(e.value)
+    assert "config.json is not valid UTF-8 JSON" in msg
+    assert msg.count("JSON") == 1 and msg.endswith("restore it or retrain the run")

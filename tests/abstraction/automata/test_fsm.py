@@ -350,9 +350,11 @@ def test_load_errors(tmp_path):
     one_line(e.value)
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    with pytest.raises(AbstractionError, match="not valid JSON") as e:
+    with pytest.raises(AbstractionError, match="not valid UTF-8 JSON") as e:
         FSM.load(bad)
-    one_line(e.value)
+    msg = one_line(e.value)  # one cause, and the step that writes the file as the fix
+    assert msg.count("JSON") == 1 and msg.endswith(f"rerun `stateseer abstract "
+                                                   f"{tmp_path.resolve().parent}`")
 
 
 # ----------------------------------------------------------------------------- graph views
