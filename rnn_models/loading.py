@@ -59,11 +59,10 @@ def _state_dict(run: RunDir) -> dict[str, Any]:
         raise CheckpointError(f"{exc}; restore the run's model.pt") from None
     try:
         state = torch.load(run.model_path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # any failure to unpickle untrusted bytes means "corrupt"
-        first = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc)
+    except Exception:  # any failure to unpickle untrusted bytes means "corrupt"
         raise CheckpointError(
-            f"{run.model_path} is corrupt or not a PyTorch state_dict ({first}); "
-            "retrain the run with `stateseer train`"
+            f"{run.model_path} is corrupt or not a PyTorch state_dict "
+            f"({_why_unreadable(run.model_path)}); retrain the run with `stateseer train`"
         ) from None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor)
                                               for v in state.values()):
@@ -78,6 +77,32 @@ def _state_dict(run: RunDir) -> dict[str, Any]:
             f"{run.model_path} holds NaN or infinite values in {bad}: the training "
             "diverged; retrain the run (e.g. with a lower --lr)")
     return state
+
+
+def _why_unreadable(path: Path) -> str:
+    """What a checkpoint that ``torch.load`` refused looks like, from its first bytes:
+    torch's own messages are internal ("internal miniz error", a bare number)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError as exc:
+        return f"it cannot be read: {exc.strerror or exc}"
+    if not head:
+        return "it is empty"
+    if head.startswith(b"PK"):
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as zf:
+                whole = zf.testzip() is None
+        except (OSError, zipfile.BadZipFile):
+            whole = False
+        return ("it holds objects other than tensors, which loading with weights_only "
+                "refuses: save model.state_dict(), not the model" if whole
+                else "its zip archive is truncated or damaged")
+    if head[:1] == b"\x80":
+        return "its pickle is truncated or damaged"
+    return f"it is not a PyTorch file: it starts with {head[:8]!r}"
 
 
 def _check_vocab(run: RunDir) -> None:
