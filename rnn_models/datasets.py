@@ -191,9 +191,10 @@ def _check(ds: TextDataset, max_tokens: int | None) -> TextDataset:
         toks = ds.tokens
         empty = [i for i, t in enumerate(toks) if not t]
         if empty:
-            rows = ", ".join(str(i) for i in empty[:5])
+            rows = ", ".join(str(i + 1) for i in empty[:5])
             raise DataError(
-                f"data set {ds.name!r} has {len(empty)} empty text(s) (rows {rows}); "
+                f"data set {ds.name!r} has {len(empty)} empty text(s) (data rows {rows}, "
+                "counted from 1 after any header); "
                 "remove them or use --tokenizer char/space for symbol data where '' is valid"
             )
     if max_tokens is not None:
@@ -203,7 +204,7 @@ def _check(ds: TextDataset, max_tokens: int | None) -> TextDataset:
             i = long_rows[0]
             raise DataError(
                 f"data set {ds.name!r} has {len(long_rows)} text(s) longer than "
-                f"{max_tokens} tokens (row {i}: {lengths[i]} tokens); raise --max-tokens "
+                f"{max_tokens} tokens (data row {i + 1}: {lengths[i]} tokens); raise --max-tokens "
                 "or shorten them"
             )
     return ds
@@ -519,7 +520,8 @@ def _user_file(
     missing = [i for i, r in enumerate(rows) if r.get(label_col) in (None, "")]
     if missing:
         raise DataError(
-            f"{len(missing)} row(s) of {p.name} have no {label_col!r} (first: row {missing[0]}); "
+            f"{len(missing)} row(s) of {p.name} have no {label_col!r} (first: data row "
+            f"{missing[0] + 1}, counted from 1 after the header); "
             "fill or drop them"
         )
     labels, classes = _encode_labels([r[label_col] for r in rows])

@@ -439,7 +439,7 @@ class TestErrors:
             load_dataset(f"csv:{path}")
         msg = one_line(excinfo)
         assert "2 empty text(s)" in msg
-        assert "rows 1, 3" in msg
+        assert "data rows 2, 4, counted from 1" in msg  # the header is not a row
         assert "--tokenizer" in msg
 
     def test_null_text_in_jsonl_counts_as_empty(self, tmp_path):
@@ -455,7 +455,7 @@ class TestErrors:
             load_dataset(f"csv:{path}", max_tokens=5)
         msg = one_line(excinfo)
         assert "longer than 5 tokens" in msg
-        assert "row 1: 6 tokens" in msg
+        assert "data row 2: 6 tokens" in msg
         assert "--max-tokens" in msg
         assert len(load_dataset(f"csv:{path}", max_tokens=6)) == 3  # the limit is inclusive
 
