@@ -500,7 +500,7 @@ class TestErrors:
         with pytest.raises(DataError) as excinfo:
             load_dataset(f"csv:{path}")
         msg = one_line(excinfo)
-        assert "1 row(s)" in msg and "'label'" in msg and "row 1" in msg
+        assert "1 row(s)" in msg and "'label'" in msg and "data row 2" in msg
         assert "fill or drop" in msg
 
     @pytest.mark.parametrize("kind", ["csv", "jsonl"])
