@@ -70,6 +70,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser.parse_args``, with arguments a command does not take refused by that
+    command's parser, so the message points at ``stateseer COMMAND --help``."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        subs = next((a.choices for a in parser._actions
+                     if isinstance(a, argparse._SubParsersAction)), {})
+        (subs.get(getattr(args, "command", None)) or parser).error(
+            f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def _unexpected(command: str, exc: Exception) -> str:
     first = (str(exc).strip().splitlines() or [""])[0][:200]
     return (f"`stateseer {command}` stopped on unexpected input ({type(exc).__name__}"
@@ -99,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = warnings.formatwarning
     warnings.formatwarning = _one_line_warning  # type: ignore[assignment]
     try:
-        args = build_parser().parse_args(argv)
+        args = _parse(build_parser(), argv)
     except SystemExit as exc:  # --help, or a one-line usage error
         warnings.formatwarning = previous  # type: ignore[assignment]
         return exc.code if isinstance(exc.code, int) else 2

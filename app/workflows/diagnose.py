@@ -176,8 +176,9 @@ def check_findings(doc: Any, path: str | Path, *, n_classes: int) -> dict[str, A
         strings, a rank or a flag of the wrong type (the fix: rerun ``diagnose``).
     """
     def bad(what: str) -> StateseerError:
+        run = Path(path).resolve().parent.parent
         return StateseerError(f"{path} is not a findings file stateseer wrote ({what}); run "
-                              "`stateseer diagnose RUN` again")
+                              f"`stateseer diagnose {run}` again")
 
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise bad(f"its format is not {FORMAT}")

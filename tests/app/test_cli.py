@@ -538,3 +538,10 @@ def test_class_colours_are_set_checked_drawn_and_cleared(explored_tomita, copy_r
     assert "colors" not in json.loads((run / "config.json").read_text())
     widths = {c["if"]["column_id"]: c["width"] for c in column_widths(["a" * 30, "b"])}
     assert widths["label"] == widths["prediction"] == "33ch"
+
+
+def test_an_option_a_command_does_not_take_points_at_that_commands_help(tmp_path, capsys):
+    assert main(["record", str(tmp_path), "--states", "5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("stateseer: error: unrecognized arguments: --states 5 (see `stateseer "
+                   "record --help`)")
