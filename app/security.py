@@ -276,7 +276,11 @@ class _BoundedAccessLog(logging.Filter):
             ok, _held = self.limit.allow()
             if not ok:
                 return False
-        record.msg, record.args = brief(_SGR.sub("", record.getMessage())), ()
+        text = _SGR.sub("", record.getMessage())
+        # werkzeug's own lines (the start-up banner) keep their line breaks; a line made
+        # from a request (args given) is escaped whole, so a request cannot forge lines
+        record.msg = brief(text) if args else "\n".join(map(brief, text.splitlines()))
+        record.args = ()
         return True
 
 

@@ -215,3 +215,23 @@ def test_brief_errors_bounds_escapes_and_rate_limits(ctx):
     assert len(records) == 30  # ERRORS_PER_MINUTE
     assert all(len(m) < 400 and "\x1b" not in m and "KeyError" in m for m in records)
     assert brief("a" * 10, 4) == "aaaa… (10 characters)"
+
+
+def test_the_access_log_keeps_werkzeugs_banner_lines_and_escapes_request_lines():
+    import logging
+
+    from stateseer.app.security import RateLimit, _BoundedAccessLog
+
+    keep = _BoundedAccessLog(RateLimit(30))
+    banner = logging.LogRecord("werkzeug", logging.INFO, __file__, 1,
+                               "Use a production WSGI server instead.\n * Running on %s",
+                               None, None)
+    banner.args = ()
+    banner.msg = banner.msg % "http://127.0.0.1:1"
+    assert keep.filter(banner)
+    assert banner.getMessage() == ("Use a production WSGI server instead.\n"
+                                   " * Running on http://127.0.0.1:1")
+    forged = logging.LogRecord("werkzeug", logging.INFO, __file__, 1, '%s - - "%s" %s',
+                               ("127.0.0.1", "GET /x\n127.0.0.1 fake", "200"), None)
+    assert keep.filter(forged)
+    assert "\n" not in forged.getMessage()
