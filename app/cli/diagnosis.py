@@ -18,10 +18,13 @@ from stateseer.app.cli.options import (
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     from stateseer.app.workflows.diagnose import diagnose_run, findings_table
+    from stateseer.app.workflows.retraining import training_settings
+    from stateseer.rnn_models.run import ModelRun
 
     doc = diagnose_run(args.run, split=args.split, top=args.top,
                        min_support=args.min_support, log=_note)
-    print(findings_table(doc))
+    print(findings_table(doc, args.run,
+                         repairable=training_settings(ModelRun(args.run)) is not None))
     print(json.dumps({"findings": f"{args.run}/diagnosis/findings.json",
                       "significant": doc["n_significant"], "seconds": doc["seconds"]}))
     return 0

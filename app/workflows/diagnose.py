@@ -69,6 +69,7 @@ to ``RUN/diagnosis/findings.json`` (``stateseer.findings`` v1).
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -1278,8 +1279,12 @@ def _culprit_words(f: dict[str, Any]) -> str:
     return joint.join(words) or "<unk> words"
 
 
-def findings_table(doc: dict[str, Any]) -> str:
-    """The findings as a plain-text table (``stateseer diagnose``'s stdout)."""
+def findings_table(doc: dict[str, Any], run: str | None = None,
+                   repairable: bool = True) -> str:
+    """The findings as a plain-text table (``stateseer diagnose``'s stdout), then, for
+    each significant finding with actions, the ``repair`` command of its first action
+    (``run``: the run's path as the user gave it; ``repairable``: whether ``repair`` can
+    retrain it, else the actions are listed as edits to make by hand)."""
     wide = max([len("kind"), *(len(f["kind"]) for f in doc["findings"])])
     rows = [f"{'#':>2}  {'kind':{wide}} {'sig':3} {'q':>8} {'fixed':>6} {'broken':>6}  culprit"]
     for f in doc["findings"]:
@@ -1292,4 +1297,16 @@ def findings_table(doc: dict[str, Any]) -> str:
         rows.append(f"no finding is significant (q < {doc['q_level']} and confirmed by its "
                     "intervention): on this split the errors have no single culprit these "
                     "checks can name")
+    for f in doc["findings"]:
+        acts = list(f.get("actions") or ())
+        if not f["significant"] or not acts:
+            continue
+        if repairable:
+            rest = f" (also: {', '.join(acts[1:])})" if len(acts) > 1 else ""
+            rows.append(f"repair finding {f['rank']}: stateseer repair {shlex.quote(run or 'RUN')}"
+                        f" --finding {f['rank']} --action {acts[0]} --out NEW{rest}")
+        else:
+            rows.append(f"finding {f['rank']}: what fits is {', '.join(acts)}; `stateseer "
+                        "repair` retrains with stateseer's training, which this run's own "
+                        "model does not have: make the edit in your data and retrain it")
     return "\n".join(rows)

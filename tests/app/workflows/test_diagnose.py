@@ -100,6 +100,10 @@ def test_the_command_prints_the_findings_and_refuses_bad_runs(shortcut_run, tmp_
     assert main(["diagnose", str(shortcut_run), "--top", "3"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "frankly" in out[1] and json.loads(out[-1])["significant"] >= 1
+    # the first action of each significant finding as the command to run
+    assert any(line.startswith(f"repair finding 1: stateseer repair {shortcut_run} "
+                               "--finding 1 --action counterfactual --out NEW")
+               for line in out)
     assert main(["diagnose", str(tmp_path)]) == 2
     assert "not a stateseer run" in one_line(Exception(capsys.readouterr().err.strip()))
 
@@ -823,3 +827,18 @@ def test_a_split_the_data_lacks_points_to_another_split_not_to_record():
     assert _no_inputs(run, have, "test").endswith("`stateseer diagnose RUNDIR --split val`")
     lacking = Traces(train=SimpleNamespace(n_inputs=9))
     assert "stateseer record RUNDIR" in _no_inputs(run, lacking, "test")
+
+
+def test_the_table_of_a_run_repair_cannot_retrain_lists_the_edits_to_make_by_hand():
+    from stateseer.app.workflows.diagnose import findings_table
+
+    doc = {"q_level": 0.05, "n_significant": 1, "findings": [
+        {"rank": 1, "kind": "shortcut", "significant": True, "q_value": 1e-9,
+         "tokens": ["via", "wire"], "intervention": {"fixed": 9, "broken": 0},
+         "actions": ["counterfactual", "dfr"]}]}
+    own = findings_table(doc, "RUNDIR", repairable=False).splitlines()[-1]
+    assert own.startswith("finding 1: what fits is counterfactual, dfr;")
+    assert "stateseer repair RUNDIR" not in own
+    ours = findings_table(doc, "my run").splitlines()[-1]
+    assert ours == ("repair finding 1: stateseer repair 'my run' --finding 1 --action "
+                    "counterfactual --out NEW (also: dfr)")
