@@ -55,7 +55,7 @@ from stateseer.core import layout
 from stateseer.core.errors import CheckpointError, DataError, StateseerError
 from stateseer.core.rundir import RunDir, located_path, sha256_file
 
-__all__ = ["FactoryError", "ModuleChangedWarning", "check_protocol", "check_sizes",
+__all__ = ["FactoryError", "ModuleChangedWarning", "check_model_sizes", "check_protocol",
            "describe", "factory_section", "fingerprints", "load_factory", "model_classes",
            "model_tokenizer", "model_vocab", "obtain_model", "parse_spec", "reorder_classes",
            "vocabulary_of", "weights_sha256"]
@@ -571,7 +571,7 @@ def _score_widths(model: Any, ids: Any, lengths: Any) -> Iterator[int]:
     yield int(model.initial()[1].shape[-1])
 
 
-def check_sizes(model: Any, tokens: Sequence[str], classes: Sequence[str], *,
+def check_model_sizes(model: Any, tokens: Sequence[str], classes: Sequence[str], *,
                 declared: bool = True) -> None:
     """Run the model once on a two-token probe (the vocabulary's highest id, then
     ``'<unk>'``'s) and refuse sizes that disagree, before ``create`` writes anything.

@@ -27,7 +27,7 @@ from stateseer.core.errors import StateseerError
 from stateseer.core.rundir import MODEL_PATHS, RunDir, data_section, portable_path
 from stateseer.rnn_models.factory import (
     FactoryError,
-    check_sizes,
+    check_model_sizes,
     fingerprints,
     model_classes,
     model_tokenizer,
@@ -239,7 +239,7 @@ def create_model_run(path: str | Path, dataset: Any, model: Any, *, vocab: Any =
     if declared is not None:
         ds = reorder_classes(ds, declared)
     tokens = vocabulary_of(obj, vocab, ds)
-    check_sizes(obj, tokens, ds.classes, declared=declared is not None)
+    check_model_sizes(obj, tokens, ds.classes, declared=declared is not None)
     data = data_section(ds, text_col=text_col, label_col=label_col, seed=seed,
                         max_tokens=max_tokens, base=run.path)
     if use_model_tok:
