@@ -116,8 +116,8 @@ def _cmd_extract_dfa(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     from stateseer.app.workflows.exports import export_run
 
-    if str(args.out) != "-":
-        _check_out_file(args.out, force=True)  # export_run refuses to overwrite by itself
+    if str(args.out) != "-":  # before any work, in the CLI's words (--force)
+        _check_out_file(args.out, force=args.force)
     if args.input is not None and args.format != "html":
         raise StateseerError("--input is for --format html (one input's trace as a page); "
                              "drop it or use --format html")
@@ -272,12 +272,14 @@ def _add_dfa_export(sub: Any) -> None:
     e.add_argument("--format", required=True, choices=FORMATS, metavar="FORMAT",
                    help="one of: %(choices)s")
     e.add_argument("--out", required=True, help="output file ('-' for stdout, text formats)")
-    e.add_argument("--dfa", action="store_true", help="export the extracted DFA")
+    e.add_argument("--dfa", action="store_true",
+                   help="export the extracted DFA (any format but traces-csv and html)")
     e.add_argument("--top-k", type=_nonnegative_int,
-                   help="keep the top-k outgoing edges per state in a drawing (dot/svg/png/"
-                   "pdf; default: 4, as the explorer; 0: every edge, for a lossless DOT)")
+                   help="keep the top-k outgoing edges per state in a drawing of the FSM or "
+                   "the DFA (dot/svg/png/pdf; default: 4, as the explorer; 0: every edge, "
+                   "for a lossless DOT); svg/png/pdf refuse a drawing too big to lay out")
     e.add_argument("--min-count", type=_positive_int, default=1,
-                   help="drop transitions seen fewer times")
+                   help="drop transitions seen fewer times from a drawing")
     e.add_argument("--force", action="store_true", help="overwrite an existing file")
     e.add_argument("--input", type=int, default=None, metavar="ID",
                    help="--format html: the page of this input's trace (an id of the "
