@@ -109,8 +109,26 @@ def _cmd_extract_dfa(args: argparse.Namespace) -> int:
             "budget_exhausted", "membership_queries", "rounds", "agreement",
             "heldout_error", "majority_error", "agreement_le12", "grammar_agreement_le12",
             "minimal_size_match", "examples")
+    if dfa.report.get("budget_exhausted"):
+        _note(budget_note(dfa.report))
     print(json.dumps({k: dfa.report.get(k) for k in keys if k in dfa.report}))
     return 0
+
+
+def budget_note(report: dict[str, Any]) -> str:
+    """The one line ``extract-dfa`` adds when its budget ran out: the automaton is an
+    approximation, how close, and what to do.
+
+    >>> budget_note({"n_states": 191, "agreement": 0.714})[:62]
+    'the budget ran out at 191 states: the automaton approximates t'
+    """
+    close = next((f"{name} {report[key]:.3f}" for key, name in (
+        ("agreement", "agreement with the model on held-out prefixes"),
+        ("heldout_error", "held-out error")) if isinstance(report.get(key), float)), None)
+    return (f"the budget ran out at {report.get('n_states')} states: the automaton "
+            f"approximates the model{f' ({close})' if close else ''}; raise --max-states "
+            "or --seconds, or, for text rather than a formal language, read the FSM "
+            "(`stateseer export RUN --format svg`)")
 
 
 def _cmd_export(args: argparse.Namespace) -> int:

@@ -545,3 +545,17 @@ def test_an_option_a_command_does_not_take_points_at_that_commands_help(tmp_path
     err = capsys.readouterr().err.strip()
     assert err == ("stateseer: error: unrecognized arguments: --states 5 (see `stateseer "
                    "record --help`)")
+
+
+def test_extract_dfa_on_a_text_run_fits_in_memory_and_says_it_approximates(explored_run,
+                                                                          copy_run, capsys):
+    """A text run's alphabet is its vocabulary (thousands of symbols): the prefix tree's
+    child table and the merge signatures stay sparse or sampled (they were dense: a
+    MemoryError of 29-50 GiB), and a budget that runs out is said in one line."""
+    run = copy_run(explored_run)
+    assert main(["extract-dfa", str(run), "--method", "refine", "--max-states", "12",
+                 "--seconds", "5"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out.strip().splitlines()[-1])
+    assert out["method"] == "refine" and out["n_states"] <= 12 and out["budget_exhausted"]
+    assert "the budget ran out at" in captured.err and "read the FSM" in captured.err

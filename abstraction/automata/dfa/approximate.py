@@ -130,14 +130,45 @@ def relabel(ev: _Eval, trans: np.ndarray, initial: int, n_classes: int,
     return cls, float(votes.max(axis=1).sum() / ev.weight.sum())
 
 
-def signatures(trans: np.ndarray, state_class: np.ndarray, depth: int) -> np.ndarray:
-    """Class after every suffix of length <= ``depth``, shape (n_states, n_suffixes)."""
-    n = len(trans)
+#: the most entries a signature table holds (n_states x n_suffixes): every suffix of each
+#: length while they fit, a seeded sample of them beyond (a text run's 5,833 symbols to
+#: depth 2 would be 34M suffixes a state, 50 GiB for 198 states)
+SIGNATURE_CELLS = 1 << 23
+
+
+def signatures(trans: np.ndarray, state_class: np.ndarray, depth: int, *,
+               max_cells: int = SIGNATURE_CELLS, seed: int = 0) -> np.ndarray:
+    """Class after every suffix of length <= ``depth``, shape (n_states, n_suffixes).
+
+    Where a length's suffixes would not fit in its share of ``max_cells`` (the table's
+    entries shared equally over the lengths 1 .. ``depth``), a seeded sample of that many
+    suffixes of that length stands in for them: the same columns for every state, so two
+    states that differ on a sampled suffix still differ. Small alphabets (formal
+    languages) are enumerated whole, as before.
+
+    >>> trans = np.array([[1, 0], [1, 1]]); cls = np.array([0, 1])
+    >>> signatures(trans, cls, 2).tolist()
+    [[0, 1, 0, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1, 1]]
+    >>> big = np.random.default_rng(0).integers(0, 50, (50, 5000))
+    >>> signatures(big, np.arange(50) % 2, 3, max_cells=50 * 301).shape
+    (50, 301)
+    """
+    n, k = trans.shape
+    per = max(1, (max_cells // max(n, 1) - 1) // max(depth, 1))
+    rng = np.random.default_rng(seed)
     cur = np.arange(n)[:, None]
     cols = [state_class[cur]]
-    for _ in range(depth):
-        cur = trans[cur].reshape(n, -1)
-        cols.append(state_class[cur])
+    for d in range(1, depth + 1):
+        if cur is not None and cur.shape[1] * k <= per:
+            cur = trans[cur].reshape(n, -1)  # every suffix of length d
+            cols.append(state_class[cur])
+            continue
+        cur = None  # from here on, a sample of each length
+        words = rng.integers(0, k, (per, d))
+        at = np.broadcast_to(np.arange(n)[:, None], (n, per))
+        for j in range(d):
+            at = trans[at, words[:, j]]
+        cols.append(state_class[at])
     return np.concatenate(cols, axis=1)
 
 

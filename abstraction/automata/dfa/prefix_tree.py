@@ -32,8 +32,9 @@ class _Tree:
         How many (input, prefix) pairs end at the node (node 0: number of inputs).
     parent, symbol : ndarray of shape (n_nodes,)
         Parent node and the symbol id leading to the node (-1 for the root).
-    child : ndarray of shape (n_nodes, n_symbols)
-        Child node on each symbol, -1 if the prefix was never extended by it.
+    child : Children
+        Child node on each symbol, -1 if the prefix was never extended by it:
+        ``child[nodes, a]``.
     step_node : ndarray of shape (n_steps,)
         Node of every recorded step.
     level : ndarray of shape (max_len + 2,)
@@ -74,6 +75,33 @@ def _alphabet(traces: Traces, split: str) -> tuple[tuple[str, ...], np.ndarray]:
     return tuple(symbols), lookup
 
 
+class Children:
+    """The prefix tree's child table, ``child[nodes, a]`` (-1: no such child), kept as the
+    sorted (parent, symbol) keys of the nodes rather than a dense (n_nodes, n_symbols)
+    table: a text run's 206,006 prefixes over 18,921 symbols made that table 29 GiB.
+
+    >>> ch = Children(np.array([-1, 0, 0, 1]), np.array([-1, 1, 0, 1]), 2)
+    >>> ch[np.array([0, 1, 2, 3]), 1].tolist(), ch[np.array([0]), 0].tolist()
+    ([1, 3, -1, -1], [2])
+    """
+
+    def __init__(self, parent: np.ndarray, symbol: np.ndarray, n_symbols: int) -> None:
+        key = parent[1:].astype(np.int64) * n_symbols + symbol[1:]
+        self._order = np.argsort(key, kind="stable")
+        self._keys = key[self._order]
+        self.n_symbols = int(n_symbols)
+
+    def __getitem__(self, where: tuple[np.ndarray, int]) -> np.ndarray:
+        nodes, a = where
+        want = np.asarray(nodes, np.int64) * self.n_symbols + int(a)
+        at = np.searchsorted(self._keys, want)
+        hit = at < len(self._keys)
+        hit[hit] = self._keys[at[hit]] == want[hit]
+        out = np.full(want.shape, -1, np.int64)
+        out[hit] = self._order[at[hit]] + 1  # node ids start after the root
+        return out
+
+
 def _prefix_tree(st: SplitTraces, sym: np.ndarray, n_symbols: int, h0: np.ndarray,
                  p0: np.ndarray) -> _Tree:
     """Merge equal prefixes of a split into a tree (loop over positions, vectorised)."""
@@ -110,8 +138,7 @@ def _prefix_tree(st: SplitTraces, sym: np.ndarray, n_symbols: int, h0: np.ndarra
     pred = np.concatenate([[int(np.argmax(p0))], proba.argmax(axis=1)]).astype(np.int64)
     occ = np.bincount(step_node, minlength=n_nodes).astype(np.int64)
     occ[0] = n_inputs
-    child = np.full((n_nodes, n_symbols), -1, dtype=np.int64)
-    child[parent[1:], symbol[1:]] = np.arange(1, n_nodes)
+    child = Children(parent, symbol, n_symbols)
     return _Tree(X=X, pred=pred, occ=occ, parent=parent, symbol=symbol, child=child,
                  step_node=step_node, level=np.array(level, dtype=np.int64))
 
