@@ -578,6 +578,10 @@ def load_dataset(
     if name not in DATASETS:
         _load_plugins()
     if name not in DATASETS:
+        suffix = Path(name).suffix.lower().lstrip(".")
+        if suffix in ("csv", "jsonl"):
+            raise DataError(f"unknown data set {name!r}; a data file is named with its "
+                            f"kind: --dataset {suffix}:{name}")
         raise DataError(f"unknown data set {name!r}; choose one of: "
                         f"{', '.join(dataset_names())}, csv:PATH, jsonl:PATH")
     return _check(DATASETS[name].load(seed), max_tokens)

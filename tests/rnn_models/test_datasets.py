@@ -655,3 +655,13 @@ def test_a_lone_surrogate_in_jsonl_is_one_line_naming_its_line(tmp_path):
     lines[3] = '{"text": "good \\ud83d\\ude00 film", "label": "pos"}'
     p.write_text("\n".join(lines))
     assert "good \U0001f600 film" in load_dataset(f"jsonl:{p}").texts
+
+
+def test_a_data_file_named_without_its_kind_gets_the_spelling_to_use(tmp_path):
+    from stateseer.rnn_models.datasets import load_dataset
+
+    for name in ("news.csv", "sub/news.JSONL"):
+        with pytest.raises(DataError) as e:
+            load_dataset(str(tmp_path / name))
+        kind = name.rsplit(".", 1)[1].lower()
+        assert one_line(e).endswith(f"--dataset {kind}:{tmp_path / name}")
