@@ -363,9 +363,10 @@ def _judge_gone(doc: dict[str, Any], say: Callable[[str], None]) -> None:
         doc["finding_gone"] = False
         doc["finding_left"] = "the repaired model's own diagnosis still finds it"
     elif c is None:
-        doc["finding_left"] = ("not measured: the repaired model's diagnosis no longer finds "
-                               "it, but without --control nothing says whether its carriers "
-                               f"moved ({car['delta']:+.3f}) beyond retraining alone")
+        doc["finding_left"] = ("the repaired model's diagnosis no longer finds it and its "
+                               f"carriers' accuracy moved {car['delta']:+.3f}, but how much "
+                               "retraining alone moves them was not measured; repair again "
+                               "with --control to measure it")
     elif car["delta_ci"][0] > c["carriers_delta"]:
         doc["finding_gone"] = True
     else:

@@ -233,7 +233,8 @@ def test_a_truncating_pipeline_is_named_by_its_cut_and_reconfigured_away(truncat
     assert ModelRun(new).truncate is None
     assert rep["delta"] > 0.1 and rep["delta_ci"][0] > 0
     # #49: without a control, nothing says the carriers moved beyond retraining alone
-    assert "finding_gone" not in rep and rep["finding_left"].startswith("not measured")
+    assert "finding_gone" not in rep and rep["finding_left"].endswith(
+        "was not measured; repair again with --control to measure it")
 
 
 def test_an_untruncated_model_offers_no_setting_for_its_length_findings(clean_run):
