@@ -100,17 +100,14 @@ def abstract_workflow(run: str | Path, *, n_states: int | str = N_STATES, cap: i
             step("reusing the abstraction of this model")
             metrics = kept
         out = {k: metrics[k] for k in SUMMARY_KEYS if k in metrics}
-        if kept is None:
-            for line in size_notes(metrics, _train_steps(run)):
-                say(line)
+        _say_all(size_notes(metrics, _train_steps(run)) if kept is None else [], say)
         if not has_predictions(run):  # imported without proba: nothing to be faithful to
             out.update(dict.fromkeys(("label_fidelity", "simulation_fidelity",
                                       "simulation_chance", "simulation_kappa",
                                       "state_purity")), predictions=False)
         if "auto" in metrics:
-            auto = metrics["auto"]
-            say(f"--states auto {auto['reason']}")
-            out["auto"] = {"cap": auto["cap"], "reason": auto["reason"]}
+            say(f"--states auto {metrics['auto']['reason']}")
+            out["auto"] = {k: metrics["auto"][k] for k in ("cap", "reason")}
         if forcing and kept is not None and "forcing_agreement" in kept:
             out["forcing_agreement"] = kept["forcing_agreement"]
         elif forcing:
@@ -165,6 +162,11 @@ def size_notes(metrics: dict[str, Any], train_steps: int) -> list[str]:
                    f"({train_steps / got:.1f} per state): most transitions are seen once or "
                    f"twice{seen}; ask for at most {fewer} (--states auto chooses)")
     return out
+
+
+def _say_all(lines: list[str], say: Callable[[str], None]) -> None:
+    for line in lines:
+        say(line)
 
 
 def _train_steps(run: str | Path) -> int:

@@ -588,6 +588,19 @@ def _candidates(tr: Any, train: Any, train_inputs: Sequence[list[str]],
     return out
 
 
+def _split_to_diagnose(r: Any, traces: Any, split: str, min_support: int) -> Any:
+    """``traces[split]``, or the one-line refusal of a split with nothing to diagnose or
+    a ``min_support`` no culprit could reach."""
+    if split not in traces or traces[split].n_inputs == 0:
+        raise StateseerError(_no_inputs(r, traces, split))
+    tr = traces[split]
+    if min_support > tr.n_inputs:
+        raise StateseerError(f"--min-support {min_support} is more than the "
+                             f"{tr.n_inputs} {split} inputs, so no culprit could qualify; "
+                             f"give at most {tr.n_inputs} (default 5)")
+    return tr
+
+
 def _no_inputs(r: Any, traces: Any, split: str) -> str:
     """Why ``split`` has nothing to diagnose, and the fix: recorded but empty (the data
     set has no such inputs: another split), or not recorded (``record``)."""
@@ -1147,13 +1160,7 @@ def diagnose_run(run: str | Path, *, split: str = "test", top: int = 10,
     if save:
         r.clean_stray()
     traces = fresh_traces(r)
-    if split not in traces or traces[split].n_inputs == 0:
-        raise StateseerError(_no_inputs(r, traces, split))
-    tr = traces[split]
-    if min_support > tr.n_inputs:
-        raise StateseerError(f"--min-support {min_support} is more than the "
-                             f"{tr.n_inputs} {split} inputs, so no culprit could qualify; "
-                             f"give at most {tr.n_inputs} (default 5)")
+    tr = _split_to_diagnose(r, traces, split, min_support)
     model = r.load_model()
     train = traces["train"] if "train" in traces and split != "train" else None
     data = _split_data(tr)  # each input's tokens, the misclassified, the unknown words
