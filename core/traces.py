@@ -511,6 +511,13 @@ class Traces:
     def __contains__(self, split: str) -> bool:
         return split in self.meta["splits"]
 
+    @property
+    def measured_split(self) -> str:
+        """The split figures are measured on by default: ``test`` where it has inputs,
+        else ``val`` (a data set without a test split), as the abstraction's fidelity."""
+        splits = self.meta["splits"]
+        return "test" if (splits.get("test") or {}).get("n_inputs") else "val"
+
     def _check_recorded(self, split: str) -> None:
         if split not in self.meta["splits"]:
             raise TraceError(

@@ -162,8 +162,14 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if written["png"] is None:
         print("stateseer: note: sweep.png skipped (matplotlib is not installed)",
               file=sys.stderr)
-    print(json.dumps({"written": written, "split": args.split}))
+    print(json.dumps({"written": written, "split": args.split or _measured_split(args.run)}))
     return 0
+
+
+def _measured_split(run: str) -> str:
+    from stateseer.core.traces import Traces
+
+    return Traces(layout.RunLayout(run).traces).measured_split
 
 
 def _add_abstraction_options(a: argparse.ArgumentParser) -> None:
@@ -212,7 +218,9 @@ def _add_sweep(sub: Any) -> None:
                  help="candidate state counts, comma-separated (default: 4,8,16,32,40, "
                  "less those too few for the classes the model predicts)")
     w.add_argument("--out", help="output directory (default: RUN/sweep)")
-    w.add_argument("--split", choices=SPLITS, default="test", help="split measured on")
+    w.add_argument("--split", choices=SPLITS, default=None,
+                   help="split measured on (default: test, or val where the data has no "
+                   "test inputs)")
     w.add_argument("--no-forcing", action="store_true", help="skip forcing agreement")
     w.add_argument("--progress-json", metavar="FILE", help="keep FILE up to date with the "
                    "candidate being fitted ({stage, done, total}; the explorer reads it; "
@@ -235,7 +243,9 @@ def _add_force_compare_index(sub: Any) -> None:
                        "list the inputs whose path or prediction changed")
     c.add_argument("run", help="the first run")
     c.add_argument("other", help="the second run (same data set, split and tokenizer)")
-    c.add_argument("--split", default="test", choices=SPLITS, help="split to compare")
+    c.add_argument("--split", default=None, choices=SPLITS,
+                   help="split to compare (default: test, or val where the data has no test "
+                   "inputs)")
     c.add_argument("--out", help="write the matching and the changed inputs as JSON "
                    "(default: print the summary only)")
     c.add_argument("--force", action="store_true", help="overwrite --out")

@@ -121,9 +121,10 @@ def comparison_doc(a: RunView, cmp_: dict[str, Any], split: str, run_a: str,
             "changed": changed}
 
 
-def compare_runs(run_a: Any, run_b: Any, split: str = "test", *,
+def compare_runs(run_a: Any, run_b: Any, split: str | None = None, *,
                  out: Any = None) -> dict[str, Any]:
-    """``stateseer compare``: two runs on the same inputs compared on ``split``.
+    """``stateseer compare``: two runs on the same inputs compared on ``split`` (default:
+    ``test``, or ``val`` where the data has no test inputs).
 
     Parameters
     ----------
@@ -149,6 +150,10 @@ def compare_runs(run_a: Any, run_b: Any, split: str = "test", *,
     from stateseer.core.atomic import atomic_write_text
 
     a, b = RunView(run_a), RunView(run_b)
+    split = split or a.traces.measured_split
+    if split in a.splits and not a.traces[split].n_inputs:
+        raise StateseerError(f"the runs' data has no {split} inputs to compare; choose "
+                             "another with --split")
     cmp_ = compare_split(a, b, split)
     if out:
         atomic_write_text(Path(out), json.dumps(

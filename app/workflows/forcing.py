@@ -250,8 +250,7 @@ def measure_forcing(run_dir: str | Path, *, split: str | None = None, per_state:
     run = ModelRun(run_dir)
     traces = Traces(run.traces_dir)
     ab = Abstraction.load(run.abstraction_dir)
-    if split is None:
-        split = "test" if "test" in traces and traces["test"].n_inputs else "val"
+    split = split or traces.measured_split
     if split not in traces:
         raise StateseerError(f"split {split!r} was not recorded; record it first")
     if not traces[split].n_inputs:

@@ -56,8 +56,10 @@ class RunView:
 
     @property
     def default_split(self) -> str:
-        """The split a page opens on: test if there is one."""
-        return "test" if "test" in self.splits else self.splits[0]
+        """The split a page opens on: test if it has inputs, else val (a data set without
+        a test split), else the first."""
+        measured = self.traces.measured_split
+        return measured if measured in self.splits else self.splits[0]
 
     @property
     def tokenizer(self) -> str:

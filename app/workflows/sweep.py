@@ -99,7 +99,7 @@ def _forcing_agreement(model: Any, ab: Any, traces: Any, split: str) -> float:
     return float(ok.mean()) if len(ok) else 1.0
 
 
-def _load(run: Any, split: str) -> tuple[Any, Any, list[str]]:
+def _load(run: Any, split: str | None) -> tuple[Any, Any, list[str], str]:
     from stateseer.abstraction.pipeline import fresh_traces
     from stateseer.rnn_models.run import ModelRun
 
@@ -109,15 +109,19 @@ def _load(run: Any, split: str) -> tuple[Any, Any, list[str]]:
                              "one with `stateseer train`, `stateseer create` (your own model) "
                              "or `stateseer import-traces`")
     traces = fresh_traces(run)
-    if split not in traces or traces[split].n_inputs == 0:
+    split = split or traces.measured_split
+    if split not in traces:
         raise StateseerError(f"the run has no recorded {split} inputs to measure on; record "
                              f"them with `stateseer record {run.path}`")
+    if traces[split].n_inputs == 0:
+        raise StateseerError(f"the run's data has no {split} inputs to measure on; choose "
+                             f"another with --split")
     try:
         alphabet = list(json.loads(run.vocab_path.read_text(encoding="utf-8"))["tokens"])
     except (OSError, ValueError, KeyError, TypeError):
         raise StateseerError(f"{run.vocab_path} is missing or damaged; retrain the run") \
             from None
-    return run, traces, alphabet
+    return run, traces, alphabet, split
 
 
 class SweepPoints(list):
@@ -142,7 +146,7 @@ class SweepPoints(list):
         return f"<table style='font:13px sans-serif'><tr>{head}</tr>{rows}</table>"
 
 
-def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str = "test",
+def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str | None = None,
               forcing: bool = True, method: str = "kmeans", features: str = "margin",
               pca: int = 20, fallback: str = "displacement", split_by_prediction: bool = True,
               random_state: int = 0, simulation: str = "probabilistic",
@@ -158,8 +162,9 @@ def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str = "te
         Candidate numbers of abstract states (default :data:`DEFAULT_STATES`, less those
         too few to keep each state to one predicted class; candidates you name that are
         too few are refused before any work).
-    split : str
-        Where the figures are measured.
+    split : str, optional
+        Where the figures are measured (default: ``test``, or ``val`` where the data has
+        no test inputs).
     forcing : bool
         Also measure forcing agreement (skipped, ``None``, when the model cannot be
         loaded or forced; the reason goes to ``log``).
@@ -181,7 +186,7 @@ def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str = "te
     counts = sorted({int(k) for k in (DEFAULT_STATES if states is None else states)})
     if not counts or counts[0] < 1:
         raise StateseerError("--states needs positive state counts, e.g. 4,8,16,32,40")
-    run, traces, alphabet = _load(run, split)
+    run, traces, alphabet, split = _load(run, split)
     need = min_states(traces) if split_by_prediction else 1
     if states is None:  # named candidates that are too few: fit_abstraction refuses them
         if log and counts[0] < need:

@@ -559,3 +559,28 @@ def test_extract_dfa_on_a_text_run_fits_in_memory_and_says_it_approximates(explo
     out = json.loads(captured.out.strip().splitlines()[-1])
     assert out["method"] == "refine" and out["n_states"] <= 12 and out["budget_exhausted"]
     assert "the budget ran out at" in captured.err and "read the FSM" in captured.err
+
+
+def test_data_without_a_test_split_is_measured_on_val_everywhere(tmp_path, capsys):
+    """Training says test accuracy is not measured (null in metrics.json, never NaN);
+    forcing, sweep and compare measure the validation split; diagnose points to it."""
+    from stateseer.testing import sentiment_csv
+
+    data = sentiment_csv(tmp_path / "data.csv", sizes=(400, 100, 0))
+    run = tmp_path / "run"
+    assert main(["train", "--dataset", f"csv:{data}", "--arch", "gru", "--epochs", "1",
+                 "--hidden", "16", "--embed", "16", "--out", str(run), "--quiet"]) == 0
+    assert "no test inputs" in capsys.readouterr().err
+    metrics = json.loads((run / "metrics.json").read_text(), parse_constant=lambda x: 1 / 0)
+    assert metrics["test_accuracy"] is None
+    assert main(["record", str(run)]) == 0
+    assert main(["abstract", str(run), "--states", "4", "--no-index"]) == 0
+    capsys.readouterr()
+    forcing = json.loads((run / "metrics.json").read_text())["abstraction"]["forcing"]
+    assert forcing["split"] == "val" and forcing["n_inputs"] == 100
+    assert main(["sweep", str(run), "--candidates", "4", "--no-forcing"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["split"] == "val"
+    assert main(["compare", str(run), str(run)]) == 0
+    assert json.loads(capsys.readouterr().out)["split"] == "val"
+    assert main(["diagnose", str(run)]) == 2
+    assert f"stateseer diagnose {run} --split val" in capsys.readouterr().err

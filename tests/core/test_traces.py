@@ -349,3 +349,17 @@ def test_single_texts_are_read_alone_and_equal_the_parsed_list(tmp_path, monkeyp
     assert text_spans(tmp_path / "texts.json", len(texts)) is None
     assert _LazyTexts(tmp_path, len(texts), "fix")[1] == texts[1]
     assert text_spans(tmp_path / "texts.json", len(texts) + 1) is None
+
+
+def test_the_measured_split_is_test_unless_the_data_has_no_test_inputs():
+    from types import SimpleNamespace
+
+    from stateseer.core.traces import Traces
+
+    def with_test(n: int) -> str:
+        fake = SimpleNamespace(meta={"splits": {"train": {"n_inputs": 9},
+                                                "val": {"n_inputs": 3},
+                                                "test": {"n_inputs": n}}})
+        return Traces.measured_split.fget(fake)
+
+    assert with_test(5) == "test" and with_test(0) == "val"
