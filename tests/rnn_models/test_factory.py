@@ -480,3 +480,23 @@ def test_record_renews_the_fingerprints_so_the_warning_stops(topics):
     with pytest.warns(ModuleChangedWarning):  # the record builds the changed model
         record_run(str(run.path), splits=["test"])
     assert _build(run) == []
+
+
+def test_a_model_that_needs_more_than_two_tokens_is_not_refused_by_the_size_probe():
+    """The probe checks sizes only: a model that cannot read a two-token input (a
+    convolution of width 3, say) is left to recording, which reads the data's inputs."""
+    import torch
+    from torch import nn
+
+    from stateseer.rnn_models.factory import check_model_sizes
+
+    class Wide(nn.Module):
+        def trace(self, ids, lengths):
+            if ids.shape[1] < 3:
+                raise RuntimeError("kernel size can't be greater than actual input size")
+            return torch.zeros(len(ids), ids.shape[1], 4), torch.zeros(len(ids), ids.shape[1], 2)
+
+        def initial(self):
+            return torch.zeros(4), torch.full((2,), 0.5)
+
+    check_model_sizes(Wide(), ["<pad>", "<unk>", "a", "b"], ["neg", "pos"])
