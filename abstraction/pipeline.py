@@ -559,7 +559,22 @@ def _figures(ab: Abstraction, traces: Traces, eval_split: str, requested: int,
             a, b = _split_figures(ab.fsm, traces[split], ab.states[split],
                                   ab.simulated_prediction(split, traces))
             figures[f"{split}_label_fidelity"], figures[f"{split}_simulation_fidelity"] = a, b
-    return figures
+    return figures if traces.meta.get("proba") is not False else _without_predictions(figures)
+
+
+#: figures read from the model's predictions: null for traces imported without them
+PREDICTION_FIGURES = ("simulation_chance", "simulation_kappa", "state_purity",
+                      "mean_prediction_entropy")
+
+
+def _without_predictions(figures: dict[str, Any]) -> dict[str, Any]:
+    """``figures`` of traces imported without probabilities: every figure read from the
+    predictions is None (their stand-in uniform probabilities make each 1.0 or constant
+    by construction), and ``predictions`` is False for the explorer and reports."""
+    out = {k: (None if "fidelity" in k or k in PREDICTION_FIGURES else v)
+           for k, v in figures.items()}
+    return {**out, "predictions": False, "by_construction": [],
+            "headline": ["forcing_agreement"]}
 
 
 def _with_states(method: str | BaseAbstractor, k: int) -> str | BaseAbstractor:

@@ -55,6 +55,12 @@ class RunView:
         return self.run.path.name
 
     @property
+    def has_predictions(self) -> bool:
+        """False for traces imported without probabilities: their predictions are a
+        uniform stand-in, so no view shows a prediction, a correctness or a fidelity."""
+        return self.traces.meta.get("proba") is not False
+
+    @property
     def default_split(self) -> str:
         """The split a page opens on: test if it has inputs, else val (a data set without
         a test split), else the first."""

@@ -109,6 +109,11 @@ def _load(run: Any, split: str | None) -> tuple[Any, Any, list[str], str]:
                              "one with `stateseer train`, `stateseer create` (your own model) "
                              "or `stateseer import-traces`")
     traces = fresh_traces(run)
+    if traces.meta.get("proba") is False:
+        raise StateseerError("a sweep measures how faithful each abstraction is to the "
+                             "model's predictions, which traces imported without "
+                             "probabilities (no proba.npy) do not have; import them with "
+                             "proba.npy to sweep")
     split = split or traces.measured_split
     if split not in traces:
         raise StateseerError(f"the run has no recorded {split} inputs to measure on; record "

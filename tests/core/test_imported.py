@@ -127,6 +127,24 @@ def test_without_probabilities_there_are_no_predictions(tmp_path, explored_run, 
     assert info["features"] == "pca" and info["split_by_prediction"] is False
     assert not (run / "metrics.json").exists() or \
         "test_accuracy" not in json.loads((run / "metrics.json").read_text())
+    # nothing read from the stand-in uniform predictions is written or shown as a figure
+    a = json.loads((run / "metrics.json").read_text())["abstraction"]
+    assert a["predictions"] is False
+    assert all(a[k] is None for k in a if "fidelity" in k or k in (
+        "simulation_chance", "simulation_kappa", "state_purity"))
+    from stateseer.app.explorer.page import header
+    from stateseer.app.explorer.views.table import COLUMNS, columns_of
+    from stateseer.app.workflows.runview import RunView
+
+    view = RunView(run)
+    assert not view.has_predictions
+    assert columns_of(view) == tuple(c for c in COLUMNS
+                                     if c not in ("prediction", "correct", "confidence"))
+    shown = [c.children for c in header(type("Ctx", (), {"data": view})()).children
+             if "fidelity" in (getattr(c, "className", "") or "")]
+    assert shown == [""]  # no figure is shown where there are no predictions
+    assert main(["sweep", str(run), "--no-forcing"]) == 2
+    assert "imported without probabilities" in capsys.readouterr().err
 
 
 # -- every check, on a small synthetic folder ---------------------------------------------

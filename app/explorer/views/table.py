@@ -21,6 +21,14 @@ __all__ = ["COLUMNS", "VIEW", "instance_query", "marked_row", "select_row", "sel
            "sync_split", "table_csv", "update_table"]
 
 COLUMNS = ("id", "text", "label", "prediction", "correct", "confidence", "length")
+#: the columns read from the model's predictions (none for traces imported without them)
+PREDICTED = ("prediction", "correct", "confidence")
+
+
+def columns_of(d: Any) -> tuple[str, ...]:
+    """The table's columns for run view ``d``: without the predicted ones where the run's
+    traces were imported without probabilities."""
+    return COLUMNS if d.has_predictions else tuple(c for c in COLUMNS if c not in PREDICTED)
 PAGE_SIZE = 12
 WRONG_ROW = {"if": {"filter_query": '{correct} = "✗"'}, "backgroundColor": "#fdecea"}
 
@@ -54,10 +62,7 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
                       inline=True),
         box(dcc.Dropdown(id=ids.F_LABEL, options=d.classes, placeholder="label",
                      style={"width": 110}), 110),
-        box(dcc.Dropdown(id=ids.F_PRED, options=d.classes, placeholder="prediction",
-                     style={"width": 120}), 120),
-        box(dcc.Dropdown(id=ids.F_CORRECT, options=["correct", "wrong"], placeholder="correct?",
-                     style={"width": 110}), 110),
+        *_predicted_filters(d),
         html.Span(chips, id=ids.FILTER_CHIPS, className="chips"),
         html.Button("CSV", id=ids.DL_TABLE, n_clicks=0, title="download the filtered table"),
     ], className="table-controls")
@@ -66,18 +71,31 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
         page_current=turn if isinstance(turn, int) else 0, page_size=PAGE_SIZE,
         page_action="custom",
         sort_action="custom", sort_mode="single", sort_by=[],
-        columns=[{"name": n, "id": n} for n in COLUMNS],
+        columns=[{"name": n, "id": n} for n in columns_of(d)],
         style_cell={"textAlign": "left", "fontFamily": "Helvetica", "fontSize": 13,
                     "padding": "4px", "maxWidth": 0, "overflow": "hidden",
                     "textOverflow": "ellipsis", "whiteSpace": "nowrap"},
         style_cell_conditional=column_widths(d.classes),
-        style_data_conditional=[WRONG_ROW], tooltip_duration=None,
+        style_data_conditional=[WRONG_ROW] if d.has_predictions else [],
+        tooltip_duration=None,
         css=[{"selector": ".dash-spreadsheet td div", "rule": "overflow: hidden"}])
     return {"table": html.Div([controls, html.Div(msg, id=ids.TABLE_MESSAGE,
                                                   className="message"),
                                table, dcc.Store(id=ids.TABLE_KEY, data=key),
                                dcc.Store(id=ids.TABLE_MARK)],
                               className="panel table-panel", id=ids.TABLE_PANEL)}
+
+
+def _predicted_filters(d: Any) -> list[Any]:
+    """The prediction and correctness filters; hidden (their callbacks still read them)
+    for a run without predictions."""
+    hide = {} if d.has_predictions else {"display": "none"}
+    return [html.Div(box(dcc.Dropdown(id=ids.F_PRED, options=d.classes,
+                                      placeholder="prediction", style={"width": 120}), 120),
+                     style=hide),
+            html.Div(box(dcc.Dropdown(id=ids.F_CORRECT, options=["correct", "wrong"],
+                                      placeholder="correct?", style={"width": 110}), 110),
+                     style=hide)]
 
 
 #: the narrow columns' widths (characters, their headers and sort arrows included)
@@ -184,7 +202,7 @@ def table_csv(ctx, trigger: Trigger, _n, sel, search, regex, label, pred, correc
     split = sel.get("split") or ctx.data.splits[0]
     q = instance_query(sel, split, search, regex, label, pred, correct, page_size=10**9)
     rows, _, _ = query_instances(ctx.data, q)
-    return {"content": rows_to_csv(rows, COLUMNS),
+    return {"content": rows_to_csv(rows, columns_of(ctx.data)),
             "filename": f"{ctx.data.name}-{split}-instances.csv"}
 
 
