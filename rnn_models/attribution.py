@@ -87,6 +87,55 @@ class Attribution:
         return abs(self.delta) / max(abs(self.output - self.baseline_output), 1e-12)
 
 
+#: IG's completeness error (|delta| over |f(x) - f(baseline)|) above which the path is
+#: refined where the explained quantity jumps (:func:`_refined_ig`)
+IG_TOLERANCE = 0.05
+#: the most points a refined path holds (gradients computed in batches of n_steps)
+IG_MAX_STEPS = 2048
+
+
+def _path_values(f, emb: Tensor, base: Tensor, alphas: np.ndarray, batch: int) -> np.ndarray:
+    """``f`` at ``base + alpha (emb - base)`` for every alpha, in batches."""
+    out = []
+    with torch.no_grad():
+        for a in range(0, len(alphas), batch):
+            al = torch.as_tensor(alphas[a:a + batch], dtype=emb.dtype,
+                                 device=emb.device)[:, None, None]
+            out.append(f(base + al * (emb - base)).reshape(-1).cpu().numpy())
+    return np.concatenate(out).astype(np.float64)
+
+
+def _refined_ig(ig, f, emb: Tensor, base: Tensor, n_steps: int, attr: Tensor,
+                delta: float, change: float) -> tuple[Tensor, float]:
+    """IG along a path refined where ``f`` jumps, when Gauss–Legendre's fixed nodes missed
+    a jump (a long input that saturates a recurrent net flips its class within a
+    thousandth of the path: 64 nodes summed to 0.00 of a change of 0.99).
+
+    The path's grid starts at ``n_steps`` equal intervals; an interval over which ``f``
+    changes by more than 1/``n_steps`` of the whole change is cut in eight, up to
+    :data:`IG_MAX_STEPS` points. Captum's IG then integrates the gradients at the
+    intervals' midpoints, weighted by their widths (``step_sizes_and_alphas``). The
+    refined attribution is kept only where its convergence delta is smaller.
+    """
+    edges = np.linspace(0.0, 1.0, n_steps + 1)
+    for _ in range(8):
+        vals = _path_values(f, emb, base, edges, n_steps)
+        jump = np.flatnonzero(np.abs(np.diff(vals)) > abs(change) / n_steps)
+        if not jump.size or len(edges) + 7 * len(jump) > IG_MAX_STEPS:
+            break
+        edges = np.union1d(edges, np.concatenate(
+            [np.linspace(edges[i], edges[i + 1], 9)[1:-1] for i in jump]))
+    mids, widths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
+    total = torch.zeros_like(emb)
+    for a in range(0, len(mids), n_steps):  # the integral is a sum: batches add up
+        part = ig._attribute((emb,), (base,), n_steps=len(mids[a:a + n_steps]),
+                             step_sizes_and_alphas=(widths[a:a + n_steps].tolist(),
+                                                    mids[a:a + n_steps].tolist()))
+        total = total + part[0]
+    refined = float(total.sum()) - change
+    return (total, refined) if abs(refined) < abs(delta) else (attr, delta)
+
+
 def _target_fn(model, target: str, cls: int, other: int | None):
     """The explained quantity as a function of embeddings (batch, time, features)."""
     if target == "predicted":
@@ -186,7 +235,10 @@ def _by_embeddings(model, ids: Tensor, tokens: list[str], method: str, target: s
                                    internal_batch_size=n_steps)
             delta = float(d.reshape(-1)[0])
             with torch.no_grad():
-                baseline_out = float(f(base)[0])
+                baseline_out, out = float(f(base)[0]), float(f(emb)[0])
+            if abs(delta) > IG_TOLERANCE * max(abs(out - baseline_out), 1e-12):
+                attr, delta = _refined_ig(ig, f, emb, base, n_steps, attr, delta,
+                                          out - baseline_out)
         elif method == "gxi":
             attr = InputXGradient(f).attribute(emb.clone().requires_grad_(True))
         else:

@@ -149,3 +149,32 @@ def test_unk_baseline_follows_the_vocabularys_unk_id():
             n_classes, n_layers = 2, 1
             trace = m.trace
         attribute(NoEmbed(), ids, ["x", "y", "z"], method="occlusion", pad_id=None)
+
+
+def test_ig_refines_its_path_where_the_prediction_jumps(monkeypatch):
+    """A saturated net flips its class within a sliver of the path from the baseline:
+    Gauss–Legendre's 64 fixed nodes miss the jump (attributions sum to 0 of a change of
+    1), and the path refined where the prediction jumps makes them complete again."""
+    from torch import nn
+
+    from stateseer.rnn_models import attribution
+    from stateseer.rnn_models.models import RecurrentAdapter
+
+    emb, rnn, head = nn.Embedding(6, 3), nn.RNN(3, 4, batch_first=True), nn.Linear(4, 2)
+    with torch.no_grad():  # h = tanh(400 (sum of the input's 3 features) - 600)
+        emb.weight.copy_(torch.tensor([[0.0] * 3] * 2 + [[1.0] * 3] * 4))
+        rnn.weight_ih_l0.fill_(400.0)
+        rnn.weight_hh_l0.zero_()
+        rnn.bias_ih_l0.fill_(-600.0)
+        rnn.bias_hh_l0.zero_()
+        head.weight.copy_(torch.tensor([[-30.0] * 4, [30.0] * 4]))
+        head.bias.zero_()
+    m = RecurrentAdapter(emb, rnn, head, classes=["a", "b"])
+    with monkeypatch.context() as fixed:  # the fixed nodes alone
+        fixed.setattr(attribution, "IG_TOLERANCE", float("inf"))
+        plain = attribute(m, [3, 4, 5, 2], list("wxyz"), method="ig")
+    refined = attribute(m, [3, 4, 5, 2], list("wxyz"), method="ig")
+    change = refined.output - refined.baseline_output
+    assert change == pytest.approx(1.0, abs=1e-3) and plain.relative_delta > 0.9
+    assert refined.relative_delta < attribution.IG_TOLERANCE
+    assert refined.scores.sum() == pytest.approx(change, abs=0.05)
