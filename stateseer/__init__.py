@@ -68,8 +68,9 @@ _API: dict[str, str] = {
     "measure_forcing": "app.workflows.forcing", "export_run": "app.workflows.exports",
     "prepare_run": "app.workflows.prepare", "diagnose_run": "app.workflows.diagnose",
     "repair_run": "app.workflows.repair",
-    # the explorer
+    # the explorer, and a run as it reads it (one input's trace: RunView(path).trace_instance)
     "create_app": "app.main", "serve": "app.main", "show": "app.notebook",
+    "RunView": "app.workflows.runview",
 }
 
 __all__ = ["__version__", *sorted(_API)]

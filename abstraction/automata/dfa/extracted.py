@@ -137,13 +137,13 @@ class ExtractedDFA(TableAutomaton):
         return DFA(self.alphabet, self.transitions, self.accepting, self.initial)
 
     def __repr__(self) -> str:
-        return (f"ExtractedDFA(n_states={self.n_states}, alphabet={self.alphabet!r}, "
+        return (f"ExtractedDFA(n_states={self.n_states}, alphabet={_brief(self.alphabet)}, "
                 f"classes={self.classes!r})")
 
     # walking (reset/step/run/encode/final_states come from TableAutomaton) -----------------
     def unknown_symbol(self, symbol: Any) -> Exception:
         return AbstractionError(
-            f"symbol {symbol!r} is not in the DFA's alphabet {self.alphabet}; "
+            f"symbol {symbol!r} is not in the DFA's alphabet {_brief(self.alphabet)}; "
             "use only symbols seen in training"
         )
 
@@ -342,3 +342,13 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
+def _brief(symbols: tuple[str, ...], shown: int = 12) -> str:
+    """An alphabet as a repr or a message shows it: whole when short, else its first
+    symbols and how many in all (a text run's alphabet is its vocabulary).
+
+    >>> _brief(("a", "b")), _brief(tuple("abcdefghijklmnop"), 3)
+    ("('a', 'b')", "('a', 'b', 'c', ... 16 symbols)")
+    """
+    if len(symbols) <= shown:
+        return repr(tuple(symbols))
+    return f"({', '.join(map(repr, symbols[:shown]))}, ... {len(symbols):,} symbols)"
