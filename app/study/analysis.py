@@ -58,9 +58,12 @@ def _t_interval(values: Sequence[float]) -> tuple[float, float, float]:
 
 
 def per_condition(rows: Sequence[dict[str, Any]], outcome: str,
-                  conditions: Sequence[str]) -> dict[str, dict[str, Any]]:
+                  conditions: Sequence[str],
+                  bounds: tuple[float, float] = (-np.inf, np.inf)
+                  ) -> dict[str, dict[str, Any]]:
     """Per condition: participants, observations, the mean of the participants' means and
-    its 95 % interval.
+    its 95 % interval, clipped to ``bounds`` (the values the outcome can take: a share of
+    correct answers lies in [0, 1], whatever a t interval over two participants says).
 
     Examples
     --------
@@ -68,6 +71,9 @@ def per_condition(rows: Sequence[dict[str, Any]], outcome: str,
     ...         [("a", "x", 1.0), ("a", "x", 3.0), ("b", "x", 4.0), ("c", "z", 5.0)]]
     >>> per_condition(rows, "y", ["x", "z"])["x"]["mean"]
     3.0
+    >>> two = [{"pid": p, "condition": "x", "y": y} for p, y in (("a", 1.0), ("b", 0.0))]
+    >>> per_condition(two, "y", ["x"], (0.0, 1.0))["x"]["ci"]  # t gives -5.85 to 6.85
+    [0.0, 1.0]
     """
     out = {}
     for c in conditions:
@@ -79,6 +85,7 @@ def per_condition(rows: Sequence[dict[str, Any]], outcome: str,
             continue
         means = [float(np.mean(v)) for v in by.values()]
         mean, lo, hi = _t_interval(means)
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])  # nan stays nan
         out[c] = {"n_participants": len(by), "n": sum(map(len, by.values())),
                   "mean": round(mean, 4), "ci": [_round(lo), _round(hi)]}
     return out
@@ -144,6 +151,20 @@ def _outcomes(rows: Sequence[dict[str, Any]]) -> list[str]:
     return names
 
 
+#: the scores an instrument gives, 0-100 (SUS and raw NASA-TLX)
+SCORE_RANGES = {"sus": (0.0, 100.0), "nasa_tlx": (0.0, 100.0)}
+
+
+def _bounds(long: Sequence[dict[str, Any]]) -> dict[str, tuple[float, float]]:
+    """The values each outcome can take: a share of correct answers, a time, the scores
+    of the instruments with a fixed range."""
+    out = {"correct": (0.0, 1.0), "time_s": (0.0, np.inf)}
+    for r in long:
+        if r["answer_type"] in SCORE_RANGES:
+            out[f"score:{str(r['task']).split('.')[0]}"] = SCORE_RANGES[r["answer_type"]]
+    return out
+
+
 def _analysis_rows(long: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The long rows as outcomes: ``correct`` and ``time_s`` for tasks about the model,
     ``score:ID`` for questionnaires."""
@@ -174,9 +195,11 @@ def analyze_rows(long: Sequence[dict[str, Any]], *, design: str,
     rows = _analysis_rows(long)
     conditions = list(dict.fromkeys(sorted(r["condition"] for r in rows)))
     outcomes = {}
+    bounds = _bounds(long)
     for name in _outcomes(rows):
         key = name.removeprefix("score:")
-        outcomes[key] = {"per_condition": per_condition(rows, name, conditions),
+        outcomes[key] = {"per_condition": per_condition(rows, name, conditions,
+                                                        bounds.get(name, (-np.inf, np.inf))),
                          "model": condition_effect(rows, name, conditions)}
     return {"format": "stateseer.study-analysis", "version": 1,
             "n_participants": len({r["pid"] for r in long}), "conditions": conditions,
