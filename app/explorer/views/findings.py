@@ -132,12 +132,13 @@ def _example_buttons(iids: Any, rows_of: dict[int, int], finding: Any, limit: in
 
 def finding_card(f: dict[str, Any], classes: list[str], rows_of: dict[int, int],
                  can_repair: bool = False, train_rows: dict[int, int] | None = None,
-                 run: str = "RUN") -> html.Div:
+                 run: str | None = "RUN") -> html.Div:
     """One finding as a card (plain data in, components out; text only, so every string
     the run brings is escaped by React). ``can_repair``: each fitting repair is a button;
     ``train_rows`` (the training split's input ids to rows): the training inputs that carry
     the culprit are buttons too; ``run``: the run's directory, as the command to repair a
-    finding that is not significant names it."""
+    finding that is not significant names it (None: no repairs at all, a study's page,
+    whose participants read findings but repair nothing)."""
     badge = html.Span("significant" if f["significant"] else "not significant",
                       className="badge " + ("sig" if f["significant"] else "muted"))
     tr = f.get("training") or {}
@@ -159,7 +160,7 @@ def finding_card(f: dict[str, Any], classes: list[str], rows_of: dict[int, int],
         html.Div(["examples: ", *examples] if examples else [], className="examples"),
         html.Div(["in training: ", *carriers] if carriers else [],
                  className="examples training"),
-        _repairs(f, can_repair, run),
+        _repairs(f, can_repair, run) if run is not None else None,
     ], className="finding")
 
 
@@ -219,8 +220,10 @@ def findings_panel(ctx: Any) -> list[Any]:
     note = [] if can or ctx.jobs is None else [html.P(
         "Repairs retrain the model, so they need a run of `stateseer train`; retrain your "
         "own model on edited data yourself.", className="muted")]
+    # a page that starts no jobs is a study's: no repair, and no command naming the run
+    run = str(ctx.data.run.path) if ctx.jobs is not None else None
     return [head, *note, *(finding_card(f, list(ctx.data.classes), rows, can, train_rows,
-                                        str(ctx.data.run.path)) for f in doc["findings"])]
+                                        run) for f in doc["findings"])]
 
 
 def _can_repair(ctx: Any) -> bool:

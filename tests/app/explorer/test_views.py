@@ -335,6 +335,10 @@ def test_repairs_are_buttons_only_where_the_page_may_start_jobs(ctx, tmp_path, m
     text = json.dumps(weak.to_plotly_json(), default=str)
     assert "no repair offered" in text and "--finding 2 --action relabel" in text
     assert not [c for c in weak.children[-1].children if hasattr(c, "id")]
+    # a study's page (run=None) shows no repair and no command naming the run's directory
+    study = json.dumps(findings.finding_card({**f, "significant": False}, ["neg", "pos"],
+                                             {}, run=None).to_plotly_json(), default=str)
+    assert "repair" not in study and "--finding" not in study
     # study mode's context has no job runner: no repair callback, no buttons
     assert ctx.jobs is None and not findings._can_repair(ctx)
     live = dataclasses.replace(ctx, jobs=JobRunner(tmp_path))
