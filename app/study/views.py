@@ -68,15 +68,40 @@ def _is_hidden(c: Any) -> bool:
     return (getattr(c, "style", None) or {}).get("display") == "none"
 
 
+def _is_empty(c: Any) -> bool:
+    """Whether ``c`` is a container with nothing to show: side tabs without a visible tab,
+    or a ``Div`` without an id (no callback fills it) whose children are all hidden or
+    empty, as a panel or a row is when the views that fill it were left out of the page.
+
+    >>> from dash import dcc, html
+    >>> _is_empty(html.Div([html.Div(dcc.Tabs(children=[]))])), _is_empty(html.Div("text"))
+    (True, False)
+    >>> _is_empty(html.Div(id="filled-later")), _is_empty(html.Div([html.Span("x")]))
+    (False, False)
+    """
+    kind = type(c).__name__
+    if kind == "Tabs":
+        return not any(type(t).__name__ == "Tab" and not _is_hidden(t) for t in children(c))
+    if kind != "Div" or getattr(c, "id", None) is not None:
+        return False
+    kids = getattr(c, "children", None)
+    kids = kids if isinstance(kids, (list, tuple)) else [] if kids is None else [kids]
+    return all(_is_hidden(k) or _is_empty(k) for k in kids)
+
+
 def _hide_empty_containers(layout: Any, nodes: list[Any], owner: dict[int, str]) -> None:
     """Hide every container (not a view's own component, not the page) whose view
-    components are all hidden: a panel, the input box, a row, the side tabs."""
+    components are all hidden: a panel, the input box, a row, the side tabs; and every
+    container with nothing in it (:func:`_is_empty`: a panel whose views are not in the
+    page at all, which would show as an empty white bar)."""
     for c in reversed(nodes):  # innermost containers first
         if c is layout or id(c) in owner or _is_hidden(c):
             continue
         inner = [k for k in walk(c) if k is not c and id(k) in owner]
         if inner and all(_is_hidden(k) or any(_is_hidden(a) for a in _ancestors(c, k))
                          for k in inner):
+            _hide(c)
+        elif not inner and _is_empty(c):
             _hide(c)
 
 

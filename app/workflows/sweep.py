@@ -50,6 +50,7 @@ __all__ = [
     "SweepPoints",
     "bootstrap_ci",
     "choose_knee",
+    "default_candidates",
     "simulated_predictions",
     "simulation_agreement",
     "sweep_run",
@@ -151,6 +152,15 @@ class SweepPoints(list):
         return f"<table style='font:13px sans-serif'><tr>{head}</tr>{rows}</table>"
 
 
+def default_candidates(traces: Any, split_by_prediction: bool = True) -> list[int]:
+    """The state counts a sweep measures by default: :data:`DEFAULT_STATES` less those too
+    few to keep each state to one predicted class (at least that many, alone)."""
+    from stateseer.abstraction.pipeline import min_states
+
+    need = min_states(traces) if split_by_prediction else 1
+    return [k for k in DEFAULT_STATES if k >= need] or [need]
+
+
 def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str | None = None,
               forcing: bool = True, method: str = "kmeans", features: str = "margin",
               pca: int = 20, fallback: str = "displacement", split_by_prediction: bool = True,
@@ -192,12 +202,12 @@ def sweep_run(run: Any, states: Sequence[int] | None = None, *, split: str | Non
     if not counts or counts[0] < 1:
         raise StateseerError("--states needs positive state counts, e.g. 4,8,16,32,40")
     run, traces, alphabet, split = _load(run, split)
-    need = min_states(traces) if split_by_prediction else 1
     if states is None:  # named candidates that are too few: fit_abstraction refuses them
+        need = min_states(traces) if split_by_prediction else 1
         if log and counts[0] < need:
             log(f"left out {', '.join(str(k) for k in counts if k < need)} states: too few "
                 f"for the {need} classes the model predicts")
-        counts = [k for k in counts if k >= need] or [need]
+        counts = default_candidates(traces, split_by_prediction)
     model = None
     if forcing:
 

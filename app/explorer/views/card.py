@@ -13,7 +13,7 @@ from stateseer.abstraction.colors import ClassColors, text_color_on
 from stateseer.app.explorer import ids
 from stateseer.app.explorer.view import Callback, Trigger, View
 
-__all__ = ["VIEW", "show_card", "state_card"]
+__all__ = ["VIEW", "edge_tokens", "show_card", "state_card"]
 
 PROMPT = "Click a state in the diagram."
 
@@ -29,6 +29,23 @@ def _mix_bar(prediction: Sequence[float], classes: Sequence[str],
                               style={"width": f"{100 * p:.1f}%", "background": color,
                                      "color": text_color_on(color)}, className="mixpart"))
     return html.Div(parts, className="mixbar")
+
+
+def _visible(token: str) -> str:
+    """A token as a chip shows it: blanks as "␣" (a space token would show as nothing).
+
+    >>> _visible(","), _visible(" "), _visible("")
+    (',', '␣', '␣')
+    """
+    return token if token.strip() else "␣" * max(len(token), 1)
+
+
+def edge_tokens(tokens: Sequence[str]) -> html.Span:
+    """Tokens each in its own chip (``code.edge-tok``), no separator between them, so a
+    punctuation token ("," or "-") reads as one token; a chip's tooltip quotes its token.
+    Text is passed to Dash as text, never as HTML."""
+    return html.Span([html.Code(_visible(t), className="edge-tok", title=repr(t))
+                      for t in tokens], className="edge-toks")
 
 
 def state_card(fsm: FSM, state: int, patterns: dict[str, Any], forcing: dict | None = None,
@@ -68,7 +85,7 @@ def state_card(fsm: FSM, state: int, patterns: dict[str, Any], forcing: dict | N
     def edge_rows(es, key):
         return [html.Li([html.B(f"{'→' if key == 'target' else '←'} {e[key]}"),
                          f" ×{e['count']}: ",
-                         html.Span(", ".join(t for t, _ in e["top_tokens"]), className="toks")])
+                         edge_tokens([t for t, _ in e["top_tokens"]])])
                 for e in es]
 
     loops = next((e for e in edges if e["source"] == state and e["target"] == state), None)

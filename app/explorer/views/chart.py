@@ -18,7 +18,8 @@ from stateseer.app.explorer.views.forcing import forced_for
 from stateseer.app.explorer.views.trace import flips
 from stateseer.app.workflows.records import TraceRecord
 
-__all__ = ["VIEW", "figure_html", "hover_state", "probability_figure", "show_chart"]
+__all__ = ["VIEW", "figure_html", "hover_state", "probability_figure", "show_chart",
+           "tick_steps"]
 
 _AXIS = {"gridcolor": "white", "linecolor": "white", "ticks": "", "zerolinecolor": "white",
          "zerolinewidth": 2, "automargin": True, "title": {"standoff": 15}}
@@ -86,12 +87,30 @@ def _tick(label: str) -> str:
     return label if len(label) <= TICK_CHARS else label[: TICK_CHARS - 1] + "…"
 
 
+MAX_TICKS = 24
+"""At most this many labels under the chart's x axis: a longer trace labels every k-th
+step (the first one, ⟨start⟩, always), as more would be drawn on top of each other."""
+
+
+def tick_steps(n_labels: int, most: int = MAX_TICKS) -> list[int]:
+    """The steps labelled under the x axis: all of them, or every k-th from the first,
+    k the smallest stride that leaves at most ``most`` labels.
+
+    >>> tick_steps(5), tick_steps(61, 30)[:4], len(tick_steps(61, 30))
+    ([0, 1, 2, 3, 4], [0, 3, 6, 9], 21)
+    """
+    stride = max(1, -(-n_labels // max(most, 1)))
+    return list(range(0, n_labels, stride))
+
+
 def probability_figure(trace: TraceRecord, classes: Sequence[str], *,
                        compare: TraceRecord | None = None,
                        forced: dict[str, Any] | None = None,
                        palette: ClassColors | None = None) -> dict[str, Any]:
     """Class probability after every token, flips marked; optional second trace and the
-    curve of the same input with its states forced to their centroids.
+    curve of the same input with its states forced to their centroids. At most
+    :data:`MAX_TICKS` steps are labelled under the x axis (:func:`tick_steps`); every
+    point's hover names its token.
 
     A plain plotly figure dict (``{"data": [...], "layout": {...}}``; building it with
     ``plotly.graph_objects`` took ~100 ms per trace, this ~1 ms);
@@ -103,7 +122,8 @@ def probability_figure(trace: TraceRecord, classes: Sequence[str], *,
     if forced is not None:
         data.append(_forced_curve(trace, classes, forced))
     labels = ["⟨start⟩", *trace.tokens]
-    ticks = [_tick(lab) for lab in labels]
+    steps = tick_steps(len(labels))
+    ticks = [_tick(labels[t]) for t in steps]
     many = len(classes) > 2  # a legend entry per class: a column right of the plot
     shapes = [] if many else [{
         "type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y", "y0": 0.5,
@@ -116,8 +136,8 @@ def probability_figure(trace: TraceRecord, classes: Sequence[str], *,
         "height": max(260, 18 * len(classes) + 80) if many else 260,
         "yaxis": {"range": [-0.02, 1.02], "title": {"text": "probability", "standoff": 8},
                   "automargin": False},
-        "xaxis": {"tickmode": "array", "tickvals": list(range(len(labels))),
-                  "ticktext": ticks, "tickangle": -45, "automargin": False,
+        "xaxis": {"tickmode": "array", "tickvals": steps, "ticktext": ticks,
+                  "tickangle": -45, "automargin": False,
                   # plotly's default ("hide past div") measures every label once per
                   # label drawn: 40 tokens cost ~40 ms of a row click
                   "ticklabeloverflow": "allow"},

@@ -91,12 +91,18 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def edit(ctx, n_clicks, active):
-    """Copy the trace's text into the input box (and tick "compare" for a row)."""
-    tr, _ = active_of(active)
-    if tr is None:
+def edit(ctx, n_clicks, sel):
+    """Copy the selected row's text into the input box and tick "compare", whatever trace
+    is on display (a typed trace stays on display while the row stays selected, so the
+    trace's own text would be the typed one); nothing without a selected row."""
+    sel = sel or {}
+    if sel.get("row") is None or not sel.get("split"):
         return no_update, no_update
-    return tr.text, ["on"] if tr.index is not None else no_update
+    try:
+        tr = ctx.data.trace_instance(sel["split"], int(sel["row"]))
+    except (StateseerError, TypeError, ValueError):
+        return no_update, no_update  # a stale or forged selection
+    return tr.text, ["on"]
 
 
 def pin(ctx, n_clicks, active, pinned):
@@ -138,7 +144,7 @@ VIEW = View(
     tabs=(ids.TAB_COMPARE,),
     callbacks=(
         Callback(edit, [Output(ids.NEW_TEXT, "value"), Output(ids.COMPARE_MODE, "value")],
-                 [Input(ids.EDIT_BTN, "n_clicks"), State(ids.ACTIVE_TRACE, "data")],
+                 [Input(ids.EDIT_BTN, "n_clicks"), State(ids.SELECTION, "data")],
                  prevent_initial_call=True),
         Callback(pin, [Output(ids.PINNED, "data"), Output(ids.PIN_INFO, "children"),
                        Output(ids.PIN_BTN, "children")],

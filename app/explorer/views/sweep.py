@@ -24,7 +24,8 @@ from stateseer.app.explorer import ids
 from stateseer.app.explorer.view import Callback, Trigger, View
 from stateseer.core import layout as run_layout
 
-__all__ = ["SWEEP_GRAPH", "TAB_SWEEP", "VIEW", "sweep_curve", "sweep_figure", "sweep_panel"]
+__all__ = ["SWEEP_GRAPH", "TAB_SWEEP", "VIEW", "expected_candidates", "sweep_curve",
+           "sweep_figure", "sweep_panel"]
 
 TAB_SWEEP = "sweep"
 SWEEP_GRAPH = "sweep-graph"
@@ -116,14 +117,34 @@ def sweep_figure(points: Sequence[Mapping[str, Any]], chosen: int | None) -> dic
     layout: dict[str, Any] = {
         "xaxis": {"title": {"text": "abstract states"}},
         "yaxis": {"title": {"text": "agreement with the model"}},
-        "margin": {"l": 50, "r": 10, "t": 10, "b": 40}, "height": 300,
+        # the top margin holds the plotly toolbar and, under it, the run's count
+        "margin": {"l": 50, "r": 10, "t": TOP_MARGIN, "b": 40}, "height": 300,
         "legend": {"orientation": "h", "y": -0.3}, "template": "plotly_white"}
     if chosen is not None:
         layout["shapes"] = [{"type": "line", "x0": chosen, "x1": chosen, "y0": 0, "y1": 1,
                              "yref": "paper", "line": {"dash": "dot", "color": "grey"}}]
         layout["annotations"] = [{"x": chosen, "y": 1, "yref": "paper", "showarrow": False,
-                                  "text": f"this run: {chosen}", "yanchor": "bottom"}]
+                                  "text": f"this run: {chosen}", "yanchor": "bottom",
+                                  "xanchor": _label_side(x, chosen)}]
     return {"data": data, "layout": layout}
+
+
+TOP_MARGIN = 44
+"""Pixels above the plot: the toolbar (about 25 px, shown on hover) and the label of the
+run's count under it, clear of each other and of the plot."""
+
+
+def _label_side(x: Sequence[int], chosen: int) -> str:
+    """Which side of its line the run's label is anchored on: a count at the right end of
+    the curve (or past it) is labelled leftwards, one at the left end rightwards, so that
+    the label stays inside the figure.
+
+    >>> _label_side([4, 8, 40], 40), _label_side([4, 8, 40], 4), _label_side([4, 40], 8)
+    ('right', 'left', 'center')
+    """
+    if not x or chosen >= max(x):
+        return "right"
+    return "left" if chosen <= min(x) else "center"
 
 
 _SOURCES = {
@@ -154,19 +175,50 @@ def sweep_panel(run_dir: str | Path, metrics: Mapping[str, Any]) -> html.Div:
 JOBS = {"sweep": "the sweep", "forcing": "forcing per state"}
 
 
+def expected_candidates(traces: Any, has_predictions: bool = True) -> int | None:
+    """How many state counts ``stateseer sweep RUN`` measures (its default candidates
+    less those too few for the classes the model predicts, as
+    :func:`~stateseer.app.workflows.sweep.sweep_run` leaves them out), or None when that
+    cannot be told.
+
+    The sweep writes its own count once it has loaded the run; the tab shows this one
+    until then, so the total is right from the start.
+    """
+    from stateseer.app.workflows.sweep import default_candidates
+    from stateseer.core.errors import StateseerError
+
+    try:
+        return len(default_candidates(traces, has_predictions))
+    except (StateseerError, OSError, KeyError, ValueError):
+        return None
+
+
+def _sweep_progress(status: Mapping[str, Any]) -> tuple[str, int | None, int | None]:
+    """``(stage, done, total)`` of a running sweep: the sweep's own count, or, before it
+    wrote one (the runner's ``starting`` stand-in), the count expected when it was started
+    (``info["candidates"]``; None when not known)."""
+    if status.get("stage") != "starting":
+        return str(status.get("stage", "")), int(status["done"]), int(status["total"])
+    total = (status.get("info") or {}).get("candidates")
+    return "starting", (0 if total else None), (int(total) if total else None)
+
+
 def job_status(status: Mapping[str, Any]) -> list[Any]:
     """The tab's job as it shows it (nothing when none of its jobs was started)."""
     state, kind = status.get("state", "idle"), status.get("kind")
     if state == "idle" or kind not in JOBS:
         return []
     if state == "running":
-        what = (f"stateseer sweep: {status['stage']} ({status['done']}/{status['total']} "
-                "candidates)" if kind == "sweep" else "stateseer force: forcing every "
-                "test input")
-        return [html.Div(f"{what}, {status['seconds']:.0f} s", className="job-status"),
-                html.Progress(value=str(status["done"]), max=str(status["total"]),
-                              className="job-bar") if kind == "sweep"
-                else html.Progress(className="job-bar")]  # no count: indeterminate
+        if kind != "sweep":
+            return [html.Div(f"stateseer force: forcing every test input, "
+                             f"{status['seconds']:.0f} s", className="job-status"),
+                    html.Progress(className="job-bar")]  # no count: indeterminate
+        stage, done, total = _sweep_progress(status)
+        count = f" ({done}/{total} candidates)" if total else ""
+        return [html.Div(f"stateseer sweep: {stage}{count}, {status['seconds']:.0f} s",
+                         className="job-status"),
+                html.Progress(value=str(done), max=str(total), className="job-bar")
+                if total else html.Progress(className="job-bar")]
     if state == "failed":
         return [html.Div(f"{JOBS[kind]} failed: {status.get('message', '')}",
                          className="job-status wrong")]
@@ -195,7 +247,7 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
             html.Button("cancel", id=ids.SWEEP_CANCEL, n_clicks=0, disabled=not running),
             html.Div(job_status(status), id=ids.SWEEP_JOB),
             dcc.Interval(id=ids.SWEEP_POLL, interval=1000, disabled=not running)],
-            className="jobs")]
+            className="jobs sweep-jobs")]
     return {"side": [dcc.Tab(label="Fidelity vs states", value=TAB_SWEEP,
                              children=html.Div([*jobs, body]))]}
 
@@ -212,8 +264,11 @@ def sweep_job(ctx, trigger: Trigger, _start, _force, _cancel, _poll):
     start = {ids.SWEEP_START: ("sweep", sweep_command),
              ids.FORCE_START: ("forcing", force_command)}.get(trigger.id)
     if start and trigger.value:
+        info = {"candidates": expected_candidates(ctx.data.traces,
+                                                  ctx.data.has_predictions)} \
+            if start[0] == "sweep" else None
         try:
-            ctx.jobs.start(start[0], start[1](ctx.data.run.path))
+            ctx.jobs.start(start[0], start[1](ctx.data.run.path), info=info)
         except StateseerError as exc:
             note = [html.Div(str(exc), className="job-status wrong")]
     elif trigger.id == ids.SWEEP_CANCEL and trigger.value:

@@ -1,0 +1,139 @@
+"""How the views show what the user trial found hard to read: a long word, a punctuation
+token, a long trace, the sweep tab's jobs, and the row the "edit" button copies."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from dash import html, no_update
+
+from stateseer.app.explorer.views import attribution, card, chart, compare, sweep
+
+
+def _texts(component) -> list[str]:
+    """Every string in a component tree, in page order."""
+    if isinstance(component, str):
+        return [component]
+    kids = getattr(component, "children", None)
+    kids = kids if isinstance(kids, (list, tuple)) else [] if kids is None else [kids]
+    return [t for k in kids for t in _texts(k)]
+
+
+def _find(component, cls: str) -> list:
+    """The components under ``component`` (itself included) whose class names ``cls``."""
+    out = [component] if cls in (getattr(component, "className", "") or "").split() else []
+    kids = getattr(component, "children", None)
+    kids = kids if isinstance(kids, (list, tuple)) else [] if kids is None else [kids]
+    return out + [c for k in kids if not isinstance(k, str) for c in _find(k, cls)]
+
+
+def test_edit_copies_the_selected_rows_text_even_while_a_typed_trace_is_shown(ctx):
+    """The row's text, whatever is on display (a typed trace stays while its row stays
+    selected); nothing without a selected row."""
+    row = ctx.data.trace_instance("test", 3)
+    sel = {"split": "test", "state": None, "row": 3, "pattern": None, "pick": 1}
+    assert compare.edit(ctx, 1, sel) == (row.text, ["on"])
+    assert compare.edit(ctx, 1, {**sel, "row": None}) == (no_update, no_update)
+    assert compare.edit(ctx, 1, None) == (no_update, no_update)
+    assert compare.edit(ctx, 1, {**sel, "row": "x"}) == (no_update, no_update)  # forged
+
+
+def test_a_long_word_is_cut_in_the_attribution_strip_and_named_whole_in_its_tooltip():
+    long = "supercalifragilistic" * 12
+    strip = attribution.attribution_strip(["a", long, "film"], [0.1, 0.5, -0.2],
+                                          [[0], [1], [2]], ["neg", "pos"], target_class=1)
+    seg = strip.children[1]
+    assert seg.children == long[: attribution.SEG_TOKEN_CHARS - 1] + "…"
+    assert long in seg.title
+    assert [s.children for s in strip.children[::2]] == ["a", "film"]  # short ones: whole
+    # a segment of several tokens cuts each long one, and keeps the others
+    joined = attribution.attribution_strip(["a", long, "film"], [0.3], [[0, 1, 2]],
+                                           ["neg", "pos"], target_class=1).children[0]
+    assert joined.children == f"a {long[:attribution.SEG_TOKEN_CHARS - 1]}… film"
+
+
+def test_a_long_trace_labels_every_kth_step_under_the_chart(ctx):
+    main = ctx.data.trace_instance("test", 1)
+    n = 3 * chart.MAX_TICKS + 5
+    tokens = tuple(f"w{i}" for i in range(n))
+    long = dataclasses.replace(
+        main, tokens=tokens, known=(True,) * n, states=(0,) * (n + 1),
+        proba=(tuple(main.proba[0]),) * n, simulated=(0,) * (n + 1))
+    axis = chart.probability_figure(long, ctx.data.classes)["layout"]["xaxis"]
+    steps = axis["tickvals"]
+    assert steps[0] == 0 and len(steps) <= chart.MAX_TICKS
+    stride = steps[1] - steps[0]
+    assert stride > 1 and steps == list(range(0, n + 1, stride))
+    assert axis["ticktext"] == ["⟨start⟩", *(f"w{t - 1}" for t in steps[1:])]
+    # a short trace keeps a label per step
+    short = chart.probability_figure(main, ctx.data.classes)["layout"]["xaxis"]
+    assert short["tickvals"] == list(range(main.n_tokens + 1))
+
+
+def test_the_state_cards_transitions_show_each_token_in_its_own_chip(ctx):
+    chips = card.edge_tokens([",", "and", " ", "-"])
+    assert [c.children for c in chips.children] == [",", "and", "␣", "-"]
+    assert all(isinstance(c, html.Code) and c.className == "edge-tok"
+               for c in chips.children)
+    assert [c.title for c in chips.children] == ["','", "'and'", "' '", "'-'"]
+    # no separator a punctuation token could be read as
+    assert not [t for t in _texts(chips) if t not in (",", "and", "␣", "-")]
+    fsm = ctx.data.abstraction.fsm
+    state = max(range(1, fsm.n_states), key=lambda s: fsm.visits[s])
+    body = card.state_card(fsm, state, ctx.data.abstraction.patterns)
+    rows = _find(body, "edge-toks")
+    assert rows and all(_find(r, "edge-tok") for r in rows)
+
+
+def test_the_sweep_label_of_the_runs_count_stays_inside_the_figure():
+    pts = [{"n_states": k, "simulation_fidelity": 0.9, "simulation_fidelity_ci": None,
+            "forcing_agreement": None} for k in (4, 8, 40)]
+    for chosen, side in ((40, "right"), (4, "left"), (8, "center"), (50, "right")):
+        lay = sweep.sweep_figure(pts, chosen)["layout"]
+        (note,) = lay["annotations"]
+        assert note["text"] == f"this run: {chosen}" and note["xanchor"] == side
+        assert lay["margin"]["t"] == sweep.TOP_MARGIN >= 40  # the toolbar, then the label
+
+
+def test_the_sweep_tab_shows_the_right_total_from_the_start(ctx):
+    total = sweep.expected_candidates(ctx.data.traces, ctx.data.has_predictions)
+    from stateseer.app.workflows.sweep import DEFAULT_STATES
+
+    assert 1 <= total <= len(DEFAULT_STATES)
+    base = {"state": "running", "kind": "sweep", "seconds": 1.0}
+    starting = {**base, "stage": "starting", "done": 0, "total": 1,
+                "info": {"candidates": total}}
+    line, bar = sweep.job_status(starting)
+    assert line.children == f"stateseer sweep: starting (0/{total} candidates), 1 s"
+    assert bar.max == str(total) and bar.value == "0"
+    # the sweep's own count once it wrote one
+    line, bar = sweep.job_status({**base, "stage": "8 states", "done": 1, "total": 4,
+                                  "info": {"candidates": total}})
+    assert line.children == "stateseer sweep: 8 states (1/4 candidates), 1 s"
+    # not known: no count at all, an indeterminate bar (never "0/1")
+    line, bar = sweep.job_status({**starting, "info": {}})
+    assert line.children == "stateseer sweep: starting, 1 s"
+    assert getattr(bar, "max", None) is None
+    assert "0/1" not in json.dumps(line.to_plotly_json())
+
+
+def test_the_sweep_job_is_started_with_its_expected_total(ctx, monkeypatch):
+    from stateseer.app.explorer import ids
+    from stateseer.app.explorer.view import Trigger
+
+    started = {}
+
+    class Jobs:
+        def start(self, kind, argv, *, info=None):
+            started.update(kind=kind, info=info)
+
+        def status(self):
+            return {"state": "running", "kind": "sweep", "seconds": 0.0, "stage": "starting",
+                    "done": 0, "total": 1, "info": started["info"]}
+
+    live = dataclasses.replace(ctx, jobs=Jobs())
+    status, *_ = sweep.sweep_job(live, Trigger(ids.SWEEP_START, 1), 1, 0, 0, 0)
+    n = sweep.expected_candidates(ctx.data.traces)
+    assert started == {"kind": "sweep", "info": {"candidates": n}}
+    assert f"(0/{n} candidates)" in status[0].children
