@@ -143,6 +143,16 @@ def test_without_probabilities_there_are_no_predictions(tmp_path, explored_run, 
     shown = [c.children for c in header(type("Ctx", (), {"data": view})()).children
              if "fidelity" in (getattr(c, "className", "") or "")]
     assert shown == [""]  # no figure is shown where there are no predictions
+    from stateseer.app.explorer.views.chart import NO_PREDICTIONS_FIGURE, show_chart
+    from stateseer.app.explorer.views.trace import trace_title
+
+    ctx = type("Ctx", (), {"data": view})()
+    title = str(trace_title(ctx, view.trace_instance("test", 0)))
+    assert "label" in title and "predicted" not in title and "misclassified" not in title
+    from stateseer.app.explorer.views.core import active_store
+
+    assert show_chart(ctx, active_store(view.trace_instance("test", 0)), None) \
+        is NO_PREDICTIONS_FIGURE
     assert main(["sweep", str(run), "--no-forcing"]) == 2
     assert "imported without probabilities" in capsys.readouterr().err
 

@@ -169,11 +169,22 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
                       html.Button("figure as HTML", id=ids.DL_FIGURE, n_clicks=0)]}
 
 
+#: the chart of a run whose traces were imported without probabilities
+NO_PREDICTIONS_FIGURE: dict[str, Any] = {**EMPTY_FIGURE, "layout": {
+    **EMPTY_FIGURE["layout"], "annotations": [{
+        **EMPTY_FIGURE["layout"]["annotations"][0],
+        "text": "No class probabilities: the traces were imported without them "
+                "(no proba.npy)."}]}}
+
+
 def show_chart(ctx, active, forced):
-    """The figure of the trace on display (:data:`EMPTY_FIGURE` while there is none)."""
+    """The figure of the trace on display (:data:`EMPTY_FIGURE` while there is none;
+    :data:`NO_PREDICTIONS_FIGURE` for a run without predictions)."""
     main, cmp_ = active_of(active)
     if main is None:
         return EMPTY_FIGURE
+    if not getattr(ctx.data, "has_predictions", True):
+        return NO_PREDICTIONS_FIGURE
     return probability_figure(main, ctx.data.classes, compare=cmp_,
                               forced=forced_for(main, forced), palette=ctx.data.palette)
 

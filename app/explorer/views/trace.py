@@ -133,10 +133,20 @@ def token_strip(trace: TraceRecord, classes: Sequence[str], *,
 
 
 def trace_title(ctx, tr: TraceRecord) -> list[Any]:
-    """``#id predicted X · label Y ✓ · FSM alone ends in state s (Z)``."""
+    """``#id predicted X · label Y ✓ · FSM alone ends in state s (Z)``; for traces
+    imported without probabilities, ``#id label Y · FSM alone ends in state s`` (no
+    prediction to show or to judge)."""
     classes = ctx.data.classes
-    head: list[Any] = [html.B(f"#{tr.id} " if tr.id is not None else "typed input "),
-                       f"predicted {classes[tr.prediction]}"]
+    if not getattr(ctx.data, "has_predictions", True):
+        head: list[Any] = [html.B(f"#{tr.id} " if tr.id is not None else "typed input ")]
+        if tr.label is not None:
+            head.append(f"label {classes[tr.label]}")
+        if tr.simulated:
+            head.append(html.Span(f" · FSM alone ends in state {tr.simulated[-1]}",
+                                  className="fsm-final"))
+        return head
+    head = [html.B(f"#{tr.id} " if tr.id is not None else "typed input "),
+            f"predicted {classes[tr.prediction]}"]
     if tr.label is not None:
         ok = tr.label == tr.prediction
         head += [f" · label {classes[tr.label]} ",
