@@ -14,7 +14,7 @@ from stateseer.abstraction.colors import ClassColors
 from stateseer.app.explorer import ids
 from stateseer.app.explorer.page import box, model_message
 from stateseer.app.explorer.view import Callback, View
-from stateseer.app.explorer.views.core import active_of
+from stateseer.app.explorer.views.core import active_of, shown_token
 from stateseer.core.errors import StateseerError
 
 __all__ = ["VIEW", "attribution", "attribution_note", "attribution_strip"]
@@ -25,18 +25,6 @@ def _rgba(hex_color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha:.3f})"
 
 
-SEG_TOKEN_CHARS = 24
-"""A token longer than this is cut (with an ellipsis) in the strip, as the token strip cuts
-it; the chip's tooltip names it whole."""
-
-
-def _shown(token: str, limit: int = SEG_TOKEN_CHARS) -> str:
-    """``token`` as a segment chip shows it: cut to ``limit`` characters with "…".
-
-    >>> _shown("short"), _shown("x" * 30, 8)
-    ('short', 'xxxxxxx…')
-    """
-    return token if len(token) <= limit else token[: limit - 1] + "…"
 
 
 def attribution_strip(tokens: Sequence[str], scores: Sequence[float],
@@ -48,8 +36,9 @@ def attribution_strip(tokens: Sequence[str], scores: Sequence[float],
 
     Positive scores (support for ``target_class``) take that class's colour; negative ones
     the contrast class's colour (or grey). The opacity is ``|score| / max|score|`` times
-    ``intensity`` (capped at 1). A token longer than :data:`SEG_TOKEN_CHARS` is cut with
-    "…" (the chip's tooltip names it whole). Text is passed to Dash as text, never as HTML.
+    ``intensity`` (capped at 1). A long token is cut with "…"
+    (:func:`~stateseer.app.explorer.views.core.shown_token`; the chip's tooltip names it
+    whole). Text is passed to Dash as text, never as HTML.
 
     Parameters
     ----------
@@ -73,7 +62,7 @@ def attribution_strip(tokens: Sequence[str], scores: Sequence[float],
     chips = []
     for j, (g, v) in enumerate(zip(groups, s, strict=True)):
         text = joiner.join(tokens[i] for i in g)
-        shown = joiner.join(_shown(tokens[i]) for i in g) if text.strip() \
+        shown = joiner.join(shown_token(tokens[i]) for i in g) if text.strip() \
             else "␣" * len(text)
         a = min(1.0, abs(v) / top * max(intensity, 0.0)) if top > 0 else 0.0
         color = _rgba(pos if v >= 0 else neg, a)

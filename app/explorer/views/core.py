@@ -25,6 +25,20 @@ from stateseer.core.errors import StateseerError
 __all__ = ["VIEW", "active_of", "active_store", "choose_trace"]
 
 
+SHOWN_TOKEN_CHARS = 24
+"""A token longer than this is cut (with an ellipsis) where the page names it in a strip
+or a message; a tooltip names it whole."""
+
+
+def shown_token(token: str, limit: int = SHOWN_TOKEN_CHARS) -> str:
+    """``token`` as a strip or a message shows it: cut to ``limit`` characters with "…".
+
+    >>> shown_token("short"), shown_token("x" * 30, 8)
+    ('short', 'xxxxxxx…')
+    """
+    return token if len(token) <= limit else token[: limit - 1] + "…"
+
+
 def active_of(active: dict[str, Any] | None
               ) -> tuple[TraceRecord | None, TraceRecord | None]:
     """``(main, compare)`` records of the ``active-trace`` store."""
@@ -101,7 +115,8 @@ def choose_trace(ctx, trigger: Trigger, sel, _n, pinned, text, compare_mode, cur
         except StateseerError as exc:
             return no_update, model_message(exc)
         unknown = [t for t, k in zip(typed.tokens, typed.known, strict=True) if not k]
-        msg = f"{len(unknown)} unknown word(s): {', '.join(unknown[:8])}" if unknown else ""
+        msg = (f"{len(unknown)} unknown word(s): {', '.join(map(shown_token, unknown[:8]))}"
+               if unknown else "")
         pin = pinned if pinned and record_of(pinned).key != typed.key else None
         return active_store(typed, (row if compare_mode else None) or pin,
                             sel.get("pattern"), pick=int(sel.get("pick") or 0)), msg

@@ -9,6 +9,7 @@ import json
 from dash import html, no_update
 
 from stateseer.app.explorer.views import attribution, card, chart, compare, sweep
+from stateseer.app.explorer.views.core import SHOWN_TOKEN_CHARS
 
 
 def _texts(component) -> list[str]:
@@ -44,13 +45,13 @@ def test_a_long_word_is_cut_in_the_attribution_strip_and_named_whole_in_its_tool
     strip = attribution.attribution_strip(["a", long, "film"], [0.1, 0.5, -0.2],
                                           [[0], [1], [2]], ["neg", "pos"], target_class=1)
     seg = strip.children[1]
-    assert seg.children == long[: attribution.SEG_TOKEN_CHARS - 1] + "…"
+    assert seg.children == long[: SHOWN_TOKEN_CHARS - 1] + "…"
     assert long in seg.title
     assert [s.children for s in strip.children[::2]] == ["a", "film"]  # short ones: whole
     # a segment of several tokens cuts each long one, and keeps the others
     joined = attribution.attribution_strip(["a", long, "film"], [0.3], [[0, 1, 2]],
                                            ["neg", "pos"], target_class=1).children[0]
-    assert joined.children == f"a {long[:attribution.SEG_TOKEN_CHARS - 1]}… film"
+    assert joined.children == f"a {long[:SHOWN_TOKEN_CHARS - 1]}… film"
 
 
 def test_a_long_trace_labels_every_kth_step_under_the_chart(ctx):
