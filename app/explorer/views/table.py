@@ -28,7 +28,8 @@ PREDICTED = ("prediction", "correct", "confidence")
 def columns_of(d: Any) -> tuple[str, ...]:
     """The table's columns for run view ``d``: without the predicted ones where the run's
     traces were imported without probabilities."""
-    return COLUMNS if d.has_predictions else tuple(c for c in COLUMNS if c not in PREDICTED)
+    return COLUMNS if getattr(d, "has_predictions", True) else \
+        tuple(c for c in COLUMNS if c not in PREDICTED)
 PAGE_SIZE = 12
 WRONG_ROW = {"if": {"filter_query": '{correct} = "✗"'}, "backgroundColor": "#fdecea"}
 
