@@ -21,7 +21,7 @@ from stateseer.app.explorer.views.core import active_of
 from stateseer.app.workflows.records import TraceRecord
 
 __all__ = ["VIEW", "click_token", "flips", "pattern_steps", "show_trace", "state_differences",
-           "token_strip", "trace_title"]
+           "strip_legend", "token_strip", "trace_title"]
 
 PROMPT = "Select a row or type an input to see its trace."
 
@@ -187,7 +187,9 @@ def show_trace(ctx, active, sel):
     classes = ctx.data.classes
     if cmp_ is None:
         return trace_title(ctx, tr), [token_strip(tr, classes, pattern_steps=marked,
-                                                  palette=ctx.data.palette)]
+                                                  palette=ctx.data.palette),
+                                      strip_legend(tr, getattr(ctx.data, "has_predictions",
+                                                               True))]
     diff = state_differences(tr.states, cmp_.states)
     return trace_title(ctx, tr), [
         token_strip(tr, classes, pattern_steps=marked, highlight=diff,
@@ -195,6 +197,20 @@ def show_trace(ctx, active, sel):
         _compare_note(ctx, cmp_, diff),
         token_strip(cmp_, classes, highlight=diff, id_type=ids.CMP_TOKEN_TYPE,
                     palette=ctx.data.palette)]
+
+
+def strip_legend(tr: TraceRecord, predictions: bool = True) -> html.Div:
+    """What the strip's marks mean, in one muted line: the chips' colour, the outline
+    where the prediction turns and the italics of unknown words (only where there are
+    any), the numbers under them."""
+    parts = ["colour: the prediction after each token"] if predictions else []
+    if predictions and flips(tr):
+        parts.append("outlined: the prediction turns here")
+    if not all(tr.known):
+        parts.append("italic: a word the vocabulary does not know")
+    if tr.has_states:
+        parts.append("number: the abstract state after the token")
+    return html.Div(" · ".join(parts), className="strip-legend muted")
 
 
 def click_token(ctx, trigger: Trigger, _clicks, active, step=None):

@@ -138,3 +138,26 @@ def test_the_sweep_job_is_started_with_its_expected_total(ctx, monkeypatch):
     n = sweep.expected_candidates(ctx.data.traces)
     assert started == {"kind": "sweep", "info": {"candidates": n}}
     assert f"(0/{n} candidates)" in status[0].children
+
+
+def test_the_strip_says_what_its_marks_mean():
+    """The outline where the prediction turns is named under the strip (it was only in a
+    tooltip), and only where a token turns it; a run without predictions names neither
+    the colour nor the outline."""
+    import numpy as np
+
+    from stateseer.app.explorer.views.trace import strip_legend
+    from stateseer.app.workflows.records import TraceRecord
+
+    def rec(proba):
+        n = len(proba)
+        return TraceRecord(text="a " * n, tokens=("a",) * n, known=(True,) * n,
+                           proba=tuple(map(tuple, proba)), initial_proba=(0.5, 0.5),
+                           states=tuple(range(n + 1)), simulated=tuple(range(n + 1)),
+                           prediction=int(np.argmax(proba[-1])))
+
+    turns = strip_legend(rec([[0.9, 0.1], [0.2, 0.8]])).children
+    assert "outlined: the prediction turns here" in turns and "abstract state" in turns
+    assert "outlined" not in strip_legend(rec([[0.9, 0.1], [0.8, 0.2]])).children
+    assert strip_legend(rec([[0.5, 0.5]]), predictions=False).children == \
+        "number: the abstract state after the token"
