@@ -143,6 +143,8 @@ TOKEN_TYPE = "token"
 CMP_TOKEN_TYPE = "cmp-token"
 PATTERN_TYPE = "pattern"
 FINDING_EXAMPLE_TYPE = "finding-example"
+#: the culprit of the finding whose example was opened: ``{"split", "index", "tokens"}``
+FINDING_CULPRIT = "finding-culprit"
 REPAIR_START_TYPE = "repair-start"
 CMP_ROW_TYPE = "cmp-row"
 NN_ROW_TYPE = "nn-row"

@@ -389,7 +389,8 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
                           dcc.Interval(id=ids.REPAIR_POLL, interval=1000,
                                        disabled=not running)], className="jobs")]
     return {"side": dcc.Tab(label="Findings", value=ids.TAB_FINDINGS, children=html.Div(
-        [*jobs, html.Div(findings_panel(ctx), id=ids.FINDINGS)], className="findings"))}
+        [*jobs, html.Div(findings_panel(ctx), id=ids.FINDINGS),
+         dcc.Store(id=ids.FINDING_CULPRIT)], className="findings"))}
 
 
 def repair_job(ctx, trigger: Trigger, _starts, _cancel, _poll, control=None):
@@ -450,25 +451,37 @@ def _start_repair(ctx: Any, k: int, action: str, *, control: bool = False,
 def open_example(ctx, trigger: Trigger, _clicks, sel):
     """A click on an example input selects it (in the findings' split; a repaired input,
     finding 0, in the test split the repair compares; a training input, ``train-…``, in
-    the training split): its trace opens."""
+    the training split): its trace opens, the finding's culprit marked in it (the
+    ``finding-culprit`` store: the input and the culprit's tokens)."""
     if not trigger.is_type(ids.FINDING_EXAMPLE_TYPE):
-        return no_update, no_update
+        return no_update, no_update, no_update
     finding = trigger.id.get("finding")
+    doc = load_findings(ctx.data.run.path) or {}
     split = ("test" if finding == 0 else TRAIN if str(finding).startswith(TRAIN)
-             else (load_findings(ctx.data.run.path) or {}).get("split"))
+             else doc.get("split"))
     if split not in ctx.data.splits:
-        return no_update, no_update
+        return no_update, no_update, no_update
     sel = sel or EMPTY
     if sel.get("split") != split:
         sel = apply_event(sel, "split", split)
     new = apply_event(sel, "row", int(trigger.id["index"]))
-    return new, to_query(new)
+    culprit = {"split": split, "index": int(trigger.id["index"]),
+               "tokens": _culprit_tokens(doc, finding)}
+    return new, to_query(new), culprit
+
+
+def _culprit_tokens(doc: dict[str, Any], finding: Any) -> list[str]:
+    """The tokens of finding ``finding`` (its rank, or ``train-RANK`` for its training
+    carriers; none for a repaired input's finding 0 or a culprit without tokens)."""
+    rank = str(finding).removeprefix(f"{TRAIN}-")
+    f = next((f for f in doc.get("findings", ()) if str(f.get("rank")) == rank), None)
+    return [str(t) for t in (f or {}).get("tokens") or ()]
 
 
 VIEW = View(
     name="findings", layout=layout, tabs=(ids.TAB_FINDINGS,),
     callbacks=(
-        Callback(open_example, select_outputs(),
+        Callback(open_example, [*select_outputs(), Output(ids.FINDING_CULPRIT, "data")],
                  [Input(ids.finding_example(ALL, ALL), "n_clicks"), State(ids.SELECTION, "data")],
                  trigger=True, prevent_initial_call=True),
         Callback(repair_job, [Output(ids.REPAIR_JOB, "children"),

@@ -20,8 +20,8 @@ from stateseer.app.explorer.view import Callback, Trigger, View, js
 from stateseer.app.explorer.views.core import active_of
 from stateseer.app.workflows.records import TraceRecord
 
-__all__ = ["VIEW", "click_token", "flips", "pattern_steps", "show_trace", "state_differences",
-           "strip_legend", "token_strip", "trace_title"]
+__all__ = ["VIEW", "click_token", "culprit_positions", "flips", "pattern_steps", "show_trace",
+           "state_differences", "strip_legend", "token_strip", "trace_title"]
 
 PROMPT = "Select a row or type an input to see its trace."
 
@@ -84,11 +84,33 @@ def state_differences(a: Sequence[int], b: Sequence[int]) -> list[int]:
     return [t - 1 for t, (x, y) in enumerate(zip(a, b, strict=False)) if x != y and t > 0]
 
 
+def culprit_positions(tokens: Sequence[str], culprit: Sequence[str]) -> list[int]:
+    """Where a finding's culprit stands in ``tokens``: a span of several tokens where it
+    stands whole (its common words elsewhere are not it), else every token of it (a
+    word, a sequence's two words, a topic's words).
+
+    >>> culprit_positions("sent from my phone , from my heart".split(),
+    ...                   ["sent", "from", "my", "phone"])
+    [0, 1, 2, 3]
+    >>> culprit_positions("not at all good".split(), ["not", "good"])
+    [0, 3]
+    """
+    want = [str(t) for t in culprit]
+    n = len(want)
+    if n >= 2:
+        whole = [j for j in range(len(tokens) - n + 1) if list(tokens[j:j + n]) == want]
+        if whole:
+            return sorted({j + k for j in whole for k in range(n)})
+    return [t for t, tok in enumerate(tokens) if tok in set(want)]
+
+
 def token_strip(trace: TraceRecord, classes: Sequence[str], *,
                 highlight: Sequence[int] = (), pattern_steps: Sequence[int] = (),
                 id_type: str = ids.TOKEN_TYPE,
-                palette: ClassColors | None = None) -> html.Div:
-    """Tokens as coloured chips with their abstract state underneath.
+                palette: ClassColors | None = None, culprit: Sequence[int] = ()
+                ) -> html.Div:
+    """Tokens as coloured chips with their abstract state underneath (``culprit``: the
+    positions of an opened finding's culprit, marked).
 
     ``id_type`` names the chips' pattern-matching ids (``{"type": id_type, "index": t}``);
     a second strip on the page needs another one, or clicks would read the wrong chip.
@@ -119,6 +141,8 @@ def token_strip(trace: TraceRecord, classes: Sequence[str], *,
             cls.append("flip")
         if t in highlight:
             cls.append("hl")
+        if t in culprit:
+            cls.append("culprit")
         pcls = classes[int(np.argmax(proba[t]))]
         title = (f"token {t + 1}: {tok!r}{' (unknown word)' if not trace.known[t] else ''}"
                  + (f" → state {states[t + 1]}" if trace.has_states else "")
@@ -177,8 +201,9 @@ def layout(ctx, initial: dict[str, Any]) -> dict[str, Any]:
                       html.Div(id=ids.TRACE_TOKENS)]}
 
 
-def show_trace(ctx, active, sel):
-    """The title and the token strip(s) of the trace on display."""
+def show_trace(ctx, active, sel, culprit=None):
+    """The title and the token strip(s) of the trace on display; ``culprit`` (the
+    ``finding-culprit`` store) marks a finding's culprit on the input it was opened for."""
     tr, cmp_ = active_of(active)
     if tr is None:
         return html.P(PROMPT, className="muted"), None
@@ -186,10 +211,13 @@ def show_trace(ctx, active, sel):
     marked = pattern_steps(tr.states, pattern["states"]) if pattern else []
     classes = ctx.data.classes
     if cmp_ is None:
+        at = culprit_positions(tr.tokens, culprit["tokens"]) if isinstance(culprit, dict) \
+            and culprit.get("tokens") and (culprit.get("split"), culprit.get("index")) \
+            == (tr.split, tr.index) else []
         return trace_title(ctx, tr), [token_strip(tr, classes, pattern_steps=marked,
-                                                  palette=ctx.data.palette),
+                                                  palette=ctx.data.palette, culprit=at),
                                       strip_legend(tr, getattr(ctx.data, "has_predictions",
-                                                               True))]
+                                                               True), bool(at))]
     diff = state_differences(tr.states, cmp_.states)
     return trace_title(ctx, tr), [
         token_strip(tr, classes, pattern_steps=marked, highlight=diff,
@@ -199,7 +227,8 @@ def show_trace(ctx, active, sel):
                     palette=ctx.data.palette)]
 
 
-def strip_legend(tr: TraceRecord, predictions: bool = True) -> html.Div:
+def strip_legend(tr: TraceRecord, predictions: bool = True, culprit: bool = False
+                 ) -> html.Div:
     """What the strip's marks mean, in one muted line: the chips' colour, the outline
     where the prediction turns and the italics of unknown words (only where there are
     any), the numbers under them."""
@@ -208,6 +237,8 @@ def strip_legend(tr: TraceRecord, predictions: bool = True) -> html.Div:
         parts.append("outlined: the prediction turns here")
     if not all(tr.known):
         parts.append("italic: a word the vocabulary does not know")
+    if culprit:
+        parts.append("underlined red: the finding's culprit")
     if tr.has_states:
         parts.append("number: the abstract state after the token")
     return html.Div(" · ".join(parts), className="strip-legend muted")
@@ -248,7 +279,8 @@ VIEW = View(
     callbacks=(
         Callback(show_trace, [Output(ids.TRACE_TITLE, "children"),
                               Output(ids.TRACE_TOKENS, "children")],
-                 [Input(ids.ACTIVE_TRACE, "data"), State(ids.SELECTION, "data")],
+                 [Input(ids.ACTIVE_TRACE, "data"), State(ids.SELECTION, "data"),
+                  State(ids.FINDING_CULPRIT, "data")],
                  fuse="trace"),
         Callback(click_token, [Output(ids.STEP, "data"),
                                Output(ids.HOVER_STATE, "data", allow_duplicate=True)],

@@ -593,8 +593,11 @@ def test_training_inputs_of_a_finding_and_of_a_repair_open_their_traces(ctx, tmp
                                        for i in iids]  # -1 is no training input: left out
     assert [b.children for b in buttons] == [f"#{i}" for i in iids]
     # a click selects the input in the training split, whatever split the findings are on
-    new, query = findings.open_example(ctx, Trigger(buttons[1].id, 1), [1], EMPTY)
+    new, query, culprit = findings.open_example(ctx, Trigger(buttons[1].id, 1), [1], EMPTY)
     assert new["split"] == "train" and new["row"] == train_rows[iids[1]] and query
+    # ... and says which input the trace marks the culprit on (this finding is not in the
+    # run's findings.json: no tokens to mark)
+    assert culprit == {"split": "train", "index": train_rows[iids[1]], "tokens": []}
     # a finished repair names the training inputs it changed, the first as buttons
     doc = {"action": "relabel", "finding": 1, "before": {"test_accuracy": 0.7},
            "after": {"test_accuracy": 0.75}, "delta": 0.05, "delta_ci": [0.02, 0.08],
@@ -613,3 +616,22 @@ def test_training_inputs_of_a_finding_and_of_a_repair_open_their_traces(ctx, tmp
     panel = findings.repair_result(ctx, {"out": str(tmp_path)})[0]
     assert any("no training input changed; the setting truncate 20 → None" in str(c.children)
                for c in panel.children if hasattr(c, "children"))
+
+
+def test_an_opened_example_marks_its_findings_culprit_in_the_trace(ctx):
+    """The culprit is marked (underlined) on the input its finding's example opened, and on
+    no other input the trace shows later."""
+    from stateseer.app.explorer.views import trace
+    from stateseer.app.explorer.views.core import active_store
+
+    tr = ctx.data.trace_instance("test", 0)
+    word = tr.tokens[0]
+    store = {"split": "test", "index": tr.index, "tokens": [word]}
+    _, strips = trace.show_trace(ctx, active_store(tr), {}, store)
+    marked = [t for t, c in enumerate(strips[0].children[1:])
+              if "culprit" in c.children[0].className]
+    assert marked == [t for t, tok in enumerate(tr.tokens) if tok == word]
+    assert "the finding's culprit" in strips[-1].children
+    other = ctx.data.trace_instance("test", 1)
+    _, strips = trace.show_trace(ctx, active_store(other), {}, store)
+    assert not [c for c in strips[0].children[1:] if "culprit" in c.children[0].className]
