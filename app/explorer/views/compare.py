@@ -49,7 +49,8 @@ def compare_panel(cmp_: dict[str, Any], texts: Sequence[str], labels: np.ndarray
         className="cmp-summary")
     # changed inputs: prediction changes first, then by how many steps differ
     order = np.lexsort((-ch["n_diff"], ~ch["prediction_changed"]))
-    order = [i for i in order if ch["path_changed"][i] or ch["prediction_changed"][i]][:limit]
+    changed = [i for i in order if ch["path_changed"][i] or ch["prediction_changed"][i]]
+    order = changed[:limit]
     items = []
     for i in order:
         a, b, y = classes[int(pred_a[i])], classes[int(pred_b[i])], classes[int(labels[i])]
@@ -70,7 +71,9 @@ def compare_panel(cmp_: dict[str, Any], texts: Sequence[str], labels: np.ndarray
                   html.Td(f"{r['jaccard']:.2f}"), html.Td(f"{r['steps_a']:,} / "
                                                           f"{r['steps_b']:,}")])
          for r in pairs], className="mini cmp-table")
-    return html.Div([head, html.H5("Inputs whose path or prediction changed"),
+    shown = (f" (the first {len(order)} of {len(changed):,}: changed predictions first, "
+             "then the most steps that differ)") if len(changed) > len(order) else ""
+    return html.Div([head, html.H5("Inputs whose path or prediction changed" + shown),
                      html.Ul(items, className="cmp-list") if items else
                      html.P("No input changed.", className="muted"),
                      html.H5("State matching (by co-occurrence on the same steps)"), table])

@@ -277,18 +277,35 @@ def repair_result(ctx: Any, info: dict[str, Any]) -> list[Any]:
         f"{hi:+.3f}); per class {per_class}; "
         + ("the finding is gone (measured against the control)." if doc.get("finding_gone")
            else f"the finding is not shown gone: {doc.get('finding_left', 'still there')}."),
-        *([html.Div(("lost more than a point in this one training (the seeds below read "
-                     "it without that training's luck): " if doc.get("seeds") else
-                     "lost more than a point: ") + ", ".join(
-            f"{c} ({doc['per_class_delta'][c]:+.1%})" for c in doc["classes_hurt"]),
-            className="wrong")] if doc.get("classes_hurt") else []),
+        *_hurt_line(doc),
         *_control_line(doc.get("control")),
         *_seeds_line(doc.get("seeds")),
         inputs("fixed", doc["fixed"], "ok"), inputs("broken", doc["broken"], "wrong"),
+        html.P("(fixed and broken by the repaired model; they open here, in this run, "
+               "whose model is the one before the repair: side by side below)",
+               className="muted") if doc["fixed"] or doc["broken"] else None,
         *_edits_line(ctx, out),
         html.P(["the new run: ", html.Code(str(out)), "; side by side: ",
                 html.Code(f"stateseer serve {out} --compare {ctx.data.run.path}")],
                className="muted")], className="repair-result")]
+
+
+def _hurt_line(doc: dict[str, Any]) -> list[Any]:
+    """The classes that lost more than a point: an alarm only where the loss is beyond
+    what retraining alone moves a class (the control's largest move), else said
+    plainly as within it."""
+    hurt = doc.get("classes_hurt") or []
+    if not hurt:
+        return []
+    lost = ", ".join(f"{c} ({doc['per_class_delta'][c]:+.1%})" for c in hurt)
+    c = doc.get("control") or {}
+    noise = max(map(abs, (c.get("per_class_delta") or {}).values()), default=None)
+    if noise is not None and all(abs(doc["per_class_delta"][k]) <= noise for k in hurt):
+        return [html.Div(f"lost more than a point: {lost}, within what retraining alone "
+                         f"moves a class (up to {noise:.1%}, the control)", className="muted")]
+    return [html.Div(("lost more than a point in this one training (the seeds below read "
+                      "it without that training's luck): " if doc.get("seeds") else
+                      "lost more than a point: ") + lost, className="wrong")]
 
 
 #: ``repair_edits.json``'s lists of training rows, and how the page says what was done

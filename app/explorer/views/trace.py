@@ -238,7 +238,7 @@ def strip_legend(tr: TraceRecord, predictions: bool = True, culprit: bool = Fals
     if not all(tr.known):
         parts.append("italic: a word the vocabulary does not know")
     if culprit:
-        parts.append("underlined red: the finding's culprit")
+        parts.append("yellow bar: the finding's culprit")
     if tr.has_states:
         parts.append("number: the abstract state after the token")
     return html.Div(" · ".join(parts), className="strip-legend muted")

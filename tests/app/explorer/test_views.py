@@ -619,7 +619,7 @@ def test_training_inputs_of_a_finding_and_of_a_repair_open_their_traces(ctx, tmp
 
 
 def test_an_opened_example_marks_its_findings_culprit_in_the_trace(ctx):
-    """The culprit is marked (underlined) on the input its finding's example opened, and on
+    """The culprit is marked (a yellow bar) on the input its finding's example opened, and on
     no other input the trace shows later."""
     from stateseer.app.explorer.views import trace
     from stateseer.app.explorer.views.core import active_store

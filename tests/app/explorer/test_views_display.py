@@ -161,3 +161,48 @@ def test_the_strip_says_what_its_marks_mean():
     assert "outlined" not in strip_legend(rec([[0.9, 0.1], [0.8, 0.2]])).children
     assert strip_legend(rec([[0.5, 0.5]]), predictions=False).children == \
         "number: the abstract state after the token"
+
+
+def test_a_class_loss_within_the_controls_move_is_no_alarm():
+    """The repair result's red "lost more than a point" contradicted the control line under
+    it: a loss no larger than what retraining alone moves a class is said plainly."""
+    from stateseer.app.explorer.views.findings import _hurt_line
+
+    doc = {"classes_hurt": ["neg"], "per_class_delta": {"neg": -0.014, "pos": 0.05},
+           "control": {"per_class_delta": {"neg": 0.019, "pos": -0.01}}}
+    (line,) = _hurt_line(doc)
+    assert line.className == "muted" and "within what retraining alone" in line.children
+    (alarm,) = _hurt_line({**doc, "per_class_delta": {"neg": -0.05, "pos": 0.05}})
+    assert alarm.className == "wrong"
+    (bare,) = _hurt_line({**doc, "control": None})
+    assert bare.className == "wrong"
+    assert _hurt_line({**doc, "classes_hurt": []}) == []
+
+
+def test_the_compare_list_says_how_many_it_leaves_out():
+    import numpy as np
+
+    from stateseer.app.explorer.views.compare import compare_panel
+
+    n = 20
+
+    class Matching:
+        def pairs(self):
+            return [{"a": 0, "b": 0, "jaccard": 1.0, "steps_a": 1, "steps_b": 1}] * 2
+
+    cmp_ = {"summary": {"name_a": "a", "name_b": "b", "n_inputs": n, "split": "test",
+                        "accuracy_a": 0.5, "accuracy_b": 0.6, "fixed": 2, "broken": 1,
+                        "prediction_changed": 3, "step_agreement": 0.5, "path_changed": n},
+            "changed": {"n_steps": np.full(n, 4), "n_diff": np.arange(n) % 4 + 1,
+                        "path_changed": np.ones(n, bool),
+                        "prediction_changed": np.arange(n) < 3},
+            "matching": Matching(), "pred_b": np.ones(n, int)}
+    panel = compare_panel(cmp_, ["t"] * n, np.zeros(n, int), np.zeros(n, int), ["x", "y"],
+                          limit=5)
+    heading = panel.children[1].children
+    assert heading.endswith("(the first 5 of 20: changed predictions first, then the most "
+                            "steps that differ)")
+    assert len(panel.children[2].children) == 5
+    full = compare_panel(cmp_, ["t"] * n, np.zeros(n, int), np.zeros(n, int), ["x", "y"],
+                         limit=50)
+    assert full.children[1].children == "Inputs whose path or prediction changed"
