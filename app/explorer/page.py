@@ -80,6 +80,37 @@ def _test_accuracy(d: Any) -> str:
     return f"{acc:.3f}" if isinstance(acc, (int, float)) else "n/a"
 
 
+def repair_origin(run_dir: Any) -> str | None:
+    """What a run made by ``stateseer repair`` repaired: ``repair of RUN: ACTION on
+    finding K (CULPRIT)``, from its ``repair_edits.json``; None for any other run.
+
+    >>> import json, tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "repair_edits.json").write_text(json.dumps({"source_run": "runs/sc",
+    ...     "action": "counterfactual", "finding": {"rank": 1, "tokens": ["zorblat"]}}))
+    >>> repair_origin(d), repair_origin(d / "nowhere")
+    ('repair of sc: counterfactual on finding 1 (zorblat)', None)
+    """
+    from pathlib import Path
+
+    from stateseer.core import layout
+    from stateseer.core.errors import StateseerError
+    from stateseer.core.reading import load_json
+
+    try:
+        doc = load_json(Path(run_dir) / layout.REPAIR_EDITS)
+    except (OSError, StateseerError):
+        return None
+    if not isinstance(doc, dict) or not doc.get("action"):
+        return None
+    f = doc.get("finding") if isinstance(doc.get("finding"), dict) else {}
+    src = Path(str(doc.get("source_run", "?"))).name
+    culprit = " ".join(map(str, f.get("tokens") or ()))
+    return (f"repair of {src}: {doc['action']}"
+            + (f" on finding {f['rank']}" if f.get("rank") is not None else "")
+            + (f" ({culprit})" if culprit else ""))
+
+
 def header(ctx: ExplorerContext) -> html.Div:
     """The run's name, model and data, then the abstraction's figures: simulation fidelity
     and forcing agreement first (with 95 % intervals when the run has them), label
@@ -105,6 +136,8 @@ def header(ctx: ExplorerContext) -> html.Div:
                   f" · {a.get('n_states', '?')} states", className="runinfo"),
         *([html.Span(NO_MODEL_NOTE, className="runinfo muted")]
           if (d.config.get("model") or {}).get("kind") == "imported" else []),
+        *([html.Span(note, className="runinfo muted")] if (note := repair_origin(d.run.path))
+          else []),
         html.Span(" · ".join(figures), className="runinfo fidelity",
                   title="simulation fidelity: how often the FSM alone predicts what the "
                         "model predicts (chance: an FSM that always answers the model's "

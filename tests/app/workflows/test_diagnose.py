@@ -155,6 +155,10 @@ def test_repair_drops_the_shortcut_retrains_and_measures_the_change(shortcut_run
     from stateseer.app.workflows.diagnose import removed_by_repair
 
     assert removed_by_repair(new) == {"frankly"}
+    from stateseer.app.explorer.page import repair_origin  # the repaired run's header says
+
+    assert repair_origin(new) == \
+        f"repair of {shortcut_run.name}: counterfactual on finding 1 (frankly)"
     after = load_findings(new)["findings"]
     assert not [f for f in after if f["significant"]]
     assert not [f for f in after if (f["intervention"] or {}).get("kind") in
