@@ -44,7 +44,8 @@ from stateseer.core.csvsafe import escape_row
 if TYPE_CHECKING:
     from stateseer.abstraction.automata.dfa.extracted import ExtractedDFA
 
-__all__ = ["EXPORT_FORMATS", "RENDERED_TOP_K", "ExportFormat", "drawn_top_k", "export_data",
+__all__ = ["EXPORT_FORMATS", "RENDERED_TOP_K", "RENDER_SECONDS", "ExportFormat", "drawn_top_k",
+           "export_data",
            "fsm_to_dot", "read_dot", "register_format", "render", "write_automaton", "write_export",
            "write_traces_csv"]
 
@@ -206,20 +207,39 @@ def _dot_text(source: Any) -> str:
     return str(source)
 
 
-def render(dot_text: str, fmt: str) -> bytes:
-    """Render DOT to ``svg``, ``png`` or ``pdf`` bytes with Graphviz."""
-    import graphviz
+RENDER_SECONDS = 60.0
+"""Graphviz is stopped after this long (a layout too dense to finish), and the render
+refused in one line."""
 
-    try:
-        return graphviz.Source(dot_text).pipe(format=fmt)
-    except graphviz.ExecutableNotFound:
+
+def render(dot_text: str, fmt: str, *, seconds: float = RENDER_SECONDS) -> bytes:
+    """Render DOT to ``svg``, ``png`` or ``pdf`` bytes with Graphviz's ``dot``, within
+    ``seconds``.
+
+    Raises
+    ------
+    AbstractionError
+        ``dot`` is not installed, fails, or runs longer than ``seconds`` (it is stopped).
+    """
+    import shutil
+    import subprocess
+
+    exe = shutil.which("dot")
+    if exe is None:
         raise AbstractionError(
             "the Graphviz `dot` program is not installed; install it (e.g. `apt-get install "
-            "graphviz`) or export --format dot and render elsewhere"
-        ) from None
-    except graphviz.CalledProcessError as exc:
-        msg = (exc.stderr or b"").decode(errors="replace").strip().splitlines()
-        raise AbstractionError(f"Graphviz failed to render ({msg[0] if msg else exc})") from None
+            "graphviz`) or export --format dot and render elsewhere")
+    try:
+        done = subprocess.run([exe, f"-T{fmt}"], input=dot_text.encode("utf-8"),
+                              capture_output=True, timeout=seconds, check=False)
+    except subprocess.TimeoutExpired:
+        raise AbstractionError(
+            f"Graphviz did not lay out the {fmt} drawing in {seconds:g} s and was stopped; "
+            "pass a smaller --top-k, or export --format dot and render it elsewhere") from None
+    if done.returncode != 0:
+        msg = done.stderr.decode(errors="replace").strip().splitlines()
+        raise AbstractionError(f"Graphviz failed to render ({msg[0] if msg else done.returncode})")
+    return done.stdout
 
 
 def write_traces_csv(out: str | Path | IO[str], rows: Sequence[dict[str, Any]], *,

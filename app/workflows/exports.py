@@ -8,8 +8,6 @@ the run directory.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stateseer.abstraction.automata import export as automata_export
 from stateseer.abstraction.automata.export import (
     EXPORT_FORMATS,
     drawn_top_k,
@@ -35,9 +34,8 @@ from stateseer.core.traces import Traces
 if TYPE_CHECKING:
     from stateseer.abstraction.automata.dfa.extracted import ExtractedDFA
 
-__all__ = ["RENDERED", "RENDERED_MAX_EDGES", "RENDER_SECONDS", "dfa_drawing_note",
-           "dfa_state_edges", "dfa_to_dot", "drawing_note", "export_run", "load_run_fsm",
-           "render_drawing"]
+__all__ = ["RENDERED", "RENDERED_MAX_EDGES", "dfa_drawing_note", "dfa_state_edges",
+           "dfa_to_dot", "drawing_note", "export_run", "load_run_fsm"]
 
 RENDERED = ("svg", "png", "pdf")
 """The formats Graphviz lays out (the others are written without a layout)."""
@@ -47,10 +45,6 @@ RENDERED_MAX_EDGES = 400
 before Graphviz runs. Graphviz 2.43's ``dot`` lays out 190 states with 2 random labelled
 edges each in about 6 s, 100 states with 4 each in 21 s, and 190 states with 4 each not
 in 5 minutes (a text run's DFA, 12,338 edges: 1.6 GB and no end in sight)."""
-
-RENDER_SECONDS = 60.0
-"""Graphviz is stopped after this long (a layout below :data:`RENDERED_MAX_EDGES` edges
-that is still too dense), and the export refused in one line."""
 
 LABEL_TOKENS = 3
 """Symbols an edge label of a drawn DFA names (the heaviest); the rest are counted."""
@@ -91,7 +85,8 @@ def export_run(run: RunDir | str | Path, fmt: str, out: str | Path, *, dfa: bool
     :data:`~stateseer.abstraction.automata.export.RENDERED_TOP_K`; ``0``: every edge); ``log``
     hears what it left out (:func:`drawing_note`, :func:`dfa_drawing_note`). A rendered
     drawing (svg/png/pdf) of more than :data:`RENDERED_MAX_EDGES` edges is refused before
-    Graphviz runs, and Graphviz is stopped after :data:`RENDER_SECONDS`. ``html`` is one
+    Graphviz runs, and Graphviz is stopped after
+    :data:`~stateseer.abstraction.automata.export.RENDER_SECONDS`. ``html`` is one
     self-contained page (:mod:`~stateseer.app.workflows.html_export`): the FSM, or with
     ``input_id`` that input's trace (in ``split``, default test).
 
@@ -138,9 +133,10 @@ def _export_html(run: RunDir, out: str | Path, *, dfa: bool, top_k: int | None,
                                f"DFA as {_dfa_formats()}")
     if input_id is None:
         fsm = load_run_fsm(run)[0]
-        _check_drawable(len(_fsm_drawn_edges(fsm, top_k)), fsm.n_states, "html", top_k)
+        drawn = len(_fsm_drawn_edges(fsm, top_k))
+        _check_drawable(drawn, fsm.n_states, "html", top_k)
         page = fsm_html(run.path, top_k=top_k)
-        note = drawing_note(fsm, "svg", top_k=top_k)
+        note = drawing_note(fsm, "svg", top_k=top_k, drawn=drawn)
         if log and note:
             log(note)
     else:
@@ -156,17 +152,15 @@ def _dfa_formats() -> str:
 
 def _fsm_data(run: RunDir, fmt: str, *, top_k: int | None, min_count: int,
               log: Callable[[str], None] | None) -> bytes | str:
-    """The run's FSM in ``fmt``; a rendered drawing is checked and laid out with a time
-    limit (:func:`render_drawing`)."""
+    """The run's FSM in ``fmt``; a rendered drawing is checked first (Graphviz lays it out
+    with a time limit: :func:`~stateseer.abstraction.automata.export.render`)."""
     fsm = load_run_fsm(run)[0]
+    drawn = None
     if fmt in RENDERED:
         drawn = len(_fsm_drawn_edges(fsm, top_k, min_count))
         _check_drawable(drawn, fsm.n_states, fmt, top_k)
-        data: bytes | str = render_drawing(
-            str(export_data(fsm, "dot", top_k=top_k, min_count=min_count)), fmt)
-    else:
-        data = export_data(fsm, fmt, top_k=top_k, min_count=min_count)
-    note = drawing_note(fsm, fmt, top_k=top_k, min_count=min_count)
+    data = export_data(fsm, fmt, top_k=top_k, min_count=min_count)
+    note = drawing_note(fsm, fmt, top_k=top_k, min_count=min_count, drawn=drawn)
     if note and log:
         log(note)
     return data
@@ -189,7 +183,7 @@ def _dfa_data(run: RunDir, fmt: str, *, top_k: int | None, min_count: int,
     note = dfa_drawing_note(d, len(edges), len(kept), top_k=top_k, min_count=min_count)
     if note and log:
         log(note)
-    return render_drawing(text, fmt) if fmt in RENDERED else text
+    return automata_export.render(text, fmt) if fmt in RENDERED else text
 
 
 def _write(data: bytes | str, fmt: str, out: str | Path, *, overwrite: bool) -> Path:
@@ -226,32 +220,6 @@ def _check_drawable(n_edges: int, n_states: int, fmt: str, top_k: int | None) ->
     raise AbstractionError(
         f"{what} would have {n_edges:,} edges ({per}), too many for Graphviz to lay out in "
         f"time (at most {RENDERED_MAX_EDGES:,}); {fix}export --format dot or json instead")
-
-
-def render_drawing(dot_text: str, fmt: str, *, seconds: float = RENDER_SECONDS) -> bytes:
-    """``dot_text`` laid out by Graphviz's ``dot`` as ``fmt`` bytes, within ``seconds``.
-
-    Raises
-    ------
-    AbstractionError
-        ``dot`` is not installed, fails, or runs longer than ``seconds`` (it is stopped).
-    """
-    exe = shutil.which("dot")
-    if exe is None:
-        raise AbstractionError(
-            "the Graphviz `dot` program is not installed; install it (e.g. `apt-get install "
-            "graphviz`) or export --format dot and render elsewhere")
-    try:
-        done = subprocess.run([exe, f"-T{fmt}"], input=dot_text.encode("utf-8"),
-                              capture_output=True, timeout=seconds, check=False)
-    except subprocess.TimeoutExpired:
-        raise AbstractionError(
-            f"Graphviz did not lay out the {fmt} drawing in {seconds:g} s and was stopped; "
-            "pass a smaller --top-k, or export --format dot and render it elsewhere") from None
-    if done.returncode != 0:
-        msg = done.stderr.decode(errors="replace").strip().splitlines()
-        raise AbstractionError(f"Graphviz failed to render ({msg[0] if msg else done.returncode})")
-    return done.stdout
 
 
 def dfa_state_edges(dfa: ExtractedDFA) -> list[dict[str, Any]]:
@@ -358,16 +326,18 @@ def dfa_drawing_note(dfa: ExtractedDFA, total: int, drawn: int, *, top_k: int | 
             "--top-k 0 draws every edge")
 
 
-def drawing_note(fsm: FSM, fmt: str, *, top_k: int | None = None, min_count: int = 1
-                 ) -> str | None:
+def drawing_note(fsm: FSM, fmt: str, *, top_k: int | None = None, min_count: int = 1,
+                 drawn: int | None = None) -> str | None:
     """One line saying how many of the FSM's state-to-state edges a drawing in ``fmt``
-    leaves out, or None when it keeps them all (or ``fmt`` is no drawing)."""
+    leaves out, or None when it keeps them all (or ``fmt`` is no drawing); ``drawn``: the
+    edges the drawing keeps, where the caller has counted them already."""
     spec = EXPORT_FORMATS.get(fmt)
     if spec is None or spec.kind != "automaton" or fmt == "json":
         return None
     k = drawn_top_k(top_k)
     total = len(fsm.state_edges(1))
-    drawn = len(_fsm_drawn_edges(fsm, top_k, min_count))
+    if drawn is None:
+        drawn = len(_fsm_drawn_edges(fsm, top_k, min_count))
     if drawn >= total:
         return None
     return (f"drew {drawn:,} of the FSM's {total:,} state-to-state edges (the top {k} per "

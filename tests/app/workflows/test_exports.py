@@ -136,7 +136,7 @@ def test_a_drawing_too_big_to_lay_out_is_refused_before_graphviz(
     def no_graphviz(*_a, **_k):
         raise AssertionError("Graphviz was called")
 
-    monkeypatch.setattr(exports, "render_drawing", no_graphviz)
+    monkeypatch.setattr("stateseer.abstraction.automata.export.render", no_graphviz)
     run = copy_run(explored_run)
     if dfa:
         n_states = _with_dfa(run).n_states
@@ -154,15 +154,15 @@ def test_a_drawing_too_big_to_lay_out_is_refused_before_graphviz(
 
 @pytest.mark.exe
 def test_graphviz_is_stopped_when_a_layout_takes_too_long():
+    from stateseer.abstraction.automata.export import render
     from stateseer.abstraction.errors import AbstractionError
-    from stateseer.app.workflows.exports import render_drawing
 
     _need_dot()
     rng = np.random.default_rng(0)
     edges = "\n".join(f"s{q} -> s{t} [label=\"a,b,c (+9)\"];" for q in range(190)
                       for t in rng.choice(190, 4, replace=False))
     with pytest.raises(AbstractionError, match="did not lay out") as e:
-        render_drawing(f"digraph g {{\n{edges}\n}}\n", "svg", seconds=1)
+        render(f"digraph g {{\n{edges}\n}}\n", "svg", seconds=1)
     assert "--top-k" in one_line(e.value)
 
 
