@@ -361,11 +361,17 @@ def fingerprints(section: dict[str, Any], model: Any, base: str | Path | None = 
         sha = _module_sha(Path(located_path(file, base) if base is not None else file))
         if sha is not None:
             out["module_sha256"] = sha
-    if not str(section.get("factory", "")).startswith(HF):
-        sha = weights_sha256(model)
-        if sha is not None:
-            out["weights_sha256"] = sha
-    return out
+    return {**out, **_weights_fingerprint(section, model)}
+
+
+def _weights_fingerprint(section: dict[str, Any], model: Any) -> dict[str, str]:
+    """``{"weights_sha256": ...}`` of the built ``model`` (:func:`weights_sha256`); empty
+    for a Hugging Face checkpoint (``config_sha256`` covers it) or a model whose weights
+    cannot be read."""
+    if str(section.get("factory", "")).startswith(HF):
+        return {}
+    sha = weights_sha256(model)
+    return {} if sha is None else {"weights_sha256": sha}
 
 
 #: where a fingerprint is kept from: what a warning tells the user
@@ -510,26 +516,19 @@ def obtain_model(model: Any, base_dir: Path) -> tuple[Any, dict[str, Any]]:
         obj = load_factory(section, base_dir, check=False)
         if "hf_path" in section:  # what the run header shows: the transformers class
             section["arch"] = obj.arch
-        return obj, _with_weights(section, obj)
+        return obj, {**section, **_weights_fingerprint(section, obj)}
     mod, qual = getattr(model, "__module__", None), getattr(model, "__qualname__", "")
     if callable(model) and not hasattr(model, "trace") and mod and qual.isidentifier() \
             and mod != "__main__":
         section = factory_section(f"{mod}:{qual}", base_dir)  # an importable function
         obj = check_protocol(model(), f"{mod}:{qual}()")
-        return obj, _with_weights(section, obj)
+        return obj, {**section, **_weights_fingerprint(section, obj)}
     if callable(model) and not hasattr(model, "trace"):
         raise FactoryError(f"the factory {qual or model!r} cannot be imported again by later "
                            "commands (defined in __main__ or locally); move it into a module "
                            "and pass 'module:function'")
     obj = check_protocol(model, "the model object")
     return obj, {"kind": "object", "class": f"{type(obj).__module__}.{type(obj).__qualname__}"}
-
-
-def _with_weights(section: dict[str, Any], model: Any) -> dict[str, Any]:
-    """``section`` with the SHA-256 of the built model's weights (``weights_sha256``), which
-    later commands compare the model they build with (a Hugging Face checkpoint: none)."""
-    sha = None if "hf_path" in section else weights_sha256(model)
-    return {**section, "weights_sha256": sha} if sha is not None else section
 
 
 class _TooFewRows(Exception):
