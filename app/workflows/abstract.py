@@ -25,13 +25,19 @@ SUMMARY_KEYS = ("n_states", "label_fidelity", "simulation_fidelity", "simulation
                 "state_coverage", "transition_coverage", "evaluated_on", "seconds")
 
 
+def _traces_meta(run: str | Path) -> dict[str, Any]:
+    """The run's traces ``meta.json``, or ``{}`` where it is missing or damaged (the
+    abstraction itself reports that)."""
+    try:
+        doc = json.loads(layout.RunLayout(run).traces_meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
 def has_predictions(run: str | Path) -> bool:
     """False for a run imported without per-step probabilities (no predictions)."""
-    meta = layout.RunLayout(run).traces_meta
-    try:
-        return json.loads(meta.read_text()).get("proba", True) is not False
-    except (OSError, ValueError, AttributeError):
-        return True  # the abstraction itself reports missing or damaged traces
+    return _traces_meta(run).get("proba", True) is not False
 
 
 def imported_params(run: str | Path, params: dict[str, Any],
@@ -171,11 +177,9 @@ def _say_all(lines: list[str], say: Callable[[str], None]) -> None:
 
 def _train_steps(run: str | Path) -> int:
     """The training split's recorded steps (0 when unknown)."""
-    meta = layout.RunLayout(run).traces_meta
     try:
-        doc = json.loads(meta.read_text(encoding="utf-8"))
-        return int(doc["splits"]["train"]["n_steps"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return int(_traces_meta(run)["splits"]["train"]["n_steps"])
+    except (KeyError, TypeError, ValueError):
         return 0
 
 
