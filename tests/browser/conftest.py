@@ -69,3 +69,18 @@ def multiclass_run(tmp_path_factory):
     record_run(out)
     abstract_run(out, n_states=8)
     return out
+
+
+def study_app_for(run, db, n_inputs: int, spec_of):
+    """A study app over ``run`` (its log in ``db``) whose spec ``spec_of(ids)`` is built
+    from the ids of the first ``n_inputs`` test inputs; ``app.test_ids`` holds them. The
+    caller closes ``app.study_context.log``."""
+    from stateseer.app.explorer.context import ExplorerContext
+    from stateseer.app.study.server import create_study_app
+    from stateseer.app.study.spec import parse_study
+
+    context = ExplorerContext.load(run)
+    ids = [int(i) for i in context.data.traces["test"].rows[:n_inputs]]
+    app = create_study_app(parse_study(spec_of(ids), source=None), db=db, context=context)
+    app.test_ids = ids
+    return app

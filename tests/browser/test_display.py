@@ -9,6 +9,7 @@ import time
 import pytest
 from selenium.webdriver.common.by import By
 
+from tests.browser.conftest import study_app_for
 from tests.browser.test_explorer import _start, _wait_idle
 
 pytestmark = pytest.mark.browser
@@ -106,18 +107,11 @@ def test_the_sweep_tabs_buttons_sit_above_its_curve(dash_duo, explored_run):
 
 @pytest.fixture
 def baseline_study(explored_run, tmp_path):
-    from stateseer.app.explorer.context import ExplorerContext
-    from stateseer.app.study.server import create_study_app
-    from stateseer.app.study.spec import parse_study
-
-    context = ExplorerContext.load(explored_run)
-    ids = [int(i) for i in context.data.traces["test"].rows[:1]]
-    study = parse_study({
+    app = study_app_for(explored_run, tmp_path / "log.sqlite", 1, lambda ids: {
         "study": "baseline", "title": "Baseline study", "run": str(explored_run),
         "conditions": {"baseline": "baseline"}, "assignment": {"method": "counterbalanced"},
         "tasks": [{"id": "why", "prompt": "Why is this review classified as it is?",
-                   "open": ids}]}, source=None)
-    app = create_study_app(study, db=tmp_path / "log.sqlite", context=context)
+                   "open": ids}]})
     yield app
     app.study_context.log.close()
 

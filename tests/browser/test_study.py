@@ -10,6 +10,8 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
+from tests.browser.conftest import study_app_for
+
 pytestmark = pytest.mark.browser
 
 EVIL = "<img src=x onerror=\"window.__pwned=1\"> it flips at 'but'"
@@ -72,13 +74,7 @@ def _tap_state(driver, state: int) -> None:
 
 @pytest.fixture
 def study_app(explored_run, tmp_path):
-    from stateseer.app.explorer.context import ExplorerContext
-    from stateseer.app.study.server import create_study_app
-    from stateseer.app.study.spec import parse_study
-
-    context = ExplorerContext.load(explored_run)
-    ids = [int(i) for i in context.data.traces["test"].rows[:2]]
-    study = parse_study({
+    app = study_app_for(explored_run, tmp_path / "log.sqlite", 2, lambda ids: {
         "study": "browser", "title": "Browser study", "run": str(explored_run),
         "conditions": {"full": "full", "baseline": "baseline"},
         "assignment": {"method": "counterbalanced"},
@@ -86,9 +82,7 @@ def study_app(explored_run, tmp_path):
                    "open": ids},
                   {"id": "which", "prompt": "Is the model right more often than not?",
                    "answer": {"type": "choice", "options": ["yes", "no"]},
-                   "time_limit_s": 600}]}, source=None)
-    app = create_study_app(study, db=tmp_path / "log.sqlite", context=context)
-    app.test_ids = ids
+                   "time_limit_s": 600}]})
     yield app
     app.study_context.log.close()
 
