@@ -732,16 +732,30 @@ def _shift_beyond(c: Candidate, group: list[Candidate], cls: int,
 JOIN_GAP = 0.01
 
 
+#: a word whose training inputs beyond the group's number at least this many joins by
+#: their own gap (:meth:`_TextOf.gap_beyond`) instead of the group's
+BEYOND_INPUTS = 20
+
+
 def _purest(group: list[Candidate], text: Any) -> tuple[list[Candidate], list[Candidate]]:
-    """``group`` (its anchor first) kept to the words whose training inputs keep the
-    group's labels as far from their text (:meth:`_TextOf.gap`), and the words left out."""
+    """``group`` (its anchor first) kept to the words whose training inputs are labelled
+    against their text as a topic's are, and the words left out. A word with
+    :data:`BEYOND_INPUTS` training inputs beyond the group's joins when those inputs'
+    own gap (:meth:`_TextOf.gap_beyond`, the group's words and its own out of the vote)
+    is at least ``NOISE_GAP``: a topic's word is relabelled wherever it stands, a common
+    word that shares the topic's inputs is not. A rarer word joins when the group's gap
+    (:meth:`_TextOf.gap`) falls by at most :data:`JOIN_GAP` with it."""
     keep, dropped = group[:1], []
     gap = text.gap(keep)
     for c in group[1:]:
-        g = text.gap([*keep, c])
-        if g >= gap - JOIN_GAP:
+        own = text.gap_beyond(c, keep)
+        if own is not None:
+            ok = own >= NOISE_GAP
+        else:
+            ok = text.gap([*keep, c]) >= gap - JOIN_GAP
+        if ok:
             keep.append(c)
-            gap = max(gap, g)
+            gap = max(gap, text.gap(keep))
         else:
             dropped.append(c)
     return keep, dropped
@@ -794,6 +808,29 @@ class _TextOf:
         kt = self._test([w for c in group for w in c.tokens])
         return kt["baseline"] - kt["agreement"] if "agreement" in kt else float("-inf")
 
+    def gap_beyond(self, c: Candidate, group: Sequence[Candidate]) -> float | None:
+        """How far below the baseline the labels of ``c``'s training inputs that hold
+        none of ``group``'s words agree with their text (the group's words and ``c``'s
+        out of the vote); None where fewer than :data:`BEYOND_INPUTS` such inputs."""
+        if self.train is None or not self.train.n_inputs:
+            return None
+        tl = self.model()
+        words = [w for g in group for w in g.tokens]
+        cols = [tl.index[w] for w in words if w in tl.index]
+        own = [tl.index[w] for w in c.tokens if w in tl.index]
+        if not own:
+            return None
+        held = np.asarray(tl.X[:, own].sum(1)).ravel() > 0
+        if cols:
+            held &= np.asarray(tl.X[:, cols].sum(1)).ravel() == 0
+        rows = np.flatnonzero(held & (tl.labels >= 0))
+        if len(rows) < BEYOND_INPUTS:
+            return None
+        kt = tl.kind_test([*words, *c.tokens])
+        if "baseline" not in kt:
+            return None
+        return kt["baseline"] - float(tl.agree(rows, [*words, *c.tokens]).mean())
+
     def check(self, c: Candidate) -> dict[str, Any] | None:
         if self.train is None or not self.train.n_inputs:
             return None
@@ -820,13 +857,15 @@ def _check(checked: list[Candidate], tails: dict[int, dict[str, Any]], model: An
         if c.kind == "subpopulation" and not (checks_of.get(id(c)) or {}).get("confirmed"):
             checks_of[id(c)] = text.check(c) or checks_of.get(id(c))
     for group, members, explained in _subpopulation_groups(checked, checks_of, tr, train,
-                                                           train_sets, pool, text):
+                                                           train_sets, pool, text, other):
         check = _intervene(model, tr, group, layer) if group is not None else None
         if group is not None and not (check or {}).get("confirmed"):
             check = text.check(group) or check
         if check and check["confirmed"]:  # the topic as one finding instead of its words
             checked = [group] + [c for c in checked if id(c) not in members | explained]
             checks_of[id(group)] = check
+            for k in members - checks_of.keys():  # a rare word that joined from the
+                checks_of[k] = None  # pool is no unchecked finding of its own
         else:  # the words whose shift the strongest word explains are not culprits
             checked = [c for c in checked if id(c) not in explained]
     return checked, checks_of
@@ -839,9 +878,56 @@ JOIN_P = 0.01
 JOIN_POOL = 30
 
 
+def _topic_replication(words: set[str], cls: int, train_sets: Sequence[set[str]],
+                       train_labels: np.ndarray, other: Any) -> float:
+    """The one-sided hypergeometric tail of a topic's training inputs (those holding any
+    of ``words``) labelled ``cls`` against the other held-out split's inputs of the topic:
+    a topic seeded from words that no test passed alone (:func:`_subpopulation_groups`)
+    was chosen on the split diagnosed, so its shift is tested on inputs it was not chosen
+    on. 1.0 without such inputs."""
+    from scipy.stats import hypergeom
+
+    held = [i for i, toks in enumerate(train_sets) if words & toks]
+    rows = [i for i in range(other.n_inputs) if words.intersection(other.tokens(i))]
+    a, b = train_labels[held], np.asarray(other.labels)[rows]
+    a, b = a[a >= 0], b[b >= 0]
+    if not len(a) or not len(b):
+        return 1.0
+    k, K = int((a == cls).sum()), int((a == cls).sum() + (b == cls).sum())
+    return float(hypergeom.sf(k - 1, len(a) + len(b), K, len(a)))
+
+
+#: the pool's words tried as a seeded topic's anchor, per class, most significant first
+SEED_TRIES = 5
+
+
+def _seed_topics(by_class: dict[int, list[Candidate]], pool: Sequence[Candidate],
+                 text: Any) -> set[int]:
+    """Add to ``by_class`` an anchor for each class that no significant word leans to:
+    the most significant of the pool's words leaning there (below :data:`JOIN_P`, the
+    first :data:`SEED_TRIES`) whose training inputs' labels disagree with their text
+    (:meth:`_TextOf.gap` at least ``NOISE_GAP``: label noise, the mark of a relabelled
+    topic). A topic whose every word has too few inputs to pass the q-value gate alone
+    (a topic of rare words, relabelled) is found only together. Returns the classes
+    seeded."""
+    tries: dict[int, int] = {}
+    for c in sorted(pool, key=lambda c: c.p_value):
+        if c.p_value >= JOIN_P:
+            break
+        cls = int(c.extra.get("class", -1))
+        if c.kind != "subpopulation" or _is_span(c) or cls in by_class \
+                or tries.get(cls, 0) >= SEED_TRIES:
+            continue
+        tries[cls] = tries.get(cls, 0) + 1
+        if text.gap([c]) >= NOISE_GAP:
+            by_class[cls] = [c]
+    return {cls for cls in tries if cls in by_class}
+
+
 def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], tr: Any,
                           train: Any, train_sets: Sequence[set[str]],
-                          pool: Sequence[Candidate] = (), text: Any = None
+                          pool: Sequence[Candidate] = (), text: Any = None,
+                          other: Any = None
                           ) -> list[tuple[Candidate | None, set[int], set[int]]]:
     """Significant subpopulation tokens whose training labels lean to the same class, as
     one candidate per class (a topic: its words' inputs together), with the ids of its
@@ -853,18 +939,29 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
     their own shift holds beyond the group (:data:`JOIN_P`). With ``text`` (a
     :class:`_TextOf`), a word stays in the group only where its training inputs keep the
     group's labels as far from their text as before (:data:`JOIN_GAP`): a common word
-    whose inputs happen to lean the same way dilutes that, a word of the topic does not."""
+    whose inputs happen to lean the same way dilutes that, a word of the topic does not.
+    With ``other`` (the other held-out split), a class that no significant word leans to
+    is seeded from the pool (:func:`_seed_topics`); such a topic's p-value is its shift
+    replicated on ``other`` (:func:`_topic_replication`), Bonferroni over the classes
+    seeded."""
     by_class: dict[int, list[Candidate]] = {}
     for c in checked:  # a topic's words are grouped first and checked as one culprit:
         # one word alone may hold too few errors for its own check to confirm it
         if c.kind == "subpopulation" and c.q_value < Q_LEVEL and not _is_span(c):
             by_class.setdefault(int(c.extra["class"]), []).append(c)
+    seeded = _seed_topics(by_class, pool, text) if other is not None and text is not None \
+        and train is not None else set()
     out = []
     wrong = np.asarray(tr.predictions) != np.asarray(tr.labels)
     labels = np.asarray(tr.labels)
     train_labels = np.asarray(train.labels) if train is not None else np.zeros(0, np.int64)
     for cls, members in by_class.items():
         members.sort(key=lambda c: c.p_value)
+        if text is not None:  # the anchor: the most significant word whose training
+            # labels disagree with their text (a topic's word, where a word in every
+            # input, ".", shifts only as the splits' class shares differ)
+            k = next((i for i, c in enumerate(members) if text.gap([c]) >= NOISE_GAP), 0)
+            members.insert(0, members.pop(k))
         ids = {id(c) for c in members}
         noisy = text is None or text.gap(members[:1]) >= NOISE_GAP  # else a shortcut:
         # its words are the culprit as found, no topic to complete
@@ -890,12 +987,19 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
         rows = np.unique(np.concatenate([c.affected for c in members]))
         held = np.array([i for i, toks in enumerate(train_sets) if words & toks], np.int64)
         k, n = int(wrong[rows].sum()), len(wrong)
+        if cls in seeded:  # chosen on this split: tested on the other
+            p = _topic_replication(words, cls, train_sets, train_labels, other)
+            q = min(1.0, p * len(seeded))
+            seed_note = {"replication": {"split": str(getattr(other, "name", "val")),
+                                         "p_value": float(f"{p:.3g}")}}
+        else:  # the significant members' (a topic's rare words join)
+            p = max(c.p_value for c in members if id(c) in ids)
+            q = max(c.q_value for c in members if id(c) in ids)
+            seed_note = {}
         out.append((Candidate(
             "subpopulation", tuple(c.tokens[0] for c in members), rows, k,
-            k / len(rows), (int(wrong.sum()) - k) / max(n - len(rows), 1),
-            max(c.p_value for c in members if id(c) in ids),  # the significant members'
-            max(c.q_value for c in members if id(c) in ids),  # (a topic's rare words join)
-            extra={"class": cls, "train_inputs": len(held),
+            k / len(rows), (int(wrong.sum()) - k) / max(n - len(rows), 1), p, q,
+            extra={"class": cls, "train_inputs": len(held), **seed_note,
                    "train_share": round(float(np.mean(np.asarray(train.labels)[held] == cls)),
                                         4),
                    "split_share": round(float(np.mean(labels[rows] == cls)), 4)}),
@@ -1058,7 +1162,7 @@ def _one_per_token(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     significant (the word itself moves the model; its training labels show in
     ``training``), else whichever is significant, else the lower q; a pair found both by
     its errors and by its training labels is kept once, likewise. A significant topic
-    (a subpopulation of several words) replaces the shortcuts of its words; a
+    (a subpopulation of several words) replaces its words' own findings; a
     subpopulation holding a token of a significant sequence goes (the sequence, which must
     explain more than its tokens do, is the more specific culprit).
     """
@@ -1075,7 +1179,8 @@ def _one_per_token(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
                and len(f["tokens"]) > 1 for t in f["tokens"]}
     findings = [f for f in findings if not (
         (f["kind"] == "subpopulation" and in_sequence.intersection(f["tokens"]))
-        or (f["kind"] == "shortcut" and f["tokens"][0] in in_topic)
+        or (f["kind"] in ("shortcut", "subpopulation") and len(f["tokens"]) == 1
+            and f["tokens"][0] in in_topic)
         or (len(f["tokens"]) == 1 and f["kind"] in ("shortcut", "subpopulation")
             and f["tokens"][0] in in_span)
         or (f["kind"] == "sequence" and not f["significant"]
@@ -1260,6 +1365,8 @@ def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str],
     if c.kind == "subpopulation" or (c.kind == "sequence" and "train_share" in c.extra):
         f.update({"label": classes[c.extra["class"]], "train_share": c.extra["train_share"],
                   "split_share": c.extra["split_share"]})
+        if "replication" in c.extra:  # a topic seeded from words no test passed alone
+            f["replication"] = c.extra["replication"]
     return f
 
 

@@ -509,6 +509,107 @@ def test_a_common_word_does_not_join_a_topic_by_the_few_topic_inputs_it_hides():
     assert _shift_beyond(drink, [tea], 1, train_sets, train_labels.astype(int), split)
 
 
+def test_a_topic_of_rare_words_is_seeded_from_the_pool_and_tested_on_the_other_split():
+    """A relabelled topic of rare words (the debates' security words): no word passes the
+    q-value gate alone, so no significant word anchors it. Seeded from the pool's words
+    leaning to the class, the topic is one candidate whose p-value is its shift tested on
+    the other held-out split, where it was not chosen: it passes where that split shows
+    the shift too and fails where it does not."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from stateseer.abstraction.analysis.diagnosis import Candidate
+    from stateseer.app.workflows.diagnose import Q_LEVEL, _subpopulation_groups
+
+    rng = np.random.default_rng(0)
+
+    def labelled(n, share):  # n labels, round(n * share) of them class 1, shuffled
+        k = round(n * share)
+        return rng.permutation(np.r_[np.ones(k, int), np.zeros(n - k, int)])
+
+    train_sets = [{"war"}] * 30 + [{"troops"}] * 30 + [{"the"}] * 1000
+    train = SimpleNamespace(labels=np.r_[labelled(60, 0.9), labelled(1000, 0.4)],
+                            n_inputs=1060)
+    words = [["war"]] * 10 + [["troops"]] * 10 + [["the"]] * 200
+    labels = np.r_[labelled(20, 0.3), labelled(200, 0.4)]
+    tr = SimpleNamespace(labels=labels, predictions=np.ones(220, int))
+
+    def cand(word, rows, p):  # each word's shift: p below JOIN_P, q above the gate
+        return Candidate("subpopulation", (word,), np.asarray(rows), 7, 0.7, 0.5, p, 0.3,
+                         extra={"class": 1})
+
+    war, troops = cand("war", range(10), 1e-3), cand("troops", range(10, 20), 2e-3)
+
+    class Text:  # the carriers' labels disagree with their text (label noise)
+        def gap(self, group):
+            return 0.2
+
+        def gap_beyond(self, c, group):
+            return 0.2
+
+    def other_split(share):
+        toks = [["war"]] * 8 + [["troops"]] * 8 + [["the"]] * 100
+        return SimpleNamespace(n_inputs=116, tokens=toks.__getitem__, name="val",
+                               labels=np.r_[labelled(16, share), labelled(100, 0.4)])
+
+    for share, passes in ((0.25, True), (0.9, False)):
+        (group, members, _), = _subpopulation_groups(
+            [], {}, tr, train, train_sets, [war, troops], Text(), other_split(share))
+        assert group.tokens == ("war", "troops") and members == {id(war), id(troops)}
+        assert group.extra["replication"]["split"] == "val"
+        assert (group.q_value < Q_LEVEL) == passes
+    # without another held-out split nothing is seeded: no topic from words chosen here
+    assert _subpopulation_groups([], {}, tr, train, train_sets, [war, troops], Text()) == []
+
+
+def test_a_word_in_every_input_does_not_anchor_a_topic_and_a_common_word_does_not_join():
+    """The splits' class shares differ, so "." (in every input) leans to class 1 more
+    significantly than the relabelled topic's words do. A topic is anchored by its most
+    significant word whose training labels disagree with their text ("funny", not "."):
+    the topic's other word joins by its own inputs' disagreement, "." and a common word
+    whose inputs are labelled as their text says do not."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from stateseer.abstraction.analysis.diagnosis import Candidate
+    from stateseer.app.workflows.diagnose import _subpopulation_groups
+
+    rng = np.random.default_rng(1)
+
+    def labelled(n, share):
+        k = round(n * share)
+        return rng.permutation(np.r_[np.ones(k, int), np.zeros(n - k, int)])
+
+    train_sets = [{".", "funny"}] * 60 + [{".", "comedy"}] * 60 + [{".", "the"}] * 60 + \
+        [{"."}] * 800
+    train = SimpleNamespace(labels=np.r_[labelled(120, 0.85), labelled(860, 0.5)],
+                            n_inputs=980)
+    labels = np.r_[labelled(40, 0.25), labelled(20, 0.2), labelled(300, 0.4)]
+    tr = SimpleNamespace(labels=labels, predictions=np.ones(360, int))
+
+    def cand(word, rows, p):
+        return Candidate("subpopulation", (word,), np.asarray(rows), 7, 0.7, 0.5, p, 0.01,
+                         extra={"class": 1})
+
+    dot, funny = cand(".", range(360), 1e-9), cand("funny", range(20), 1e-6)
+    comedy, the = cand("comedy", range(20, 40), 1e-5), cand("the", range(40, 60), 1e-3)
+    noisy = {"funny", "comedy"}  # the relabelled words' inputs disagree with their text
+
+    class Text:
+        def gap(self, group):
+            return 0.25 if noisy & {w for c in group for w in c.tokens} else 0.0
+
+        def gap_beyond(self, c, group):
+            return 0.25 if noisy & set(c.tokens) else 0.01
+
+    (group, members, explained), = _subpopulation_groups(
+        [dot, funny, comedy, the], {}, tr, train, train_sets, (), Text())
+    assert group.tokens == ("funny", "comedy") and members == {id(funny), id(comedy)}
+    assert id(dot) in explained and id(the) in explained
+
+
 def test_a_shortcut_on_a_word_of_a_significant_sequence_ranks_after_it():
     """Deleting "moving" also breaks "not … moving", so it fixes more errors than the
     pair; the pair, the more specific culprit, comes first, and other significant
