@@ -976,9 +976,9 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
                 group.append(c)
             else:
                 explained.add(id(c))
-        if text is not None and len(group) > 1:
-            group, dropped = _purest(group, text)
-            explained |= {id(c) for c in dropped}
+        if text is not None and len(group) > 1:  # a word left out is no topic word,
+            # but its shift held beyond the group: it stays a candidate of its own
+            group, _ = _purest(group, text)
         if len(group) < 2:
             out.append((None, set(), explained))
             continue
