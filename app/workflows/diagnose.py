@@ -447,9 +447,12 @@ def _describe(c: Candidate, classes: Sequence[str], cls: int | None) -> str:
         cls = classes[c.extra["class"]]
         words = repr(" ".join(c.tokens)) if _is_span(c) else \
             " or ".join(repr(t) for t in c.tokens)
+        rep = c.extra.get("replication")
+        seeded = (f"; no word is significant alone: the topic's shift holds on the "
+                  f"{rep['split']} split too (p = {rep['p_value']:.2g})") if rep else ""
         return (f"inputs containing {words}{called}: {counts}; in training "
                 f"{c.extra['train_share']:.0%} of them are labelled {cls}, here "
-                f"{c.extra['split_share']:.0%}")
+                f"{c.extra['split_share']:.0%}{seeded}")
     if c.kind == "unknown":
         words = ", ".join(repr(w) for w in c.extra["unknown_words"][:5])
         sig = c.extra.get("training", {})

@@ -520,7 +520,7 @@ def test_a_topic_of_rare_words_is_seeded_from_the_pool_and_tested_on_the_other_s
     import numpy as np
 
     from stateseer.abstraction.analysis.diagnosis import Candidate
-    from stateseer.app.workflows.diagnose import Q_LEVEL, _subpopulation_groups
+    from stateseer.app.workflows.diagnose import Q_LEVEL, _describe, _subpopulation_groups
 
     rng = np.random.default_rng(0)
 
@@ -531,7 +531,6 @@ def test_a_topic_of_rare_words_is_seeded_from_the_pool_and_tested_on_the_other_s
     train_sets = [{"war"}] * 30 + [{"troops"}] * 30 + [{"the"}] * 1000
     train = SimpleNamespace(labels=np.r_[labelled(60, 0.9), labelled(1000, 0.4)],
                             n_inputs=1060)
-    words = [["war"]] * 10 + [["troops"]] * 10 + [["the"]] * 200
     labels = np.r_[labelled(20, 0.3), labelled(200, 0.4)]
     tr = SimpleNamespace(labels=labels, predictions=np.ones(220, int))
 
@@ -559,6 +558,8 @@ def test_a_topic_of_rare_words_is_seeded_from_the_pool_and_tested_on_the_other_s
         assert group.tokens == ("war", "troops") and members == {id(war), id(troops)}
         assert group.extra["replication"]["split"] == "val"
         assert (group.q_value < Q_LEVEL) == passes
+        assert "no word is significant alone: the topic's shift holds on the val split" \
+            in _describe(group, ["a", "b"], 1)
     # without another held-out split nothing is seeded: no topic from words chosen here
     assert _subpopulation_groups([], {}, tr, train, train_sets, [war, troops], Text()) == []
 
