@@ -1153,13 +1153,21 @@ def _in_order(pair: Sequence[str], span: list[str]) -> bool:
     return a in span and b in span and span.index(a) < len(span) - 1 - span[::-1].index(b)
 
 
+def _within(piece: Sequence[str], span: Sequence[str]) -> bool:
+    """Whether ``piece`` stands in ``span`` as a run of its tokens (``| staff pick`` in
+    ``| staff pick |``)."""
+    n = len(piece)
+    return any(list(span[i:i + n]) == list(piece) for i in range(len(span) - n + 1))
+
+
 def _one_per_token(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One finding per culprit token.
 
     A significant span (tokens that travel together) replaces its tokens' own findings,
-    the unconfirmed sequences that hold one of them (pairs of a word and the span) and
-    the sequences, confirmed or not, of two of its tokens in its order (its pieces:
-    "all … rights" beside "all rights reserved newscorp").
+    the unconfirmed sequences that hold one of them (pairs of a word and the span), the
+    sequences, confirmed or not, of two of its tokens in its order (its pieces:
+    "all … rights" beside "all rights reserved newscorp") and the shorter spans that
+    stand in it ("| staff pick" beside "| staff pick |").
 
     A token that is both a shortcut and a subpopulation keeps the shortcut where it is
     significant (the word itself moves the model; its training labels show in
@@ -1172,7 +1180,9 @@ def _one_per_token(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     spans = [list(f["tokens"]) for f in findings if f["kind"] == "shortcut"
              and f["significant"] and len(f["tokens"]) > 1]
     findings = [f for f in findings if not (f["kind"] == "sequence" and any(
-        _in_order(f["tokens"], span) for span in spans))]
+        _in_order(f["tokens"], span) for span in spans)) and not (
+        f.get("span") and any(len(span) > len(f["tokens"]) and _within(f["tokens"], span)
+                              for span in spans))]
     in_sequence = {t for f in findings if f["kind"] == "sequence" and f["significant"]
                    for t in f["tokens"]}
     in_topic = {t for f in findings if f["kind"] == "subpopulation" and f["significant"]

@@ -882,6 +882,13 @@ def test_a_pair_of_tokens_inside_a_significant_span_is_a_piece_of_it_not_a_findi
     other = finding("sequence", ["not", "funny"])
     kept = _one_per_token([piece, span, backwards, other])
     assert [f["tokens"] for f in kept] == [span["tokens"], ["rights", "all"], ["not", "funny"]]
+    # a shorter span standing in a significant span is a piece too (the tag found twice:
+    # "| staff pick |" and "| staff pick"); a span elsewhere stays
+    tag = finding("shortcut", ["|", "staff", "pick", "|"], q=1e-30)
+    inner = {**finding("shortcut", ["|", "staff", "pick"], q=1e-25), "span": True}
+    apart = {**finding("shortcut", ["staff", "|", "pick"]), "span": True}
+    kept = _one_per_token([tag, inner, apart])
+    assert [f["tokens"] for f in kept] == [tag["tokens"], apart["tokens"]]
 
 
 def test_the_clean_rules_benchmark_sets_and_restores_the_rules_and_refuses_an_empty_dir(
