@@ -35,6 +35,10 @@ class StateMatching:
         Steps in state ``a`` under A and ``b`` under B.
     agreement : float
         Share of steps whose A state maps to their B state.
+    chance : float
+        The agreement the same matching would show were the two runs' states drawn
+        independently with their frequencies (``sum_a p_A(a) p_B(match(a))``): the
+        figure to read ``agreement`` beside.
     """
 
     a_to_b: np.ndarray
@@ -43,6 +47,7 @@ class StateMatching:
     cooccurrence: np.ndarray
     agreement: float
     info: dict[str, Any] = field(default_factory=dict)
+    chance: float = 0.0
 
     def pairs(self) -> list[dict[str, Any]]:
         """One row per A state: ``a``, ``b``, ``jaccard``, ``steps_a``, ``steps_b``."""
@@ -70,8 +75,8 @@ def match_states(states_a: np.ndarray, states_b: np.ndarray, n_a: int,
     Examples
     --------
     >>> m = match_states(np.array([1, 1, 2, 2]), np.array([2, 2, 1, 1]), 3, 3)
-    >>> m.a_to_b.tolist(), m.agreement
-    ([0, 2, 1], 1.0)
+    >>> m.a_to_b.tolist(), m.agreement, m.chance
+    ([0, 2, 1], 1.0, 0.5)
     """
     states_a, states_b = np.asarray(states_a, np.int64), np.asarray(states_b, np.int64)
     if states_a.shape != states_b.shape:
@@ -92,8 +97,11 @@ def match_states(states_a: np.ndarray, states_b: np.ndarray, n_a: int,
     jm[rows + 1] = jac[rows + 1, cols + 1]
     mapped = a_to_b[states_a]
     agree = float((mapped == states_b).mean()) if len(states_a) else 1.0
+    n = max(len(states_a), 1)
+    matched = np.flatnonzero(a_to_b >= 0)
+    chance = float((ca[matched] / n) @ (cb[a_to_b[matched]] / n))
     return StateMatching(a_to_b=a_to_b, b_to_a=b_to_a, jaccard=jm, cooccurrence=co,
-                         agreement=agree)
+                         agreement=agree, chance=chance)
 
 
 def changed_inputs(matching: StateMatching, states_a: np.ndarray, states_b: np.ndarray,

@@ -62,6 +62,7 @@ def compare_split(a: RunView, b: RunView, split: str) -> dict[str, Any]:
         "broken": int(((ta.predictions == labels) & (tb.predictions != labels)).sum()),
         "path_changed": int(ch["path_changed"].sum()),
         "step_agreement": round(m.agreement, 4),
+        "chance_agreement": round(m.chance, 4),
         "name_a": a.name, "name_b": b.name,
     }
     return {"matching": m, "changed": ch, "summary": summary, "pred_b": tb.predictions}

@@ -20,6 +20,20 @@ def test_a_relabelled_abstraction_is_matched_exactly():
     assert m.b_to_a[perm].tolist() == list(range(9))
 
 
+def test_agreement_is_read_beside_the_chance_of_the_states_frequencies():
+    """Two unrelated abstractions of the same steps still agree on some steps once
+    matched (a few large states overlap by their sizes alone); ``chance`` is that
+    figure, and a relabelled copy's agreement of 1 stands far above it."""
+    rng = np.random.default_rng(1)
+    p = np.array([0.5, 0.3, 0.1, 0.05, 0.05])
+    a, b = 1 + rng.choice(5, 20_000, p=p), 1 + rng.choice(5, 20_000, p=p)
+    unrelated = match_states(a, b, 6, 6)
+    assert unrelated.chance == pytest.approx(float(p @ p), abs=0.02)  # 0.365
+    assert abs(unrelated.agreement - unrelated.chance) < 0.02
+    same = match_states(a, a, 6, 6)
+    assert same.agreement == 1.0 and same.chance == pytest.approx(unrelated.chance, abs=0.02)
+
+
 def test_changed_inputs_locate_the_first_difference():
     a = np.array([1, 2, 2, 3, 1, 1])
     b = np.array([1, 2, 3, 3, 1, 2])  # input 0: steps 0-2, input 1: steps 3-5
