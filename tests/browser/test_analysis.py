@@ -55,6 +55,10 @@ def test_nearest_contexts_follow_the_clicked_token(dash_duo, analysed_run):
     assert f"step {len(toks)}" in summary and "in the same state" in summary
     _click_token(dash_duo, 1)
     dash_duo.wait_for_contains_text("#nn-list .nn-summary", "(step 2,", timeout=15)
+    # the clicked token is marked in the strip, and only it
+    dash_duo.wait_for_element("#trace-tokens .chip.chip-step", timeout=10)
+    marked = dash_duo.find_elements("#trace-tokens .chip.chip-step")
+    assert len(marked) == 1 and marked[0].find_element("css selector", ".tok").text == toks[1]
     marks = [m.text for m in dash_duo.find_elements("#nn-list tr.nn-row mark")]
     assert len(marks) == 8 and all(marks)
     dash_duo.select_dcc_dropdown("#nn-k", value="5")

@@ -240,7 +240,8 @@ def strip_legend(tr: TraceRecord, predictions: bool = True, culprit: bool = Fals
     if culprit:
         parts.append("yellow bar: the finding's culprit")
     if tr.has_states:
-        parts.append("number: the abstract state after the token")
+        parts.append("number: the abstract state after the token (blue: the token "
+                     "clicked)")
     return html.Div(" · ".join(parts), className="strip-legend muted")
 
 
@@ -273,6 +274,21 @@ function (_clicks, active, step) {
 """, active=ids.ACTIVE_TRACE, token=ids.TOKEN_TYPE)
 """:func:`click_token` in the page (no server round trip)."""
 
+def mark_step(ctx, step, _strip, chips):
+    """The chip of the selected step (a clicked token) marked in the strip, the others
+    plain (runs in the page: :data:`MARK_STEP_JS`); ``chips``: the strip's chip ids."""
+    return ["chip chip-step" if step is not None and c.get("index") == step else "chip"
+            for c in chips or []]
+
+
+MARK_STEP_JS = js("""
+function (step, _strip, chips) {
+    return (chips || []).map(c => (step !== null && step !== undefined && c.index === step)
+                                  ? "chip chip-step" : "chip");
+}
+""")
+""":func:`mark_step` in the page."""
+
 VIEW = View(
     name="trace_text", presets=("baseline",), layout=layout,
     ids=(ids.TRACE_TITLE, ids.TRACE_TOKENS),
@@ -287,4 +303,8 @@ VIEW = View(
                  [Input(ids.token(ALL), "n_clicks"), Input(ids.ACTIVE_TRACE, "data"),
                   State(ids.STEP, "data")],
                  trigger=True, prevent_initial_call=True, clientside=CLICK_TOKEN_JS),
+        Callback(mark_step, [Output(ids.token(ALL), "className")],
+                 [Input(ids.STEP, "data"), Input(ids.TRACE_TOKENS, "children"),
+                  State(ids.token(ALL), "id")],
+                 prevent_initial_call=True, clientside=MARK_STEP_JS),
     ))

@@ -160,7 +160,16 @@ def test_the_strip_says_what_its_marks_mean():
     assert "outlined: the prediction turns here" in turns and "abstract state" in turns
     assert "outlined" not in strip_legend(rec([[0.9, 0.1], [0.8, 0.2]])).children
     assert strip_legend(rec([[0.5, 0.5]]), predictions=False).children == \
-        "number: the abstract state after the token"
+        "number: the abstract state after the token (blue: the token clicked)"
+
+
+def test_the_clicked_tokens_chip_is_marked_and_the_others_are_plain():
+    from stateseer.app.explorer.views.trace import mark_step
+
+    chips = [{"type": "token", "index": t} for t in range(4)]
+    assert mark_step(None, 2, None, chips) == ["chip", "chip", "chip chip-step", "chip"]
+    assert mark_step(None, None, None, chips) == ["chip"] * 4
+    assert mark_step(None, 0, None, []) == []
 
 
 def test_a_class_loss_within_the_controls_move_is_no_alarm():
