@@ -940,9 +940,11 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
     on the union; None where one word is the topic. A topic's rarer words, too few
     inputs each to pass the q-value gate, join from ``pool`` (every candidate) where
     their own shift holds beyond the group (:data:`JOIN_P`). With ``text`` (a
-    :class:`_TextOf`), a word stays in the group only where its training inputs keep the
-    group's labels as far from their text as before (:data:`JOIN_GAP`): a common word
-    whose inputs happen to lean the same way dilutes that, a word of the topic does not.
+    :class:`_TextOf`), the anchor is the most significant word whose training labels
+    disagree with their text, and a word stays in the group only where its training
+    inputs are labelled against their text as the topic's are (:func:`_purest`): a common
+    word whose inputs happen to lean the same way is not; a word left out stays a
+    candidate of its own.
     With ``other`` (the other held-out split), a class that no significant word leans to
     is seeded from the pool (:func:`_seed_topics`); such a topic's p-value is its shift
     replicated on ``other`` (:func:`_topic_replication`), Bonferroni over the classes
@@ -985,29 +987,34 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
         if len(group) < 2:
             out.append((None, set(), explained))
             continue
-        members = group
-        words = {c.tokens[0] for c in members}
-        rows = np.unique(np.concatenate([c.affected for c in members]))
-        held = np.array([i for i, toks in enumerate(train_sets) if words & toks], np.int64)
-        k, n = int(wrong[rows].sum()), len(wrong)
         if cls in seeded:  # chosen on this split: tested on the other
-            p = _topic_replication(words, cls, train_sets, train_labels, other)
-            q = min(1.0, p * len(seeded))
-            seed_note = {"replication": {"split": str(getattr(other, "name", "val")),
-                                         "p_value": float(f"{p:.3g}")}}
+            p = _topic_replication({c.tokens[0] for c in group}, cls, train_sets,
+                                   train_labels, other)
+            pq = (p, min(1.0, p * len(seeded)), {"replication": {
+                "split": str(getattr(other, "name", "val")), "p_value": float(f"{p:.3g}")}})
         else:  # the significant members' (a topic's rare words join)
-            p = max(c.p_value for c in members if id(c) in ids)
-            q = max(c.q_value for c in members if id(c) in ids)
-            seed_note = {}
-        out.append((Candidate(
-            "subpopulation", tuple(c.tokens[0] for c in members), rows, k,
-            k / len(rows), (int(wrong.sum()) - k) / max(n - len(rows), 1), p, q,
-            extra={"class": cls, "train_inputs": len(held), **seed_note,
-                   "train_share": round(float(np.mean(np.asarray(train.labels)[held] == cls)),
-                                        4),
-                   "split_share": round(float(np.mean(labels[rows] == cls)), 4)}),
-                    {id(c) for c in members}, explained))
+            pq = (max(c.p_value for c in group if id(c) in ids),
+                  max(c.q_value for c in group if id(c) in ids), {})
+        out.append((_topic(group, cls, pq, wrong, labels, train_sets, train_labels),
+                    {id(c) for c in group}, explained))
     return out
+
+
+def _topic(group: list[Candidate], cls: int, pq: tuple[float, float, dict[str, Any]],
+           wrong: np.ndarray, labels: np.ndarray, train_sets: Sequence[set[str]],
+           train_labels: np.ndarray) -> Candidate:
+    """The candidate of a topic's words (``group``) leaning to ``cls``, its inputs any
+    of theirs; ``pq``: its p- and q-value and what else its evidence holds."""
+    words = {c.tokens[0] for c in group}
+    rows = np.unique(np.concatenate([c.affected for c in group]))
+    held = np.array([i for i, toks in enumerate(train_sets) if words & toks], np.int64)
+    k, n = int(wrong[rows].sum()), len(wrong)
+    return Candidate(
+        "subpopulation", tuple(c.tokens[0] for c in group), rows, k,
+        k / len(rows), (int(wrong.sum()) - k) / max(n - len(rows), 1), pq[0], pq[1],
+        extra={"class": cls, "train_inputs": len(held), **pq[2],
+               "train_share": round(float(np.mean(train_labels[held] == cls)), 4),
+               "split_share": round(float(np.mean(labels[rows] == cls)), 4)})
 
 
 def _test_kinds(findings: list[dict[str, Any]], text: _TextOf,
