@@ -45,9 +45,8 @@ if TYPE_CHECKING:
     from stateseer.abstraction.automata.dfa.extracted import ExtractedDFA
 
 __all__ = ["EXPORT_FORMATS", "RENDERED_TOP_K", "RENDER_SECONDS", "ExportFormat", "drawn_top_k",
-           "export_data",
-           "fsm_to_dot", "read_dot", "register_format", "render", "write_automaton", "write_export",
-           "write_traces_csv"]
+           "export_data", "fsm_to_dot", "read_dot", "register_format", "render",
+           "write_automaton", "write_export", "write_traces_csv"]
 
 RENDERED_TOP_K = 4
 """Edges kept per state in a drawn (dot/svg/png/pdf) FSM unless ``top_k`` says otherwise

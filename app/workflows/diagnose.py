@@ -792,6 +792,8 @@ class _TextOf:
     def __init__(self, train: Any, train_inputs: Sequence[list[str]], n_classes: int
                  ) -> None:
         self.train, self.inputs, self.n_classes, self.text = train, train_inputs, n_classes, None
+        self._gaps: dict[tuple[str, ...], float] = {}  # gap() by its words: a topic's
+        # anchor and its growing group are read again as words join
 
     def model(self) -> TextLabels:
         """The training inputs' text model (one per diagnosis: the topics' checks and the
@@ -808,8 +810,12 @@ class _TextOf:
         their text (-inf without training inputs)."""
         if self.train is None or not self.train.n_inputs:
             return float("-inf")
-        kt = self._test([w for c in group for w in c.tokens])
-        return kt["baseline"] - kt["agreement"] if "agreement" in kt else float("-inf")
+        words = tuple(w for c in group for w in c.tokens)
+        if words not in self._gaps:
+            kt = self._test(list(words))
+            self._gaps[words] = kt["baseline"] - kt["agreement"] if "agreement" in kt \
+                else float("-inf")
+        return self._gaps[words]
 
     def gap_beyond(self, c: Candidate, group: Sequence[Candidate]) -> float | None:
         """How far below the baseline the labels of ``c``'s training inputs that hold

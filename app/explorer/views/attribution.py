@@ -25,8 +25,6 @@ def _rgba(hex_color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha:.3f})"
 
 
-
-
 def attribution_strip(tokens: Sequence[str], scores: Sequence[float],
                       groups: Sequence[Sequence[int]], classes: Sequence[str], *,
                       target_class: int, contrast_class: int | None = None,

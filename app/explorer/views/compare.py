@@ -43,9 +43,9 @@ def compare_panel(cmp_: dict[str, Any], texts: Sequence[str], labels: np.ndarray
         html.Span(f"{s['fixed']} fixed", className="ok"), " · ",
         html.Span(f"{s['broken']} broken", className="wrong"),
         f" · {s['prediction_changed']} predictions changed · "
-        f"{100 * s['step_agreement']:.1f}% of steps in matched states (chance "
-        f"{100 * s.get('chance_agreement', 0.0):.1f}%: states that match only by their "
-        "frequencies) · "
+        f"{100 * s['step_agreement']:.1f}% of steps in matched states"
+        + (f" (chance {100 * s['chance_agreement']:.1f}%: states that match only by their "
+           "frequencies)" if "chance_agreement" in s else "") + " · "
         f"{s['path_changed']} paths differ somewhere (median input: "
         f"{100 * float(np.median(share)) if len(share) else 0:.0f}% of its steps)"],
         className="cmp-summary")

@@ -101,7 +101,8 @@ def culprit_positions(tokens: Sequence[str], culprit: Sequence[str]) -> list[int
         whole = [j for j in range(len(tokens) - n + 1) if list(tokens[j:j + n]) == want]
         if whole:
             return sorted({j + k for j in whole for k in range(n)})
-    return [t for t, tok in enumerate(tokens) if tok in set(want)]
+    wanted = set(want)
+    return [t for t, tok in enumerate(tokens) if tok in wanted]
 
 
 def token_strip(trace: TraceRecord, classes: Sequence[str], *,
@@ -273,6 +274,7 @@ function (_clicks, active, step) {
 }
 """, active=ids.ACTIVE_TRACE, token=ids.TOKEN_TYPE)
 """:func:`click_token` in the page (no server round trip)."""
+
 
 def mark_step(ctx, step, _strip, chips):
     """The chip of the selected step (a clicked token) marked in the strip, the others
