@@ -27,7 +27,8 @@ brute force on ``--brute`` queries (a returned row counts when it is no farther 
 true 10th neighbour). Ratios to the smallest size are printed beside every figure.
 
 ``server``: per size (inputs), a run made through ``stateseer import-traces`` (train 90 %,
-test 10 %) is abstracted into 40 states (``abstract_workflow``: the abstraction, then the
+test 10 %; the import folder is written block by block, its states in ``--dtype``, and
+imported in a child process: seconds and peak anonymous memory) is abstracted into 40 states (``abstract_workflow``: the abstraction, then the
 nearest-context index; in a child process: seconds and peak anonymous memory). Then a
 second child stands in for the server: it loads the explorer's context and builds the app
 (``create_app``), renders the first page (the table's first page and the diagram), then a
@@ -60,6 +61,47 @@ import numpy as np
 HIDDEN, LENGTH, VOCAB, CLASSES = 64, 20, 5000, 3
 
 
+def _network(hidden: int, vocab: int, n_classes: int):
+    rng = np.random.default_rng(1234)  # the network: the same at every size
+    emb = rng.normal(0, 1.0, (vocab, hidden)).astype(np.float32)
+    w_h = (rng.normal(0, 1.0, (hidden, hidden)) / np.sqrt(hidden) * 0.9).astype(np.float32)
+    head = rng.normal(0, 1.0, (hidden, n_classes)).astype(np.float32)
+    return emb, w_h, head
+
+
+def _synthetic_blocks(n_inputs: int, seed: int, *, hidden: int, length: int, vocab: int,
+                      n_classes: int, block: int):
+    """The ids (n_inputs, length) and, block by block, ``(lo, H, proba, final_class)``;
+    the labels' noise draws are taken after the last block by the caller."""
+    emb, w_h, head = _network(hidden, vocab, n_classes)
+    data = np.random.default_rng(seed)
+    # ranks past the vocabulary wrap around (clipping them piled ~40 % of all tokens on
+    # the last id)
+    ids = ((data.zipf(1.1, (n_inputs, length)) - 1) % vocab).astype(np.int32)
+
+    def blocks():
+        for lo in range(0, n_inputs, block):
+            n = min(block, n_inputs - lo)
+            H = np.empty((n, length, hidden), np.float32)
+            h = np.zeros((n, hidden), np.float32)
+            for t in range(length):
+                h = np.tanh(emb[ids[lo:lo + n, t]] + h @ w_h)
+                H[:, t] = h
+            H = H.reshape(-1, hidden)
+            logits = H @ head
+            proba = np.exp(logits - logits.max(1, keepdims=True))
+            proba /= proba.sum(1, keepdims=True)
+            yield lo, H, proba, proba.reshape(n, length, n_classes)[:, -1].argmax(1)
+
+    return data, ids, blocks()
+
+
+def _noisy(labels: np.ndarray, data: np.random.Generator, n_classes: int) -> np.ndarray:
+    noisy = data.random(len(labels)) < 0.1
+    labels[noisy] = data.integers(0, n_classes, int(noisy.sum()))
+    return labels.astype(np.int64)
+
+
 def synthetic_traces(n_inputs: int, seed: int = 0, *, hidden: int = HIDDEN,
                      length: int = LENGTH, vocab: int = VOCAB, n_classes: int = CLASSES,
                      block: int = 65_536) -> dict[str, np.ndarray]:
@@ -71,38 +113,35 @@ def synthetic_traces(n_inputs: int, seed: int = 0, *, hidden: int = HIDDEN,
         ``ids`` (n_inputs, length) int32, ``hidden`` (n_inputs * length, hidden) float32,
         ``proba`` (n_inputs * length, n_classes) float32, ``labels`` (n_inputs,) int64.
     """
-    rng = np.random.default_rng(1234)  # the network: the same at every size
-    emb = rng.normal(0, 1.0, (vocab, hidden)).astype(np.float32)
-    w_h = (rng.normal(0, 1.0, (hidden, hidden)) / np.sqrt(hidden) * 0.9).astype(np.float32)
-    head = rng.normal(0, 1.0, (hidden, n_classes)).astype(np.float32)
-    data = np.random.default_rng(seed)
-    # ranks past the vocabulary wrap around (clipping them piled ~40 % of all tokens on
-    # the last id)
-    ids = ((data.zipf(1.1, (n_inputs, length)) - 1) % vocab).astype(np.int32)
-    H = np.empty((n_inputs, length, hidden), np.float32)
-    for lo in range(0, n_inputs, block):
-        h = np.zeros((min(block, n_inputs - lo), hidden), np.float32)
-        for t in range(length):
-            h = np.tanh(emb[ids[lo:lo + len(h), t]] + h @ w_h)
-            H[lo:lo + len(h), t] = h
-    H = H.reshape(-1, hidden)
-    logits = H @ head
-    proba = np.exp(logits - logits.max(1, keepdims=True))
-    proba /= proba.sum(1, keepdims=True)
-    labels = proba.reshape(n_inputs, length, n_classes)[:, -1].argmax(1)
-    noisy = data.random(n_inputs) < 0.1
-    labels[noisy] = data.integers(0, n_classes, int(noisy.sum()))
-    return {"ids": ids, "hidden": H, "proba": proba.astype(np.float32),
-            "labels": labels.astype(np.int64)}
+    data, ids, blocks = _synthetic_blocks(n_inputs, seed, hidden=hidden, length=length,
+                                          vocab=vocab, n_classes=n_classes, block=block)
+    H = np.empty((n_inputs * length, hidden), np.float32)
+    P = np.empty((n_inputs * length, n_classes), np.float32)
+    labels = np.empty(n_inputs, np.int64)
+    for lo, h, p, last in blocks:
+        H[lo * length:lo * length + len(h)], P[lo * length:lo * length + len(h)] = h, p
+        labels[lo:lo + len(last)] = last
+    return {"ids": ids, "hidden": H, "proba": P, "labels": _noisy(labels, data, n_classes)}
+
+
+def _manifest(folder: Path, splits: list[str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "manifest.json").write_text(json.dumps({
+        "format": "stateseer.import", "version": 1,
+        "classes": [f"c{i}" for i in range(CLASSES)], "splits": splits,
+        "dataset": "synthetic-zipf-rnn"}))
+
+
+def _write_tokens(path: Path, ids: np.ndarray) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        for lo in range(0, len(ids), 65_536):
+            fh.write("".join(" ".join(f"w{i}" for i in row) + "\n"
+                             for row in ids[lo:lo + 65_536].tolist()))
 
 
 def write_import(folder: Path, splits: dict[str, dict[str, np.ndarray]]) -> Path:
     """Write arrays of :func:`synthetic_traces` per split in the ``import-traces`` format."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "manifest.json").write_text(json.dumps({
-        "format": "stateseer.import", "version": 1,
-        "classes": [f"c{i}" for i in range(CLASSES)], "splits": list(splits),
-        "dataset": "synthetic-zipf-rnn"}))
+    _manifest(folder, list(splits))
     for name, s in splits.items():
         d = folder / name
         d.mkdir(exist_ok=True)
@@ -111,9 +150,36 @@ def write_import(folder: Path, splits: dict[str, dict[str, np.ndarray]]) -> Path
         np.save(d / "proba.npy", s["proba"])
         np.save(d / "labels.npy", s["labels"])
         np.save(d / "offsets.npy", np.arange(n + 1, dtype=np.int64) * length)
-        with open(d / "tokens.txt", "w", encoding="utf-8") as fh:
-            for row in s["ids"]:
-                fh.write(" ".join(f"w{i}" for i in row.tolist()) + "\n")
+        _write_tokens(d / "tokens.txt", s["ids"])
+    return folder
+
+
+def write_synthetic_import(folder: Path, sizes: dict[str, tuple[int, int]],
+                           dtype: str = "float32") -> Path:
+    """The import folder of :func:`synthetic_traces` for ``sizes`` (split: (inputs, seed)),
+    written block by block into memory-mapped ``.npy`` files (10M inputs' float32 states
+    are 51 GB), the states in ``dtype``."""
+    _manifest(folder, list(sizes))
+    for name, (n, seed) in sizes.items():
+        d = folder / name
+        d.mkdir(exist_ok=True)
+        data, ids, blocks = _synthetic_blocks(n, seed, hidden=HIDDEN, length=LENGTH,
+                                              vocab=VOCAB, n_classes=CLASSES, block=65_536)
+        H = np.lib.format.open_memmap(d / "hidden.npy", "w+", np.dtype(dtype),
+                                      (n * LENGTH, HIDDEN))
+        P = np.lib.format.open_memmap(d / "proba.npy", "w+", np.float32,
+                                      (n * LENGTH, CLASSES))
+        labels = np.empty(n, np.int64)
+        for lo, h, p, last in blocks:
+            H[lo * LENGTH:lo * LENGTH + len(h)] = h
+            P[lo * LENGTH:lo * LENGTH + len(h)] = p
+            labels[lo:lo + len(last)] = last
+        H.flush()
+        P.flush()
+        del H, P
+        np.save(d / "labels.npy", _noisy(labels, data, CLASSES))
+        np.save(d / "offsets.npy", np.arange(n + 1, dtype=np.int64) * LENGTH)
+        _write_tokens(d / "tokens.txt", ids)
     return folder
 
 
@@ -265,22 +331,34 @@ def ratios(result: dict, keys: tuple[str, ...] | None = None) -> dict:
     return {s: over(result[s], result[sizes[0]]) for s in sizes[1:]}
 
 
-def build_run(work: Path, n_inputs: int, seed: int = 0) -> Path:
-    """An imported run of ``n_inputs`` synthetic inputs (reused when present)."""
-    from stateseer.core.imported import import_traces
-
-    run = work / f"run-{n_inputs}"
+def build_run(work: Path, n_inputs: int, seed: int = 0, dtype: str = "float32"
+              ) -> tuple[Path, dict]:
+    """An imported run of ``n_inputs`` synthetic inputs (reused when present), and the
+    import's figures (``import_s``, ``import_peak_anon_mib``; empty when reused)."""
+    run = work / (f"run-{n_inputs}" if dtype == "float32" else f"run-{n_inputs}-{dtype}")
     if (run / "traces" / "meta.json").exists():
-        return run
+        return run, {}
     n_test = max(n_inputs // 10, 100)
-    src = write_import(work / f"import-{n_inputs}", {
-        "train": synthetic_traces(n_inputs - n_test, seed),
-        "test": synthetic_traces(n_test, seed + 1)})
-    import_traces(run, src, force=True)
+    src = write_synthetic_import(work / f"import-{n_inputs}", {
+        "train": (n_inputs - n_test, seed), "test": (n_test, seed + 1)}, dtype)
+    figures = _child("_import_child", str(src), str(run))
     import shutil
 
     shutil.rmtree(src)
-    return run
+    return run, figures
+
+
+def import_child(src: str, run: str) -> dict:
+    """In a child process: ``import-traces`` (seconds and peak anonymous memory)."""
+    from stateseer.core.imported import import_traces
+
+    base = _status_kib("RssAnon")
+    with AnonPeak() as anon:
+        t0 = time.perf_counter()
+        import_traces(run, src, force=True)
+        seconds = time.perf_counter() - t0
+    return {"import_s": round(seconds, 1),
+            "import_peak_anon_mib": round((anon.peak - base) / 1024, 1)}
 
 
 def abstract_child(run: str) -> dict:
@@ -327,7 +405,7 @@ def bench_cluster_index(args: argparse.Namespace) -> dict:
     out: dict = {}
     args.work.mkdir(parents=True, exist_ok=True)
     for n in args.sizes:
-        run = build_run(args.work, n)
+        run, _ = build_run(args.work, n, dtype=args.dtype)
         if not (run / "abstraction" / "meta.json").exists():
             _child("_abstract_child", str(run))
         out[str(n)] = {name: _child("_cluster_index_child", str(run), cluster)
@@ -454,8 +532,9 @@ def bench_server(args: argparse.Namespace) -> dict:
     args.work.mkdir(parents=True, exist_ok=True)
     for n in args.sizes:
         t0 = time.perf_counter()
-        run = build_run(args.work, n)
-        fig = {"build_import_s": round(time.perf_counter() - t0, 1)}
+        run, fig = build_run(args.work, n, dtype=args.dtype)
+        fig = {"build_import_s": round(time.perf_counter() - t0, 1), **fig,
+               "dtype": args.dtype}
         fig.update(_child("_abstract_child", str(run)))
         fig.update(_child("_server_child", str(run)))
         if args.browser:
@@ -469,6 +548,9 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in ("_abstract_child", "_server_child"):
         fn = abstract_child if sys.argv[1] == "_abstract_child" else server_child
         print(json.dumps(fn(sys.argv[2])))
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "_import_child":
+        print(json.dumps(import_child(sys.argv[2], sys.argv[3])))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "_cluster_index_child":
         print(json.dumps(cluster_index_child(sys.argv[2], sys.argv[3])))
@@ -488,6 +570,9 @@ def main() -> None:
     p.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()))
     p.add_argument("--cluster", default="local:2",
                    help="cluster-index: the Dask cluster (default: %(default)s)")
+    p.add_argument("--dtype", choices=("float32", "float16"), default="float32",
+                   help="server, cluster-index: the imported hidden states' dtype (float16 "
+                        "halves the disk a run takes: 10M inputs are 26 GB instead of 51)")
     p.add_argument("--browser", action="store_true",
                    help="server: also serve each run over HTTP and measure it in headless "
                         "chromium (first render, clicks, the tab's memory)")

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_save_npy", "atomic_save_npz", "atomic_write", "atomic_write_bytes",
-           "atomic_write_text", "fsync_dir", "fsync_tree", "swap_dir"]
+__all__ = ["atomic_save_npy", "atomic_save_npy_rows", "atomic_save_npz", "atomic_write",
+           "atomic_write_bytes", "atomic_write_text", "fsync_dir", "fsync_tree", "swap_dir"]
 
 
 def _file_mode() -> int:
@@ -101,6 +101,39 @@ def atomic_save_npy(path: str | Path, array: Any) -> Path:
     import numpy as np
 
     return atomic_write(path, lambda fh: np.save(fh, np.asarray(array), allow_pickle=False))
+
+
+def atomic_save_npy_rows(path: str | Path, array: Any, dtype: Any = None,
+                         rows: int = 1 << 16) -> Path:
+    """``np.save(path, np.asarray(array, dtype))`` atomically, ``rows`` rows at a time: a
+    memory-mapped ``array`` of any size is converted and written with a block in memory
+    (``np.asarray`` of a float64 map converted to float32 held it whole).
+
+    Parameters
+    ----------
+    path : str or Path
+    array : array-like of shape (n, ...)
+        Rows are read in blocks (a memory map is read from disk block by block).
+    dtype : dtype, optional
+        The saved dtype (default: the array's).
+    rows : int
+        Rows per block.
+    """
+    import numpy as np
+
+    fmt = np.lib.format
+    dt = np.dtype(dtype if dtype is not None else array.dtype)
+    if getattr(array, "ndim", 0) == 0 or dt.hasobject:
+        return atomic_save_npy(path, np.asarray(array, dt))
+
+    def write(fh: IO[bytes]) -> None:
+        header = fmt.header_data_from_array_1_0(np.empty((0, *array.shape[1:]), dt))
+        header["shape"] = tuple(int(n) for n in array.shape)
+        fmt.write_array_header_1_0(fh, header)
+        for start in range(0, int(array.shape[0]), rows):
+            fh.write(np.ascontiguousarray(array[start:start + rows], dt).data)
+
+    return atomic_write(path, write)
 
 
 def atomic_save_npz(path: str | Path, **arrays: Any) -> Path:

@@ -43,9 +43,9 @@ and the fix) and writes a run directory (``config.json`` with ``"model": {"kind"
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import json
 import shutil
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,9 +53,15 @@ from typing import Any
 import numpy as np
 
 from stateseer.core import layout
-from stateseer.core.atomic import atomic_save_npy, atomic_write_text, swap_dir
+from stateseer.core.atomic import (
+    atomic_save_npy,
+    atomic_save_npy_rows,
+    atomic_write,
+    atomic_write_text,
+    swap_dir,
+)
 from stateseer.core.errors import DAMAGED_NPY, CheckpointError, TraceError
-from stateseer.core.reading import load_json, read_bounded
+from stateseer.core.reading import load_json, regular_size
 from stateseer.core.rundir import RunDir, claim, portable_path, release
 from stateseer.core.traces import FORMAT as TRACES_FORMAT
 from stateseer.core.traces import VERSION as TRACES_VERSION
@@ -82,15 +88,50 @@ class NoModelError(CheckpointError):
 
 @dataclass
 class ImportedSplit:
-    """One checked split. Arrays as in :class:`~stateseer.core.traces.SplitTraces`."""
+    """One checked split. Arrays as in :class:`~stateseer.core.traces.SplitTraces`.
+
+    The tokens are held as ids, not strings: ``surface`` (n_steps,) int32 indexes the
+    import's table of distinct token strings (:class:`Surface`, first seen first, over
+    the splits in the manifest's order). ``texts`` is None where the texts are the token
+    lines of ``tokens.txt`` (``tokens_txt``), written from the file when the run is
+    written: 10M inputs' tokens as Python lists held about 12 GB.
+    """
 
     hidden: np.ndarray
     offsets: np.ndarray
-    tokens: list[list[str]]
+    surface: np.ndarray
     labels: np.ndarray
     proba: np.ndarray | None
-    texts: list[str]
+    texts: list[str] | None
     rows: np.ndarray | None = None
+    tokens_txt: Path | None = None
+
+    def tokens(self, table: Surface) -> list[list[str]]:
+        """Every input's token strings (for small splits and checks)."""
+        words = table.words
+        return [[words[j] for j in self.surface[a:b]]
+                for a, b in zip(self.offsets[:-1].tolist(), self.offsets[1:].tolist(),
+                                strict=True)]
+
+
+class Surface:
+    """The distinct token strings of an import, numbered as first seen."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    @property
+    def words(self) -> list[str]:
+        return list(self.ids)
+
+    def encode(self, tokens: list[str]) -> np.ndarray:
+        ids = self.ids
+        return np.fromiter((ids.setdefault(t, len(ids)) for t in tokens), np.int32,
+                           len(tokens))
+
+
+#: lines of ``tokens.txt`` read at a time
+TOKEN_LINES = 1 << 16
 
 
 def _err(where: Path | str, problem: str, fix: str) -> TraceError:
@@ -160,39 +201,62 @@ def _check_offsets(path: Path, raw: np.ndarray, n_steps: int) -> np.ndarray:
     return off
 
 
-def _read_tokens(d: Path, lengths: np.ndarray) -> list[list[str]]:
+def _read_tokens(d: Path, lengths: np.ndarray, table: Surface
+                 ) -> tuple[np.ndarray, list[str] | None, Path | None]:
+    """The split's tokens as ids of ``table`` (n_steps,), checked against ``lengths``;
+    with them the texts they join to (``tokens.json``), or None and the ``tokens.txt``
+    they are read from (its lines are the texts: written from the file)."""
     js, txt = d / "tokens.json", d / "tokens.txt"
     if js.exists():
         toks = _load_json(js, "a list of lists of token strings")
-        where = js
         if not isinstance(toks, list) or not all(
                 isinstance(t, list) and all(isinstance(s, str) for s in t) for t in toks):
             raise _err(js, "is not a list of lists of strings", "write one list of token "
                        "strings per input")
-    elif txt.exists():
-        where = txt
-        try:
-            lines = read_bounded(txt).decode("utf-8").split("\n")
-        except UnicodeDecodeError:
-            raise _err(txt, "is not UTF-8 text", "write one input per line") from None
-        if lines and lines[-1] == "":
-            lines = lines[:-1]
-        toks = [line.split(" ") if line else [] for line in lines]
-    else:
+        _check_counts(js, np.fromiter(map(len, toks), np.int64, len(toks)), lengths)
+        return (table.encode([t for line in toks for t in line]),
+                [" ".join(t) for t in toks], None)
+    if not txt.exists():
         raise _err(d, "has neither tokens.json nor tokens.txt", "write the tokens of every "
                    "input")
-    if len(toks) != len(lengths):
-        raise _err(where, f"holds {len(toks)} inputs but offsets.npy describes "
+    regular_size(txt)  # a link to a device is refused before it is read
+    ids, counts = [], []
+    for lines in _token_lines(txt):
+        toks = [line.split(" ") if line else [] for line in lines]
+        counts.append(np.fromiter(map(len, toks), np.int64, len(toks)))
+        ids.append(table.encode([t for line in toks for t in line]))
+    _check_counts(txt, np.concatenate(counts) if counts else np.zeros(0, np.int64), lengths)
+    return (np.concatenate(ids) if ids else np.zeros(0, np.int32)), None, txt
+
+
+def _token_lines(txt: Path):
+    """The lines of ``tokens.txt`` (split at ``\\n`` only, the last one's end optional),
+    :data:`TOKEN_LINES` at a time."""
+    with open(txt, "rb") as fh:
+        while True:
+            block = list(itertools.islice(fh, TOKEN_LINES))
+            if not block:
+                return
+            try:
+                yield [b.decode("utf-8").removesuffix("\n") for b in block]
+            except UnicodeDecodeError:
+                raise _err(txt, "is not UTF-8 text", "write one input per line") from None
+
+
+def _check_counts(where: Path, counts: np.ndarray, lengths: np.ndarray) -> None:
+    """Refuse token lists whose number or lengths differ from the offsets'."""
+    if len(counts) != len(lengths):
+        raise _err(where, f"holds {len(counts)} inputs but offsets.npy describes "
                    f"{len(lengths)}", "write one token list per input")
-    bad = next((i for i, (t, n) in enumerate(zip(toks, lengths, strict=True))
-               if len(t) != n), None)
-    if bad is not None:
-        raise _err(where, f"input {bad} has {len(toks[bad])} tokens but offsets.npy gives it "
-                   f"{int(lengths[bad])} steps", "one hidden state per token")
-    return toks
+    bad = np.flatnonzero(counts != lengths)
+    if len(bad):
+        i = int(bad[0])
+        raise _err(where, f"input {i} has {int(counts[i])} tokens but offsets.npy gives it "
+                   f"{int(lengths[i])} steps", "one hidden state per token")
 
 
-def _read_split(d: Path, n_classes: int, state_size: int | None) -> ImportedSplit:
+def _read_split(d: Path, n_classes: int, state_size: int | None, table: Surface
+                ) -> ImportedSplit:
     if not d.is_dir():
         raise _err(d, "not found", "write one folder per split named in manifest.json")
     hidden = _load_npy(d / "hidden.npy")
@@ -202,7 +266,7 @@ def _read_split(d: Path, n_classes: int, state_size: int | None) -> ImportedSpli
                    f"splits {state_size}", "record every split from the same layer")
     off = _check_offsets(d / "offsets.npy", _load_npy(d / "offsets.npy"), len(hidden))
     lengths = np.diff(off)
-    tokens = _read_tokens(d, lengths)
+    surface, joined, txt = _read_tokens(d, lengths, table)
     labels = _check_int(d / "labels.npy", _load_npy(d / "labels.npy"), (len(lengths),))
     out = np.flatnonzero((labels < 0) | (labels >= n_classes))
     if len(out):
@@ -219,13 +283,14 @@ def _read_split(d: Path, n_classes: int, state_size: int | None) -> ImportedSpli
             raise _err(texts_path, f"is not a list of {len(lengths)} strings",
                        "write one text per input or leave the file out")
     else:
-        texts = [" ".join(t) for t in tokens]
+        texts = joined
     rows = _load_npy(d / "rows.npy", required=False)
     if rows is not None:
         rows = _check_int(d / "rows.npy", rows, (len(lengths),))
         if (rows < 0).any():
             raise _err(d / "rows.npy", "holds a negative id", "ids are rows of your data")
-    return ImportedSplit(hidden, off, tokens, labels, proba, texts, rows)
+    return ImportedSplit(hidden, off, surface, labels, proba, texts, rows,
+                         None if texts is not None else txt)
 
 
 def _check_proba(path: Path, p: np.ndarray, shape: tuple[int, int]) -> None:
@@ -281,7 +346,7 @@ def _vector(path: Path, size: int, default: np.ndarray, what: str) -> np.ndarray
     return np.asarray(a, np.float32)
 
 
-def _vocabulary(src: Path, splits: dict[str, ImportedSplit]) -> list[str]:
+def _vocabulary(src: Path, splits: dict[str, ImportedSplit], table: Surface) -> list[str]:
     path = src / layout.VOCAB
     if path.exists():
         v = _load_json(path, "a list of token strings")
@@ -291,14 +356,16 @@ def _vocabulary(src: Path, splits: dict[str, ImportedSplit]) -> list[str]:
                        "JSON list or leave the file out")
         rest = [t for t in dict.fromkeys(v) if t not in (PAD, UNK)]
     else:
-        counts = Counter(t for toks in splits["train"].tokens for t in toks)
-        rest = sorted(counts, key=lambda t: (-counts[t], t))
+        n = np.bincount(splits["train"].surface, minlength=len(table.ids))
+        words = table.words
+        rest = sorted((words[j] for j in np.flatnonzero(n).tolist()),
+                      key=lambda t: (-n[table.ids[t]], t))
         rest = [t for t in rest if t not in (PAD, UNK)]
     return [PAD, UNK, *rest]
 
 
 def read_import(src: str | Path) -> tuple[dict[str, Any], dict[str, ImportedSplit],
-                                          np.ndarray, np.ndarray, list[str]]:
+                                          np.ndarray, np.ndarray, list[str], Surface]:
     """Read and check an import folder.
 
     Returns
@@ -309,6 +376,8 @@ def read_import(src: str | Path) -> tuple[dict[str, Any], dict[str, ImportedSpli
     initial_proba : ndarray of shape (n_classes,)
     vocab : list of str
         ``'<pad>'``, ``'<unk>'``, then the tokens.
+    surface : Surface
+        The distinct token strings the splits' ``surface`` ids number.
 
     Raises
     ------
@@ -320,8 +389,9 @@ def read_import(src: str | Path) -> tuple[dict[str, Any], dict[str, ImportedSpli
     C = len(man["classes"])
     splits: dict[str, ImportedSplit] = {}
     size = None
+    table = Surface()
     for name in man["splits"]:
-        splits[name] = _read_split(src / name, C, size)
+        splits[name] = _read_split(src / name, C, size, table)
         size = splits[name].hidden.shape[1]
     with_p = [n for n, s in splits.items() if s.proba is not None]
     if with_p and len(with_p) != len(splits):
@@ -338,7 +408,7 @@ def read_import(src: str | Path) -> tuple[dict[str, Any], dict[str, ImportedSpli
     if splits["train"].offsets[-1] == 0:
         raise _err(src / "train", "has no steps (every input is empty)", "the abstraction "
                    "needs hidden states of the training split")
-    return man, splits, h0, p0, _vocabulary(src, splits)
+    return man, splits, h0, p0, _vocabulary(src, splits, table), table
 
 
 def _check_rows(src: Path, splits: dict[str, ImportedSplit]) -> None:
@@ -359,35 +429,53 @@ def _check_rows(src: Path, splits: dict[str, ImportedSplit]) -> None:
                    "the splits)", "give every input its own id")
 
 
-def _write_split(d: Path, sp: ImportedSplit, p0: np.ndarray, vocab: dict[str, int],
-                 surface: dict[str, int], first_row: int, C: int) -> dict[str, Any]:
+def _write_split(d: Path, sp: ImportedSplit, p0: np.ndarray, to_vocab: np.ndarray,
+                 first_row: int, C: int) -> dict[str, Any]:
+    """Write one split's traces into ``d``, a block of rows at a time (``to_vocab``: the
+    vocabulary id of every surface id)."""
     d.mkdir(parents=True)
     dtype = np.float16 if sp.hidden.dtype == np.float16 else np.float32
-    atomic_save_npy(d / "hidden.npy", np.asarray(sp.hidden, dtype=dtype))
+    atomic_save_npy_rows(d / "hidden.npy", sp.hidden, dtype)
     n, lengths = len(sp.labels), np.diff(sp.offsets)
     if sp.proba is not None:
-        proba = np.asarray(sp.proba, np.float32)
         final = np.tile(p0, (n, 1)).astype(np.float32)
         ne = lengths > 0
-        final[ne] = proba[sp.offsets[1:][ne] - 1]
+        final[ne] = sp.proba[sp.offsets[1:][ne] - 1]
+        atomic_save_npy_rows(d / "proba.npy", sp.proba, np.float32)
     else:
-        proba = np.full((len(sp.hidden), C), 1.0 / C, np.float32)
         final = np.full((n, C), 1.0 / C, np.float32)
-    atomic_save_npy(d / "proba.npy", proba)
+        atomic_save_npy_rows(d / "proba.npy", np.broadcast_to(
+            np.float32(1.0 / C), (len(sp.hidden), C)))
     atomic_save_npy(d / "final_proba.npy", final)
-    flat = [t for toks in sp.tokens for t in toks]
-    atomic_save_npy(d / "token_ids.npy", np.fromiter((vocab.get(t, 1) for t in flat),
-                                                     np.int32, len(flat)))
-    atomic_save_npy(d / "surface_ids.npy", np.fromiter(
-        (surface.setdefault(t, len(surface)) for t in flat), np.int32, len(flat)))
+    atomic_save_npy(d / "token_ids.npy", to_vocab[sp.surface])
+    atomic_save_npy(d / "surface_ids.npy", sp.surface)
     atomic_save_npy(d / "offsets.npy", sp.offsets.astype(np.int64))
     atomic_save_npy(d / "labels.npy", sp.labels.astype(np.int64))
     atomic_save_npy(d / "rows.npy", sp.rows.astype(np.int64) if sp.rows is not None
                     else np.arange(first_row, first_row + n, dtype=np.int64))
-    atomic_write_text(d / "texts.json", json.dumps(sp.texts, ensure_ascii=False))
+    _write_texts(d / "texts.json", sp)
     acc = float((final.argmax(1) == sp.labels).mean()) if n and sp.proba is not None \
         else None
     return {"n_inputs": n, "n_steps": int(sp.offsets[-1]), "accuracy": acc}
+
+
+def _write_texts(path: Path, sp: ImportedSplit) -> None:
+    """``texts.json``: the split's texts, or the lines of its ``tokens.txt`` read again
+    block by block."""
+    if sp.tokens_txt is None:
+        atomic_write_text(path, json.dumps(sp.texts, ensure_ascii=False))
+        return
+
+    def write(fh: Any) -> None:
+        fh.write(b"[")
+        sep = b""
+        for lines in _token_lines(sp.tokens_txt):
+            fh.write(sep + ", ".join(json.dumps(t, ensure_ascii=False)
+                                     for t in lines).encode("utf-8"))
+            sep = b", "
+        fh.write(b"]")
+
+    atomic_write(path, write)
 
 
 def _version() -> str | None:
@@ -420,7 +508,7 @@ def import_traces(run: str | Path | RunDir, src: str | Path, *, force: bool = Fa
     run = run if isinstance(run, RunDir) else RunDir(run)
     run.require_new(force)
     src = Path(src).resolve()
-    man, splits, h0, p0, vocab = read_import(src)
+    man, splits, h0, p0, vocab, table = read_import(src)
     has_p = splits["train"].proba is not None
     C = len(man["classes"])
     run.path.mkdir(parents=True, exist_ok=True)
@@ -429,12 +517,12 @@ def import_traces(run: str | Path | RunDir, src: str | Path, *, force: bool = Fa
     atomic_save_npy(tmp / "initial_hidden.npy", h0)
     atomic_save_npy(tmp / "initial_proba.npy", p0)
     index = {t: i for i, t in enumerate(vocab)}
-    surface: dict[str, int] = {}
+    to_vocab = np.fromiter((index.get(t, 1) for t in table.ids), np.int32, len(table.ids))
     meta_splits, row = {}, 0
     for name, sp in splits.items():
-        meta_splits[name] = _write_split(tmp / name, sp, p0, index, surface, row, C)
+        meta_splits[name] = _write_split(tmp / name, sp, p0, to_vocab, row, C)
         row += len(sp.labels)
-    atomic_write_text(tmp / "surface.json", json.dumps(list(surface), ensure_ascii=False))
+    atomic_write_text(tmp / "surface.json", json.dumps(table.words, ensure_ascii=False))
     dataset = str(man.get("dataset") or f"imported:{src.name}")
     meta = {"format": TRACES_FORMAT, "version": TRACES_VERSION, "classes": man["classes"],
             "dataset": dataset, "layer": man.get("layer", -1), "state": "h",

@@ -276,3 +276,42 @@ def test_tokens_txt_and_defaults(tmp_path):
     assert test.tokens(0) == ["x", "x", "x"] and test.texts[0] == "x x x"
     empty = np.flatnonzero(test.lengths == 0)
     np.testing.assert_allclose(test.final_proba[empty], 1 / 3, rtol=1e-6)
+
+
+def test_tokens_txt_read_in_blocks_makes_the_tokens_json_run(tmp_path, monkeypatch,
+                                                             explored_run):
+    """``tokens.txt`` is read a block of lines at a time (10M inputs' tokens as Python
+    lists held about 12 GB): read in blocks of 7 lines, with float64 states written a
+    block of rows at a time, the run's files are those of the same import given as
+    ``tokens.json`` and float32, and a wrong line past the first block is still named."""
+    from stateseer.core import atomic, imported
+
+    monkeypatch.setattr(imported, "TOKEN_LINES", 7)
+    monkeypatch.setattr(atomic.atomic_save_npy_rows, "__defaults__", (None, 5))
+    src = write_import_dir(explored_run, tmp_path / "json")
+    txt = write_import_dir(explored_run, tmp_path / "txt")
+    for split in json.loads((txt / "manifest.json").read_text())["splits"]:
+        d = txt / split
+        toks = json.loads((d / "tokens.json").read_text())
+        (d / "tokens.json").unlink()
+        (d / "texts.json").unlink()  # the texts: the token lines, written from the file
+        (d / "tokens.txt").write_text("".join(" ".join(t) + "\n" for t in toks))
+        np.save(d / "hidden.npy", np.load(d / "hidden.npy").astype(np.float64))
+    assert main(["import-traces", str(tmp_path / "a"), "--from", str(src)]) == 0
+    assert main(["import-traces", str(tmp_path / "b"), "--from", str(txt)]) == 0
+    a, b = Traces(tmp_path / "a" / "traces"), Traces(tmp_path / "b" / "traces")
+    assert (tmp_path / "a" / "vocab.json").read_bytes() == \
+        (tmp_path / "b" / "vocab.json").read_bytes()
+    assert a.surface == b.surface and len(a.surface) > 20
+    for split in a.split_names:
+        for name in ("hidden", "proba", "token_ids", "surface_ids", "offsets", "final_proba"):
+            np.testing.assert_array_equal(getattr(a[split], name), getattr(b[split], name))
+        assert list(b[split].texts) == [" ".join(b[split].tokens(i))
+                                  for i in range(b[split].n_inputs)]
+    d = txt / "train"
+    lines = (d / "tokens.txt").read_text().split("\n")
+    lines[30] += " extra"  # the fifth block
+    (d / "tokens.txt").write_text("\n".join(lines))
+    with pytest.raises(imported.TraceError, match=r"input 30 has \d+ tokens but offsets"):
+        imported.import_traces(tmp_path / "c", txt)
+    assert not (tmp_path / "c" / "traces").exists()
