@@ -28,8 +28,9 @@ true 10th neighbour). Ratios to the smallest size are printed beside every figur
 
 ``server``: per size (inputs), a run made through ``stateseer import-traces`` (train 90 %,
 test 10 %; the import folder is written block by block, its states in ``--dtype``, and
-imported in a child process: seconds and peak anonymous memory) is abstracted into 40 states (``abstract_workflow``: the abstraction, then the
-nearest-context index; in a child process: seconds and peak anonymous memory). Then a
+imported in a child process: seconds and peak anonymous memory) is abstracted into 40
+states (``abstract_workflow``: the abstraction, then the nearest-context index; in a
+child process: seconds and peak anonymous memory). Then a
 second child stands in for the server: it loads the explorer's context and builds the app
 (``create_app``), renders the first page (the table's first page and the diagram), then a
 state click, a row click and a nearest-contexts query, each through the explorer's own

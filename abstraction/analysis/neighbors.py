@@ -7,7 +7,8 @@ reads a gigabyte per query; the index instead
 
 1. projects the states onto their top principal axes (``n_components``, 48 by default),
 2. partitions the projected states with (mini-batch) k-means into ``n_lists`` inverted
-   lists, stored contiguously,
+   lists, stored contiguously as int8 codes (each coordinate in 255 steps of the
+   fitting sample's range: a quarter of float32's bytes to keep and to read),
 3. at query time scans only the ``n_probe`` lists nearest to the query, keeps the best
    ``rerank`` candidates in the projected space, and re-ranks them exactly in the full
    hidden space (a handful of rows read from the memory-mapped traces).
@@ -187,7 +188,13 @@ class ContextIndex(BaseEstimator):
     order_ : ndarray of shape (n,)
         Original row of every stored vector.
     codes_ : ndarray of shape (n, n_components)
-        Projected states in list order.
+        Projected states in list order, int8: each coordinate in steps of ``scale_``
+        (48 bytes a step instead of 192 as float32; an index saved before holds float32
+        codes and no ``scale_``).
+    scale_ : ndarray of shape (n_components,) or None
+        The step of each coordinate: its largest magnitude in the fitting sample / 127.
+    norms_ : ndarray of shape (n,)
+        Squared norms of the codes as read back (``codes_ * scale_``).
     pc2_ : ndarray of shape (n, 2) or None
         Their first two columns, contiguous (the explorer's projection reads them without
         reading every code); None in an index saved before they were stored.
@@ -217,13 +224,24 @@ class ContextIndex(BaseEstimator):
         rng = np.random.default_rng(self.random_state)
         S = np.asarray(X[sample_rows(n, self.max_fit_samples, rng)], np.float32)
         self._fit_lists(S, n, d)
-        codes = self._buf("codes_by_step", (n, self.components_.shape[0]), np.float32)
-        lists = np.empty(n, np.int32)
+        codes, pc2, lists = self._step_buffers(n)
         step = max(BATCH_ROWS // self.chunk_size, 1) * self.chunk_size  # whole chunks
         for lo in range(0, n, step):
             hi = min(lo + step, n)
-            codes[lo:hi], lists[lo:hi] = self.encode(X, rows=(lo, hi))
-        return self._store(codes, lists)
+            z, lists[lo:hi] = self.encode(X, rows=(lo, hi))
+            codes[lo:hi], pc2[lo:hi] = self.quantise(z), z[:, :2]
+        return self._store(codes, pc2, lists)
+
+    def _step_buffers(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The step-ordered codes (int8), first two coordinates and lists of ``n`` rows."""
+        q = self.components_.shape[0]
+        return (self._buf("codes_by_step", (n, q), np.int8),
+                self._buf("pc2_by_step", (n, min(2, q)), np.float32), np.empty(n, np.int32))
+
+    def quantise(self, z: np.ndarray) -> np.ndarray:
+        """Stored codes of projected rows ``z`` (n, n_components): int8, ``z / scale_``
+        rounded (and clipped to +-127, for rows beyond the fitting sample's range)."""
+        return np.clip(np.rint(z / self.scale_), -127, 127).astype(np.int8)
 
     def _buf(self, name: str, shape: tuple[int, ...], dtype: type) -> np.ndarray:
         return _buffer(None if self.workdir is None else Path(self.workdir), name, shape,
@@ -271,19 +289,19 @@ class ContextIndex(BaseEstimator):
         per = max(BATCH_ROWS // chunk, 1) * chunk
         pieces = [p for r in refs
                   for p in step_pieces(r, max(k, -(-r.n_steps // per)), chunk)]
-        codes = self._buf("codes_by_step", (n, self.components_.shape[0]), np.float32)
-        lists = np.empty(n, np.int32)
+        codes, pc2, lists = self._step_buffers(n)
         at, batch, rows = 0, [], 0
         for i, piece in enumerate(pieces):
             batch.append(piece)
             rows += piece[2] - piece[1]
             if rows < BATCH_ROWS and i + 1 < len(pieces):
                 continue
-            for c, lst in engine.map(index_piece, batch, index=self):
-                codes[at:at + len(lst)], lists[at:at + len(lst)] = c, lst
+            for z, lst in engine.map(index_piece, batch, index=self):
+                codes[at:at + len(lst)], lists[at:at + len(lst)] = self.quantise(z), lst
+                pc2[at:at + len(lst)] = z[:, :2]
                 at += len(lst)
             batch, rows = [], 0
-        return self._store(codes, lists)
+        return self._store(codes, pc2, lists)
 
     def _fit_lists(self, S: np.ndarray, n: int, d: int) -> None:
         """Projection and list centres from the sample ``S`` of ``n`` rows of width ``d``."""
@@ -297,6 +315,9 @@ class ContextIndex(BaseEstimator):
         n_lists = self.n_lists or int(np.clip(np.sqrt(n), 1, MAX_LISTS))
         n_lists = int(min(n_lists, len(S)))
         Z = self.transform(S)
+        # int8 codes: each coordinate in steps of its largest magnitude in the sample / 127
+        top = np.abs(Z).max(0) if len(Z) else np.ones(Z.shape[1], np.float32)
+        self.scale_ = np.where(top > 0, top / 127, 1.0).astype(np.float32)
         if n_lists <= FLAT_LISTS:
             self.centers_ = self._kmeans(Z, n_lists)
             self.top_ptr_ = None
@@ -354,27 +375,32 @@ class ContextIndex(BaseEstimator):
             lists[at : at + len(z)] = self._assign(z)
         return codes, lists
 
-    def _store(self, codes: np.ndarray, lists: np.ndarray) -> ContextIndex:
-        """The inverted lists: codes in list order (stable: step order within a list)."""
+    def _store(self, codes: np.ndarray, pc2: np.ndarray, lists: np.ndarray) -> ContextIndex:
+        """The inverted lists: codes (and first two coordinates) in list order (stable:
+        step order within a list), the norms of the codes as they are read back."""
         n = len(lists)
         self.order_ = np.argsort(lists, kind="stable").astype(np.int64)
-        self.codes_ = self._buf("codes", codes.shape, np.float32)
+        self.codes_ = self._buf("codes", codes.shape, np.int8)
         self.norms_ = self._buf("norms", (n,), np.float32)
-        self.pc2_ = self._buf("pc2", (n, min(2, codes.shape[1])), np.float32)
+        self.pc2_ = self._buf("pc2", pc2.shape, np.float32)
         for lo in range(0, n, BATCH_ROWS):  # gathered chunk by chunk (rows sorted per read)
             rows = self.order_[lo:lo + BATCH_ROWS]
             srt = np.argsort(rows)
-            block = np.empty((len(rows), codes.shape[1]), np.float32)
+            block = np.empty((len(rows), codes.shape[1]), np.int8)
             block[srt] = codes[rows[srt]]
             self.codes_[lo:lo + len(rows)] = block
-            self.norms_[lo:lo + len(rows)] = np.einsum("ij,ij->i", block, block)
-            self.pc2_[lo:lo + len(rows)] = block[:, :2]
+            z = block * self.scale_
+            self.norms_[lo:lo + len(rows)] = np.einsum("ij,ij->i", z, z)
+            xy = np.empty((len(rows), pc2.shape[1]), np.float32)
+            xy[srt] = pc2[rows[srt]]
+            self.pc2_[lo:lo + len(rows)] = xy
         self.list_ptr_ = np.searchsorted(lists[self.order_], np.arange(len(self.centers_) + 1))
         self.n_indexed_ = n
-        if isinstance(codes, np.memmap):  # the step-ordered copy is no longer needed
-            name = codes.filename
-            del codes
-            Path(name).unlink(missing_ok=True)
+        for step_ordered in (codes, pc2):  # the step-ordered copies are no longer needed
+            if isinstance(step_ordered, np.memmap):
+                name = step_ordered.filename
+                del step_ordered
+                Path(name).unlink(missing_ok=True)
         return self
 
     def transform(self, X) -> np.ndarray:
@@ -427,8 +453,11 @@ class ContextIndex(BaseEstimator):
         will_need(self.norms_, ptr[probed], ptr[probed + 1])
         pos = np.concatenate([np.arange(ptr[j], ptr[j + 1]) for j in order[:probe]])
         self.last_scanned_ = len(pos)  # rows this query scanned (what a benchmark reports)
+        scale = getattr(self, "scale_", None)  # None: an index of float32 codes
+        zq = z if scale is None else z * scale  # code @ (z * scale) == (code * scale) @ z
         d = np.concatenate([self.norms_[ptr[j] : ptr[j + 1]]
-                            - 2.0 * (self.codes_[ptr[j] : ptr[j + 1]] @ z)
+                            - 2.0 * (np.asarray(self.codes_[ptr[j] : ptr[j + 1]],
+                                                np.float32) @ zq)
                             for j in order[:probe]]) + float(z @ z)
         r = int(min(max(self.rerank, k), len(d))) if X is not None else int(min(k, len(d)))
         cand = np.argpartition(d, r - 1)[:r] if r < len(d) else np.arange(len(d))
@@ -459,6 +488,7 @@ class ContextIndex(BaseEstimator):
                 "list_ptr": self.list_ptr_, "order": self.order_, "codes": self.codes_,
                 "norms": self.norms_,
                 **({} if getattr(self, "pc2_", None) is None else {"pc2": self.pc2_}),
+                **({} if getattr(self, "scale_", None) is None else {"scale": self.scale_}),
                 **({} if getattr(self, "top_ptr_", None) is None else
                    {"top": self.top_, "top_ptr": self.top_ptr_})}
 
@@ -484,13 +514,17 @@ class ContextIndex(BaseEstimator):
                 ix.centers_, ix.list_ptr_ = z["centers"], z["list_ptr"]
                 ix.top_, ix.top_ptr_ = ((z["top"], z["top_ptr"]) if "top_ptr" in z.files
                                         else (None, None))
+                # int8 codes and their steps; an index saved before them has float32 codes
+                ix.scale_ = z["scale"] if "scale" in z.files else None
                 for name in MAPPED:
                     arr = mapped_member(path, name) if mmap else None
                     if arr is None and name in z.files:
                         arr = z[name]
                     setattr(ix, f"{name}_", arr)
                 if ix.norms_ is None:
-                    ix.norms_ = np.einsum("ij,ij->i", ix.codes_, ix.codes_)
+                    c = np.asarray(ix.codes_, np.float32) * (
+                        1.0 if ix.scale_ is None else ix.scale_)
+                    ix.norms_ = np.einsum("ij,ij->i", c, c)
                 if len(ix.codes_) != len(ix.order_) or len(ix.norms_) != len(ix.order_) \
                         or ix.list_ptr_[-1] != len(ix.order_) or (
                             ix.pc2_ is not None and len(ix.pc2_) != len(ix.order_)):

@@ -94,9 +94,13 @@ def test_an_index_built_on_disk_answers_as_the_one_in_memory(cloud, tmp_path, mo
     disk = ContextIndex(n_lists=n_lists, chunk_size=1000, workdir=work).fit(X)
     assert isinstance(disk.codes_, np.memmap)
     assert sorted(p.name for p in work.iterdir()) == ["codes.npy", "norms.npy", "pc2.npy"]
-    for k in ("order_", "codes_", "norms_", "pc2_", "list_ptr_", "centers_"):
+    for k in ("order_", "codes_", "norms_", "pc2_", "list_ptr_", "centers_", "scale_"):
         assert np.asarray(getattr(memory, k)).tobytes() == np.asarray(getattr(disk, k)).tobytes()
-    np.testing.assert_array_equal(memory.pc2_, memory.codes_[:, :2])
+    assert memory.codes_.dtype == np.int8
+    # the first two coordinates kept exactly; the codes within half a step of them
+    np.testing.assert_allclose(memory.codes_[:, :2] * memory.scale_[:2], memory.pc2_,
+                               atol=float(memory.scale_[:2].max()) / 2 + 1e-6)
+    np.testing.assert_array_equal(memory.pc2_, memory.transform(X[memory.order_])[:, :2])
     disk.save(tmp_path / "ix.npz")
     mapped = ContextIndex.load(tmp_path / "ix.npz")
     assert all(isinstance(getattr(mapped, f"{m}_"), np.memmap) for m in nb.MAPPED)
@@ -108,6 +112,22 @@ def test_an_index_built_on_disk_answers_as_the_one_in_memory(cloud, tmp_path, mo
         for got in (mapped.kneighbors(q, 10, X=X), read.kneighbors(q, 10, X=X)):
             np.testing.assert_array_equal(got[1], want[1])
             np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_an_index_of_float32_codes_saved_before_int8_still_loads(cloud, tmp_path):
+    """Indexes built before the int8 codes hold float32 codes and no scale: they load and
+    answer as the new one does (re-ranked in the full space: the same neighbours)."""
+    X, Q = cloud
+    ix = ContextIndex(n_lists=8).fit(X)
+    old = {k: v for k, v in ix.to_arrays().items() if k != "scale"}
+    old["codes"] = ix.transform(X[ix.order_])
+    old["norms"] = np.einsum("ij,ij->i", old["codes"], old["codes"])
+    np.savez(tmp_path / "old.npz", **old)
+    back = ContextIndex.load(tmp_path / "old.npz")
+    assert back.scale_ is None and back.codes_.dtype == np.float32
+    assert ix.codes_.nbytes * 4 == back.codes_.nbytes
+    for q in Q[:10]:
+        np.testing.assert_array_equal(back.kneighbors(q, 10, X=X)[1], ix.kneighbors(q, 10, X=X)[1])
 
 
 def test_an_index_saved_without_norms_still_loads(cloud, tmp_path):
