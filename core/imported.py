@@ -106,13 +106,6 @@ class ImportedSplit:
     rows: np.ndarray | None = None
     tokens_txt: Path | None = None
 
-    def tokens(self, table: Surface) -> list[list[str]]:
-        """Every input's token strings (for small splits and checks)."""
-        words = table.words
-        return [[words[j] for j in self.surface[a:b]]
-                for a, b in zip(self.offsets[:-1].tolist(), self.offsets[1:].tolist(),
-                                strict=True)]
-
 
 class Surface:
     """The distinct token strings of an import, numbered as first seen."""
