@@ -14,7 +14,7 @@ from stateseer.abstraction.colors import ClassColors
 from stateseer.app.explorer import ids
 from stateseer.app.explorer.page import box, model_message
 from stateseer.app.explorer.view import Callback, View
-from stateseer.app.explorer.views.core import active_of, shown_token
+from stateseer.app.explorer.views.core import active_of, shown_token, visible_token
 from stateseer.core.errors import StateseerError
 
 __all__ = ["VIEW", "attribution", "attribution_note", "attribution_strip"]
@@ -61,7 +61,7 @@ def attribution_strip(tokens: Sequence[str], scores: Sequence[float],
     for j, (g, v) in enumerate(zip(groups, s, strict=True)):
         text = joiner.join(tokens[i] for i in g)
         shown = joiner.join(shown_token(tokens[i]) for i in g) if text.strip() \
-            else "␣" * len(text)
+            else visible_token(text)
         a = min(1.0, abs(v) / top * max(intensity, 0.0)) if top > 0 else 0.0
         color = _rgba(pos if v >= 0 else neg, a)
         chips.append(html.Span(shown, className="attr-seg",

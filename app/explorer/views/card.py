@@ -12,6 +12,7 @@ from stateseer.abstraction.automata.fsm import FSM
 from stateseer.abstraction.colors import ClassColors, text_color_on
 from stateseer.app.explorer import ids
 from stateseer.app.explorer.view import Callback, Trigger, View
+from stateseer.app.explorer.views.core import visible_token
 
 __all__ = ["VIEW", "edge_tokens", "show_card", "state_card"]
 
@@ -31,20 +32,11 @@ def _mix_bar(prediction: Sequence[float], classes: Sequence[str],
     return html.Div(parts, className="mixbar")
 
 
-def _visible(token: str) -> str:
-    """A token as a chip shows it: blanks as "␣" (a space token would show as nothing).
-
-    >>> _visible(","), _visible(" "), _visible("")
-    (',', '␣', '␣')
-    """
-    return token if token.strip() else "␣" * max(len(token), 1)
-
-
 def edge_tokens(tokens: Sequence[str]) -> html.Span:
     """Tokens each in its own chip (``code.edge-tok``), no separator between them, so a
     punctuation token ("," or "-") reads as one token; a chip's tooltip quotes its token.
     Text is passed to Dash as text, never as HTML."""
-    return html.Span([html.Code(_visible(t), className="edge-tok", title=repr(t))
+    return html.Span([html.Code(visible_token(t), className="edge-tok", title=repr(t))
                       for t in tokens], className="edge-toks")
 
 

@@ -39,6 +39,16 @@ def shown_token(token: str, limit: int = SHOWN_TOKEN_CHARS) -> str:
     return token if len(token) <= limit else token[: limit - 1] + "…"
 
 
+def visible_token(token: str) -> str:
+    """A token as a chip shows it: blanks as "␣", one a character and at least one (a
+    space token, or an empty one, would show as nothing).
+
+    >>> visible_token(","), visible_token(" "), visible_token("")
+    (',', '␣', '␣')
+    """
+    return token if token.strip() else "␣" * max(len(token), 1)
+
+
 def active_of(active: dict[str, Any] | None
               ) -> tuple[TraceRecord | None, TraceRecord | None]:
     """``(main, compare)`` records of the ``active-trace`` store."""

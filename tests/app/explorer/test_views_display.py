@@ -54,6 +54,18 @@ def test_a_long_word_is_cut_in_the_attribution_strip_and_named_whole_in_its_tool
     assert joined.children == f"a {long[:SHOWN_TOKEN_CHARS - 1]}… film"
 
 
+def test_blank_and_empty_tokens_show_as_a_visible_mark_in_the_strip_and_the_card():
+    """A space token or an empty one (a character model's, a byte tokenizer's) shows as
+    "␣", never as an invisible chip, in the attribution strip as on the card."""
+    from stateseer.app.explorer.views import card
+
+    strip = attribution.attribution_strip(["a", " ", ""], [0.1, 0.5, -0.2],
+                                          [[0], [1], [2]], ["neg", "pos"], target_class=1)
+    assert [s.children for s in strip.children] == ["a", "␣", "␣"]
+    assert "''" in strip.children[2].title  # the tooltip quotes the token as it is
+    assert [c.children for c in card.edge_tokens(["a", " ", ""]).children] == ["a", "␣", "␣"]
+
+
 def test_a_long_trace_labels_every_kth_step_under_the_chart(ctx):
     main = ctx.data.trace_instance("test", 1)
     n = 3 * chart.MAX_TICKS + 5
