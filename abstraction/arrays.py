@@ -74,11 +74,12 @@ def will_need(a: object, starts: np.ndarray, stops: np.ndarray) -> int:
     if mm is None or not hasattr(mm, "madvise") or not hasattr(mmap, "MADV_WILLNEED") \
             or not len(starts) or getattr(a, "ndim", 0) < 1:
         return 0
+    keep = stops > starts  # an empty range (an empty list) asks for nothing
     asked = 0
-    for s, e in zip(*(x.tolist() for x in mapped_ranges(a, starts, stops)), strict=True):
-        if e > s:
-            mm.madvise(mmap.MADV_WILLNEED, s, e - s)
-            asked += 1
+    for s, e in zip(*(x.tolist() for x in mapped_ranges(a, starts[keep], stops[keep])),
+                    strict=True):
+        mm.madvise(mmap.MADV_WILLNEED, s, e - s)
+        asked += 1
     return asked
 
 

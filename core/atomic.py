@@ -104,10 +104,12 @@ def atomic_save_npy(path: str | Path, array: Any) -> Path:
 
 
 def atomic_save_npy_rows(path: str | Path, array: Any, dtype: Any = None,
-                         rows: int = 1 << 16) -> Path:
-    """``np.save(path, np.asarray(array, dtype))`` atomically, ``rows`` rows at a time: a
-    memory-mapped ``array`` of any size is converted and written with a block in memory
-    (``np.asarray`` of a float64 map converted to float32 held it whole).
+                         block_bytes: int = 64 << 20) -> Path:
+    """``np.save(path, np.asarray(array, dtype))`` atomically, a block of rows at a time:
+    a memory-mapped ``array`` of any size is converted and written with one block in
+    memory (``np.asarray`` of a float64 map converted to float32 held it whole). The file
+    is always in C order (rows contiguous, as every reader of a run reads them), even for
+    a Fortran-ordered ``array``.
 
     Parameters
     ----------
@@ -116,8 +118,8 @@ def atomic_save_npy_rows(path: str | Path, array: Any, dtype: Any = None,
         Rows are read in blocks (a memory map is read from disk block by block).
     dtype : dtype, optional
         The saved dtype (default: the array's).
-    rows : int
-        Rows per block.
+    block_bytes : int
+        About how many bytes of saved rows a block holds (at least one row).
     """
     import numpy as np
 
@@ -125,6 +127,8 @@ def atomic_save_npy_rows(path: str | Path, array: Any, dtype: Any = None,
     dt = np.dtype(dtype if dtype is not None else array.dtype)
     if getattr(array, "ndim", 0) == 0 or dt.hasobject:
         return atomic_save_npy(path, np.asarray(array, dt))
+    row_bytes = dt.itemsize * int(np.prod(array.shape[1:], dtype=np.int64))
+    rows = max(1, block_bytes // max(row_bytes, 1))
 
     def write(fh: IO[bytes]) -> None:
         header = fmt.header_data_from_array_1_0(np.empty((0, *array.shape[1:]), dt))

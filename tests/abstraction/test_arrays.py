@@ -36,7 +36,9 @@ def test_only_memory_maps_are_asked_and_sharded_arrays_part_by_part(tmp_path):
     np.save(tmp_path / "a.npy", a)
     np.save(tmp_path / "b.npy", b)
     assert will_need(a, [0, 5], [3, 9]) == 0  # in memory: nothing to read
-    assert will_need(np.load(tmp_path / "a.npy", mmap_mode="r"), [], []) == 0
+    mapped = np.load(tmp_path / "a.npy", mmap_mode="r")
+    assert will_need(mapped, [], []) == 0
+    assert will_need(mapped, [4, 7], [4, 9]) == 1  # an empty range asks for nothing
     sharded = ShardedArray([np.load(tmp_path / "a.npy", mmap_mode="r"),
                             np.load(tmp_path / "b.npy", mmap_mode="r")])
     # rows 18..22 span both parts (two ranges), row 30 lies in the second

@@ -287,7 +287,7 @@ def test_tokens_txt_read_in_blocks_makes_the_tokens_json_run(tmp_path, monkeypat
     from stateseer.core import atomic, imported
 
     monkeypatch.setattr(imported, "TOKEN_LINES", 7)
-    monkeypatch.setattr(atomic.atomic_save_npy_rows, "__defaults__", (None, 5))
+    monkeypatch.setattr(atomic.atomic_save_npy_rows, "__defaults__", (None, 5 * 4 * 64))
     src = write_import_dir(explored_run, tmp_path / "json")
     txt = write_import_dir(explored_run, tmp_path / "txt")
     for split in json.loads((txt / "manifest.json").read_text())["splits"]:

@@ -14,7 +14,7 @@ from stateseer.abstraction.colors import ClassColors
 from stateseer.app.explorer import ids
 from stateseer.app.explorer.page import box
 from stateseer.app.explorer.view import Callback, Trigger, View, js, select_outputs
-from stateseer.app.explorer.views.core import active_of
+from stateseer.app.explorer.views.core import active_of, visible_token
 from stateseer.app.selection import apply_event, to_query
 from stateseer.core.errors import StateseerError
 
@@ -50,7 +50,7 @@ def nearest_list(result: dict[str, Any], query: dict[str, Any], classes: Sequenc
     for j, r in enumerate(result["rows"]):
         ctx = html.Td([
             html.Span(("… " if r["cut_left"] else "") + " ".join(r["left"]) + " "),
-            html.Mark(r["token"]),
+            html.Mark(visible_token(r["token"])),
             html.Span(" " + " ".join(r["right"]) + (" …" if r["cut_right"] else ""))],
             title=f"training input #{r['id']}, token {r['position'] + 1}: click to open it",
             # two neighbours may come from one input: the position keeps the ids unique

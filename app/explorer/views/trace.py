@@ -17,7 +17,7 @@ from dash import ALL, Input, Output, State, html, no_update
 from stateseer.abstraction.colors import ClassColors, text_color_on
 from stateseer.app.explorer import ids
 from stateseer.app.explorer.view import Callback, Trigger, View, js
-from stateseer.app.explorer.views.core import active_of
+from stateseer.app.explorer.views.core import active_of, visible_token
 from stateseer.app.workflows.records import TraceRecord
 
 __all__ = ["VIEW", "click_token", "culprit_positions", "flips", "pattern_steps", "show_trace",
@@ -150,7 +150,7 @@ def token_strip(trace: TraceRecord, classes: Sequence[str], *,
                  + f"; P({pcls}) = {max(proba[t]):.3f}"
                  + ("; prediction flips here" if t in flip_at else ""))
         chips.append(html.Div([
-            html.Span(tok, className=" ".join(cls),
+            html.Span(visible_token(tok), className=" ".join(cls),
                       style={"background": color, "color": text_color_on(color)}),
             *st(t + 1)],
             className="chip", title=title, id=ids.token(t, id_type), n_clicks=0))
