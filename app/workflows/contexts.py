@@ -83,8 +83,10 @@ def context_index(run: ModelRun, traces: Traces, *, build: bool = True,
             logging.getLogger("stateseer").warning(
                 "could not save the context index in %s (%s); it is kept in memory only",
                 npz.parent, exc)
-            if work is not None:
+            if work is not None:  # its work files are removed below: hold what they map
                 index.codes_, index.norms_ = np.array(index.codes_), np.array(index.norms_)
+                if getattr(index, "pc2_", None) is not None:
+                    index.pc2_ = np.array(index.pc2_)
     finally:
         if work is not None:
             shutil.rmtree(work, ignore_errors=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
+
 
 def test_context_index_is_reused_then_rebuilt_for_new_traces(copy_run, analysed_run):
     from stateseer.app.workflows.contexts import context_index
@@ -42,6 +44,9 @@ def test_an_index_that_cannot_be_saved_is_still_used(copy_run, analysed_run, mon
     ix = context_index(run, Traces(run.traces_dir))
     assert ix.n_indexed_ == Traces(run.traces_dir)["train"].n_steps
     assert not (run_dir / "index" / "train.contexts.npz").exists()
+    # held in memory, not mapped from the work files removed after the build
+    assert not any(isinstance(getattr(ix, f"{m}_"), np.memmap)
+                   for m in ("codes", "norms", "pc2"))
 
 
 def test_nearest_contexts_and_projection_of_a_training_step(analysed_run):
