@@ -461,12 +461,15 @@ def _write_texts(path: Path, sp: ImportedSplit) -> None:
 
     def write(fh: Any) -> None:
         fh.write(b"[")
-        sep = b""
+        sep, n = b"", 0
         for lines in _token_lines(sp.tokens_txt):
             fh.write(sep + ", ".join(json.dumps(t, ensure_ascii=False)
                                      for t in lines).encode("utf-8"))
-            sep = b", "
+            sep, n = b", ", n + len(lines)
         fh.write(b"]")
+        if n != len(sp.labels):  # the file changed since it was checked
+            raise _err(sp.tokens_txt, f"now holds {n} inputs, not the {len(sp.labels)} it "
+                       "held when checked", "leave it alone while it is imported")
 
     atomic_write(path, write)
 

@@ -315,3 +315,28 @@ def test_tokens_txt_read_in_blocks_makes_the_tokens_json_run(tmp_path, monkeypat
     with pytest.raises(imported.TraceError, match=r"input 30 has \d+ tokens but offsets"):
         imported.import_traces(tmp_path / "c", txt)
     assert not (tmp_path / "c" / "traces").exists()
+
+
+def test_a_tokens_txt_changed_during_the_import_is_refused_whole(tmp_path, monkeypatch):
+    """``tokens.txt`` is read again to write the texts: a file that changed in between
+    (a line more) is refused in one line, and no run is left behind."""
+    from stateseer.core import imported
+
+    src = _valid(tmp_path)
+    for split in ("train", "test"):
+        toks = json.loads((src / split / "tokens.json").read_text())
+        (src / split / "tokens.json").unlink()
+        (src / split / "tokens.txt").write_text("".join(" ".join(t) + "\n" for t in toks))
+    real = imported._write_split
+
+    def grow_then_write(d, sp, *args):
+        if sp.tokens_txt is not None:
+            with open(sp.tokens_txt, "a", encoding="utf-8") as fh:
+                fh.write("late line\n")
+        return real(d, sp, *args)
+
+    monkeypatch.setattr(imported, "_write_split", grow_then_write)
+    with pytest.raises(imported.TraceError, match="now holds .* inputs") as e:
+        imported.import_traces(tmp_path / "run", src)
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "run" / "traces").exists()
