@@ -782,6 +782,10 @@ def describe_patterns_shard(item: PatternItem, *, influential: list,
 #: over the n-grams of one hash bucket (every n-gram, exactly, in one of them), since
 #: distinct n-grams grow with the data (at 1M inputs counting all at once took 3.5 GB)
 NGRAM_BUCKET_STEPS = 1 << 21
+#: in process, count every piece once into files partitioned by bucket
+#: (:func:`_bucket_candidates`); False: one pass over all pieces per bucket (as on a
+#: cluster, whose workers share no files; ``benchmarks/ngram_buckets.py``'s baseline)
+NGRAM_PARTITION = True
 
 
 def _mine_ngrams(engine: Any, items: list[PatternItem], shared: dict[str, Any],
@@ -791,6 +795,9 @@ def _mine_ngrams(engine: Any, items: list[PatternItem], shared: dict[str, Any],
     surface, n_states = shared["surface"], shared["n_states"]
     stop = pat.stop_table(surface)
     n_buckets = max(1, -(-n_steps // NGRAM_BUCKET_STEPS))
+    if n_buckets > 1 and NGRAM_PARTITION and not getattr(engine, "is_cluster", False):
+        return pat.ngrams_from_candidates(
+            _bucket_candidates(items, shared, stop, n_buckets), surface, n_states)
     rows = []
     for b in range(n_buckets):
         counts = engine.map_reduce(count_patterns_shard, items, combine_pattern_counts,
@@ -798,6 +805,68 @@ def _mine_ngrams(engine: Any, items: list[PatternItem], shared: dict[str, Any],
                                    **shared)
         rows.append(pat.ngram_candidates(counts["ngrams"], len(surface)))
     return pat.ngrams_from_candidates(rows, surface, n_states)
+
+
+NGRAM_ARRAYS = ("total", "pair")
+
+
+def _bucket_candidates(items: list[PatternItem], shared: dict[str, Any], stop: np.ndarray,
+                       n_buckets: int) -> list[Any]:
+    """:func:`~stateseer.abstraction.analysis.patterns.ngram_candidates` of each hash
+    bucket, in process, reading every step once: each piece's counts are written to
+    files partitioned by bucket (one pass), then each bucket's are summed from its
+    partitions. The same rows as one pass over all pieces per bucket, whose work grew
+    with the square of the steps (86 passes over 180M steps at 10M inputs)."""
+    import tempfile
+
+    surface, n_states, V = shared["surface"], shared["n_states"], max(len(shared["surface"]), 1)
+    ns = range(1, 4)
+    sums: dict[str, np.ndarray] = {}
+    at: dict[str, list[np.ndarray]] = {f"{a}{n}": [] for a in NGRAM_ARRAYS for n in ns}
+    with tempfile.TemporaryDirectory(prefix="stateseer-ngrams-") as tmp:
+        files = {name: (open(Path(tmp) / f"{name}.keys", "wb"),
+                        open(Path(tmp) / f"{name}.counts", "wb")) for name in at}
+        written = dict.fromkeys(at, 0)
+        try:
+            for item in items:  # one pass: every piece's counts, partitioned by bucket
+                c = pat.ngram_counts(_pattern_part(item, shared["memo"]), n_states,
+                                     vocab_size=len(surface), stop=stop)
+                for n in ns:
+                    for name in (f"state{n}", f"steps{n}"):
+                        sums[name] = sums.get(name, 0) + c[name][1]
+                    for name in (f"total{n}", f"pair{n}"):
+                        keys, cnt = c[name]
+                        b = pat.key_bucket(keys if name.startswith("total") else keys % V ** n,
+                                           n_buckets)
+                        order = np.argsort(b, kind="stable")  # keys stay sorted per bucket
+                        files[name][0].write(keys[order].tobytes())
+                        files[name][1].write(cnt[order].tobytes())
+                        at[name].append(written[name] + np.searchsorted(
+                            b[order], np.arange(n_buckets + 1)))
+                        written[name] += len(keys)
+        finally:
+            for fk, fc in files.values():
+                fk.close()
+                fc.close()
+        rows = []
+        maps = {name: tuple(np.memmap(Path(tmp) / f"{name}.{x}", np.int64, "r")
+                            if written[name] else np.zeros(0, np.int64)
+                            for x in ("keys", "counts")) for name in at}
+        for b in range(n_buckets):  # then each bucket from its partitions
+            counts: dict[str, Any] = {}
+            for n in ns:
+                counts[f"state{n}"] = (np.arange(n_states), sums[f"state{n}"])
+                counts[f"steps{n}"] = (np.zeros(1), sums[f"steps{n}"])
+            for name, (keys, cnt) in maps.items():
+                k = np.concatenate([keys[o[b]:o[b + 1]] for o in at[name]] or [keys[:0]])
+                v = np.concatenate([cnt[o[b]:o[b + 1]] for o in at[name]] or [cnt[:0]])
+                uk, inv = np.unique(k, return_inverse=True)
+                # float64 sums of integer counts are exact below 2**53
+                counts[name] = (uk, np.bincount(inv, weights=v, minlength=len(uk)
+                                                ).astype(np.int64))
+            rows.append(pat.ngram_candidates(counts, len(surface)))
+        del maps
+    return rows
 
 
 def mine_patterns(engine: Any, refs: Sequence[ShardRef], states: np.ndarray,
