@@ -852,18 +852,14 @@ def _bucket_candidates(items: list[PatternItem], shared: dict[str, Any], stop: n
         maps = {name: tuple(np.memmap(Path(tmp) / f"{name}.{x}", np.int64, "r")
                             if written[name] else np.zeros(0, np.int64)
                             for x in ("keys", "counts")) for name in at}
+        every = {**{f"state{n}": (np.arange(n_states), sums[f"state{n}"]) for n in ns},
+                 **{f"steps{n}": (np.zeros(1), sums[f"steps{n}"]) for n in ns}}
         for b in range(n_buckets):  # then each bucket from its partitions
-            counts: dict[str, Any] = {}
-            for n in ns:
-                counts[f"state{n}"] = (np.arange(n_states), sums[f"state{n}"])
-                counts[f"steps{n}"] = (np.zeros(1), sums[f"steps{n}"])
+            counts: dict[str, Any] = dict(every)
             for name, (keys, cnt) in maps.items():
-                k = np.concatenate([keys[o[b]:o[b + 1]] for o in at[name]] or [keys[:0]])
-                v = np.concatenate([cnt[o[b]:o[b + 1]] for o in at[name]] or [cnt[:0]])
-                uk, inv = np.unique(k, return_inverse=True)
-                # float64 sums of integer counts are exact below 2**53
-                counts[name] = (uk, np.bincount(inv, weights=v, minlength=len(uk)
-                                                ).astype(np.int64))
+                counts[name] = pat.summed_counts(
+                    [keys[o[b]:o[b + 1]] for o in at[name]] or [keys[:0]],
+                    [cnt[o[b]:o[b + 1]] for o in at[name]] or [cnt[:0]])
             rows.append(pat.ngram_candidates(counts, len(surface)))
         del maps
     return rows

@@ -349,10 +349,10 @@ def _vocabulary(src: Path, splits: dict[str, ImportedSplit], table: Surface) -> 
                        "JSON list or leave the file out")
         rest = [t for t in dict.fromkeys(v) if t not in (PAD, UNK)]
     else:
-        n = np.bincount(splits["train"].surface, minlength=len(table.ids))
+        n = np.bincount(splits["train"].surface, minlength=len(table.ids)).tolist()
         words = table.words
-        rest = sorted((words[j] for j in np.flatnonzero(n).tolist()),
-                      key=lambda t: (-n[table.ids[t]], t))
+        rest = [words[j] for j in sorted((j for j, c in enumerate(n) if c),
+                                         key=lambda j: (-n[j], words[j]))]
         rest = [t for t in rest if t not in (PAD, UNK)]
     return [PAD, UNK, *rest]
 

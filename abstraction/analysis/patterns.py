@@ -72,6 +72,17 @@ def _keyed(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return np.asarray(keys, np.int64), np.asarray(counts, np.int64)
 
 
+def summed_counts(keys: Sequence[np.ndarray], counts: Sequence[np.ndarray]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Several parts' ``(keys, counts)`` as one: the distinct keys, sorted, and each
+    one's counts summed (exact: integer sums)."""
+    uk, inv = np.unique(np.concatenate(keys), return_inverse=True)
+    both = np.concatenate(counts)
+    summed = np.zeros((len(uk), *both.shape[1:]), np.int64)
+    np.add.at(summed, inv, both)
+    return uk, summed
+
+
 def merge_counts(a: Counts, b: Counts) -> Counts:
     """Sum two parts' counts key by key (associative and exact: integer sums)."""
     out: Counts = {}
@@ -80,11 +91,7 @@ def merge_counts(a: Counts, b: Counts) -> Counts:
             out[name] = a.get(name) or b[name]
             continue
         (ka, ca), (kb, cb) = a[name], b[name]
-        keys, inv = np.unique(np.concatenate([ka, kb]), return_inverse=True)
-        both = np.concatenate([ca, cb])
-        summed = np.zeros((len(keys), *both.shape[1:]), np.int64)
-        np.add.at(summed, inv, both)
-        out[name] = (keys, summed)
+        out[name] = summed_counts([ka, kb], [ca, cb])
     return out
 
 

@@ -336,7 +336,7 @@ def test_a_tokens_txt_changed_during_the_import_is_refused_whole(tmp_path, monke
         return real(d, sp, *args)
 
     monkeypatch.setattr(imported, "_write_split", grow_then_write)
-    with pytest.raises(imported.TraceError, match="now holds .* inputs") as e:
+    with pytest.raises(imported.TraceError, match=r"now holds .* inputs") as e:
         imported.import_traces(tmp_path / "run", src)
     assert "\n" not in str(e.value)
     assert not (tmp_path / "run" / "traces").exists()
