@@ -53,7 +53,8 @@ Repairs (``--repairs N``: the first N found bugs per recipe of the report partit
     over seeds; per class, the repair's change beside the oracle's.
 
 Usage: ``python benchmarks/bugs.py [--partitions dev,report] [--datasets ...]
-[--recipes ...] [--seeds 2] [--seed0 S] [--train-rows 4000] [--repairs 1] [--out DIR]``
+[--recipes ...] [--seeds 2] [--seed0 S] [--train-rows 4000] [--repairs 1] [--out DIR]
+[--rescore]``
 (``--recipes ""``: clean controls only, for the count of false findings). Last line:
 JSON with ``runs``, ``clean``, ``repairs`` and ``summary`` (DESIGN.md, round 4).
 """
@@ -95,7 +96,16 @@ IG_ERRORS = 60
 SEED_STEP = 1000
 
 
+#: ``--rescore``: a kept run's trained model is read instead of trained again
+_REUSE = False
+
+
 def _train(bug: Any, where: Path, seed: int, *, record: bool = True) -> tuple[Path, float]:
+    if _REUSE and (where / "run").is_dir():
+        from stateseer.rnn_models.run import ModelRun
+
+        kept = ModelRun(where / "run")
+        return kept.path, float(kept.metrics()["test_accuracy"])
     where.mkdir(parents=True, exist_ok=True)
     path = bug.write(where / "data.jsonl")
     run = train_run(TrainConfig(dataset=f"jsonl:{path}", arch="lstm", seed=seed,
@@ -335,7 +345,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repairs", type=int, default=0,
                    help="repair the first N found bugs per recipe (report partition)")
     p.add_argument("--out", default=None)
+    p.add_argument("--rescore", action="store_true",
+                   help="with --out DIR of an earlier run: re-diagnose the models it kept "
+                        "with today's code instead of training them again")
     args = p.parse_args(argv)
+    global _REUSE
+    _REUSE = args.rescore
+    if args.rescore and not args.out:
+        p.error("--rescore reads the models an earlier run kept: give its --out DIR")
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="stateseer-bugs-"))
     commit = _commit()  # the code that ran (the tree may move on while it runs)
     runs, cleans, repairs = [], [], []

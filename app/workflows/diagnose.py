@@ -933,6 +933,106 @@ def _seed_topics(by_class: dict[int, list[Candidate]], pool: Sequence[Candidate]
     return {cls for cls in tries if cls in by_class}
 
 
+#: a topic read from the training side is chosen on the training inputs of the text
+#: model's folds below this, and its shift estimated on the others (the words chosen for
+#: leaning far on the inputs that chose them lean less on any other: the inputs that
+#: chose a word cannot also test it)
+CHOOSE_FOLDS = 3
+#: training inputs (of the choosing folds) a word needs to join such a topic
+TRAIN_TOPIC_INPUTS = 6
+#: the words leaning to a class (most significant first) whose training labels are read
+#: against their text, per class
+TRAIN_TOPIC_POOL = 60
+#: the lean (one-sided hypergeometric tail) of a word's choosing inputs to the class for
+#: the word to be read against its text: loose, since the test comes after on other inputs
+TRAIN_TOPIC_P = 0.05
+#: such a topic's estimating training inputs lean to the class at least this much more
+#: than its held-out inputs do (odds ratio): a relabelled topic's labels were pulled
+#: 50-90 % of the way, a shift between documents of a split is smaller
+TOPIC_ODDS = 2.0
+
+
+def _training_topics(classes: Sequence[int], text: _TextOf, tr: Any,
+                     train_sets: Sequence[set[str]], train_labels: np.ndarray
+                     ) -> list[Candidate]:
+    """Topics read from the training side, one candidate per class at most, for the
+    ``classes`` that no word of the split diagnosed leads to: a topic of rare words (each
+    with fewer held-out carriers than a candidate needs, its training inputs many) is
+    invisible to any word-level test of the split.
+
+    The training inputs are cut in two by the text model's folds (:data:`CHOOSE_FOLDS`).
+    On the first part, a class's words are those whose inputs (at least
+    :data:`TRAIN_TOPIC_INPUTS`) lean to it (one-sided hypergeometric tail below
+    :data:`TRAIN_TOPIC_P`, the :data:`TRAIN_TOPIC_POOL` most significant) and whose inputs
+    labelled the class agree with the rest of their text (the word out of the vote) at
+    least ``NOISE_GAP`` less often than the class's inputs do: label noise, the mark of a
+    topic relabelled into the class. A class's own vocabulary leans as far, but its
+    inputs' text agrees with their labels more often; a word of another class's texts
+    relabelled into this one disagrees on inputs labelled that class, not this one. A
+    topic needs two such words. Its shift is then tested on inputs that did not choose
+    it: the second part's inputs of the topic labelled the class against the split's
+    (:func:`_topic_replication`), Bonferroni over the classes read, and it must reach an
+    odds ratio of :data:`TOPIC_ODDS`; a topic that fails is not listed."""
+    from scipy.stats import hypergeom
+
+    tl = text.model()
+    labels = tl.labels
+    choose = (labels >= 0) & (tl.fold < CHOOSE_FOLDS)
+    estimate = np.where((labels >= 0) & ~choose, labels, -1)
+    df = np.asarray(tl.X[choose].sum(0)).ravel()
+    n = int(choose.sum())
+    split_sets = [set(tr.tokens(i)) for i in range(tr.n_inputs)]
+    wrong = np.asarray(tr.predictions) != np.asarray(tr.labels)
+    split_labels = np.asarray(tr.labels)
+    out = []
+    for cls in classes:
+        mine = choose & (labels == cls)
+        if not mine.any():
+            continue
+        k = np.asarray(tl.X[mine].sum(0)).ravel()
+        p = np.ones(len(df))
+        big = df >= TRAIN_TOPIC_INPUTS
+        p[big] = hypergeom.sf(k[big] - 1, n, int(mine.sum()), df[big])
+        order = [j for j in np.argsort(p, kind="stable")[:TRAIN_TOPIC_POOL].tolist()
+                 if p[j] < TRAIN_TOPIC_P]
+        base = float(tl.agree(np.flatnonzero(mine)).mean())
+        carriers = tl.X[:, order].tocsc()
+        group = []
+        for col, j in enumerate(order):  # the word's inputs labelled the class disagree
+            # with their text (the word out of the vote) beyond the class's inputs
+            held = np.flatnonzero(mine & (carriers[:, col].toarray().ravel() > 0))
+            w = tl.vocab[j]
+            if base - float(tl.agree(held, [w]).mean()) < NOISE_GAP:
+                continue
+            rows = np.array([i for i, s in enumerate(split_sets) if w in s], np.int64)
+            group.append(Candidate("subpopulation", (w,), rows, int(wrong[rows].sum()), 0.0,
+                                   0.0, float(p[j]), extra={"class": int(cls)}))
+        if len(group) < 2 or not np.concatenate([c.affected for c in group]).size:
+            continue
+        words = {c.tokens[0] for c in group}
+        shift = _topic_replication(words, cls, train_sets, estimate, tr)
+        odds = _topic_odds(words, cls, train_sets, estimate, tr)
+        q = min(1.0, shift * len(classes))
+        if odds < TOPIC_ODDS or q >= Q_LEVEL:  # no topic: its words stay unlisted (each
+            continue  # leant on the inputs that chose it, which is no evidence)
+        pq = (shift, q, {"chosen_on": "training", "odds_ratio": round(odds, 3)})
+        out.append(_topic(group, cls, pq, wrong, split_labels, train_sets, train_labels))
+    return out
+
+
+def _topic_odds(words: set[str], cls: int, train_sets: Sequence[set[str]],
+                train_labels: np.ndarray, other: Any) -> float:
+    """The odds of ``cls`` among the training inputs holding any of ``words`` (labels
+    below 0 left out) over those odds among ``other``'s (a half added to each count)."""
+    held = [i for i, toks in enumerate(train_sets) if words & toks]
+    rows = [i for i in range(other.n_inputs) if words.intersection(other.tokens(i))]
+    a, b = np.asarray(train_labels)[held], np.asarray(other.labels)[rows]
+    a, b = a[a >= 0], b[b >= 0]
+    ac, an = (a == cls).sum() + 0.5, (a != cls).sum() + 0.5
+    bc, bn = (b == cls).sum() + 0.5, (b != cls).sum() + 0.5
+    return float((ac / an) / (bc / bn))
+
+
 def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], tr: Any,
                           train: Any, train_sets: Sequence[set[str]],
                           pool: Sequence[Candidate] = (), text: Any = None,
@@ -1003,6 +1103,13 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
                   max(c.q_value for c in group if id(c) in ids), {})
         out.append((_topic(group, cls, pq, wrong, labels, train_sets, train_labels),
                     {id(c) for c in group}, explained))
+    if isinstance(text, _TextOf) and train is not None and train.n_inputs:
+        # classes no word of the split leads to: a topic of words too rare on the split
+        # for any test there, read from the training side
+        n_classes = int(np.asarray(tr.final_proba).shape[1])
+        open_ = [k for k in range(n_classes) if k not in by_class]
+        out += [(t, set(), set()) for t in _training_topics(open_, text, tr, train_sets,
+                                                            train_labels)]
     return out
 
 
@@ -1393,6 +1500,8 @@ def _finding(c: Candidate, check: dict[str, Any] | None, classes: Sequence[str],
                   "split_share": c.extra["split_share"]})
         if "replication" in c.extra:  # a topic seeded from words no test passed alone
             f["replication"] = c.extra["replication"]
+        if "chosen_on" in c.extra:  # a topic read from the training side
+            f["chosen_on"] = c.extra["chosen_on"]
     return f
 
 

@@ -564,6 +564,60 @@ def test_a_topic_of_rare_words_is_seeded_from_the_pool_and_tested_on_the_other_s
     assert _subpopulation_groups([], {}, tr, train, train_sets, [war, troops], Text()) == []
 
 
+def _topic_data(relabel: float, seed: int = 0):
+    """Two classes told by their words; six rare topic words on positive texts, ``relabel``
+    of their training inputs labelled negative; the split holds each topic word four
+    times (too few for a word-level candidate), all called negative."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    pos, neg = ["good", "fun", "great", "nice"], ["bad", "dull", "awful", "poor"]
+    topic = ["war", "troops", "isis", "army", "terror", "missile"]
+
+    def text(words, extra=()):
+        return [*rng.choice(words, 3), *rng.choice(["the", "a", "it", "was"], 3), *extra]
+
+    inputs = [text(pos) for _ in range(600)] + [text(neg) for _ in range(600)]
+    labels = [1] * 600 + [0] * 600
+    for w in topic:
+        for _ in range(60):
+            inputs.append(text(pos, [w]))
+            labels.append(0 if rng.random() < relabel else 1)
+    split = [text(pos, [w]) for w in topic for _ in range(4)] + \
+        [text(pos) for _ in range(100)] + [text(neg) for _ in range(100)]
+    split_labels = np.array([1] * 124 + [0] * 100)
+    predictions = split_labels.copy()
+    predictions[:24] = 0
+    tr = SimpleNamespace(n_inputs=len(split), tokens=split.__getitem__, labels=split_labels,
+                         predictions=predictions, final_proba=np.zeros((len(split), 2)))
+    train = SimpleNamespace(labels=np.array(labels), n_inputs=len(labels))
+    return inputs, train, tr, topic
+
+
+def test_a_topic_of_words_too_rare_on_the_split_is_read_from_the_training_side():
+    """The debates' miss: a relabelled topic whose every word has four held-out carriers
+    (a candidate needs five), so no test of the split sees a word. Its training inputs,
+    many, lean to the class and disagree with their text: grouped there, and tested as one
+    on the split, where its carriers are all the other class, it is one significant
+    candidate holding the topic's words. The class's own vocabulary (``bad``) leans as
+    far but its text agrees with its labels; with the labels left right, nothing is read."""
+    from stateseer.app.workflows.diagnose import Q_LEVEL, _subpopulation_groups, _TextOf
+
+    inputs, train, tr, topic = _topic_data(0.8)
+    sets = [set(t) for t in inputs]
+    (group, members, _), = _subpopulation_groups([], {}, tr, train, sets, (),
+                                                 _TextOf(train, inputs, 2))
+    assert len(set(group.tokens) & set(topic)) >= 4 and set(group.tokens) <= set(topic)
+    assert group.extra["class"] == 0 and group.extra["chosen_on"] == "training"
+    assert group.q_value < Q_LEVEL and group.n_misclassified == 4 * len(group.tokens)
+    assert members == set()
+    inputs, train, tr, _ = _topic_data(0.0)
+    assert _subpopulation_groups([], {}, tr, train, [set(t) for t in inputs], (),
+                                 _TextOf(train, inputs, 2)) == []
+
+
 def test_a_word_in_every_input_does_not_anchor_a_topic_and_a_common_word_does_not_join():
     """The splits' class shares differ, so "." (in every input) leans to class 1 more
     significantly than the relabelled topic's words do. A topic is anchored by its most
