@@ -450,6 +450,10 @@ def _describe(c: Candidate, classes: Sequence[str], cls: int | None) -> str:
         rep = c.extra.get("replication")
         seeded = (f"; no word is significant alone: the topic's shift holds on the "
                   f"{rep['split']} split too (p = {rep['p_value']:.2g})") if rep else ""
+        if c.extra.get("chosen_on") == "training":
+            seeded = ("; each word too rare here to test alone: the topic was read from "
+                      "training labels that disagree with their text, and its shift tested "
+                      "here")
         return (f"inputs containing {words}{called}: {counts}; in training "
                 f"{c.extra['train_share']:.0%} of them are labelled {cls}, here "
                 f"{c.extra['split_share']:.0%}{seeded}")

@@ -603,7 +603,12 @@ def test_a_topic_of_words_too_rare_on_the_split_is_read_from_the_training_side()
     on the split, where its carriers are all the other class, it is one significant
     candidate holding the topic's words. The class's own vocabulary (``bad``) leans as
     far but its text agrees with its labels; with the labels left right, nothing is read."""
-    from stateseer.app.workflows.diagnose import Q_LEVEL, _subpopulation_groups, _TextOf
+    from stateseer.app.workflows.diagnose import (
+        Q_LEVEL,
+        _describe,
+        _subpopulation_groups,
+        _TextOf,
+    )
 
     inputs, train, tr, topic = _topic_data(0.8)
     sets = [set(t) for t in inputs]
@@ -613,6 +618,8 @@ def test_a_topic_of_words_too_rare_on_the_split_is_read_from_the_training_side()
     assert group.extra["class"] == 0 and group.extra["chosen_on"] == "training"
     assert group.q_value < Q_LEVEL and group.n_misclassified == 4 * len(group.tokens)
     assert members == set()
+    assert "the topic was read from training labels that disagree with their text" in \
+        _describe(group, ["neg", "pos"], 0)
     inputs, train, tr, _ = _topic_data(0.0)
     assert _subpopulation_groups([], {}, tr, train, [set(t) for t in inputs], (),
                                  _TextOf(train, inputs, 2)) == []
