@@ -960,9 +960,10 @@ def _training_topics(classes: Sequence[int], text: _TextOf, tr: Any,
                      train_sets: Sequence[set[str]], train_labels: np.ndarray
                      ) -> list[Candidate]:
     """Topics read from the training side, one candidate per class at most, for the
-    ``classes`` that no word of the split diagnosed leads to: a topic of rare words (each
-    with fewer held-out carriers than a candidate needs, its training inputs many) is
-    invisible to any word-level test of the split.
+    ``classes`` that no word of the split diagnosed leads to (or one word alone, its
+    training labels noisy): a topic of rare words (each with fewer held-out carriers than
+    a candidate needs, its training inputs many) is invisible to any word-level test of
+    the split.
 
     The training inputs are cut in two by the text model's folds (:data:`CHOOSE_FOLDS`).
     On the first part, a class's words are those whose inputs (at least
@@ -1067,6 +1068,7 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
     seeded = _seed_topics(by_class, pool, text) if other is not None and text is not None \
         and train is not None else set()
     out = []
+    alone: list[int] = []  # classes whose topic is one word, its labels noisy
     wrong = np.asarray(tr.predictions) != np.asarray(tr.labels)
     labels = np.asarray(tr.labels)
     train_labels = np.asarray(train.labels) if train is not None else np.zeros(0, np.int64)
@@ -1096,6 +1098,8 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
             group, _ = _purest(group, text)
         if len(group) < 2:
             out.append((None, set(), explained))
+            if noisy:  # a relabelled topic seen through one word: its rarer words
+                alone.append(cls)  # may be read from the training side
             continue
         if cls in seeded:  # chosen on this split: tested on the other
             p = _topic_replication({c.tokens[0] for c in group}, cls, train_sets,
@@ -1108,10 +1112,11 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
         out.append((_topic(group, cls, pq, wrong, labels, train_sets, train_labels),
                     {id(c) for c in group}, explained))
     if isinstance(text, _TextOf) and train is not None and train.n_inputs:
-        # classes no word of the split leads to: a topic of words too rare on the split
-        # for any test there, read from the training side
+        # classes no word of the split leads to, or one word whose training labels
+        # disagree with their text: a topic of words too rare on the split for any test
+        # there, read from the training side
         n_classes = int(np.asarray(tr.final_proba).shape[1])
-        open_ = [k for k in range(n_classes) if k not in by_class]
+        open_ = [k for k in range(n_classes) if k not in by_class or k in alone]
         out += [(t, set(), set()) for t in _training_topics(open_, text, tr, train_sets,
                                                             train_labels)]
     return out
