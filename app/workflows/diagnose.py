@@ -969,15 +969,17 @@ def _training_topics(classes: Sequence[int], text: _TextOf, tr: Any,
     On the first part, a class's words are those whose inputs (at least
     :data:`TRAIN_TOPIC_INPUTS`) lean to it (one-sided hypergeometric tail below
     :data:`TRAIN_TOPIC_P`, the :data:`TRAIN_TOPIC_POOL` most significant) and whose inputs
-    labelled the class agree with the rest of their text (the word out of the vote) at
-    least ``NOISE_GAP`` less often than the class's inputs do: label noise, the mark of a
-    topic relabelled into the class. A class's own vocabulary leans as far, but its
-    inputs' text agrees with their labels more often; a word of another class's texts
-    relabelled into this one disagrees on inputs labelled that class, not this one. A
-    topic needs two such words. Its shift is then tested on inputs that did not choose
-    it: the second part's inputs of the topic labelled the class against the split's
-    (:func:`_topic_replication`), Bonferroni over the classes read, and it must reach an
-    odds ratio of :data:`TOPIC_ODDS`; a topic that fails is not listed."""
+    labelled the class agree with their text at least ``NOISE_GAP`` less often than the
+    class's inputs do, both with the word out of the vote and with it in: label noise,
+    the mark of a topic relabelled into the class, whose texts say another class whatever
+    the word. A class's own vocabulary leans as far, and its inputs' rest of the text may
+    say little without it (the moderator's ``?``), but with it in the vote their labels
+    agree; a word of another class's texts relabelled into this one disagrees on inputs
+    labelled that class, not this one. A topic needs two such words. Its shift is then
+    tested on inputs that did not choose it: the second part's inputs of the topic
+    labelled the class against the split's (:func:`_topic_replication`), Bonferroni over
+    the classes read, and it must reach an odds ratio of :data:`TOPIC_ODDS`; a topic that
+    fails is not listed."""
     from scipy.stats import hypergeom
 
     tl = text.model()
@@ -1000,14 +1002,18 @@ def _training_topics(classes: Sequence[int], text: _TextOf, tr: Any,
         p[big] = hypergeom.sf(k[big] - 1, n, int(mine.sum()), df[big])
         order = [j for j in np.argsort(p, kind="stable")[:TRAIN_TOPIC_POOL].tolist()
                  if p[j] < TRAIN_TOPIC_P]
-        base = float(tl.agree(np.flatnonzero(mine)).mean())
+        rows_c = np.flatnonzero(mine)
+        whole = np.zeros(len(labels), bool)  # each input's label against its whole text
+        whole[rows_c] = tl.agree(rows_c)
+        base = float(whole[rows_c].mean())
         carriers = tl.X[:, order].tocsc()
         group = []
         for col, j in enumerate(order):  # the word's inputs labelled the class disagree
-            # with their text (the word out of the vote) beyond the class's inputs
+            # with their text beyond the class's inputs, the word out of the vote and in it
             held = np.flatnonzero(mine & (carriers[:, col].toarray().ravel() > 0))
             w = tl.vocab[j]
-            if base - float(tl.agree(held, [w]).mean()) < NOISE_GAP:
+            if base - float(whole[held].mean()) < NOISE_GAP \
+                    or base - float(tl.agree(held, [w]).mean()) < NOISE_GAP:
                 continue
             rows = np.array([i for i, s in enumerate(split_sets) if w in s], np.int64)
             group.append(Candidate("subpopulation", (w,), rows, int(wrong[rows].sum()), 0.0,
