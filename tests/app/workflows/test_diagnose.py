@@ -581,6 +581,10 @@ def _topic_data(relabel: float, seed: int = 0):
 
     inputs = [text(pos) for _ in range(600)] + [text(neg) for _ in range(600)]
     labels = [1] * 600 + [0] * 600
+    for _ in range(300):  # the moderator's "?": without it the text reads like the
+        # other class's (a candidate's words), with it the class's own
+        inputs.append(["?", "?", *rng.choice(pos, 1), *rng.choice(["the", "a", "it"], 3)])
+        labels.append(0)
     for w in topic:
         for _ in range(60):
             inputs.append(text(pos, [w]))
@@ -601,8 +605,9 @@ def test_a_topic_of_words_too_rare_on_the_split_is_read_from_the_training_side()
     (a candidate needs five), so no test of the split sees a word. Its training inputs,
     many, lean to the class and disagree with their text: grouped there, and tested as one
     on the split, where its carriers are all the other class, it is one significant
-    candidate holding the topic's words. The class's own vocabulary (``bad``) leans as
-    far but its text agrees with its labels; with the labels left right, nothing is read."""
+    candidate holding the topic's words. The class's own vocabulary (``bad``, and ``?``,
+    without which its inputs' text says little) leans as far but its inputs' labels agree
+    with their text once it votes; with the labels left right, nothing is read."""
     from stateseer.app.workflows.diagnose import (
         Q_LEVEL,
         _describe,
@@ -615,6 +620,7 @@ def test_a_topic_of_words_too_rare_on_the_split_is_read_from_the_training_side()
     (group, members, _), = _subpopulation_groups([], {}, tr, train, sets, (),
                                                  _TextOf(train, inputs, 2))
     assert len(set(group.tokens) & set(topic)) >= 4 and set(group.tokens) <= set(topic)
+    assert "?" not in group.tokens  # the class's own word agrees once it votes
     assert group.extra["class"] == 0 and group.extra["chosen_on"] == "training"
     assert group.q_value < Q_LEVEL and group.n_misclassified == 4 * len(group.tokens)
     assert members == set()
