@@ -1073,10 +1073,8 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
             by_class.setdefault(int(c.extra["class"]), []).append(c)
     seeded = _seed_topics(by_class, pool, text) if other is not None and text is not None \
         and train is not None else set()
-    out = []
-    alone: list[int] = []  # classes whose topic is one word, its labels noisy
-    wrong = np.asarray(tr.predictions) != np.asarray(tr.labels)
-    labels = np.asarray(tr.labels)
+    out, alone = [], []  # alone: classes whose topic is one word, its labels noisy
+    wrong, labels = np.asarray(tr.predictions) != np.asarray(tr.labels), np.asarray(tr.labels)
     train_labels = np.asarray(train.labels) if train is not None else np.zeros(0, np.int64)
     for cls, members in by_class.items():
         members.sort(key=lambda c: c.p_value)
@@ -1122,9 +1120,9 @@ def _subpopulation_groups(checked: list[Candidate], checks_of: dict[int, Any], t
         # disagree with their text: a topic of words too rare on the split for any test
         # there, read from the training side
         n_classes = int(np.asarray(tr.final_proba).shape[1])
-        open_ = [k for k in range(n_classes) if k not in by_class or k in alone]
-        out += [(t, set(), set()) for t in _training_topics(open_, text, tr, train_sets,
-                                                            train_labels)]
+        out += [(t, set(), set()) for t in _training_topics(
+            [k for k in range(n_classes) if k not in by_class or k in alone], text, tr,
+            train_sets, train_labels)]
     return out
 
 
