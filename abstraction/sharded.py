@@ -807,9 +807,6 @@ def _mine_ngrams(engine: Any, items: list[PatternItem], shared: dict[str, Any],
     return pat.ngrams_from_candidates(rows, surface, n_states)
 
 
-NGRAM_ARRAYS = ("total", "pair")
-
-
 def _bucket_candidates(items: list[PatternItem], shared: dict[str, Any], stop: np.ndarray,
                        n_buckets: int) -> list[Any]:
     """:func:`~stateseer.abstraction.analysis.patterns.ngram_candidates` of each hash
@@ -819,31 +816,32 @@ def _bucket_candidates(items: list[PatternItem], shared: dict[str, Any], stop: n
     with the square of the steps (86 passes over 180M steps at 10M inputs)."""
     import tempfile
 
-    surface, n_states, V = shared["surface"], shared["n_states"], max(len(shared["surface"]), 1)
-    ns = range(1, 4)
-    sums: dict[str, np.ndarray] = {}
-    at: dict[str, list[np.ndarray]] = {f"{a}{n}": [] for a in NGRAM_ARRAYS for n in ns}
+    surface, n_states = shared["surface"], shared["n_states"]
+    whole: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # steps and states per state:
+    # every n-gram's, summed over the pieces
+    at: dict[str, list[np.ndarray]] = {}  # totals and pairs: each piece's bucket offsets
+    written: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="stateseer-ngrams-") as tmp:
-        files = {name: (open(Path(tmp) / f"{name}.keys", "wb"),
-                        open(Path(tmp) / f"{name}.counts", "wb")) for name in at}
-        written = dict.fromkeys(at, 0)
+        files: dict[str, tuple[Any, Any]] = {}
         try:
             for item in items:  # one pass: every piece's counts, partitioned by bucket
                 c = pat.ngram_counts(_pattern_part(item, shared["memo"]), n_states,
                                      vocab_size=len(surface), stop=stop)
-                for n in ns:
-                    for name in (f"state{n}", f"steps{n}"):
-                        sums[name] = sums.get(name, 0) + c[name][1]
-                    for name in (f"total{n}", f"pair{n}"):
-                        keys, cnt = c[name]
-                        b = pat.key_bucket(keys if name.startswith("total") else keys % V ** n,
-                                           n_buckets)
-                        order = np.argsort(b, kind="stable")  # keys stay sorted per bucket
-                        files[name][0].write(keys[order].tobytes())
-                        files[name][1].write(cnt[order].tobytes())
-                        at[name].append(written[name] + np.searchsorted(
-                            b[order], np.arange(n_buckets + 1)))
-                        written[name] += len(keys)
+                for name, (keys, cnt) in c.items():
+                    if not name.startswith(("total", "pair")):
+                        whole[name] = (keys, cnt + whole[name][1] if name in whole else cnt)
+                        continue
+                    if name not in files:
+                        files[name] = (open(Path(tmp) / f"{name}.keys", "wb"),
+                                       open(Path(tmp) / f"{name}.counts", "wb"))
+                        at[name], written[name] = [], 0
+                    b = pat.ngram_key_bucket(name, keys, len(surface), n_buckets)
+                    order = np.argsort(b, kind="stable")  # keys stay sorted per bucket
+                    files[name][0].write(keys[order].tobytes())
+                    files[name][1].write(cnt[order].tobytes())
+                    at[name].append(written[name] + np.searchsorted(
+                        b[order], np.arange(n_buckets + 1)))
+                    written[name] += len(keys)
         finally:
             for fk, fc in files.values():
                 fk.close()
@@ -852,10 +850,8 @@ def _bucket_candidates(items: list[PatternItem], shared: dict[str, Any], stop: n
         maps = {name: tuple(np.memmap(Path(tmp) / f"{name}.{x}", np.int64, "r")
                             if written[name] else np.zeros(0, np.int64)
                             for x in ("keys", "counts")) for name in at}
-        every = {**{f"state{n}": (np.arange(n_states), sums[f"state{n}"]) for n in ns},
-                 **{f"steps{n}": (np.zeros(1), sums[f"steps{n}"]) for n in ns}}
         for b in range(n_buckets):  # then each bucket from its partitions
-            counts: dict[str, Any] = dict(every)
+            counts: dict[str, Any] = dict(whole)
             for name, (keys, cnt) in maps.items():
                 counts[name] = pat.summed_counts(
                     [keys[o[b]:o[b + 1]] for o in at[name]] or [keys[:0]],

@@ -156,6 +156,16 @@ def key_bucket(keys: np.ndarray, n_buckets: int) -> np.ndarray:
     return ((mixed >> np.uint64(32)) % np.uint64(n_buckets)).astype(np.int64)
 
 
+def ngram_key_bucket(name: str, keys: np.ndarray, vocab_size: int, n_buckets: int
+                     ) -> np.ndarray:
+    """:func:`key_bucket` of the n-gram in each key of :func:`ngram_counts`' ``total{n}`` or
+    ``pair{n}`` (a pair's key is ``state * V**n + n-gram``): an n-gram's total and its
+    pairs fall in the bucket that ``ngram_counts(bucket=...)`` counts them in."""
+    if name.startswith("pair"):
+        keys = np.asarray(keys) % max(vocab_size, 1) ** int(name[len("pair"):])
+    return key_bucket(keys, n_buckets)
+
+
 def _within_top(groups: np.ndarray, score: np.ndarray, k: int) -> np.ndarray:
     """Mask of the rows whose ``score`` is at most the ``k``-th smallest of their group:
     a superset (ties included) of every group's ``k`` first rows by score, whatever breaks
