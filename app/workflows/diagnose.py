@@ -711,8 +711,6 @@ def _shift_beyond(c: Candidate, group: list[Candidate], cls: int,
     common word that merely shares the topic's inputs does not (on thousands of inputs a
     common word's few hidden topic inputs are significant, but its shift is a tenth of the
     topic's: "i" beside "tea, coffee" on the food reviews, 0.05 against 0.50)."""
-    from scipy.stats import hypergeom
-
     words = {g.tokens[0] for g in group}
     word = c.tokens[0]
     held = [i for i, toks in enumerate(train_sets) if word in toks and not words & toks]
@@ -720,10 +718,7 @@ def _shift_beyond(c: Candidate, group: list[Candidate], cls: int,
     rows = np.setdiff1d(c.affected, taken)
     a, b = train_labels[held], labels[rows]
     a, b = a[a >= 0], b[b >= 0]
-    if not len(a) or not len(b):
-        return False
-    k, K = int((a == cls).sum()), int((a == cls).sum() + (b == cls).sum())
-    if float(hypergeom.sf(k - 1, len(a) + len(b), K, len(a))) >= Q_LEVEL:
+    if _shift_tail(a, b, cls) >= Q_LEVEL:  # 1.0 where either side has no inputs
         return False
     in_group = [i for i, toks in enumerate(train_sets) if words & toks]
     g_train, g_split = train_labels[in_group], labels[taken]
@@ -891,6 +886,27 @@ JOIN_P = 0.01
 JOIN_POOL = 30
 
 
+def _topic_labels(words: set[str], train_sets: Sequence[set[str]], train_labels: np.ndarray,
+                  other: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The labels of the training inputs holding any of ``words`` and of ``other``'s
+    inputs holding any (labels below 0 left out)."""
+    held = [i for i, toks in enumerate(train_sets) if words & toks]
+    rows = [i for i in range(other.n_inputs) if words.intersection(other.tokens(i))]
+    a, b = np.asarray(train_labels)[held], np.asarray(other.labels)[rows]
+    return a[a >= 0], b[b >= 0]
+
+
+def _shift_tail(a: np.ndarray, b: np.ndarray, cls: int) -> float:
+    """The one-sided hypergeometric tail of ``a``'s labels being ``cls`` against ``b``'s
+    (1.0 where either is empty)."""
+    from scipy.stats import hypergeom
+
+    if not len(a) or not len(b):
+        return 1.0
+    k, K = int((a == cls).sum()), int((a == cls).sum() + (b == cls).sum())
+    return float(hypergeom.sf(k - 1, len(a) + len(b), K, len(a)))
+
+
 def _topic_replication(words: set[str], cls: int, train_sets: Sequence[set[str]],
                        train_labels: np.ndarray, other: Any) -> float:
     """The one-sided hypergeometric tail of a topic's training inputs (those holding any
@@ -898,16 +914,7 @@ def _topic_replication(words: set[str], cls: int, train_sets: Sequence[set[str]]
     a topic seeded from words that no test passed alone (:func:`_subpopulation_groups`)
     was chosen on the split diagnosed, so its shift is tested on inputs it was not chosen
     on. 1.0 without such inputs."""
-    from scipy.stats import hypergeom
-
-    held = [i for i, toks in enumerate(train_sets) if words & toks]
-    rows = [i for i in range(other.n_inputs) if words.intersection(other.tokens(i))]
-    a, b = train_labels[held], np.asarray(other.labels)[rows]
-    a, b = a[a >= 0], b[b >= 0]
-    if not len(a) or not len(b):
-        return 1.0
-    k, K = int((a == cls).sum()), int((a == cls).sum() + (b == cls).sum())
-    return float(hypergeom.sf(k - 1, len(a) + len(b), K, len(a)))
+    return _shift_tail(*_topic_labels(words, train_sets, train_labels, other), cls)
 
 
 #: the pool's words tried as a seeded topic's anchor, per class, most significant first
@@ -977,7 +984,7 @@ def _training_topics(classes: Sequence[int], text: _TextOf, tr: Any,
     agree; a word of another class's texts relabelled into this one disagrees on inputs
     labelled that class, not this one. A topic needs two such words. Its shift is then
     tested on inputs that did not choose it: the second part's inputs of the topic
-    labelled the class against the split's (:func:`_topic_replication`), Bonferroni over
+    labelled the class against the split's (:func:`_shift_tail`), Bonferroni over
     the classes read, and it must reach an odds ratio of :data:`TOPIC_ODDS`; a topic that
     fails is not listed."""
     from scipy.stats import hypergeom
@@ -1021,8 +1028,8 @@ def _training_topics(classes: Sequence[int], text: _TextOf, tr: Any,
         if len(group) < 2 or not np.concatenate([c.affected for c in group]).size:
             continue
         words = {c.tokens[0] for c in group}
-        shift = _topic_replication(words, cls, train_sets, estimate, tr)
-        odds = _topic_odds(words, cls, train_sets, estimate, tr)
+        a, b = _topic_labels(words, train_sets, estimate, tr)
+        shift, odds = _shift_tail(a, b, cls), _odds_ratio(a, b, cls)
         q = min(1.0, shift * len(classes))
         if odds < TOPIC_ODDS or q >= Q_LEVEL:  # no topic: its words stay unlisted (each
             continue  # leant on the inputs that chose it, which is no evidence)
@@ -1031,14 +1038,9 @@ def _training_topics(classes: Sequence[int], text: _TextOf, tr: Any,
     return out
 
 
-def _topic_odds(words: set[str], cls: int, train_sets: Sequence[set[str]],
-                train_labels: np.ndarray, other: Any) -> float:
-    """The odds of ``cls`` among the training inputs holding any of ``words`` (labels
-    below 0 left out) over those odds among ``other``'s (a half added to each count)."""
-    held = [i for i, toks in enumerate(train_sets) if words & toks]
-    rows = [i for i in range(other.n_inputs) if words.intersection(other.tokens(i))]
-    a, b = np.asarray(train_labels)[held], np.asarray(other.labels)[rows]
-    a, b = a[a >= 0], b[b >= 0]
+def _odds_ratio(a: np.ndarray, b: np.ndarray, cls: int) -> float:
+    """The odds of ``cls`` among labels ``a`` over its odds among ``b`` (a half added to
+    each count)."""
     ac, an = (a == cls).sum() + 0.5, (a != cls).sum() + 0.5
     bc, bn = (b == cls).sum() + 0.5, (b != cls).sum() + 0.5
     return float((ac / an) / (bc / bn))
