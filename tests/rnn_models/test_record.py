@@ -125,11 +125,25 @@ def test_new_texts_keep_unknown_words_and_refuse_huge_ones(text_run):
 
 
 def test_recording_memory_stays_below_the_trace_size(tmp_path):
-    """1M steps x 256 floats (1 GiB) must not need 2x that in RAM: peak RSS is measured."""
+    """1M steps x 256 floats (1 GiB) go to disk, not to RAM: peak anonymous memory is sampled.
+
+    Peak RSS would count the memory-mapped output pages (file-backed, reclaimable) and the
+    allocator's per-thread arenas, so it is not the figure: a thread samples ``RssAnon``
+    while recording runs. The batches are kept small so that their scratch (bounded by
+    ``batch_tokens``, not by the trace) stays far below the trace.
+    """
     code = f"""
-import resource, numpy as np, torch
+import threading, time, numpy as np, torch
 from stateseer.rnn_models.models import RNNClassifier
 from stateseer.rnn_models.record import record_traces
+def anon():
+    line = [l for l in open('/proc/self/status') if l.startswith('RssAnon')][0]
+    return int(line.split()[1]) * 1024
+peak, done = [0], threading.Event()
+def watch():
+    while not done.is_set():
+        peak[0] = max(peak[0], anon())
+        time.sleep(0.002)
 torch.manual_seed(0)
 model = RNNClassifier('gru', 1000, 2, embed=16, hidden=256).eval()
 rng = np.random.default_rng(0)
@@ -137,16 +151,20 @@ seqs = [rng.integers(2, 1000, 250) for _ in range(4000)]  # 1,000,000 steps
 n = sum(map(len, seqs))
 h = np.lib.format.open_memmap('{tmp_path}/h.npy', 'w+', np.float32, (n, 256))
 p = np.lib.format.open_memmap('{tmp_path}/p.npy', 'w+', np.float32, (n, 2))
-record_traces(model, seqs, h, p, np.zeros((len(seqs), 2), np.float32), batch_size=256)
+base = anon()
+watcher = threading.Thread(target=watch)
+watcher.start()
+record_traces(model, seqs, h, p, np.zeros((len(seqs), 2), np.float32), batch_size=64,
+              batch_tokens=16384)
 h.flush()
-anon = [l for l in open('/proc/self/status') if l.startswith('RssAnon')][0].split()[1]
-print(n * 256 * 4, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, int(anon) * 1024)
+done.set()
+watcher.join()
+print(n * 256 * 4, base, peak[0], anon(), float(np.abs(h[-250:]).sum() > 0))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=600)
-    raw, peak, anon = map(int, out.stdout.split())
-    assert raw == 1_000_000 * 256 * 4
-    # Peak RSS counts the memory-mapped output pages (file-backed, reclaimable) too.
-    assert peak < 2 * raw, f"peak RSS {peak / 2**20:.0f} MiB for {raw / 2**20:.0f} MiB of states"
-    # What the process itself holds (anonymous memory) is a small fraction of the states.
-    assert anon < 0.5 * raw, f"anonymous RSS {anon / 2**20:.0f} MiB"
+    raw, base, peak, anon, written = map(float, out.stdout.split())
+    assert raw == 1_000_000 * 256 * 4 and written == 1.0
+    # Holding the trace would add at least ``raw``; recording's own scratch is a fraction of it.
+    assert peak - base < 0.6 * raw, f"peak anonymous RSS grew {(peak - base) / 2**20:.0f} MiB"
+    assert anon - base < 0.25 * raw, f"anonymous RSS grew {(anon - base) / 2**20:.0f} MiB"
