@@ -15,7 +15,8 @@ chosen. The test words are read here only to describe; choosing on them would le
 
 Usage::
 
-    python benchmarks/taysir_frontier.py PATH --net 1.10 [--seconds 420] [--out F]
+    python benchmarks/taysir_frontier.py PATH --net 1.10 [--seconds 420] [--seed 0]
+        [--tests-on auto|prefixes|words] [--out F]
 
 With ``--sampled N`` the hypotheses are also scored on N words drawn from an order-3
 Markov chain of the training words and on N mutants of them (one to three symbols
@@ -78,6 +79,8 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=420.0)
     p.add_argument("--work", type=Path, default=Path("/tmp/stateseer-taysir-frontier"))
     p.add_argument("--out", type=Path)
+    p.add_argument("--seed", type=int, default=0, help="the words' split and the learner's")
+    p.add_argument("--tests-on", default="auto", choices=["auto", "prefixes", "words"])
     p.add_argument("--sampled", type=int, default=0,
                    help="also score on this many words drawn from an order-3 Markov chain "
                         "of the train words, and as many one-to-three-symbol mutants of them")
@@ -98,9 +101,9 @@ def main() -> None:
         return kept["oracle"]
 
     active._oracle = keep
-    run, held = T.prepare(args.path, args.net, args.work / args.net, 0, 3000)
+    run, held = T.prepare(args.path, args.net, args.work / args.net, args.seed, 3000)
     dfa = extract_run_dfa(run, method="active", max_states=8000, seconds=args.seconds,
-                          random_state=0)
+                          random_state=args.seed, tests_on=args.tests_on)
     words, labels = held["words"], held["labels"].astype(bool)
     fresh, fresh_labels = held["fresh"], held["fresh_labels"].astype(bool)
     alphabet, oracle = kept["alphabet"], kept["oracle"]
@@ -116,7 +119,7 @@ def main() -> None:
     extra = []
     if args.sampled:
         from taysir_nets import adapter, read_words
-        _, start, end = read_words(args.path / "datasets" / f"{args.net}.taysir.valid.words")
+        _, start, end = read_words(T.words_file(args.path, args.net, args.work / args.net))
         ad = adapter(args.path / "models" / f"{args.net}.taysir.model", start, end)
         train, _ = split_words(traces, "train", alphabet)
         rng = np.random.default_rng(7)
@@ -138,7 +141,8 @@ def main() -> None:
     for c in range(6, r.shape[1]):
         print("column", c, "corr with test (>=200 states)",
               float(np.corrcoef(r[big, c], r[big, 4])[0, 1]))
-    out = {"net": args.net, "chosen": rows[[x[0] for x in rows].index(chosen + 1)],
+    out = {"net": args.net, "seed": args.seed, "tests_on": args.tests_on,
+           "chosen": rows[[x[0] for x in rows].index(chosen + 1)],
            "corr_word_val_test": float(np.corrcoef(r[big, 2], r[big, 4])[0, 1]),
            "corr_prefix_val_test": float(np.corrcoef(r[big, 3], r[big, 4])[0, 1]),
            "best_test_within": {}, "columns": ["round", "states", "val_word_error",
