@@ -66,11 +66,7 @@ class ExplorerContext:
         other = None
         if compare is not None:
             other = compare if isinstance(compare, RunView) else RunView(compare)
-        runner = None
-        if jobs:
-            import tempfile
-
-            runner = JobRunner(tempfile.mkdtemp(prefix="stateseer-jobs-"))
+        runner = JobRunner.temporary() if jobs else None
         return cls(data=data, models=models, contexts=ContextService(data, models),
                    comparison=RunComparison(data, other) if other is not None else None,
                    jobs=runner)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,6 +83,19 @@ class JobRunner:
         self.work_dir = Path(work_dir)
         self.job: Job | None = None
         self._lock = threading.Lock()
+        self._process: list[subprocess.Popen | None] = [None]  # seen by the clean-up
+
+    @classmethod
+    def temporary(cls, prefix: str = "stateseer-jobs-") -> JobRunner:
+        """A runner in a new temporary folder, removed when the runner is collected or
+        the process exits, unless a job started there still runs (its log and progress
+        file stay with it)."""
+        import tempfile
+        import weakref
+
+        runner = cls(tempfile.mkdtemp(prefix=prefix))
+        weakref.finalize(runner, _remove_unless_running, runner.work_dir, runner._process)
+        return runner
 
     def start(self, kind: str, argv: Sequence[str], *,
               info: dict[str, Any] | None = None) -> Job:
@@ -108,6 +122,7 @@ class JobRunner:
                                         stdin=subprocess.DEVNULL, start_new_session=True,
                                         env=env)
             self.job = Job(kind, list(argv), proc, progress, log, dict(info or {}))
+            self._process[0] = proc
             return self.job
 
     def status(self) -> dict[str, Any]:
@@ -134,6 +149,11 @@ class JobRunner:
             job.cancelled = True
             _kill_group(job.process)
         return self.status()
+
+
+def _remove_unless_running(work_dir: Path, process: list[subprocess.Popen | None]) -> None:
+    if process[0] is None or process[0].poll() is not None:
+        shutil.rmtree(work_dir, ignore_errors=True)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

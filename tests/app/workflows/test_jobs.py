@@ -79,3 +79,28 @@ def test_the_repair_command_is_the_command_line_with_a_progress_file(tmp_path):
     over = repair_command(tmp_path / "run", 2, "drop", tmp_path / "new", seeds=3)
     args = build_parser().parse_args(over[3:])
     assert args.seeds == 3 and not args.control
+
+
+def test_a_temporary_runner_removes_its_folder_unless_its_job_still_runs():
+    import gc
+    import shutil
+
+    idle = JobRunner.temporary()
+    folder = idle.work_dir
+    assert folder.is_dir() and folder.name.startswith("stateseer-jobs-")
+    del idle
+    gc.collect()
+    assert not folder.exists()  # each server used to leave one behind in /tmp
+
+    busy = JobRunner.temporary()
+    folder = busy.work_dir
+    busy.start("sleep", [sys.executable, "-c", "import time; time.sleep(30)"])
+    job = busy.job
+    del busy
+    gc.collect()
+    try:
+        assert folder.is_dir()  # the running job's log and progress file stay
+    finally:
+        job.process.kill()
+        job.process.wait()
+        shutil.rmtree(folder, ignore_errors=True)
