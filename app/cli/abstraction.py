@@ -277,8 +277,7 @@ def _add_dfa_export(sub: Any) -> None:
                    "at least one validation word's worth)")
     x.add_argument("--tests-on", choices=("auto", "prefixes", "words"), default="auto",
                    help="active: what the equivalence tests compare, the class after every "
-                   "prefix of each test word or each whole word's only; auto: whole words "
-                   "where the training words all have one length")
+                   "prefix of each test word or each whole word's only; auto: whole words")
     x.add_argument("--mutants", type=_nonnegative_int, default=0,
                    help="active: this many words near the training words (one to three "
                    "symbols replaced, the model asked their class) join the validation "

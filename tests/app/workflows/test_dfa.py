@@ -182,14 +182,15 @@ def test_the_cli_runs_the_active_learner_and_says_so(recorded, capsys):
 
 def test_the_cli_passes_the_tests_and_the_near_words_to_the_learner(recorded, capsys):
     assert main(["extract-dfa", str(recorded), "--method", "active", "--seconds", "30",
-                 "--tests-on", "words", "--mutants", "40"]) == 0
+                 "--tests-on", "prefixes", "--mutants", "40"]) == 0
     saved = json.loads((recorded / "metrics.json").read_text())["abstraction"]["dfa"]
-    assert saved["tests_on"] == "words" and saved["n_selection_mutants"] == 40
+    assert saved["tests_on"] == "prefixes" and saved["n_selection_mutants"] == 40
     assert saved["minimal_size_match"] is True  # the exact language all the same
     assert main(["extract-dfa", str(recorded), "--method", "active", "--seconds", "30"]) == 0
     saved = json.loads((recorded / "metrics.json").read_text())["abstraction"]["dfa"]
-    # Tomita's strings have many lengths: every prefix is a test; no near words by default
-    assert saved["tests_on"] == "prefixes" and saved["n_selection_mutants"] == 0
+    # whole words by default; no near words by default
+    assert saved["tests_on"] == "words" and saved["n_selection_mutants"] == 0
+    assert saved["minimal_size_match"] is True
     assert main(["extract-dfa", str(recorded), "--mutants", "-1"]) == 2
     assert "--mutants" in capsys.readouterr().err
 

@@ -179,14 +179,16 @@ def test_kv_asks_its_sifting_queries_in_batches_and_learns_the_same(monkeypatch)
     assert max(calls_batched) > 1
 
 
-def test_whole_words_are_the_tests_where_the_data_have_one_length():
+def test_whole_words_are_the_tests_unless_prefixes_are_asked_for():
     g = GRAMMARS["tomita2"].dfa
     one = [list(s) for s in all_strings(g.alphabet, 6) if len(s) == 6]
     many = [list(s) for s in all_strings(g.alphabet, 6)]
-    got = {n: learn_active(g.alphabet, _model_of(g), words=w, seed=0)
-           for n, w in (("one", one), ("many", many))}
+    got = {n: learn_active(g.alphabet, _model_of(g), words=w, seed=0, tests_on=t)
+           for n, w, t in (("one", one, "auto"), ("many", many, "auto"),
+                           ("prefixes", many, "prefixes"))}
     assert got["one"].provenance["tests_on"] == "words"
-    assert got["many"].provenance["tests_on"] == "prefixes"
+    assert got["many"].provenance["tests_on"] == "words"
+    assert got["prefixes"].provenance["tests_on"] == "prefixes"
     for res in got.values():  # either way the known language, exactly
         assert res.dfa.n_states == g.n_states
     with pytest.raises(DataError, match="auto, prefixes or words"):
