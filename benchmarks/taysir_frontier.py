@@ -3,7 +3,7 @@
 Analysis only, never a selection: ``extract-dfa --method active`` keeps every hypothesis
 it proposes and chooses among them on the validation words (the smallest within epsilon
 of the best). This script runs the same extraction as ``benchmarks/taysir.py`` and then
-scores every fifth hypothesis (and the chosen one) on
+scores every fifth hypothesis (``--every N``: every N-th) and the chosen one on
 
 - the validation words, whole (what the choice reads),
 - every prefix of the validation words, against the net's class after each prefix,
@@ -81,6 +81,7 @@ def main() -> None:
     p.add_argument("--out", type=Path)
     p.add_argument("--seed", type=int, default=0, help="the words' split and the learner's")
     p.add_argument("--tests-on", default="auto", choices=["auto", "prefixes", "words"])
+    p.add_argument("--every", type=int, default=5, help="score every N-th hypothesis")
     p.add_argument("--sampled", type=int, default=0,
                    help="also score on this many words drawn from an order-3 Markov chain "
                         "of the train words, and as many one-to-three-symbol mutants of them")
@@ -128,7 +129,7 @@ def main() -> None:
             extra.append((drawn, T._labels(ad, [list(w) for w in drawn]).astype(bool)))
     rows = []
     for i, (h, d) in enumerate(zip(oracle.history, oracle.kept, strict=True)):
-        if i % 5 and i != chosen:
+        if i % args.every and i != chosen:
             continue
         got = d.prefix_labels(ids, lengths)
         bad = sum(int((got[b, 1:lengths[b] + 1] != truth[b]).sum()) for b in range(len(truth)))
