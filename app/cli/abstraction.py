@@ -108,11 +108,32 @@ def _cmd_extract_dfa(args: argparse.Namespace) -> int:
     keys = ("method", "n_states", "n_states_before_minimisation", "seconds",
             "budget_exhausted", "membership_queries", "rounds", "agreement",
             "heldout_error", "majority_error", "agreement_le12", "grammar_agreement_le12",
-            "minimal_size_match", "examples")
+            "minimal_size_match", "examples", "off_data")
     if dfa.report.get("budget_exhausted"):
         _note(budget_note(dfa.report))
+    if off_data_note(dfa.report):
+        _note(off_data_note(dfa.report))
     print(json.dumps({k: dfa.report.get(k) for k in keys if k in dfa.report}))
     return 0
+
+
+def off_data_note(report: dict[str, Any]) -> str | None:
+    """The line ``extract-dfa`` adds when the automaton errs more often than always
+    answering the majority class on random words of the data's lengths (active
+    extraction's ``off_data`` check), else None.
+
+    >>> off_data_note({"off_data": {"n_words": 1000, "error": 0.49,
+    ...                             "majority_error": 0.09}})[:58]
+    'off the data the automaton is worse than always answering '
+    >>> off_data_note({"off_data": {"n_words": 1000, "error": 0.0, "majority_error": 0.3}})
+    """
+    off = report.get("off_data") or {}
+    if not off or off["error"] <= off["majority_error"]:
+        return None
+    return (f"off the data the automaton is worse than always answering the majority class: "
+            f"it errs on {off['error']:.1%} of {off['n_words']:,} random words of the data's "
+            f"lengths (the majority on {off['majority_error']:.1%}); trust it on inputs like "
+            "the data only, or raise --max-states/--seconds")
 
 
 def budget_note(report: dict[str, Any]) -> str:

@@ -217,6 +217,7 @@ def extract_dfa_active(
         "selection_error": chosen.get("heldout_error"),
         "counterexamples": sources, "guided": per_word is not None,
         "tests_on": res.provenance["tests_on"],
+        "off_data": dict(res.provenance["off_data"]),
         "train_agreement": stats["train_agreement"],
         "train_prefix_agreement": stats["train_prefix_agreement"],
         "seconds": round(time.perf_counter() - t0, 3),

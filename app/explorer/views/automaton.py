@@ -142,6 +142,11 @@ def _method(r: Mapping[str, Any]) -> str:
             isinstance(r.get("majority_error"), (int, float)):
         text += (f"; held-out error {r['heldout_error']:.2%} (always the majority class: "
                  f"{r['majority_error']:.2%})")
+    off = r.get("off_data")
+    if isinstance(off, Mapping) and isinstance(off.get("error"), (int, float)) and \
+            isinstance(off.get("majority_error"), (int, float)):
+        text += (f"; on random words of the data's lengths {off['error']:.2%} (the majority "
+                 f"class: {off['majority_error']:.2%})")
     return text
 
 

@@ -193,3 +193,16 @@ def test_whole_words_are_the_tests_unless_prefixes_are_asked_for():
         assert res.dfa.n_states == g.n_states
     with pytest.raises(DataError, match="auto, prefixes or words"):
         learn_active(g.alphabet, _model_of(g), tests_on="suffixes")
+
+
+def test_the_chosen_automaton_is_checked_off_the_data_beside_the_majority():
+    g = GRAMMARS["tomita3"].dfa
+    words = [list(s) for s in all_strings(g.alphabet, 7)]
+    exact = learn_active(g.alphabet, _model_of(g), words=words, seed=0)
+    off = exact.provenance["off_data"]
+    assert off["n_words"] == 1000 and off["error"] == 0.0  # the language itself
+    assert 0.0 < off["majority_error"] < 1.0
+    capped = learn_active(g.alphabet, _model_of(g), words=words, seed=0, max_states=1)
+    assert capped.dfa.n_states == 1  # one class for every word, on the same random words
+    e, m = capped.provenance["off_data"]["error"], capped.provenance["off_data"]["majority_error"]
+    assert min(abs(e - m), abs(e - (1 - m))) < 1e-9 and m == off["majority_error"]
