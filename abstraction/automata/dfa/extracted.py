@@ -182,12 +182,18 @@ class ExtractedDFA(TableAutomaton):
 
     def built_by(self) -> dict[str, Any]:
         """How the automaton was built, for the exports' graph attributes: ``method``
-        (``active`` or ``refine``) and, where known, its figures."""
+        (``active`` or ``refine``) and, where known, its figures (the off-data check's as
+        ``off_data_error`` and ``off_data_majority_error``)."""
         r = self.report or {}
         out: dict[str, Any] = {"method": str(r.get("method", "refine"))}
         for key in ("membership_queries", "heldout_error", "majority_error"):
             if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool):
                 out[key] = r[key]
+        off = r.get("off_data")
+        if isinstance(off, dict):  # the off-data check, flat: graph attributes are scalars
+            for key in ("error", "majority_error"):
+                if isinstance(off.get(key), (int, float)):
+                    out[f"off_data_{key}"] = off[key]
         return out
 
     def to_dot(self, name: str = "learnedModel") -> str:

@@ -213,6 +213,8 @@ def test_exports_say_which_method_built_the_automaton(recorded, tmp_path):
     export_run(recorded, "graphml", tmp_path / "dfa.graphml", dfa=True)
     g = nx.read_graphml(tmp_path / "dfa.graphml")
     assert g.graph["method"] == "active" and g.graph["membership_queries"] > 0
+    # Tomita's exact automaton is right off the data too; the majority is not
+    assert g.graph["off_data_error"] == 0.0 and g.graph["off_data_majority_error"] > 0
     extract_run_dfa(recorded, method="refine")
     export_run(recorded, "graphml", tmp_path / "refined.graphml", dfa=True)
     assert nx.read_graphml(tmp_path / "refined.graphml").graph["method"] == "refine"
