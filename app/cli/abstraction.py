@@ -111,8 +111,8 @@ def _cmd_extract_dfa(args: argparse.Namespace) -> int:
             "minimal_size_match", "examples", "off_data")
     if dfa.report.get("budget_exhausted"):
         _note(budget_note(dfa.report))
-    if off_data_note(dfa.report):
-        _note(off_data_note(dfa.report))
+    if note := off_data_note(dfa.report):
+        _note(note)
     print(json.dumps({k: dfa.report.get(k) for k in keys if k in dfa.report}))
     return 0
 

@@ -565,7 +565,7 @@ def learn_active(alphabet: Sequence[str], answer: Answer, *,
     # the data's words first (shortest first), then the walks: a hypothesis is fixed where
     # the data go before it is fixed elsewhere
     in_data = set(data)
-    tests = sorted(in_data | {tuple(rng.choice(alphabet, int(n))) for n in lens},
+    tests = sorted(in_data | set(_random_words(alphabet, lens, rng)),
                    key=lambda w: (w not in in_data, len(w), w))
     t0 = time.perf_counter()
     answers = _Answers(answer, final)
@@ -616,14 +616,19 @@ def _off_data(dfa: DFA, alphabet: Sequence[str], answers: _Answers,
     always answering the model's majority class of the data's words: an automaton chosen
     on a few hundred held-out words can be right there and worse than the majority off
     the data (TAYSIR 1.10 on a fresh split: 0.49 of such words wrong)."""
-    words = [tuple(rng.choice(alphabet, int(k))) for k in rng.choice(lengths, n)]
+    words = _random_words(alphabet, rng.choice(lengths, n), rng)
     truth = answers.last(words)
-    ids, lens = _encode(alphabet, words)
-    got = dfa.prefix_labels(ids, lens)[np.arange(len(words)), lens]
+    got = dfa.accepts(words)
     seen = [w for w in data if w]
     major = bool(answers.last(seen).mean() >= 0.5) if seen else bool(truth.mean() >= 0.5)
     return {"n_words": len(words), "error": round(float((got != truth).mean()), 6),
             "majority_error": round(float((truth != major).mean()), 6)}
+
+
+def _random_words(alphabet: Sequence[str], lengths: np.ndarray, rng: np.random.Generator
+                  ) -> list[tuple[str, ...]]:
+    """One word of uniformly drawn symbols per length in ``lengths``."""
+    return [tuple(rng.choice(alphabet, int(k))) for k in lengths]
 
 
 def _pad_states(abstract: Sequence[np.ndarray], data: list[tuple[str, ...]]) -> np.ndarray:
