@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["HALF_TABLE", "HAVE_NUMBA", "half_project", "pfa_run", "warm_up"]
+__all__ = ["HALF_TABLE", "HAVE_NUMBA", "det_run", "half_project", "input_presence",
+           "nearest_centre", "pfa_run", "warm_up"]
 
 try:  # pragma: no cover - exercised where numba is installed (the default)
     import numba
@@ -88,6 +89,78 @@ def _pfa_run(tok, offsets, det, indptr, indices, data, n_states, outside, initia
         final[i, :] = cur
 
 
+def _det_run(tok, offsets, delta, initial, out):
+    """Run every input through the deterministic transition table.
+
+    Parameters
+    ----------
+    tok : int64 array (n_steps,)
+        Alphabet ids; negative ids read as the table's last column (stay).
+    offsets : int64 array (n_inputs + 1,)
+    delta : int64 array (n_states, V + 1)
+        Target of every (state, token) pair, fallbacks filled; column ``V`` stays.
+    initial : int
+    out : int64 array (n_steps,), written
+        The state after every token.
+    """
+    outside = delta.shape[1] - 1
+    for i in range(offsets.shape[0] - 1):
+        cur = initial
+        for p in range(offsets[i], offsets[i + 1]):
+            v = tok[p]
+            cur = delta[cur, outside if v < 0 else v]
+            out[p] = cur
+
+
+def _nearest_centre(points, m2, cc, out):
+    """Index of the smallest ``points @ m2 + cc`` of every row (the nearest centre, with
+    ``m2 = -2 * centres.T`` and ``cc`` the centres' squared norms; the first of ties),
+    without the (n, k) distance matrix.
+
+    Parameters
+    ----------
+    points : float64 array (n, d)
+    m2 : float64 array (d, k)
+    cc : float64 array (k,)
+    out : int64 array (n,), written
+    """
+    n, d = points.shape
+    k = m2.shape[1]
+    for i in range(n):
+        best, arg = np.inf, 0
+        for c in range(k):
+            acc = cc[c]
+            for j in range(d):
+                acc += points[i, j] * m2[j, c]
+            if acc < best:
+                best, arg = acc, c
+        out[i] = arg
+
+
+def _input_presence(keys, inputs, wrong, n_with, n_wrong_with):
+    """Per key, the inputs holding it and the misclassified ones among them.
+
+    Parameters
+    ----------
+    keys : int64 array (n,)
+        Keys in ``[0, len(n_with))``; negative: no key at that position.
+    inputs : int64 array (n,)
+        Input of each position, non-decreasing (so an input's positions are consecutive).
+    wrong : bool array (n_inputs,)
+    n_with, n_wrong_with : int64 arrays (n_keys,), zeroed; written
+    """
+    last = np.full(n_with.shape[0], -1, np.int64)
+    for p in range(keys.shape[0]):
+        k = keys[p]
+        if k >= 0:
+            i = inputs[p]
+            if last[k] != i:  # the key's first position in this input
+                last[k] = i
+                n_with[k] += 1
+                if wrong[i]:
+                    n_wrong_with[k] += 1
+
+
 HALF_TABLE = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
 """Every float16 bit pattern's float32 value (256 kB: it stays in the core's cache)."""
 
@@ -129,6 +202,9 @@ def _compiled(fn):
 
 
 pfa_run = _compiled(_pfa_run) if HAVE_NUMBA else _pfa_run
+det_run = _compiled(_det_run) if HAVE_NUMBA else None
+nearest_centre = _compiled(_nearest_centre) if HAVE_NUMBA else None
+input_presence = _compiled(_input_presence) if HAVE_NUMBA else None
 half_project = _compiled(_half_project) if HAVE_NUMBA else None
 
 
@@ -144,3 +220,7 @@ def warm_up() -> None:
     pfa_run(np.zeros(1, i64), np.array([0, 1], i64), np.full(2, -1, i32),
             np.array([0, 1, 2], i32), np.zeros(2, i32), np.ones(2), 2, 0, 0, 0.0,
             np.zeros((1, 1)), np.zeros((1, 2)), np.zeros(0, i64))
+    det_run(np.zeros(1, i64), np.array([0, 1], i64), np.zeros((1, 2), i64), 0, np.zeros(1, i64))
+    nearest_centre(np.zeros((1, 1)), np.zeros((1, 1)), np.zeros(1), np.zeros(1, i64))
+    input_presence(np.zeros(1, i64), np.zeros(1, i64), np.zeros(1, np.bool_), np.zeros(1, i64),
+                   np.zeros(1, i64))

@@ -340,10 +340,21 @@ class BaseAbstractor(ClusterMixin, BaseEstimator):
         rest = self.n_states - alloc.sum()
         alloc[np.argsort(-(share - np.floor(share)))[:rest]] += 1
         alloc = np.minimum(alloc, counts[present])
-        models, classes = [], []
-        for c, k in zip(present, alloc, strict=True):
-            models.append(self._fit_states(Z[pred == c], int(k), store=False))
-            classes.extend([int(c)] * self._n_fitted(models[-1]))
+        jobs = [(Z[pred == c], int(k)) for c, k in zip(present, alloc, strict=True)]
+
+        def fit_one(job: tuple[np.ndarray, int]) -> Any:
+            with threadpool_limits(1):  # OpenMP's thread count is set per thread
+                return self._fit_states(*job, store=False)
+
+        if len(jobs) > 1 and numpy_threads() >= 2:
+            # the classes' fits are independent (each seeded alone), so they run side by
+            # side on one thread each: the same states as one after another
+            with ThreadPoolExecutor(min(len(jobs), numpy_threads())) as pool:
+                models = list(pool.map(fit_one, jobs))
+        else:
+            models = [fit_one(job) for job in jobs]
+        classes = [int(c) for c, m in zip(present, models, strict=True)
+                   for _ in range(self._n_fitted(m))]
         self._present = present
         self._class_slices = np.cumsum([0] + [self._n_fitted(m) for m in models])
         self._merge_split(models)

@@ -40,6 +40,7 @@ from scipy.stats import hypergeom
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from stateseer.abstraction.arrays import distinct
+from stateseer.abstraction.kernels import HAVE_NUMBA, input_presence
 
 __all__ = ["Part", "buggy_patterns", "collapsed_paths", "confusion_pair", "influential_patterns",
            "merge_counts", "state_contexts", "state_ngrams", "window_key_table",
@@ -70,6 +71,25 @@ class Part:
 
 def _keyed(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(keys, np.int64), np.asarray(counts, np.int64)
+
+
+#: key spaces up to this size are counted in a table of one slot per key (a pass, no sort)
+DENSE_KEYS = 1 << 22
+
+
+def _dense(n_keys: int, n: int) -> bool:
+    return n_keys <= max(DENSE_KEYS, 2 * n)
+
+
+def _key_counts(keys: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_counts=True)`` of keys in ``[0, n_keys)``, by a table of
+    one count per key where the key space is small enough (the same arrays)."""
+    keys = np.asarray(keys, np.int64)
+    if not _dense(n_keys, len(keys)):
+        return _keyed(*np.unique(keys, return_counts=True))
+    table = np.bincount(keys, minlength=n_keys)
+    at = np.flatnonzero(table)
+    return at.astype(np.int64), table[at].astype(np.int64)
 
 
 def summed_counts(keys: Sequence[np.ndarray], counts: Sequence[np.ndarray]
@@ -144,8 +164,8 @@ def ngram_counts(part: Part, n_states: int, *, vocab_size: int, stop: np.ndarray
         if bucket[1] > 1:
             mine = key_bucket(kept, bucket[1]) == bucket[0]
             kept, at = kept[mine], at[mine]
-        out[f"total{n}"] = _keyed(*np.unique(kept, return_counts=True))
-        out[f"pair{n}"] = _keyed(*np.unique(at * (V ** n) + kept, return_counts=True))
+        out[f"total{n}"] = _key_counts(kept, V ** n)
+        out[f"pair{n}"] = _key_counts(at * (V ** n) + kept, n_states * V ** n)
     return out
 
 
@@ -569,7 +589,7 @@ def influential_counts(part: Part, n_states: int, *, initial_proba: np.ndarray,
         ok = fk >= 0
         combo = fk[ok] * 1_000_000 + prev_pred[flips[ok]] * 1000 + step_pred[flips[ok]]
         out[f"flips{w}"] = _keyed(*np.unique(combo, return_counts=True))
-        out[f"occurs{w}"] = _keyed(*np.unique(key[key >= 0], return_counts=True))
+        out[f"occurs{w}"] = _key_counts(key[key >= 0], n_states ** w)
     return out
 
 
@@ -677,6 +697,13 @@ def buggy_counts(part: Part, n_states: int, *, lengths: Sequence[int] = (2, 3, 4
     out: Counts = {"inputs": _keyed(np.zeros(1), [[len(wrong), int(wrong.sum())]])}
     for w in lengths:
         key = keys[w]
+        if HAVE_NUMBA and _dense(S ** w, len(key)):  # one pass, no sort (the same counts)
+            n_with, n_wrong_with = np.zeros(S ** w, np.int64), np.zeros(S ** w, np.int64)
+            input_presence(np.asarray(key, np.int64), np.asarray(cinput, np.int64),
+                           np.asarray(wrong, np.bool_), n_with, n_wrong_with)
+            at = np.flatnonzero(n_with)
+            out[f"windows{w}"] = _keyed(at, np.stack([n_with[at], n_wrong_with[at]], 1))
+            continue
         pos = np.flatnonzero(key >= 0)
         pk = distinct(cinput[pos] * (S ** w) + key[pos])  # presence per input
         p_in, p_key = np.divmod(pk, S ** w)

@@ -57,7 +57,7 @@ from stateseer.abstraction.arrays import numpy_threads
 from stateseer.abstraction.automata.io import read_text, write_chunks
 from stateseer.abstraction.colors import ClassColors
 from stateseer.abstraction.errors import AbstractionError
-from stateseer.abstraction.kernels import HAVE_NUMBA, pfa_run
+from stateseer.abstraction.kernels import HAVE_NUMBA, det_run, nearest_centre, pfa_run
 from stateseer.core.automaton import Automaton
 from stateseer.core.dot import dot_document
 from stateseer.core.errors import StateseerError
@@ -391,6 +391,12 @@ class FSM(Automaton):
         cc = (c[1:] * c[1:]).sum(1)
         m2 = -2 * c[1:].T
         out = table.reshape(-1)
+        if HAVE_NUMBA:  # no (pairs, states) distance matrix (0.29 -> 0.03 s, 640k pairs)
+            best = np.empty(len(at), np.int64)
+            nearest_centre(np.ascontiguousarray(p, np.float64),
+                           np.ascontiguousarray(m2, np.float64), cc, best)
+            out[at] = 1 + best  # never back to the initial state
+            return table
         step = 1 << 14
         for a in range(0, len(at), step):  # chunks of unseen pairs, all states at once
             dist = p[a:a + step] @ m2
@@ -407,7 +413,8 @@ class FSM(Automaton):
     def simulate(self, token_ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Simulate every input at once (token ids, -1 = outside the alphabet).
 
-        Loops over positions, vectorised over inputs.
+        One compiled loop per input (:func:`stateseer.abstraction.kernels.det_run`), else,
+        without numba, a loop over positions, vectorised over inputs.
 
         Returns
         -------
@@ -419,6 +426,10 @@ class FSM(Automaton):
         out = np.empty(int(offsets[-1]), dtype=np.int64)
         tok = np.asarray(token_ids, dtype=np.int64)
         delta = self._delta_stay
+        if HAVE_NUMBA:  # one compiled loop per input (the same states)
+            det_run(np.ascontiguousarray(tok), np.ascontiguousarray(offsets, np.int64),
+                    delta, int(self.initial), out)
+            return out
         tok = np.where(tok < 0, delta.shape[1] - 1, tok)
         order = np.argsort(-lengths, kind="stable")   # longest first: alive inputs = prefix
         starts = offsets[:-1][order]

@@ -155,6 +155,25 @@ def test_split_by_prediction_states_hold_one_predicted_class():
     np.testing.assert_array_equal(ab.state_class_[s2], P2.argmax(1))
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_the_classes_fitted_side_by_side_give_the_states_of_one_after_another(method,
+                                                                              monkeypatch):
+    X, _ = blobs(n_per=120)
+    X = X + np.random.default_rng(3).normal(0, 6.0, X.shape).astype(np.float32)
+    P = probas_from(X)
+
+    def fit(threads: str):
+        monkeypatch.setenv("OMP_NUM_THREADS", threads)  # the suite runs with 1
+        monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+        return make_abstractor(method, n_states=9, pca_components=4,
+                               split_by_prediction=True).fit(X, proba=P)
+
+    apart, together = fit("1"), fit("2")
+    assert np.array_equal(apart.cluster_centers_, together.cluster_centers_)
+    assert np.array_equal(apart.state_class_, together.state_class_)
+    assert np.array_equal(apart.predict(X, P), together.predict(X, P))
+
+
 def test_split_allocates_states_by_class_share_with_largest_remainder():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(100, 5)).astype(np.float32)

@@ -254,3 +254,34 @@ def test_buggy_patterns_respect_min_support():
     out = buggy_patterns(states, offsets, states, [f"w{i}" for i in range(8)], labels,
                          predictions, 8, min_support=2, lengths=(2,))
     assert [6, 7] in [p["states"] for p in out]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_counts_by_a_table_per_key_equal_counts_by_sorting(seed, monkeypatch):
+    """Small key spaces are counted in a table of one slot per key (and the inputs that
+    hold a window by one compiled pass): the same counts as sorting the keys."""
+    from stateseer.abstraction.analysis import patterns as pat
+
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 14, 400)
+    offsets = np.r_[0, np.cumsum(lengths)]
+    n = int(offsets[-1])
+    proba = rng.dirichlet([1, 1, 1], n)
+
+    def counts():
+        part = pat.Part(rng_states.copy(), offsets, rng_tokens, proba, labels, predictions)
+        return (pat.influential_counts(part, 9, initial_proba=np.array([0.2, 0.5, 0.3])),
+                pat.buggy_counts(part, 9),
+                pat.ngram_counts(part, 9, vocab_size=30, stop=np.arange(30) % 7 == 0))
+
+    rng_states, rng_tokens = rng.integers(1, 9, n), rng.integers(0, 30, n)
+    labels, predictions = rng.integers(0, 3, len(lengths)), rng.integers(0, 3, len(lengths))
+    dense = counts()
+    monkeypatch.setattr(pat, "DENSE_KEYS", 0)
+    monkeypatch.setattr(pat, "_dense", lambda n_keys, n: False)
+    sorted_ = counts()
+    for a, b in zip(dense, sorted_, strict=True):
+        assert a.keys() == b.keys()
+        for name in a:
+            for x, y in zip(a[name], b[name], strict=True):
+                assert x.dtype == y.dtype and np.array_equal(x, y), name

@@ -554,3 +554,38 @@ def test_probabilistic_simulation_in_blocks_on_threads_equals_one_block(monkeypa
         assert np.array_equal(final, one_final) and np.array_equal(path, one_path)
     no_path, none = fsm.simulate_distribution(tokens, offsets, path=False)
     assert none is None and np.array_equal(no_path, final)
+
+
+def _random_machine(fallback: str, seed: int = 0) -> tuple[FSM, np.ndarray, np.ndarray]:
+    """A machine of 12 states over 30 tokens from random paths (many unseen pairs), and
+    fresh inputs to run through it (tokens outside the alphabet included)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 9, 300)
+    offsets = np.r_[0, np.cumsum(lengths)]
+    n = int(offsets[-1])
+    proba = rng.dirichlet([1, 1], n)
+    fsm = FSM.from_paths(rng.integers(0, 11, n), offsets, rng.integers(0, 30, n), proba,
+                         np.array([0.5, 0.5]), n_states=11, classes=["a", "b"],
+                         alphabet=[f"t{i}" for i in range(30)],
+                         coords=rng.normal(size=(12, 3)), fallback=fallback)
+    lengths = rng.integers(0, 15, 500)
+    off = np.r_[0, np.cumsum(lengths)]
+    return fsm, rng.integers(-1, 30, int(off[-1])), off
+
+
+@pytest.mark.parametrize("fallback", ["displacement", "nearest", "stay"])
+def test_compiled_loops_give_the_tables_and_paths_of_the_numpy_ones(fallback, monkeypatch):
+    if not fsm_module.HAVE_NUMBA:
+        pytest.skip("numba is not installed")
+    fsm, tokens, offsets = _random_machine(fallback)
+    delta, path = fsm.delta.copy(), fsm.simulate(tokens, offsets)
+    monkeypatch.setattr("stateseer.abstraction.automata.fsm.HAVE_NUMBA", False)
+    plain, _, _ = _random_machine(fallback)
+    assert np.array_equal(plain.delta, delta)
+    assert np.array_equal(plain.simulate(tokens, offsets), path)
+    # and a path is the table read one input, one token at a time
+    for i in range(0, len(offsets) - 1, 50):
+        s = fsm.initial
+        for p in range(offsets[i], offsets[i + 1]):
+            s = s if tokens[p] < 0 else fsm.delta[s, tokens[p]]
+            assert path[p] == s
