@@ -391,7 +391,7 @@ class FSM(Automaton):
         cc = (c[1:] * c[1:]).sum(1)
         m2 = -2 * c[1:].T
         out = table.reshape(-1)
-        if HAVE_NUMBA:  # no (pairs, states) distance matrix (0.29 -> 0.03 s, 640k pairs)
+        if HAVE_NUMBA:  # no (pairs, states) distance matrix (0.22 -> 0.18 s, the table)
             best = np.empty(len(at), np.int64)
             nearest_centre(np.ascontiguousarray(p, np.float64),
                            np.ascontiguousarray(m2, np.float64), cc, best)
