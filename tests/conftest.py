@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import csv
+import fcntl
+import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -27,6 +30,39 @@ def tomita_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("runs") / "t3"
     train_run(TrainConfig(dataset="tomita3", arch="lstm"), out, progress=False)
     return out
+
+
+@pytest.fixture(scope="session")
+def shared_trained(tmp_path_factory):
+    """``shared_trained(dataset, **config) -> Path``: ``train_run(TrainConfig(dataset,
+    **config))``, trained once per test session *across* pytest-xdist's workers (a lock
+    file: a worker that asks while another trains waits for it). The training tests and
+    the DFA extraction tests train the same default Tomita models; on 2 cores each
+    training done twice cost about 20 s. Read-only: copy the run before writing to it."""
+    from stateseer.rnn_models.train import TrainConfig, train_run
+
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-runs"
+    root.mkdir(exist_ok=True)
+
+    def get(dataset: str, **config) -> Path:
+        key = hashlib.sha256(json.dumps([dataset, config], sort_keys=True).encode())
+        out = root / f"{dataset.replace(':', '_').replace('/', '_')}-{key.hexdigest()[:12]}"
+        with open(root / f"{out.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if not (out / "metrics.json").exists():
+                import torch
+
+                shutil.rmtree(out, ignore_errors=True)  # a worker killed mid-training
+                threads = torch.get_num_threads()
+                torch.set_num_threads(1)  # as under xdist: the same model in any session
+                try:
+                    train_run(TrainConfig(dataset=dataset, **config), out, progress=False)
+                finally:
+                    torch.set_num_threads(threads)
+        return out
+
+    return get
 
 
 @pytest.fixture(scope="session")

@@ -32,8 +32,9 @@ def _check_exact(run: ModelRun, grammar: str) -> tuple[float, float]:
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ["lstm", "gru"])
 @pytest.mark.parametrize("grammar", [f"tomita{i}" for i in range(1, 8)])
-def test_tomita_learnt_exactly_with_default_settings(tmp_path, grammar, arch):
-    run = train_run(TrainConfig(dataset=grammar, arch=arch), tmp_path / grammar, progress=False)
+def test_tomita_learnt_exactly_with_default_settings(shared_trained, grammar, arch):
+    # trained once for this test and the DFA extraction tests (tests/conftest.py)
+    run = ModelRun(shared_trained(grammar, arch=arch))
     short, long = _check_exact(run, grammar)
     assert short == 1.0, f"{grammar}/{arch}: {short:.4f} on strings ≤ 12"
     assert long == 1.0, f"{grammar}/{arch}: {long:.4f} on random strings 13–20"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,8 +35,10 @@ MINIMAL = {"tomita1": 2, "tomita2": 3, "tomita3": 5, "tomita4": 4, "tomita5": 4,
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """``trained(name, dataset, **config) -> Traces``: train + record once, then reuse."""
+def trained(tmp_path_factory, shared_trained):
+    """``trained(name, dataset, **config) -> Traces``: train + record once, then reuse (a
+    Tomita grammar with only its architecture set: the run the training tests check,
+    trained once for both, copied here before recording)."""
     import torch
 
     from stateseer.rnn_models.engine import record_run
@@ -50,7 +53,10 @@ def trained(tmp_path_factory):
             torch.set_num_threads(1)
             try:
                 out = root / name
-                train_run(TrainConfig(dataset=dataset, **config), out, progress=False)
+                if dataset.startswith("tomita") and set(config) <= {"arch"}:
+                    shutil.copytree(shared_trained(dataset, **config), out)
+                else:
+                    train_run(TrainConfig(dataset=dataset, **config), out, progress=False)
                 cache[name] = record_run(out, splits=("train", "test"))
             finally:
                 torch.set_num_threads(threads)
