@@ -391,7 +391,8 @@ def _apply(item: Any, fn: Callable[..., T], shared_kwargs: dict[str, Any]) -> T:
 
 def connect(address: str, timeout: float = 10.0) -> Any:
     """A ``distributed.Client`` on the scheduler at ``address``, or a one-line
-    :class:`ClusterError` within ``timeout`` seconds (and a few more for the handshake):
+    :class:`ClusterError` within ``timeout`` seconds (and as many again, at most 5, for the
+    handshake):
     nothing listening, or something that is not a Dask scheduler (an HTTP server keeps
     the handshake waiting forever, so the connection is made in a thread that is left
     behind when it does not answer)."""
@@ -411,10 +412,11 @@ def connect(address: str, timeout: float = 10.0) -> Any:
             f"drop --cluster / unset {ENV} to run in this process")
     t = threading.Thread(target=run, name="stateseer-connect", daemon=True)
     t.start()
-    t.join(timeout + 5.0)
+    wait = timeout + min(5.0, timeout)  # the handshake's grace: 5 s at the default
+    t.join(wait)
     if t.is_alive():
         raise ClusterError(f"the server at {address} did not answer as a Dask scheduler within "
-                           f"{timeout + 5.0:.0f} s (is it one?); {hint}")
+                           f"{wait:.0f} s (is it one?); {hint}")
     if "error" in out:
         raise ClusterError(f"no Dask scheduler answers at {address} "
                            f"({type(out['error']).__name__}); {hint}") from None

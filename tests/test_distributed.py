@@ -352,7 +352,7 @@ def test_an_address_that_is_no_scheduler_is_refused_alike_by_every_command(
     from stateseer.core import engine as E
 
     real = E.connect
-    monkeypatch.setattr(E, "connect", lambda address, timeout=10.0: real(address, 2.0))
+    monkeypatch.setattr(E, "connect", lambda address, timeout=10.0: real(address, 1.0))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]  # closed again: nothing listens
