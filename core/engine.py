@@ -391,7 +391,7 @@ def _apply(item: Any, fn: Callable[..., T], shared_kwargs: dict[str, Any]) -> T:
 
 def connect(address: str, timeout: float = 10.0) -> Any:
     """A ``distributed.Client`` on the scheduler at ``address``, or a one-line
-    :class:`ClusterError` within ``timeout`` seconds (and as many again, at most 5, for the
+    :class:`ClusterError` within ``timeout`` seconds (and as many again, 2 to 5, for the
     handshake):
     nothing listening, or something that is not a Dask scheduler (an HTTP server keeps
     the handshake waiting forever, so the connection is made in a thread that is left
@@ -412,7 +412,7 @@ def connect(address: str, timeout: float = 10.0) -> Any:
             f"drop --cluster / unset {ENV} to run in this process")
     t = threading.Thread(target=run, name="stateseer-connect", daemon=True)
     t.start()
-    wait = timeout + min(5.0, timeout)  # the handshake's grace: 5 s at the default
+    wait = timeout + max(2.0, min(5.0, timeout))  # the handshake's grace: 5 s at the default
     t.join(wait)
     if t.is_alive():
         raise ClusterError(f"the server at {address} did not answer as a Dask scheduler within "

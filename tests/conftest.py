@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import fcntl
 import hashlib
 import json
 import os
@@ -39,6 +38,8 @@ def shared_trained(tmp_path_factory):
     file: a worker that asks while another trains waits for it). The training tests and
     the DFA extraction tests train the same default Tomita models; on 2 cores each
     training done twice cost about 20 s. Read-only: copy the run before writing to it."""
+    import fcntl  # POSIX; the suite runs on Linux
+
     from stateseer.rnn_models.train import TrainConfig, train_run
 
     base = tmp_path_factory.getbasetemp()

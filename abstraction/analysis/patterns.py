@@ -78,7 +78,7 @@ DENSE_KEYS = 1 << 22
 
 
 def _dense(n_keys: int, n: int) -> bool:
-    return n_keys <= max(DENSE_KEYS, 2 * n)
+    return n_keys <= min(DENSE_KEYS, 8 * max(n, 1))
 
 
 def _key_counts(keys: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
@@ -697,7 +697,9 @@ def buggy_counts(part: Part, n_states: int, *, lengths: Sequence[int] = (2, 3, 4
     out: Counts = {"inputs": _keyed(np.zeros(1), [[len(wrong), int(wrong.sum())]])}
     for w in lengths:
         key = keys[w]
-        if HAVE_NUMBA and _dense(S ** w, len(key)):  # one pass, no sort (the same counts)
+        if (HAVE_NUMBA and _dense(S ** w, len(key)) and int(key.max(initial=-1)) < S ** w
+                and (not len(cinput) or int(cinput.max()) < len(wrong))):
+            # one pass, no sort (the same counts); the loop does not check bounds
             n_with, n_wrong_with = np.zeros(S ** w, np.int64), np.zeros(S ** w, np.int64)
             input_presence(np.asarray(key, np.int64), np.asarray(cinput, np.int64),
                            np.asarray(wrong, np.bool_), n_with, n_wrong_with)

@@ -391,7 +391,9 @@ class FSM(Automaton):
         cc = (c[1:] * c[1:]).sum(1)
         m2 = -2 * c[1:].T
         out = table.reshape(-1)
-        if HAVE_NUMBA:  # no (pairs, states) distance matrix (0.22 -> 0.18 s, the table)
+        if HAVE_NUMBA:  # no (pairs, states) distance matrix (0.22 -> 0.18 s, the table;
+            # its sums are taken in another order than BLAS's, so a near-tie may go the
+            # other way)
             best = np.empty(len(at), np.int64)
             nearest_centre(np.ascontiguousarray(p, np.float64),
                            np.ascontiguousarray(m2, np.float64), cc, best)
@@ -426,7 +428,9 @@ class FSM(Automaton):
         out = np.empty(int(offsets[-1]), dtype=np.int64)
         tok = np.asarray(token_ids, dtype=np.int64)
         delta = self._delta_stay
-        if HAVE_NUMBA:  # one compiled loop per input (the same states)
+        if HAVE_NUMBA and (not len(tok) or int(tok.max()) < delta.shape[1]):
+            # one compiled loop per input (the same states); ids past the table take the
+            # numpy path below, which refuses them (the loop does not check bounds)
             det_run(np.ascontiguousarray(tok), np.ascontiguousarray(offsets, np.int64),
                     delta, int(self.initial), out)
             return out

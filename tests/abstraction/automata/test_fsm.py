@@ -589,3 +589,11 @@ def test_compiled_loops_give_the_tables_and_paths_of_the_numpy_ones(fallback, mo
         for p in range(offsets[i], offsets[i + 1]):
             s = s if tokens[p] < 0 else fsm.delta[s, tokens[p]]
             assert path[p] == s
+
+
+def test_a_token_id_past_the_alphabet_is_refused_not_run():
+    fsm, tokens, offsets = _random_machine("stay")
+    tokens = tokens.copy()
+    tokens[3] = 31  # the alphabet has 30 tokens; 30 is the stay column, 31 is nothing
+    with pytest.raises(IndexError):
+        fsm.simulate(tokens, offsets)
